@@ -1,0 +1,41 @@
+// Minimal leveled logging to stderr: one line per call, with a UTC timestamp.
+#ifndef RINGMASTER_LIBS_COMMON_LOG_H_
+#define RINGMASTER_LIBS_COMMON_LOG_H_
+
+#include <sstream>
+#include <string>
+
+namespace ringmaster {
+
+enum class LogLevel { kDebug, kInfo, kWarning, kError };
+
+// Thread-safe; lines from different threads never interleave.
+void LogLine(LogLevel level, const char* file, int line, const std::string& message);
+void SetMinLogLevel(LogLevel level);
+LogLevel MinLogLevel();
+
+namespace internal {
+class LogMessage {
+ public:
+  LogMessage(LogLevel level, const char* file, int line) : level_(level), file_(file), line_(line) {}
+  ~LogMessage() { LogLine(level_, file_, line_, stream_.str()); }
+  LogMessage(const LogMessage&) = delete;
+  LogMessage& operator=(const LogMessage&) = delete;
+  std::ostream& stream() { return stream_; }
+
+ private:
+  LogLevel level_;
+  const char* file_;
+  int line_;
+  std::ostringstream stream_;
+};
+}  // namespace internal
+
+}  // namespace ringmaster
+
+#define RM_LOG(level)                                                 \
+  if (::ringmaster::LogLevel::level < ::ringmaster::MinLogLevel()) {  \
+  } else                                                              \
+    ::ringmaster::internal::LogMessage(::ringmaster::LogLevel::level, __FILE__, __LINE__).stream()
+
+#endif  // RINGMASTER_LIBS_COMMON_LOG_H_

@@ -1,0 +1,116 @@
+// Plain structs of the scheduler's world: jobs, workers, placements. No gRPC, SQL or Redis.
+#ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_TYPES_H_
+#define RINGMASTER_SERVICES_SCHEDULER_CORE_TYPES_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ringmaster::scheduler {
+
+enum class JobState { kPending, kStarting, kRunning, kSucceeded, kFailed, kCancelled };
+enum class RestartPolicy { kNever, kOnFailure };
+
+bool IsTerminal(JobState state);
+// "PENDING", "RUNNING", ... (the names users see and Postgres stores).
+const char* JobStateName(JobState state);
+std::optional<JobState> ParseJobState(const std::string& name);
+
+struct TrainerWorkload {
+  std::string model;
+  int32_t batch_size = 0;
+  int64_t steps = 0;
+  bool operator==(const TrainerWorkload&) const = default;
+};
+
+struct CommandWorkload {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  bool operator==(const CommandWorkload&) const = default;
+};
+
+struct JobSpec {
+  std::string name;
+  std::string queue;
+  int32_t priority = 0;
+  int32_t replicas = 0;
+  int32_t gpus_per_replica = 0;
+  std::string gpu_type;
+  // Exactly one of these is set in a valid spec.
+  std::optional<TrainerWorkload> trainer;
+  std::optional<CommandWorkload> command;
+  RestartPolicy restart_policy = RestartPolicy::kNever;
+  int32_t backoff_limit = 0;
+  int64_t max_runtime_seconds = 0;
+  std::map<std::string, std::string> labels;
+  bool operator==(const JobSpec&) const = default;
+};
+
+struct RankPlacement {
+  int32_t rank = 0;
+  std::string worker_id;
+  std::string worker_address;
+  std::vector<int32_t> gpu_indices;
+  bool operator==(const RankPlacement&) const = default;
+};
+
+struct Job {
+  std::string id;
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  int32_t attempt = 0;
+  std::string request_id;
+  // Submit order, assigned by the store; breaks priority ties.
+  int64_t seq = 0;
+  std::string pending_reason;
+  std::vector<RankPlacement> placement;
+  // Secret of the current attempt that authorises Exec on the job's workers.
+  std::string token;
+  // Seq of the last event recorded for this job (events are numbered 1, 2, ...).
+  int64_t last_event_seq = 0;
+  int64_t created_at_ms = 0;
+  int64_t updated_at_ms = 0;
+  int64_t started_at_ms = 0;
+  int64_t finished_at_ms = 0;
+  int32_t exit_code = 0;
+  std::string message;
+};
+
+struct JobEvent {
+  std::string job_id;
+  int64_t seq = 0;
+  JobState state = JobState::kPending;
+  int32_t attempt = 0;
+  std::string reason;
+  int32_t exit_code = 0;
+  int64_t time_ms = 0;
+  bool operator==(const JobEvent&) const = default;
+};
+
+struct Gpu {
+  int32_t index = 0;
+  std::string type;
+  int64_t memory_bytes = 0;
+  bool simulated = false;
+  bool operator==(const Gpu&) const = default;
+};
+
+enum class WorkerState { kReady, kLost };
+const char* WorkerStateName(WorkerState state);
+
+struct Worker {
+  std::string id;
+  std::string address;
+  int32_t port = 0;
+  std::vector<Gpu> gpus;
+  int32_t cpu_slots = 0;
+  WorkerState state = WorkerState::kReady;
+  int64_t registered_at_ms = 0;
+  int64_t last_heartbeat_ms = 0;
+};
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_CORE_TYPES_H_
