@@ -1,0 +1,167 @@
+#include "convert/convert.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringmaster::scheduler {
+
+JobSpec FromProto(const v1::JobSpec& spec) {
+  JobSpec out;
+  out.name = spec.name();
+  out.queue = spec.queue();
+  out.priority = spec.priority();
+  out.replicas = spec.replicas();
+  out.gpus_per_replica = spec.gpus_per_replica();
+  out.gpu_type = spec.gpu_type();
+  if (spec.has_trainer()) {
+    out.trainer = TrainerWorkload{spec.trainer().model(), spec.trainer().batch_size(),
+                                  spec.trainer().steps()};
+  }
+  if (spec.has_command()) {
+    CommandWorkload command;
+    command.argv.assign(spec.command().argv().begin(), spec.command().argv().end());
+    command.env.insert(spec.command().env().begin(), spec.command().env().end());
+    out.command = std::move(command);
+  }
+  out.restart_policy = spec.restart_policy() == v1::RESTART_POLICY_ON_FAILURE
+                           ? RestartPolicy::kOnFailure
+                           : RestartPolicy::kNever;
+  out.backoff_limit = spec.backoff_limit();
+  out.max_runtime_seconds = spec.max_runtime_seconds();
+  out.labels.insert(spec.labels().begin(), spec.labels().end());
+  return out;
+}
+
+v1::JobSpec ToProto(const JobSpec& spec) {
+  v1::JobSpec out;
+  out.set_name(spec.name);
+  out.set_queue(spec.queue);
+  out.set_priority(spec.priority);
+  out.set_replicas(spec.replicas);
+  out.set_gpus_per_replica(spec.gpus_per_replica);
+  out.set_gpu_type(spec.gpu_type);
+  if (spec.trainer) {
+    auto* t = out.mutable_trainer();
+    t->set_model(spec.trainer->model);
+    t->set_batch_size(spec.trainer->batch_size);
+    t->set_steps(spec.trainer->steps);
+  }
+  if (spec.command) {
+    auto* c = out.mutable_command();
+    for (const auto& arg : spec.command->argv) c->add_argv(arg);
+    c->mutable_env()->insert(spec.command->env.begin(), spec.command->env.end());
+  }
+  out.set_restart_policy(spec.restart_policy == RestartPolicy::kOnFailure
+                             ? v1::RESTART_POLICY_ON_FAILURE
+                             : v1::RESTART_POLICY_NEVER);
+  out.set_backoff_limit(spec.backoff_limit);
+  out.set_max_runtime_seconds(spec.max_runtime_seconds);
+  out.mutable_labels()->insert(spec.labels.begin(), spec.labels.end());
+  return out;
+}
+
+v1::JobState ToProto(JobState state) {
+  switch (state) {
+    case JobState::kPending: return v1::JOB_STATE_PENDING;
+    case JobState::kStarting: return v1::JOB_STATE_STARTING;
+    case JobState::kRunning: return v1::JOB_STATE_RUNNING;
+    case JobState::kSucceeded: return v1::JOB_STATE_SUCCEEDED;
+    case JobState::kFailed: return v1::JOB_STATE_FAILED;
+    case JobState::kCancelled: return v1::JOB_STATE_CANCELLED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+std::optional<JobState> FromProto(v1::JobState state) {
+  switch (state) {
+    case v1::JOB_STATE_PENDING: return JobState::kPending;
+    case v1::JOB_STATE_STARTING: return JobState::kStarting;
+    case v1::JOB_STATE_RUNNING: return JobState::kRunning;
+    case v1::JOB_STATE_SUCCEEDED: return JobState::kSucceeded;
+    case v1::JOB_STATE_FAILED: return JobState::kFailed;
+    case v1::JOB_STATE_CANCELLED: return JobState::kCancelled;
+    default: return std::nullopt;
+  }
+}
+
+v1::RankPlacement ToProto(const RankPlacement& rank) {
+  v1::RankPlacement out;
+  out.set_rank(rank.rank);
+  out.set_worker_id(rank.worker_id);
+  out.set_worker_address(rank.worker_address);
+  for (int32_t gpu : rank.gpu_indices) out.add_gpu_indices(gpu);
+  return out;
+}
+
+RankPlacement FromProto(const v1::RankPlacement& rank) {
+  RankPlacement out;
+  out.rank = rank.rank();
+  out.worker_id = rank.worker_id();
+  out.worker_address = rank.worker_address();
+  out.gpu_indices.assign(rank.gpu_indices().begin(), rank.gpu_indices().end());
+  return out;
+}
+
+v1::Job ToProto(const Job& job) {
+  v1::Job out;
+  out.set_id(job.id);
+  *out.mutable_spec() = ToProto(job.spec);
+  out.set_state(ToProto(job.state));
+  out.set_attempt(job.attempt);
+  out.set_request_id(job.request_id);
+  out.set_pending_reason(job.pending_reason);
+  for (const auto& rank : job.placement) *out.add_placement() = ToProto(rank);
+  out.set_created_at_ms(job.created_at_ms);
+  out.set_updated_at_ms(job.updated_at_ms);
+  out.set_started_at_ms(job.started_at_ms);
+  out.set_finished_at_ms(job.finished_at_ms);
+  out.set_exit_code(job.exit_code);
+  out.set_message(job.message);
+  return out;
+}
+
+v1::JobEvent ToProto(const JobEvent& event) {
+  v1::JobEvent out;
+  out.set_job_id(event.job_id);
+  out.set_seq(event.seq);
+  out.set_state(ToProto(event.state));
+  out.set_attempt(event.attempt);
+  out.set_reason(event.reason);
+  out.set_exit_code(event.exit_code);
+  out.set_time_ms(event.time_ms);
+  return out;
+}
+
+v1::Gpu ToProto(const Gpu& gpu) {
+  v1::Gpu out;
+  out.set_index(gpu.index);
+  out.set_type(gpu.type);
+  out.set_memory_bytes(gpu.memory_bytes);
+  out.set_simulated(gpu.simulated);
+  return out;
+}
+
+Gpu FromProto(const v1::Gpu& gpu) {
+  return Gpu{gpu.index(), gpu.type(), gpu.memory_bytes(), gpu.simulated()};
+}
+
+std::string SpecToJson(const JobSpec& spec) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  // Serializing a message we built cannot fail.
+  (void)google::protobuf::util::MessageToJsonString(ToProto(spec), &json, options);
+  return json;
+}
+
+absl::StatusOr<JobSpec> SpecFromJson(const std::string& json) {
+  v1::JobSpec spec;
+  auto status = google::protobuf::util::JsonStringToMessage(json, &spec);
+  if (!status.ok()) {
+    return absl::DataLossError(absl::StrCat("stored job spec does not parse: ", status.ToString()));
+  }
+  return FromProto(spec);
+}
+
+}  // namespace ringmaster::scheduler
