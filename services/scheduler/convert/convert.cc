@@ -6,7 +6,7 @@
 
 namespace ringmaster::scheduler {
 
-JobSpec FromProto(const v1::JobSpec& spec) {
+absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
   JobSpec out;
   out.name = spec.name();
   out.queue = spec.queue();
@@ -24,10 +24,20 @@ JobSpec FromProto(const v1::JobSpec& spec) {
     command.env.insert(spec.command().env().begin(), spec.command().env().end());
     out.command = std::move(command);
   }
-  out.restart_policy = spec.restart_policy() == v1::RESTART_POLICY_ON_FAILURE
-                           ? RestartPolicy::kOnFailure
-                           : RestartPolicy::kNever;
-  out.backoff_limit = spec.backoff_limit();
+  switch (spec.restart_policy()) {
+    case v1::RESTART_POLICY_UNSPECIFIED:
+    case v1::RESTART_POLICY_NEVER:
+      out.restart_policy = RestartPolicy::kNever;
+      break;
+    case v1::RESTART_POLICY_ON_FAILURE:
+      out.restart_policy = RestartPolicy::kOnFailure;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("restart_policy: unknown value ", static_cast<int>(spec.restart_policy()),
+                       "; allowed: NEVER, ON_FAILURE"));
+  }
+  if (spec.has_backoff_limit()) out.backoff_limit = spec.backoff_limit();
   out.max_runtime_seconds = spec.max_runtime_seconds();
   out.labels.insert(spec.labels().begin(), spec.labels().end());
   return out;
@@ -55,7 +65,7 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   out.set_restart_policy(spec.restart_policy == RestartPolicy::kOnFailure
                              ? v1::RESTART_POLICY_ON_FAILURE
                              : v1::RESTART_POLICY_NEVER);
-  out.set_backoff_limit(spec.backoff_limit);
+  if (spec.backoff_limit) out.set_backoff_limit(*spec.backoff_limit);
   out.set_max_runtime_seconds(spec.max_runtime_seconds);
   out.mutable_labels()->insert(spec.labels.begin(), spec.labels.end());
   return out;

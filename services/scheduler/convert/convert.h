@@ -12,8 +12,9 @@
 
 namespace ringmaster::scheduler {
 
-// The wire spec as it came; defaults are applied later by core validation.
-JobSpec FromProto(const v1::JobSpec& spec);
+// The wire spec as it came; defaults and range checks are core validation's. Fails only for
+// what the core struct cannot hold (an unknown restart_policy value): INVALID_ARGUMENT.
+absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec);
 v1::JobSpec ToProto(const JobSpec& spec);
 
 v1::JobState ToProto(JobState state);

@@ -42,7 +42,8 @@ struct JobSpec {
   std::optional<TrainerWorkload> trainer;
   std::optional<CommandWorkload> command;
   RestartPolicy restart_policy = RestartPolicy::kNever;
-  int32_t backoff_limit = 0;
+  // Restarts allowed under kOnFailure. Unset until validation fills in the default.
+  std::optional<int32_t> backoff_limit;
   int64_t max_runtime_seconds = 0;
   std::map<std::string, std::string> labels;
   bool operator==(const JobSpec&) const = default;

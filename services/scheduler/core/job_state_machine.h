@@ -1,0 +1,70 @@
+// The job state machine (DESIGN.md):
+//
+//   PENDING -> STARTING -> RUNNING -> SUCCEEDED | FAILED | CANCELLED
+//   STARTING | RUNNING -> PENDING   (a restart under restart_policy OnFailure)
+//
+// 1. kPlaced moves PENDING to STARTING with a placement and a fresh token.
+// 2. kAllStarted (every rank's process is up) moves STARTING to RUNNING.
+// 3. kAllSucceeded (every rank exited 0) ends the job SUCCEEDED.
+// 4. kFailed (a rank exited non-zero, could not launch, or its worker was lost) restarts the
+//    job (back to PENDING, attempt + 1) while attempt < backoff_limit under OnFailure, else
+//    ends it FAILED.
+// 5. kDeadlineExceeded (max_runtime_seconds passed) ends it FAILED; no restart, as with
+//    Kubernetes' activeDeadlineSeconds.
+// 6. kCancel ends any live job CANCELLED.
+// Nothing leaves a terminal state. Every transition yields one JobEvent; a transition away
+// from a placement says the ranks must be stopped and the placement released.
+#ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_JOB_STATE_MACHINE_H_
+#define RINGMASTER_SERVICES_SCHEDULER_CORE_JOB_STATE_MACHINE_H_
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/types.h"
+
+namespace ringmaster::scheduler {
+
+struct JobInput {
+  enum class Kind { kPlaced, kAllStarted, kAllSucceeded, kFailed, kDeadlineExceeded, kCancel };
+  Kind kind;
+  std::string reason;
+  int32_t exit_code = 0;
+  // kPlaced only.
+  std::vector<RankPlacement> placement;
+  std::string token;
+};
+
+struct Transition {
+  JobEvent event;
+  // The placement the job held before; the caller stops its ranks (unless they all ended by
+  // themselves) and releases it.
+  std::vector<RankPlacement> released;
+  bool stop_ranks = false;
+};
+
+// Applies `input` to `job` at `now_ms`: updates state, attempt, placement, token, times,
+// exit_code, message and last_event_seq, and returns the event to record.
+// FAILED_PRECONDITION (and `job` unchanged) when the input does not apply in the job's state.
+absl::StatusOr<Transition> ApplyInput(Job& job, const JobInput& input, int64_t now_ms);
+
+// Which ranks of one attempt have started and exited. Duplicate reports are harmless.
+class RankTracker {
+ public:
+  explicit RankTracker(int32_t world_size = 0) : world_size_(world_size) {}
+  // True when this report completed the set of started ranks.
+  bool OnStarted(int32_t rank);
+  // True when this report completed the set of ranks that exited 0.
+  bool OnSucceeded(int32_t rank);
+  bool AllStarted() const { return static_cast<int32_t>(started_.size()) == world_size_; }
+
+ private:
+  int32_t world_size_;
+  std::set<int32_t> started_;
+  std::set<int32_t> succeeded_;
+};
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_CORE_JOB_STATE_MACHINE_H_

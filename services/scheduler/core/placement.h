@@ -1,0 +1,86 @@
+// Gang placement: every rank of a job gets a worker and concrete GPUs at once, or the job
+// waits with a readable reason. Plain data in, plain data out; no I/O.
+#ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_PLACEMENT_H_
+#define RINGMASTER_SERVICES_SCHEDULER_CORE_PLACEMENT_H_
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/types.h"
+
+namespace ringmaster::scheduler {
+
+struct GangRequest {
+  int32_t replicas = 1;
+  int32_t gpus_per_replica = 0;  // 0: one CPU slot per rank
+  std::string gpu_type;          // empty: any one type
+};
+
+GangRequest RequestOf(const JobSpec& spec);
+
+struct PlacementDecision {
+  enum class Kind {
+    kPlaced,
+    // Does not fit now; may fit once something finishes.
+    kWait,
+    // Does not fit even on the empty cluster as it stands (more than its whole capacity).
+    kInfeasible,
+  };
+  Kind kind = Kind::kWait;
+  std::vector<RankPlacement> ranks;  // set when kPlaced; rank 0 on the first worker
+  std::string reason;                // set otherwise, e.g. "needs 8 x t4, 4 free"
+};
+
+// The cluster's capacity and what is allocated, as placement sees it. Not thread-safe: the
+// scheduler owns one and guards it.
+class ClusterState {
+ public:
+  // Adds a worker or replaces its inventory; its allocations stay. Lost workers hold no
+  // capacity for new placements.
+  void UpsertWorker(const Worker& worker);
+  void SetWorkerState(const std::string& worker_id, WorkerState state);
+  bool HasWorker(const std::string& worker_id) const { return index_.count(worker_id) > 0; }
+  std::vector<std::string> WorkerIds() const;
+
+  // Marks the ranks' GPUs or CPU slots as used. FAILED_PRECONDITION (and nothing changes) when
+  // a worker is unknown or a GPU/slot is already taken.
+  absl::Status Allocate(const std::vector<RankPlacement>& ranks);
+  // Frees what Allocate took; unknown workers and free GPUs are ignored.
+  void Release(const std::vector<RankPlacement>& ranks);
+
+  PlacementDecision Place(const GangRequest& request) const;
+
+  struct TypeTotals {
+    int32_t total = 0;
+    int32_t allocated = 0;
+  };
+  // Per GPU type over ready workers; "cpu" is not a key (see CpuTotals).
+  std::map<std::string, TypeTotals> GpuTotals() const;
+  TypeTotals CpuTotals() const;
+  // GPU indices and CPU slots in use on one worker.
+  std::vector<int32_t> AllocatedGpus(const std::string& worker_id) const;
+  int32_t CpuSlotsUsed(const std::string& worker_id) const;
+
+ private:
+  struct Node {
+    Worker worker;
+    std::vector<bool> gpu_used;  // parallel to worker.gpus
+    int32_t cpu_used = 0;
+    std::unordered_map<std::string, int32_t> free_by_type;
+    bool ready() const { return worker.state == WorkerState::kReady; }
+  };
+  // Ranks of `per_rank` units each that `node` can take now.
+  static int32_t Capacity(const Node& node, const GangRequest& request, const std::string& type);
+  PlacementDecision PlaceType(const GangRequest& request, const std::string& type) const;
+  void Recount(Node& node);
+
+  std::vector<Node> nodes_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_CORE_PLACEMENT_H_
