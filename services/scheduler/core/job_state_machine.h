@@ -29,11 +29,11 @@ namespace ringmaster::scheduler {
 struct JobInput {
   enum class Kind { kPlaced, kAllStarted, kAllSucceeded, kFailed, kDeadlineExceeded, kCancel };
   Kind kind;
-  std::string reason;
+  std::string reason = {};
   int32_t exit_code = 0;
   // kPlaced only.
-  std::vector<RankPlacement> placement;
-  std::string token;
+  std::vector<RankPlacement> placement = {};
+  std::string token = {};
 };
 
 struct Transition {

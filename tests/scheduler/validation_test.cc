@@ -1,0 +1,208 @@
+#include "core/validation.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster::scheduler {
+namespace {
+
+using ::testing::HasSubstr;
+
+JobSpec ValidSpec() {
+  JobSpec spec;
+  spec.name = "resnet-50";
+  spec.replicas = 4;
+  spec.gpus_per_replica = 1;
+  spec.gpu_type = "t4";
+  spec.trainer = TrainerWorkload{};
+  return spec;
+}
+
+// Expects INVALID_ARGUMENT whose message starts with the field name and contains `detail`.
+void ExpectInvalid(const JobSpec& spec, const std::string& field, const std::string& detail) {
+  auto result = ValidateJobSpec(spec);
+  ASSERT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument) << field;
+  EXPECT_EQ(result.status().message().substr(0, field.size() + 1), field + ":")
+      << result.status().message();
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr(detail));
+}
+
+TEST(ValidationTest, AppliesDefaults) {
+  auto spec = ValidateJobSpec(ValidSpec());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->queue, "default");
+  EXPECT_EQ(spec->trainer->model, "mlp");
+  EXPECT_EQ(spec->trainer->batch_size, 64);
+  EXPECT_EQ(spec->trainer->steps, 100);
+  EXPECT_EQ(spec->backoff_limit, 6);
+}
+
+TEST(ValidationTest, KeepsAnExplicitZeroBackoffLimit) {
+  JobSpec spec = ValidSpec();
+  spec.backoff_limit = 0;
+  EXPECT_EQ(ValidateJobSpec(spec)->backoff_limit, 0);
+}
+
+TEST(ValidationTest, Name) {
+  for (const std::string& bad : std::vector<std::string>{"", "Upper", "9lives", "ends-", "has_underscore", std::string(64, 'a')}) {
+    JobSpec spec = ValidSpec();
+    spec.name = bad;
+    ExpectInvalid(spec, "name", "a-z, 0-9 and '-'");
+  }
+  JobSpec spec = ValidSpec();
+  spec.name = std::string(63, 'a');
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+}
+
+TEST(ValidationTest, Queue) {
+  JobSpec spec = ValidSpec();
+  spec.queue = "Team A";
+  ExpectInvalid(spec, "queue", "got 'Team A'");
+}
+
+TEST(ValidationTest, Priority) {
+  JobSpec spec = ValidSpec();
+  spec.priority = 1001;
+  ExpectInvalid(spec, "priority", "must be -1000..1000, got 1001");
+}
+
+TEST(ValidationTest, Replicas) {
+  for (int bad : {0, -1, 4097}) {
+    JobSpec spec = ValidSpec();
+    spec.replicas = bad;
+    ExpectInvalid(spec, "replicas", "must be 1..4096");
+  }
+}
+
+TEST(ValidationTest, GpusPerReplica) {
+  JobSpec spec = ValidSpec();
+  spec.gpus_per_replica = 17;
+  ExpectInvalid(spec, "gpus_per_replica", "must be 0..16, got 17");
+}
+
+TEST(ValidationTest, GpuType) {
+  JobSpec spec = ValidSpec();
+  spec.gpu_type = "T4!";
+  ExpectInvalid(spec, "gpu_type", "a-z, 0-9 and '-'");
+  spec = ValidSpec();
+  spec.gpus_per_replica = 0;
+  ExpectInvalid(spec, "gpu_type", "must be empty when gpus_per_replica is 0");
+}
+
+TEST(ValidationTest, Workload) {
+  JobSpec spec = ValidSpec();
+  spec.trainer.reset();
+  ExpectInvalid(spec, "workload", "exactly one of trainer or command");
+  spec = ValidSpec();
+  spec.command = CommandWorkload{{"true"}, {}};
+  ExpectInvalid(spec, "workload", "exactly one");
+}
+
+TEST(ValidationTest, Trainer) {
+  JobSpec spec = ValidSpec();
+  spec.trainer->model = "gpt-9";
+  ExpectInvalid(spec, "trainer.model", "must be one of mlp, mlp-large, mlp-small");
+  spec = ValidSpec();
+  spec.trainer->batch_size = -1;
+  ExpectInvalid(spec, "trainer.batch_size", "must be 1..65536");
+  spec = ValidSpec();
+  spec.trainer->steps = 10'000'001;
+  ExpectInvalid(spec, "trainer.steps", "must be 1..10000000");
+}
+
+JobSpec CommandSpec(std::vector<std::string> argv) {
+  JobSpec spec = ValidSpec();
+  spec.trainer.reset();
+  spec.command = CommandWorkload{std::move(argv), {}};
+  return spec;
+}
+
+TEST(ValidationTest, CommandArgv) {
+  EXPECT_TRUE(ValidateJobSpec(CommandSpec({"python3", "train.py"})).ok());
+  ExpectInvalid(CommandSpec({}), "command.argv", "must have 1..256 entries, got 0");
+  ExpectInvalid(CommandSpec(std::vector<std::string>(257, "x")), "command.argv", "got 257");
+  ExpectInvalid(CommandSpec({""}), "command.argv[0]", "must name a program");
+  ExpectInvalid(CommandSpec({"x", std::string(4097, 'a')}), "command.argv[1]",
+                "at most 4096 bytes");
+  ExpectInvalid(CommandSpec({"x", std::string("a\0b", 3)}), "command.argv[1]", "NUL");
+  ExpectInvalid(CommandSpec(std::vector<std::string>(20, std::string(4000, 'a'))), "command.argv",
+                "at most 65536 bytes in all");
+}
+
+TEST(ValidationTest, CommandEnv) {
+  JobSpec spec = CommandSpec({"x"});
+  spec.command->env["1BAD"] = "v";
+  ExpectInvalid(spec, "command.env", "[A-Za-z_][A-Za-z0-9_]*");
+  spec = CommandSpec({"x"});
+  spec.command->env["CUDA_VISIBLE_DEVICES"] = "0";
+  ExpectInvalid(spec, "command.env.CUDA_VISIBLE_DEVICES", "set by the platform");
+  spec = CommandSpec({"x"});
+  spec.command->env["BIG"] = std::string(4097, 'v');
+  ExpectInvalid(spec, "command.env.BIG", "at most 4096 bytes");
+}
+
+TEST(ValidationTest, BackoffLimitAndRuntime) {
+  JobSpec spec = ValidSpec();
+  spec.backoff_limit = 101;
+  ExpectInvalid(spec, "backoff_limit", "must be 0..100, got 101");
+  spec = ValidSpec();
+  spec.max_runtime_seconds = -5;
+  ExpectInvalid(spec, "max_runtime_seconds", "must be 0..2592000, got -5");
+}
+
+TEST(ValidationTest, Labels) {
+  JobSpec spec = ValidSpec();
+  spec.labels["team/owner"] = "vision";
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+  spec.labels["bad key"] = "x";
+  ExpectInvalid(spec, "labels", "keys must be 1..63 characters");
+  spec = ValidSpec();
+  spec.labels["k"] = std::string(257, 'v');
+  ExpectInvalid(spec, "labels.k", "at most 256 bytes, got 257");
+  spec = ValidSpec();
+  for (int i = 0; i < 65; ++i) spec.labels["k" + std::to_string(i)] = "v";
+  ExpectInvalid(spec, "labels", "at most 64 allowed, got 65");
+}
+
+TEST(ValidationTest, HostileValuesAreCutShortInMessages) {
+  JobSpec spec = ValidSpec();
+  spec.name = std::string(100000, 'X');
+  auto result = ValidateJobSpec(spec);
+  EXPECT_LT(result.status().message().size(), 300u);
+}
+
+TEST(ValidationTest, RequestAndJobIds) {
+  EXPECT_TRUE(ValidateRequestId("").ok());
+  EXPECT_TRUE(ValidateRequestId("abc-123:x.y_z").ok());
+  EXPECT_EQ(ValidateRequestId(std::string(129, 'a')).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateRequestId("a b").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ValidateJobId("j-0123abcd").ok());
+  EXPECT_EQ(ValidateJobId("j-XYZ").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateJobId("").code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ValidationTest, Worker) {
+  Worker w;
+  w.id = "w1";
+  w.address = "127.0.0.2";
+  w.port = 7071;
+  w.gpus = {{0, "t4", 1, true}, {1, "t4", 1, true}};
+  EXPECT_TRUE(ValidateWorker(w).ok());
+  Worker dup = w;
+  dup.gpus[1].index = 0;
+  EXPECT_THAT(std::string(ValidateWorker(dup).message()), HasSubstr("index appears twice"));
+  Worker port = w;
+  port.port = 0;
+  EXPECT_EQ(ValidateWorker(port).code(), absl::StatusCode::kInvalidArgument);
+  Worker type = w;
+  type.gpus[0].type = "";
+  EXPECT_THAT(std::string(ValidateWorker(type).message()), HasSubstr("gpus[0].type"));
+  Worker id = w;
+  id.id = "W 1";
+  EXPECT_THAT(std::string(ValidateWorker(id).message()), HasSubstr("worker_id"));
+}
+
+}  // namespace
+}  // namespace ringmaster::scheduler
