@@ -29,13 +29,20 @@ class LogMessage {
   int line_;
   std::ostringstream stream_;
 };
+// Lets RM_LOG be one expression, so it is safe in an unbraced if/else.
+struct Voidify {
+  void operator&(std::ostream&) {}
+};
 }  // namespace internal
 
 }  // namespace ringmaster
 
-#define RM_LOG(level)                                                 \
-  if (::ringmaster::LogLevel::level < ::ringmaster::MinLogLevel()) {  \
-  } else                                                              \
-    ::ringmaster::internal::LogMessage(::ringmaster::LogLevel::level, __FILE__, __LINE__).stream()
+#define RM_LOG(level)                                                                 \
+  (::ringmaster::LogLevel::level < ::ringmaster::MinLogLevel())                       \
+      ? (void)0                                                                       \
+      : ::ringmaster::internal::Voidify() &                                           \
+            ::ringmaster::internal::LogMessage(::ringmaster::LogLevel::level, __FILE__, \
+                                               __LINE__)                              \
+                .stream()
 
 #endif  // RINGMASTER_LIBS_COMMON_LOG_H_

@@ -204,6 +204,8 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& in) {
   return spec;
 }
 
+absl::Status ValidateQueueName(const std::string& queue) { return CheckDnsLabel("queue", queue); }
+
 absl::Status ValidateRequestId(const std::string& request_id) {
   if (request_id.size() > 128) {
     return Invalid("request_id", absl::StrCat("must be at most 128 characters, got ", request_id.size()));

@@ -26,6 +26,9 @@ inline constexpr int64_t kDefaultSteps = 100;
 // first problem found.
 absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec);
 
+// A queue name: the same rules as a job name.
+absl::Status ValidateQueueName(const std::string& queue);
+
 // A client's idempotency key: empty (no deduplication) or 1..128 of [A-Za-z0-9._:-].
 absl::Status ValidateRequestId(const std::string& request_id);
 

@@ -1,0 +1,222 @@
+#include "rpc/services.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/log.h"
+#include "convert/convert.h"
+
+namespace ringmaster::scheduler {
+
+grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* req,
+                                       v1::SubmitJobResponse* resp) {
+  if (!req->has_spec()) return ToGrpcStatus(absl::InvalidArgumentError("spec: is required"));
+  auto spec = FromProto(req->spec());
+  if (!spec.ok()) return ToGrpcStatus(spec.status());
+  auto result = scheduler_->Submit(*spec, req->request_id());
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  *resp->mutable_job() = ToProto(result->job);
+  resp->set_existing(result->existing);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req,
+                                    v1::Job* resp) {
+  auto job = scheduler_->GetJob(req->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  *resp = ToProto(*job);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* req,
+                                      v1::ListJobsResponse* resp) {
+  JobFilter filter;
+  if (req->state() != v1::JOB_STATE_UNSPECIFIED) {
+    filter.state = FromProto(req->state());
+    if (!filter.state) {
+      return ToGrpcStatus(absl::InvalidArgumentError(
+          absl::StrCat("state: unknown value ", static_cast<int>(req->state()))));
+    }
+  }
+  filter.queue = req->queue();
+  filter.limit = req->limit();
+  auto jobs = scheduler_->ListJobs(filter);
+  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  for (const Job& job : *jobs) *resp->add_jobs() = ToProto(job);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* req,
+                                       v1::CancelJobResponse* resp) {
+  auto job = scheduler_->Cancel(req->job_id(), req->reason());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  *resp->mutable_job() = ToProto(*job);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
+                                      grpc::ServerWriter<v1::JobEvent>* writer) {
+  return ToGrpcStatus(scheduler_->Watch(
+      req->job_id(), [&](const JobEvent& e) { return writer->Write(ToProto(e)); },
+      [&] { return ctx->IsCancelled(); }));
+}
+
+grpc::Status ClusterServiceImpl::ListWorkers(grpc::ServerContext*, const v1::ListWorkersRequest*,
+                                             v1::ListWorkersResponse* resp) {
+  for (const WorkerView& view : scheduler_->ListWorkers()) {
+    v1::WorkerInfo* info = resp->add_workers();
+    info->set_worker_id(view.worker.id);
+    info->set_address(view.worker.address);
+    info->set_port(view.worker.port);
+    for (const Gpu& gpu : view.worker.gpus) *info->add_gpus() = ToProto(gpu);
+    info->set_cpu_slots(view.worker.cpu_slots);
+    info->set_state(WorkerStateName(view.worker.state));
+    for (int32_t g : view.allocated_gpus) info->add_allocated_gpus(g);
+    info->set_cpu_slots_used(view.cpu_slots_used);
+    info->set_last_heartbeat_ms(view.worker.last_heartbeat_ms);
+  }
+  return grpc::Status::OK;
+}
+
+namespace {
+
+// WorkerLink over one Connect stream: sends are queued and written by the handler thread.
+class StreamLink : public WorkerLink {
+ public:
+  void SendAssignment(const Job& job) override {
+    v1::SchedulerMessage msg;
+    v1::Assignment* a = msg.mutable_assignment();
+    a->set_job_id(job.id);
+    a->set_attempt(job.attempt);
+    *a->mutable_spec() = ToProto(job.spec);
+    for (const auto& r : job.placement) *a->add_placement() = ToProto(r);
+    a->set_token(job.token);
+    Enqueue(std::move(msg));
+  }
+  void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason) override {
+    v1::SchedulerMessage msg;
+    msg.mutable_stop()->set_job_id(job_id);
+    msg.mutable_stop()->set_attempt(attempt);
+    msg.mutable_stop()->set_reason(reason);
+    Enqueue(std::move(msg));
+  }
+  void Enqueue(v1::SchedulerMessage msg) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      outbox_.push_back(std::move(msg));
+    }
+    cv_.notify_all();
+  }
+  void Close() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_ = true;
+    }
+    cv_.notify_all();
+  }
+  // Next message to write; false once closed and drained, or when `cancelled`.
+  bool Next(v1::SchedulerMessage* out, grpc::ServerContext* ctx) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (outbox_.empty()) {
+      if (closed_ || ctx->IsCancelled()) return false;
+      cv_.wait_for(lock, std::chrono::milliseconds(500));
+    }
+    *out = std::move(outbox_.front());
+    outbox_.pop_front();
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::SchedulerMessage> outbox_;
+  bool closed_ = false;
+};
+
+absl::StatusOr<RankReport> FromProto(const v1::RankStatus& status) {
+  RankReport report;
+  report.job_id = status.job_id();
+  report.attempt = status.attempt();
+  report.rank = status.rank();
+  report.exit_code = status.exit_code();
+  report.signal = status.signal();
+  report.message = status.message();
+  switch (status.kind()) {
+    case v1::RankStatus::KIND_STARTED: report.kind = RankReport::Kind::kStarted; break;
+    case v1::RankStatus::KIND_EXITED: report.kind = RankReport::Kind::kExited; break;
+    case v1::RankStatus::KIND_LAUNCH_FAILED: report.kind = RankReport::Kind::kLaunchFailed; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank_status.kind: unknown value ", static_cast<int>(status.kind())));
+  }
+  if (status.rank() < 0 || status.attempt() < 0) {
+    return absl::InvalidArgumentError("rank_status: rank and attempt must not be negative");
+  }
+  return report;
+}
+
+}  // namespace
+
+grpc::Status WorkerServiceImpl::Connect(
+    grpc::ServerContext* ctx,
+    grpc::ServerReaderWriter<v1::SchedulerMessage, v1::WorkerMessage>* stream) {
+  v1::WorkerMessage first;
+  if (!stream->Read(&first)) return grpc::Status::OK;
+  if (!first.has_register_()) {
+    return ToGrpcStatus(absl::InvalidArgumentError("the first message must be register"));
+  }
+  const v1::RegisterWorker& reg = first.register_();
+  Worker worker;
+  worker.id = reg.worker_id();
+  worker.address = reg.address();
+  worker.port = reg.port();
+  worker.cpu_slots = reg.cpu_slots();
+  for (const v1::Gpu& gpu : reg.gpus()) worker.gpus.push_back(scheduler::FromProto(gpu));
+  std::vector<HeldRank> held;
+  for (const v1::RunningRank& r : reg.ranks()) {
+    held.push_back({r.job_id(), r.attempt(), r.rank(), r.exited(), r.exit_code()});
+  }
+
+  auto link = std::make_shared<StreamLink>();
+  v1::SchedulerMessage registered;
+  registered.mutable_registered()->set_worker_id(worker.id);
+  registered.mutable_registered()->set_heartbeat_interval_ms(
+      static_cast<int32_t>(scheduler_->options().heartbeat_interval_ms));
+  link->Enqueue(registered);  // first on the wire, before any stop the reconciliation sends
+  if (auto s = scheduler_->RegisterWorker(worker, held, link); !s.ok()) return ToGrpcStatus(s);
+
+  const std::string id = worker.id;
+  std::thread reader([&] {
+    v1::WorkerMessage msg;
+    while (stream->Read(&msg)) {
+      if (msg.has_heartbeat()) {
+        scheduler_->Heartbeat(id);
+      } else if (msg.has_rank_status()) {
+        auto report = FromProto(msg.rank_status());
+        if (!report.ok()) {
+          RM_LOG(kWarning) << "worker " << id << " sent a bad rank status: " << report.status();
+          continue;
+        }
+        scheduler_->ReportRank(id, *report);
+      } else {
+        RM_LOG(kWarning) << "worker " << id << " sent an unexpected message; ignored";
+      }
+    }
+    link->Close();
+  });
+  v1::SchedulerMessage out;
+  while (link->Next(&out, ctx)) {
+    if (!stream->Write(out)) break;
+  }
+  ctx->TryCancel();  // unblocks the reader if the writer stopped first
+  reader.join();
+  scheduler_->Disconnected(id, link.get());
+  return grpc::Status::OK;
+}
+
+}  // namespace ringmaster::scheduler
