@@ -11,40 +11,82 @@ GangRequest RequestOf(const JobSpec& spec) {
   return GangRequest{spec.replicas, spec.gpus_per_replica, spec.gpu_type};
 }
 
-void ClusterState::Recount(Node& node) {
-  node.free_by_type.clear();
-  for (size_t i = 0; i < node.worker.gpus.size(); ++i) {
-    int32_t& free = node.free_by_type[node.worker.gpus[i].type];
-    if (!node.gpu_used[i]) ++free;
+int32_t ClusterState::TypeId(const std::string& type) {
+  auto [it, added] = type_ids_.emplace(type, static_cast<int32_t>(type_names_.size()));
+  if (added) {
+    type_names_.push_back(type);
+    nodes_by_type_.emplace_back();
+    totals_.free_by_type.push_back(0);
+    totals_.total_by_type.push_back(0);
+    for (Node& node : nodes_) {
+      node.free_by_type.push_back(0);
+      node.total_by_type.push_back(0);
+    }
   }
+  return it->second;
+}
+
+void ClusterState::Recount(Node& node) {
+  node.free_by_type.assign(type_names_.size(), 0);
+  node.total_by_type.assign(type_names_.size(), 0);
+  for (size_t i = 0; i < node.worker.gpus.size(); ++i) {
+    ++node.total_by_type[node.gpu_type_id[i]];
+    if (!node.gpu_used[i]) ++node.free_by_type[node.gpu_type_id[i]];
+  }
+}
+
+void ClusterState::Contribute(const Node& node, int sign) {
+  if (!node.ready()) return;
+  for (size_t t = 0; t < node.free_by_type.size(); ++t) {
+    totals_.free_by_type[t] += sign * node.free_by_type[t];
+    totals_.total_by_type[t] += sign * node.total_by_type[t];
+  }
+  totals_.cpu_free += sign * (node.worker.cpu_slots - node.cpu_used);
+  totals_.cpu_total += sign * node.worker.cpu_slots;
 }
 
 void ClusterState::UpsertWorker(const Worker& worker) {
   auto it = index_.find(worker.id);
-  if (it == index_.end()) {
-    index_[worker.id] = nodes_.size();
-    Node node;
-    node.worker = worker;
-    node.gpu_used.assign(worker.gpus.size(), false);
-    Recount(node);
-    nodes_.push_back(std::move(node));
-    return;
-  }
-  Node& node = nodes_[it->second];
-  // Keep allocations of GPUs that still exist under the same index.
+  size_t n;
   std::set<int32_t> used;
-  for (size_t i = 0; i < node.worker.gpus.size(); ++i) {
-    if (node.gpu_used[i]) used.insert(node.worker.gpus[i].index);
+  int32_t cpu_used = 0;
+  if (it == index_.end()) {
+    n = nodes_.size();
+    index_[worker.id] = n;
+    nodes_.emplace_back();
+  } else {
+    n = it->second;
+    Node& old = nodes_[n];
+    Contribute(old, -1);
+    // Keep allocations of GPUs that still exist under the same index.
+    for (size_t i = 0; i < old.worker.gpus.size(); ++i) {
+      if (old.gpu_used[i]) used.insert(old.worker.gpus[i].index);
+    }
+    cpu_used = old.cpu_used;
   }
+  std::vector<int32_t> type_ids;
+  for (const Gpu& gpu : worker.gpus) type_ids.push_back(TypeId(gpu.type));
+  Node& node = nodes_[n];
   node.worker = worker;
+  node.gpu_type_id = std::move(type_ids);
   node.gpu_used.assign(worker.gpus.size(), false);
-  for (size_t i = 0; i < worker.gpus.size(); ++i) node.gpu_used[i] = used.count(worker.gpus[i].index) > 0;
+  for (size_t i = 0; i < worker.gpus.size(); ++i) {
+    node.gpu_used[i] = used.count(worker.gpus[i].index) > 0;
+    auto& list = nodes_by_type_[node.gpu_type_id[i]];
+    if (std::find(list.begin(), list.end(), n) == list.end()) list.push_back(n);
+  }
+  node.cpu_used = cpu_used;
   Recount(node);
+  Contribute(node, +1);
 }
 
 void ClusterState::SetWorkerState(const std::string& worker_id, WorkerState state) {
   auto it = index_.find(worker_id);
-  if (it != index_.end()) nodes_[it->second].worker.state = state;
+  if (it == index_.end()) return;
+  Node& node = nodes_[it->second];
+  Contribute(node, -1);
+  node.worker.state = state;
+  Contribute(node, +1);
 }
 
 std::vector<std::string> ClusterState::WorkerIds() const {
@@ -84,12 +126,17 @@ absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
       }
     }
   }
-  for (auto [node_index, slot] : gpus) {
+  std::set<size_t> touched;
+  for (const auto& [node_index, slot] : gpus) touched.insert(node_index);
+  for (const auto& [node_index, n] : cpus) touched.insert(node_index);
+  for (size_t node_index : touched) Contribute(nodes_[node_index], -1);
+  for (const auto& [node_index, slot] : gpus) {
     Node& node = nodes_[node_index];
     node.gpu_used[slot] = true;
-    --node.free_by_type[node.worker.gpus[slot].type];
+    --node.free_by_type[node.gpu_type_id[slot]];
   }
-  for (auto [node_index, n] : cpus) nodes_[node_index].cpu_used += n;
+  for (const auto& [node_index, n] : cpus) nodes_[node_index].cpu_used += n;
+  for (size_t node_index : touched) Contribute(nodes_[node_index], +1);
   return absl::OkStatus();
 }
 
@@ -98,74 +145,71 @@ void ClusterState::Release(const std::vector<RankPlacement>& ranks) {
     auto it = index_.find(rank.worker_id);
     if (it == index_.end()) continue;
     Node& node = nodes_[it->second];
+    Contribute(node, -1);
     if (rank.gpu_indices.empty()) {
       node.cpu_used = std::max(0, node.cpu_used - 1);
-      continue;
     }
     for (int32_t index : rank.gpu_indices) {
       for (size_t slot = 0; slot < node.worker.gpus.size(); ++slot) {
         if (node.worker.gpus[slot].index == index && node.gpu_used[slot]) {
           node.gpu_used[slot] = false;
-          ++node.free_by_type[node.worker.gpus[slot].type];
+          ++node.free_by_type[node.gpu_type_id[slot]];
         }
       }
     }
+    Contribute(node, +1);
   }
 }
 
 int32_t ClusterState::Capacity(const Node& node, const GangRequest& request,
-                               const std::string& type) {
+                               int32_t type_id) const {
   if (!node.ready()) return 0;
   if (request.gpus_per_replica == 0) return node.worker.cpu_slots - node.cpu_used;
-  auto it = node.free_by_type.find(type);
-  return it == node.free_by_type.end() ? 0 : it->second / request.gpus_per_replica;
+  return node.free_by_type[type_id] / request.gpus_per_replica;
 }
 
 // Packs the gang onto the fewest workers: the largest capacities first, then the smallest
 // worker that still holds the remainder (best fit keeps big holes for big jobs).
-PlacementDecision ClusterState::PlaceType(const GangRequest& request,
-                                          const std::string& type) const {
+PlacementDecision ClusterState::PlaceType(const GangRequest& request, int32_t type_id) const {
   const bool cpu = request.gpus_per_replica == 0;
   const int32_t units = cpu ? 1 : request.gpus_per_replica;
-  int64_t free_units = 0;
-  int64_t total_units = 0;
-  int64_t fitting_ranks = 0;
-  std::vector<std::pair<int32_t, size_t>> candidates;  // (capacity, node)
-  size_t best_single = nodes_.size();
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const Node& node = nodes_[i];
-    if (!node.ready()) continue;
-    if (cpu) {
-      total_units += node.worker.cpu_slots;
-      free_units += node.worker.cpu_slots - node.cpu_used;
-    } else {
-      for (const Gpu& gpu : node.worker.gpus) total_units += gpu.type == type;
-      auto it = node.free_by_type.find(type);
-      free_units += it == node.free_by_type.end() ? 0 : it->second;
-    }
-    int32_t cap = Capacity(node, request, type);
-    if (cap <= 0) continue;
-    fitting_ranks += cap;
-    candidates.emplace_back(cap, i);
-    if (cap >= request.replicas &&
-        (best_single == nodes_.size() || cap < Capacity(nodes_[best_single], request, type))) {
-      best_single = i;
-    }
+  const int64_t needed = static_cast<int64_t>(request.replicas) * units;
+  const std::string what = cpu ? "CPU slots" : absl::StrCat("x ", type_names_[type_id]);
+  const int64_t total = cpu ? totals_.cpu_total : totals_.total_by_type[type_id];
+  const int64_t free = cpu ? totals_.cpu_free : totals_.free_by_type[type_id];
+  PlacementDecision decision;
+  if (needed > total) {
+    decision.kind = PlacementDecision::Kind::kInfeasible;
+    decision.reason = absl::StrCat("needs ", needed, " ", what, ", the cluster has ", total);
+    return decision;
+  }
+  if (needed > free) {
+    decision.reason = absl::StrCat("needs ", needed, " ", what, ", ", free, " free");
+    return decision;
   }
 
-  const int64_t needed = static_cast<int64_t>(request.replicas) * units;
-  const std::string what = cpu ? "CPU slots" : absl::StrCat("x ", type);
-  PlacementDecision decision;
-  if (fitting_ranks < request.replicas) {
-    if (needed > total_units) {
-      decision.kind = PlacementDecision::Kind::kInfeasible;
-      decision.reason = absl::StrCat("needs ", needed, " ", what, ", the cluster has ", total_units);
-    } else if (needed > free_units) {
-      decision.reason = absl::StrCat("needs ", needed, " ", what, ", ", free_units, " free");
-    } else {
-      decision.reason = absl::StrCat("needs ", request.replicas, " ranks of ", units, " ", what,
-                                     " on one worker each, ", fitting_ranks, " fit");
+  std::vector<std::pair<int32_t, size_t>> candidates;  // (capacity, node)
+  int64_t fitting_ranks = 0;
+  size_t best_single = nodes_.size();
+  int32_t best_single_cap = 0;
+  auto consider = [&](size_t i) {
+    int32_t cap = Capacity(nodes_[i], request, type_id);
+    if (cap <= 0) return;
+    fitting_ranks += cap;
+    candidates.emplace_back(cap, i);
+    if (cap >= request.replicas && (best_single == nodes_.size() || cap < best_single_cap)) {
+      best_single = i;
+      best_single_cap = cap;
     }
+  };
+  if (cpu) {
+    for (size_t i = 0; i < nodes_.size(); ++i) consider(i);
+  } else {
+    for (size_t i : nodes_by_type_[type_id]) consider(i);
+  }
+  if (fitting_ranks < request.replicas) {
+    decision.reason = absl::StrCat("needs ", request.replicas, " ranks of ", units, " ", what,
+                                   " on one worker each, ", fitting_ranks, " fit");
     return decision;
   }
 
@@ -191,16 +235,14 @@ PlacementDecision ClusterState::PlaceType(const GangRequest& request,
 
   decision.kind = PlacementDecision::Kind::kPlaced;
   int32_t rank = 0;
-  for (auto [node_index, count] : chosen) {
+  for (const auto& [node_index, count] : chosen) {
     const Node& node = nodes_[node_index];
-    std::vector<bool> used = node.gpu_used;  // each worker appears once in `chosen`
-    size_t slot = 0;
+    size_t slot = 0;  // each worker appears once in `chosen`: a forward scan finds free GPUs
     for (int32_t r = 0; r < count; ++r) {
       RankPlacement placement{rank++, node.worker.id, node.worker.address, {}};
       for (int32_t g = 0; !cpu && g < units; ++g) {
-        while (used[slot] || node.worker.gpus[slot].type != type) ++slot;
-        used[slot] = true;
-        placement.gpu_indices.push_back(node.worker.gpus[slot].index);
+        while (node.gpu_used[slot] || node.gpu_type_id[slot] != type_id) ++slot;
+        placement.gpu_indices.push_back(node.worker.gpus[slot++].index);
       }
       decision.ranks.push_back(std::move(placement));
     }
@@ -209,56 +251,48 @@ PlacementDecision ClusterState::PlaceType(const GangRequest& request,
 }
 
 PlacementDecision ClusterState::Place(const GangRequest& request) const {
-  if (request.gpus_per_replica == 0 || !request.gpu_type.empty()) {
-    return PlaceType(request, request.gpu_type);
+  if (request.gpus_per_replica == 0) return PlaceType(request, 0);
+  if (!request.gpu_type.empty()) {
+    auto it = type_ids_.find(request.gpu_type);
+    if (it != type_ids_.end()) return PlaceType(request, it->second);
+    PlacementDecision none;
+    none.kind = PlacementDecision::Kind::kInfeasible;
+    none.reason = absl::StrCat("needs ", int64_t{request.replicas} * request.gpus_per_replica,
+                               " x ", request.gpu_type, ", the cluster has 0");
+    return none;
   }
   // Any type: every rank still gets the same type. Prefer the type that needs the fewest
   // workers, then the one with the least free capacity, to keep large pools whole.
-  std::set<std::string> types;
-  for (const Node& node : nodes_) {
-    if (!node.ready()) continue;
-    for (const Gpu& gpu : node.worker.gpus) types.insert(gpu.type);
-  }
+  const int64_t needed = static_cast<int64_t>(request.replicas) * request.gpus_per_replica;
   PlacementDecision best;
   best.kind = PlacementDecision::Kind::kInfeasible;
-  int64_t best_workers = 0;
+  size_t best_workers = 0;
   int64_t best_free = 0;
   int64_t max_free = 0;
   int64_t max_total = 0;
-  for (const std::string& type : types) {
-    int64_t free = 0;
-    int64_t total = 0;
-    for (const Node& node : nodes_) {
-      if (!node.ready()) continue;
-      for (size_t i = 0; i < node.worker.gpus.size(); ++i) {
-        if (node.worker.gpus[i].type != type) continue;
-        ++total;
-        free += !node.gpu_used[i];
-      }
+  for (int32_t t = 0; t < static_cast<int32_t>(type_names_.size()); ++t) {
+    max_free = std::max(max_free, totals_.free_by_type[t]);
+    max_total = std::max(max_total, totals_.total_by_type[t]);
+    if (totals_.free_by_type[t] < needed) continue;
+    PlacementDecision d = PlaceType(request, t);
+    if (d.kind != PlacementDecision::Kind::kPlaced) continue;
+    size_t workers = 1;
+    for (size_t i = 1; i < d.ranks.size(); ++i) {
+      workers += d.ranks[i].worker_id != d.ranks[i - 1].worker_id;
     }
-    max_free = std::max(max_free, free);
-    max_total = std::max(max_total, total);
-    PlacementDecision d = PlaceType(request, type);
-    if (d.kind != PlacementDecision::Kind::kPlaced) {
-      if (d.kind == PlacementDecision::Kind::kWait) best.kind = PlacementDecision::Kind::kWait;
-      continue;
-    }
-    std::set<std::string> workers;
-    for (const auto& r : d.ranks) workers.insert(r.worker_id);
-    int64_t n = static_cast<int64_t>(workers.size());
-    if (best.kind != PlacementDecision::Kind::kPlaced || n < best_workers ||
-        (n == best_workers && free < best_free)) {
+    if (best.kind != PlacementDecision::Kind::kPlaced || workers < best_workers ||
+        (workers == best_workers && totals_.free_by_type[t] < best_free)) {
       best = std::move(d);
-      best_workers = n;
-      best_free = free;
+      best_workers = workers;
+      best_free = totals_.free_by_type[t];
     }
   }
   if (best.kind == PlacementDecision::Kind::kPlaced) return best;
-  const int64_t needed = static_cast<int64_t>(request.replicas) * request.gpus_per_replica;
-  if (best.kind == PlacementDecision::Kind::kInfeasible) {
+  if (needed > max_total) {
     best.reason = absl::StrCat("needs ", needed, " x GPU of one type, the cluster has at most ",
                                max_total, " of one type");
   } else {
+    best.kind = PlacementDecision::Kind::kWait;
     best.reason = absl::StrCat("needs ", needed, " x GPU of one type, at most ", max_free,
                                " free of one type");
   }
@@ -266,26 +300,18 @@ PlacementDecision ClusterState::Place(const GangRequest& request) const {
 }
 
 std::map<std::string, ClusterState::TypeTotals> ClusterState::GpuTotals() const {
-  std::map<std::string, TypeTotals> totals;
-  for (const Node& node : nodes_) {
-    if (!node.ready()) continue;
-    for (size_t i = 0; i < node.worker.gpus.size(); ++i) {
-      TypeTotals& t = totals[node.worker.gpus[i].type];
-      ++t.total;
-      t.allocated += node.gpu_used[i];
-    }
+  std::map<std::string, TypeTotals> out;
+  for (size_t t = 0; t < type_names_.size(); ++t) {
+    if (totals_.total_by_type[t] == 0) continue;
+    out[type_names_[t]] = {static_cast<int32_t>(totals_.total_by_type[t]),
+                           static_cast<int32_t>(totals_.total_by_type[t] - totals_.free_by_type[t])};
   }
-  return totals;
+  return out;
 }
 
 ClusterState::TypeTotals ClusterState::CpuTotals() const {
-  TypeTotals t;
-  for (const Node& node : nodes_) {
-    if (!node.ready()) continue;
-    t.total += node.worker.cpu_slots;
-    t.allocated += node.cpu_used;
-  }
-  return t;
+  return {static_cast<int32_t>(totals_.cpu_total),
+          static_cast<int32_t>(totals_.cpu_total - totals_.cpu_free)};
 }
 
 std::vector<int32_t> ClusterState::AllocatedGpus(const std::string& worker_id) const {

@@ -67,18 +67,34 @@ class ClusterState {
  private:
   struct Node {
     Worker worker;
-    std::vector<bool> gpu_used;  // parallel to worker.gpus
+    std::vector<bool> gpu_used;        // parallel to worker.gpus
+    std::vector<int32_t> gpu_type_id;  // parallel to worker.gpus
+    std::vector<int32_t> free_by_type;   // by type id
+    std::vector<int32_t> total_by_type;  // by type id
     int32_t cpu_used = 0;
-    std::unordered_map<std::string, int32_t> free_by_type;
     bool ready() const { return worker.state == WorkerState::kReady; }
   };
-  // Ranks of `per_rank` units each that `node` can take now.
-  static int32_t Capacity(const Node& node, const GangRequest& request, const std::string& type);
-  PlacementDecision PlaceType(const GangRequest& request, const std::string& type) const;
+  // Aggregates over ready workers, kept in step so that most decisions need no scan.
+  struct Totals {
+    std::vector<int64_t> free_by_type;
+    std::vector<int64_t> total_by_type;
+    int64_t cpu_free = 0;
+    int64_t cpu_total = 0;
+  };
+
+  int32_t TypeId(const std::string& type);  // interns
   void Recount(Node& node);
+  // Adds (sign = +1) or removes (-1) a ready node's share of the totals.
+  void Contribute(const Node& node, int sign);
+  int32_t Capacity(const Node& node, const GangRequest& request, int32_t type_id) const;
+  PlacementDecision PlaceType(const GangRequest& request, int32_t type_id) const;
 
   std::vector<Node> nodes_;
   std::unordered_map<std::string, size_t> index_;
+  std::vector<std::string> type_names_;
+  std::unordered_map<std::string, int32_t> type_ids_;
+  std::vector<std::vector<size_t>> nodes_by_type_;  // nodes that have (had) a GPU of the type
+  Totals totals_;
 };
 
 }  // namespace ringmaster::scheduler

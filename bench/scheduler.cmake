@@ -1,0 +1,2 @@
+add_executable(placement_bench ${CMAKE_CURRENT_LIST_DIR}/placement_bench.cc)
+target_link_libraries(placement_bench PRIVATE ringmaster_scheduler_core)
