@@ -101,6 +101,7 @@ v1::RankPlacement ToProto(const RankPlacement& rank) {
   out.set_worker_id(rank.worker_id);
   out.set_worker_address(rank.worker_address);
   for (int32_t gpu : rank.gpu_indices) out.add_gpu_indices(gpu);
+  out.set_worker_port(rank.worker_port);
   return out;
 }
 
@@ -110,6 +111,7 @@ RankPlacement FromProto(const v1::RankPlacement& rank) {
   out.worker_id = rank.worker_id();
   out.worker_address = rank.worker_address();
   out.gpu_indices.assign(rank.gpu_indices().begin(), rank.gpu_indices().end());
+  out.worker_port = rank.worker_port();
   return out;
 }
 

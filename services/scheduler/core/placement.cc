@@ -239,7 +239,7 @@ PlacementDecision ClusterState::PlaceType(const GangRequest& request, int32_t ty
     const Node& node = nodes_[node_index];
     size_t slot = 0;  // each worker appears once in `chosen`: a forward scan finds free GPUs
     for (int32_t r = 0; r < count; ++r) {
-      RankPlacement placement{rank++, node.worker.id, node.worker.address, {}};
+      RankPlacement placement{rank++, node.worker.id, node.worker.address, {}, node.worker.port};
       for (int32_t g = 0; !cpu && g < units; ++g) {
         while (node.gpu_used[slot] || node.gpu_type_id[slot] != type_id) ++slot;
         placement.gpu_indices.push_back(node.worker.gpus[slot++].index);

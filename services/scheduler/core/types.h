@@ -54,6 +54,7 @@ struct RankPlacement {
   std::string worker_id;
   std::string worker_address;
   std::vector<int32_t> gpu_indices;
+  int32_t worker_port = 0;
   bool operator==(const RankPlacement&) const = default;
 };
 
