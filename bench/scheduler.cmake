@@ -1,2 +1,6 @@
 add_executable(placement_bench ${CMAKE_CURRENT_LIST_DIR}/placement_bench.cc)
 target_link_libraries(placement_bench PRIVATE ringmaster_scheduler_core)
+
+add_executable(submit_bench ${CMAKE_CURRENT_LIST_DIR}/submit_bench.cc)
+target_link_libraries(submit_bench PRIVATE ringmaster_proto gRPC::grpc++ PkgConfig::PQXX
+  absl::strings)

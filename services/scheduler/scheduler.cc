@@ -116,8 +116,7 @@ absl::Status Scheduler::Start() {
                   << " pending) and " << workers_.size() << " workers";
     UpdateGaugesLocked();
   }
-  auto s = bus_->Subscribe([this](const JobEvent& e) { OnBusEvent(e); });
-  if (!s.ok()) RM_LOG(kWarning) << "event bus subscription failed; watchers poll Postgres: " << s;
+  SubscribeIfNeeded();
   loop_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }
@@ -152,7 +151,15 @@ void Scheduler::Loop() {
   }
 }
 
+void Scheduler::SubscribeIfNeeded() {
+  if (subscribed_) return;
+  auto s = bus_->Subscribe([this](const JobEvent& e) { OnBusEvent(e); });
+  subscribed_ = s.ok();
+  if (!s.ok()) RM_LOG(kWarning) << "event bus not subscribed yet (watchers poll Postgres): " << s;
+}
+
 void Scheduler::Pass() {
+  SubscribeIfNeeded();
   std::lock_guard<std::mutex> lock(mu_);
   CheckQueueLocked();
   SweepWorkersLocked();

@@ -148,6 +148,7 @@ class Scheduler {
   void HandleRankLocked(const std::string& worker_id, const RankReport& report);
   void UpdateGaugesLocked();
   void OnBusEvent(const JobEvent& event);
+  void SubscribeIfNeeded();
   void Wake();
   std::string NewJobId();
   std::string NewToken();
@@ -167,6 +168,8 @@ class Scheduler {
   std::map<std::string, Worker> workers_;
   std::map<std::string, std::shared_ptr<WorkerLink>> links_;
   ClusterState cluster_;
+
+  bool subscribed_ = false;  // loop thread only, after Start()
 
   std::mutex watch_mu_;
   std::list<Watcher*> watchers_;

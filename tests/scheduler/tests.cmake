@@ -4,3 +4,12 @@ ringmaster_test(scheduler_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/job_state_machine_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/validation_test.cc
   LIBS ringmaster_scheduler_core)
+
+if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
+  ringmaster_test(scheduler_integration_test integration
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/harness.cc
+      ${CMAKE_CURRENT_LIST_DIR}/scheduler_integration_test.cc
+    LIBS ringmaster_test_support ringmaster_proto gRPC::grpc++ PkgConfig::PQXX)
+  add_dependencies(scheduler_integration_test ringmaster-scheduler)
+endif()

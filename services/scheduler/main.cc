@@ -1,0 +1,150 @@
+// ringmaster-scheduler: flags and wiring only. See scheduler.h for what it does.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "common/flags.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "core/clock.h"
+#include "rpc/services.h"
+#include "scheduler.h"
+#include "store/postgres_job_store.h"
+#include "store/redis_client.h"
+#include "store/redis_coordination.h"
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+
+ringmaster::Flags MakeFlags() {
+  ringmaster::Flags flags("ringmaster-scheduler",
+                          "Job API, worker registry, queue and gang placement of Ringmaster.");
+  flags.Add("listen", "0.0.0.0:7070", "gRPC address for clients and workers");
+  flags.Add("metrics-listen", "0.0.0.0:9464", "address of the Prometheus /metrics endpoint");
+  flags.Add("postgres-url", "postgresql://postgres@127.0.0.1:5432/ringmaster",
+            "PostgreSQL connection URL (the system of record)");
+  flags.Add("postgres-pool", "8", "PostgreSQL connections in the pool");
+  flags.Add("redis-addr", "127.0.0.1:6379", "Redis HOST:PORT (queue, liveness, events)");
+  flags.Add("redis-db", "0", "Redis database index");
+  flags.Add("redis-prefix", "rm:", "prefix of every Redis key");
+  flags.Add("heartbeat-timeout-ms", "10000", "a worker silent this long is marked lost");
+  flags.Add("heartbeat-interval-ms", "2000", "how often workers are told to send heartbeats");
+  flags.Add("pass-interval-ms", "500", "placement pass period (passes also run on every change)");
+  flags.Add("connect-timeout-s", "60", "how long to wait for PostgreSQL at start");
+  flags.Add("log-level", "info", "debug, info, warning or error");
+  return flags;
+}
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "ringmaster-scheduler: %s\n", std::string(status.message()).c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ringmaster;
+  using namespace ringmaster::scheduler;
+  Flags flags = MakeFlags();
+  if (auto s = flags.Parse(argc, argv); !s.ok()) return Fail(s);
+  if (flags.help_requested()) {
+    std::fputs(flags.Usage().c_str(), stdout);
+    return 0;
+  }
+  const std::string& level = flags.Get("log-level");
+  SetMinLogLevel(level == "debug" ? LogLevel::kDebug
+                 : level == "warning" ? LogLevel::kWarning
+                 : level == "error" ? LogLevel::kError
+                                    : LogLevel::kInfo);
+  int64_t pool = 0, redis_db = 0, connect_timeout_s = 0;
+  SchedulerOptions options;
+  for (auto s : {flags.GetInt("postgres-pool", &pool), flags.GetInt("redis-db", &redis_db),
+                 flags.GetInt("heartbeat-timeout-ms", &options.heartbeat_timeout_ms),
+                 flags.GetInt("heartbeat-interval-ms", &options.heartbeat_interval_ms),
+                 flags.GetInt("pass-interval-ms", &options.pass_interval_ms),
+                 flags.GetInt("connect-timeout-s", &connect_timeout_s)}) {
+    if (!s.ok()) return Fail(s);
+  }
+  std::string redis_host;
+  int redis_port = 0;
+  if (auto s = SplitHostPort(flags.Get("redis-addr"), "--redis-addr", &redis_host, &redis_port);
+      !s.ok()) {
+    return Fail(s);
+  }
+
+  // Postgres may still be starting (compose, Kubernetes): retry for a while.
+  absl::StatusOr<std::unique_ptr<PostgresJobStore>> store =
+      absl::UnavailableError("not connected");
+  SystemClock clock;
+  const int64_t deadline = clock.NowMs() + connect_timeout_s * 1000;
+  while (true) {
+    store = PostgresJobStore::Connect(flags.Get("postgres-url"), static_cast<int>(pool));
+    if (store.ok() || store.status().code() != absl::StatusCode::kUnavailable ||
+        clock.NowMs() > deadline) {
+      break;
+    }
+    RM_LOG(kWarning) << "waiting for PostgreSQL: " << store.status();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  if (!store.ok()) return Fail(store.status());
+
+  RedisOptions redis_options;
+  redis_options.host = redis_host;
+  redis_options.port = redis_port;
+  redis_options.db = static_cast<int>(redis_db);
+  redis_options.key_prefix = flags.Get("redis-prefix");
+  // Connects on first use: Redis holds only what can be rebuilt, so the scheduler starts and
+  // serves without it.
+  auto redis = std::make_shared<RedisConnection>(redis_options);
+  RedisPendingQueue queue(redis);
+  RedisLiveness liveness(redis);
+  RedisEventBus bus(redis);
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(flags.Get("metrics-listen"));
+    exposer->RegisterCollectable(registry);
+  } catch (const std::exception& e) {
+    return Fail(absl::UnavailableError(
+        std::string("cannot serve /metrics on ") + flags.Get("metrics-listen") + ": " + e.what()));
+  }
+
+  Scheduler scheduler(store->get(), &queue, &liveness, &bus, &clock, options, registry.get());
+  if (auto s = scheduler.Start(); !s.ok()) return Fail(s);
+
+  JobServiceImpl job_service(&scheduler);
+  ClusterServiceImpl cluster_service(&scheduler);
+  WorkerServiceImpl worker_service(&scheduler);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(flags.Get("listen"), grpc::InsecureServerCredentials(), &bound_port);
+  builder.RegisterService(&job_service);
+  builder.RegisterService(&cluster_service);
+  builder.RegisterService(&worker_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || bound_port == 0) {
+    return Fail(absl::UnavailableError("cannot listen on " + flags.Get("listen")));
+  }
+  RM_LOG(kInfo) << "ringmaster-scheduler serving gRPC on " << flags.Get("listen")
+                << ", /metrics on " << flags.Get("metrics-listen");
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  RM_LOG(kInfo) << "shutting down";
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  scheduler.Stop();
+  return 0;
+}

@@ -1,0 +1,268 @@
+#include "scheduler/harness.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "common/net.h"
+#include "support/wait_for.h"
+
+namespace ringmaster::test {
+
+absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(
+    const std::string& postgres_url, const std::string& redis_addr) {
+  auto p = std::unique_ptr<SchedulerProcess>(new SchedulerProcess());
+  p->postgres_url_ = postgres_url;
+  p->redis_addr_ = redis_addr;
+  auto port = PickFreePort();
+  if (!port.ok()) return port.status();
+  auto metrics = PickFreePort();
+  if (!metrics.ok()) return metrics.status();
+  p->addr_ = absl::StrCat("127.0.0.1:", *port);
+  p->metrics_port_ = *metrics;
+  p->log_path_ = absl::StrCat(::testing::TempDir(), "scheduler-", getpid(), "-", *port, ".log");
+  if (auto s = p->Launch(); !s.ok()) return s;
+  return p;
+}
+
+SchedulerProcess::~SchedulerProcess() {
+  if (process_) (void)process_->Stop();
+}
+
+absl::Status SchedulerProcess::Launch() {
+  SubprocessOptions options;
+  options.argv = {RINGMASTER_BINARY_DIR "/services/scheduler/ringmaster-scheduler",
+                  "--listen", addr_,
+                  "--metrics-listen", absl::StrCat("127.0.0.1:", metrics_port_),
+                  "--postgres-url", postgres_url_,
+                  "--redis-addr", redis_addr_,
+                  "--heartbeat-timeout-ms", "1500",
+                  "--heartbeat-interval-ms", "200",
+                  "--pass-interval-ms", "100"};
+  options.log_path = log_path_;
+  auto process = Subprocess::Start(options);
+  if (!process.ok()) return process.status();
+  process_ = *std::move(process);
+  channel_ = grpc::CreateChannel(addr_, grpc::InsecureChannelCredentials());
+  jobs_ = v1::JobService::NewStub(channel_);
+  cluster_ = v1::ClusterService::NewStub(channel_);
+  bool up = WaitFor(
+      [&] {
+        if (!process_->Running()) return true;
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+        v1::ListWorkersResponse resp;
+        return cluster_->ListWorkers(&ctx, v1::ListWorkersRequest(), &resp).ok();
+      },
+      std::chrono::seconds(30), std::chrono::milliseconds(50));
+  if (!up || !process_->Running()) {
+    return absl::UnavailableError(absl::StrCat("scheduler did not start:\n", process_->LogTail()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SchedulerProcess::Restart(int signal) {
+  if (auto s = process_->Kill(signal); !s.ok()) return s;
+  (void)process_->Wait(std::chrono::seconds(10));
+  process_.reset();
+  return Launch();
+}
+
+TestWorker::TestWorker(std::shared_ptr<grpc::Channel> channel, v1::RegisterWorker registration)
+    : channel_(std::move(channel)), registration_(std::move(registration)) {
+  stub_ = v1::WorkerService::NewStub(channel_);
+  heartbeat_ = std::thread([this] {
+    while (!stop_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      bool up;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        up = registered_;
+      }
+      if (up && !paused_) {
+        v1::WorkerMessage msg;
+        msg.mutable_heartbeat();
+        Send(msg);
+      }
+    }
+  });
+}
+
+TestWorker::~TestWorker() {
+  stop_ = true;
+  Disconnect();
+  heartbeat_.join();
+}
+
+bool TestWorker::Connect(std::chrono::milliseconds timeout) {
+  Disconnect();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.clear();
+  }
+  ctx_ = std::make_unique<grpc::ClientContext>();
+  stream_ = stub_->Connect(ctx_.get());
+  v1::WorkerMessage reg;
+  *reg.mutable_register_() = registration_;
+  Send(reg);
+  reader_ = std::thread([this] { ReadLoop(); });
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return registered_; });
+}
+
+void TestWorker::Disconnect() {
+  if (ctx_) ctx_->TryCancel();
+  if (reader_.joinable()) reader_.join();
+  std::lock_guard<std::mutex> lock(write_mu_);
+  stream_.reset();
+  ctx_.reset();
+}
+
+void TestWorker::ReadLoop() {
+  v1::SchedulerMessage msg;
+  while (stream_->Read(&msg)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (msg.has_registered()) registered_ = true;
+    inbox_.push_back(msg);
+    cv_.notify_all();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  registered_ = false;
+  cv_.notify_all();
+}
+
+void TestWorker::Send(const v1::WorkerMessage& msg) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  if (stream_) stream_->Write(msg);
+}
+
+void TestWorker::ReportStarted(const std::string& job_id, int attempt, int rank) {
+  v1::WorkerMessage msg;
+  auto* s = msg.mutable_rank_status();
+  s->set_job_id(job_id);
+  s->set_attempt(attempt);
+  s->set_rank(rank);
+  s->set_kind(v1::RankStatus::KIND_STARTED);
+  Send(msg);
+}
+
+void TestWorker::ReportExited(const std::string& job_id, int attempt, int rank, int exit_code) {
+  v1::WorkerMessage msg;
+  auto* s = msg.mutable_rank_status();
+  s->set_job_id(job_id);
+  s->set_attempt(attempt);
+  s->set_rank(rank);
+  s->set_kind(v1::RankStatus::KIND_EXITED);
+  s->set_exit_code(exit_code);
+  Send(msg);
+}
+
+absl::StatusOr<v1::Assignment> TestWorker::WaitAssignment(const std::string& job_id,
+                                                          std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  v1::Assignment found;
+  bool ok = cv_.wait_for(lock, timeout, [&] {
+    for (auto it = inbox_.begin(); it != inbox_.end(); ++it) {
+      if (it->has_assignment() && it->assignment().job_id() == job_id) {
+        found = it->assignment();
+        inbox_.erase(it);
+        return true;
+      }
+    }
+    return false;
+  });
+  if (!ok) return absl::DeadlineExceededError(absl::StrCat(id(), ": no assignment of ", job_id));
+  return found;
+}
+
+absl::StatusOr<v1::StopJob> TestWorker::WaitStop(const std::string& job_id,
+                                                 std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  v1::StopJob found;
+  bool ok = cv_.wait_for(lock, timeout, [&] {
+    for (auto it = inbox_.begin(); it != inbox_.end(); ++it) {
+      if (it->has_stop() && it->stop().job_id() == job_id) {
+        found = it->stop();
+        inbox_.erase(it);
+        return true;
+      }
+    }
+    return false;
+  });
+  if (!ok) return absl::DeadlineExceededError(absl::StrCat(id(), ": no stop of ", job_id));
+  return found;
+}
+
+v1::RegisterWorker CpuWorker(const std::string& id, const std::string& address, int slots) {
+  v1::RegisterWorker r;
+  r.set_worker_id(id);
+  r.set_address(address);
+  r.set_port(7071);
+  r.set_cpu_slots(slots);
+  return r;
+}
+
+v1::RegisterWorker GpuWorker(const std::string& id, const std::string& address, int gpus,
+                             const std::string& type) {
+  v1::RegisterWorker r = CpuWorker(id, address, 0);
+  for (int i = 0; i < gpus; ++i) {
+    v1::Gpu* g = r.add_gpus();
+    g->set_index(i);
+    g->set_type(type);
+    g->set_memory_bytes(16LL << 30);
+    g->set_simulated(true);
+  }
+  return r;
+}
+
+v1::JobSpec TrainerSpec(const std::string& name, int replicas, int gpus_per_replica,
+                        const std::string& gpu_type) {
+  v1::JobSpec spec;
+  spec.set_name(name);
+  spec.set_replicas(replicas);
+  spec.set_gpus_per_replica(gpus_per_replica);
+  spec.set_gpu_type(gpu_type);
+  spec.mutable_trainer()->set_steps(10);
+  return spec;
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  std::string body;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    std::string req = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[65536];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof(buf))) > 0) body.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  auto split = body.find("\r\n\r\n");
+  return split == std::string::npos ? "" : body.substr(split + 4);
+}
+
+v1::Job WaitForState(v1::JobService::Stub& jobs, const std::string& job_id, v1::JobState state,
+                     std::chrono::milliseconds timeout) {
+  v1::Job job;
+  WaitFor(
+      [&] {
+        grpc::ClientContext ctx;
+        v1::GetJobRequest req;
+        req.set_job_id(job_id);
+        if (!jobs.GetJob(&ctx, req, &job).ok()) return false;
+        return job.state() == state || job.state() >= v1::JOB_STATE_SUCCEEDED;
+      },
+      timeout, std::chrono::milliseconds(20));
+  return job;
+}
+
+}  // namespace ringmaster::test

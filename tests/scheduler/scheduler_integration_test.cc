@@ -1,0 +1,514 @@
+// The scheduler as a real process on real PostgreSQL and Redis, driven through gRPC.
+#include <pqxx/pqxx>
+
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "scheduler/harness.h"
+#include "support/wait_for.h"
+
+namespace ringmaster::test {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto db = TestDatabase::Create();
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = *std::move(db);
+    auto redis = RedisServer::StartNew();
+    ASSERT_TRUE(redis.ok()) << redis.status();
+    redis_ = *std::move(redis);
+    auto scheduler = SchedulerProcess::Start(db_->url(), redis_->addr());
+    ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+    scheduler_ = *std::move(scheduler);
+  }
+  void TearDown() override {
+    if (HasFailure() && scheduler_) std::cerr << "scheduler log:\n" << scheduler_->LogTail() << "\n";
+    workers_.clear();
+    scheduler_.reset();
+  }
+
+  TestWorker& AddWorker(v1::RegisterWorker registration) {
+    workers_.push_back(std::make_unique<TestWorker>(scheduler_->channel(), registration));
+    EXPECT_TRUE(workers_.back()->Connect()) << "worker " << registration.worker_id();
+    return *workers_.back();
+  }
+
+  grpc::Status Submit(const v1::JobSpec& spec, v1::SubmitJobResponse* resp,
+                      const std::string& request_id = "") {
+    grpc::ClientContext ctx;
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = spec;
+    req.set_request_id(request_id);
+    return scheduler_->jobs().SubmitJob(&ctx, req, resp);
+  }
+
+  std::string SubmitOk(const v1::JobSpec& spec) {
+    v1::SubmitJobResponse resp;
+    grpc::Status s = Submit(spec, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp.job().id();
+  }
+
+  grpc::Status Get(const std::string& id, v1::Job* job) {
+    grpc::ClientContext ctx;
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    return scheduler_->jobs().GetJob(&ctx, req, job);
+  }
+
+  grpc::Status Cancel(const std::string& id, v1::CancelJobResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::CancelJobRequest req;
+    req.set_job_id(id);
+    req.set_reason("test");
+    return scheduler_->jobs().CancelJob(&ctx, req, resp);
+  }
+
+  std::vector<v1::Job> List(v1::JobState state = v1::JOB_STATE_UNSPECIFIED,
+                            const std::string& queue = "") {
+    grpc::ClientContext ctx;
+    v1::ListJobsRequest req;
+    req.set_state(state);
+    req.set_queue(queue);
+    v1::ListJobsResponse resp;
+    EXPECT_TRUE(scheduler_->jobs().ListJobs(&ctx, req, &resp).ok());
+    return {resp.jobs().begin(), resp.jobs().end()};
+  }
+
+  int64_t CountRows(const std::string& table) {
+    pqxx::connection conn(db_->url());
+    pqxx::work tx(conn);
+    return tx.exec1("SELECT count(*) FROM " + table)[0].as<int64_t>();
+  }
+
+  // Reports every rank of `a` placed on `w` as started.
+  static void StartRanks(TestWorker& w, const v1::Assignment& a) {
+    for (const auto& r : a.placement()) {
+      if (r.worker_id() == w.id()) w.ReportStarted(a.job_id(), a.attempt(), r.rank());
+    }
+  }
+  static void ExitRanks(TestWorker& w, const v1::Assignment& a, int code) {
+    for (const auto& r : a.placement()) {
+      if (r.worker_id() == w.id()) w.ReportExited(a.job_id(), a.attempt(), r.rank(), code);
+    }
+  }
+
+  std::unique_ptr<TestDatabase> db_;
+  std::unique_ptr<RedisServer> redis_;
+  std::unique_ptr<SchedulerProcess> scheduler_;
+  std::vector<std::unique_ptr<TestWorker>> workers_;
+};
+
+TEST_F(SchedulerTest, SubmitGetListAndCancel) {
+  v1::JobSpec spec = TrainerSpec("resnet", 2);
+  spec.set_queue("vision");
+  std::string id = SubmitOk(spec);
+  ASSERT_THAT(id, ::testing::StartsWith("j-"));
+
+  v1::Job job = WaitForState(scheduler_->jobs(), id, v1::JOB_STATE_PENDING);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(job.spec().queue(), "vision");
+  EXPECT_EQ(job.spec().trainer().model(), "mlp");  // default filled in
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        v1::Job j;
+        return Get(id, &j).ok() && !j.pending_reason().empty();
+      },
+      5s));
+  ASSERT_TRUE(Get(id, &job).ok());
+  EXPECT_EQ(job.pending_reason(), "unschedulable: needs 2 CPU slots, the cluster has 0");
+
+  EXPECT_EQ(List(v1::JOB_STATE_PENDING, "vision").size(), 1u);
+  EXPECT_EQ(List(v1::JOB_STATE_PENDING, "other").size(), 0u);
+  EXPECT_EQ(List(v1::JOB_STATE_RUNNING).size(), 0u);
+
+  v1::CancelJobResponse cancelled;
+  ASSERT_TRUE(Cancel(id, &cancelled).ok());
+  EXPECT_EQ(cancelled.job().state(), v1::JOB_STATE_CANCELLED);
+  grpc::Status again = Cancel(id, &cancelled);
+  EXPECT_EQ(again.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(again.error_message(), HasSubstr("already ended (CANCELLED)"));
+
+  v1::Job missing;
+  EXPECT_EQ(Get("j-0000deadbeef", &missing).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Get("../etc", &missing).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(SchedulerTest, EveryKindOfBadSpecIsRejectedAndNothingIsStored) {
+  struct Case {
+    std::string field;
+    std::function<void(v1::JobSpec&)> mutate;
+  };
+  std::vector<Case> cases = {
+      {"name", [](v1::JobSpec& s) { s.set_name("Bad Name"); }},
+      {"queue", [](v1::JobSpec& s) { s.set_queue("-q"); }},
+      {"priority", [](v1::JobSpec& s) { s.set_priority(5000); }},
+      {"replicas", [](v1::JobSpec& s) { s.set_replicas(0); }},
+      {"replicas", [](v1::JobSpec& s) { s.set_replicas(5000); }},
+      {"gpus_per_replica", [](v1::JobSpec& s) { s.set_gpus_per_replica(-1); }},
+      {"gpu_type", [](v1::JobSpec& s) { s.set_gpu_type("t4"); }},
+      {"workload", [](v1::JobSpec& s) { s.clear_trainer(); }},
+      {"trainer.model", [](v1::JobSpec& s) { s.mutable_trainer()->set_model("gpt"); }},
+      {"trainer.steps", [](v1::JobSpec& s) { s.mutable_trainer()->set_steps(-3); }},
+      {"command.argv", [](v1::JobSpec& s) { s.mutable_command(); }},
+      {"command.env.RANK",
+       [](v1::JobSpec& s) {
+         s.mutable_command()->add_argv("true");
+         (*s.mutable_command()->mutable_env())["RANK"] = "3";
+       }},
+      {"restart_policy",
+       [](v1::JobSpec& s) { s.set_restart_policy(static_cast<v1::RestartPolicy>(9)); }},
+      {"backoff_limit", [](v1::JobSpec& s) { s.set_backoff_limit(-1); }},
+      {"max_runtime_seconds", [](v1::JobSpec& s) { s.set_max_runtime_seconds(-1); }},
+      {"labels", [](v1::JobSpec& s) { (*s.mutable_labels())["a b"] = "x"; }},
+      {"labels.k", [](v1::JobSpec& s) { (*s.mutable_labels())["k"] = std::string(300, 'v'); }},
+  };
+  for (const Case& c : cases) {
+    v1::JobSpec spec = TrainerSpec("ok", 1);
+    c.mutate(spec);
+    v1::SubmitJobResponse resp;
+    grpc::Status s = Submit(spec, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.field;
+    EXPECT_TRUE(absl::StartsWith(s.error_message(), c.field + ":"))
+        << c.field << " -> " << s.error_message();
+  }
+  v1::SubmitJobResponse resp;
+  grpc::Status bad_id = Submit(TrainerSpec("ok", 1), &resp, "spaces are not allowed");
+  EXPECT_EQ(bad_id.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad_id.error_message(), HasSubstr("request_id"));
+  grpc::ClientContext ctx;
+  v1::SubmitJobRequest no_spec;
+  EXPECT_EQ(scheduler_->jobs().SubmitJob(&ctx, no_spec, &resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  EXPECT_EQ(CountRows("jobs"), 0);
+  EXPECT_EQ(CountRows("job_events"), 0);
+  EXPECT_TRUE(List().empty());
+}
+
+TEST_F(SchedulerTest, SameRequestIdUnderConcurrentRetriesMakesOneJob) {
+  const v1::JobSpec spec = TrainerSpec("dedup", 1);
+  std::vector<std::string> ids(16);
+  std::vector<bool> existing(16);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 16; ++i) {
+    threads.emplace_back([&, i] {
+      v1::SubmitJobResponse resp;
+      grpc::Status s = Submit(spec, &resp, "req-42");
+      EXPECT_TRUE(s.ok()) << s.error_message();
+      ids[i] = resp.job().id();
+      existing[i] = resp.existing();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& id : ids) EXPECT_EQ(id, ids[0]);
+  EXPECT_EQ(std::count(existing.begin(), existing.end(), false), 1);
+  EXPECT_EQ(List().size(), 1u);
+  EXPECT_EQ(CountRows("jobs"), 1);
+
+  v1::SubmitJobResponse resp;
+  grpc::Status other = Submit(TrainerSpec("different", 1), &resp, "req-42");
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_THAT(other.error_message(), HasSubstr(ids[0]));
+}
+
+TEST_F(SchedulerTest, WatchStreamsEveryEventUntilTheJobEnds) {
+  TestWorker& w = AddWorker(CpuWorker("w1", "127.0.0.2", 2));
+  std::string id = SubmitOk(TrainerSpec("watched", 2));
+
+  std::vector<v1::JobEvent> events;
+  std::thread watcher([&] {
+    grpc::ClientContext ctx;
+    v1::WatchJobRequest req;
+    req.set_job_id(id);
+    auto reader = scheduler_->jobs().WatchJob(&ctx, req);
+    v1::JobEvent e;
+    while (reader->Read(&e)) events.push_back(e);
+    EXPECT_TRUE(reader->Finish().ok());
+  });
+  auto a = w.WaitAssignment(id, 10s);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->placement_size(), 2);
+  EXPECT_EQ(a->token().size(), 64u);
+  StartRanks(w, *a);
+  EXPECT_EQ(WaitForState(scheduler_->jobs(), id, v1::JOB_STATE_RUNNING).state(),
+            v1::JOB_STATE_RUNNING);
+  ExitRanks(w, *a, 0);
+  watcher.join();  // the stream ends by itself after the terminal event
+
+  std::vector<v1::JobState> states;
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
+    states.push_back(events[i].state());
+  }
+  EXPECT_THAT(states, ::testing::ElementsAre(v1::JOB_STATE_PENDING, v1::JOB_STATE_STARTING,
+                                             v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED));
+  // The stop that follows every release lets the worker forget the job.
+  EXPECT_TRUE(w.WaitStop(id, 5s).ok());
+
+  grpc::ClientContext ctx;
+  v1::WatchJobRequest req;
+  req.set_job_id("j-00000000beef");
+  auto reader = scheduler_->jobs().WatchJob(&ctx, req);
+  v1::JobEvent e;
+  EXPECT_FALSE(reader->Read(&e));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(SchedulerTest, PlacesGangsByTypeOntoFewestWorkers) {
+  TestWorker& w1 = AddWorker(GpuWorker("w1", "127.0.0.2", 2, "t4"));
+  TestWorker& w2 = AddWorker(GpuWorker("w2", "127.0.0.3", 2, "t4"));
+  TestWorker& w3 = AddWorker(GpuWorker("w3", "127.0.0.4", 4, "v100"));
+
+  std::string v100 = SubmitOk(TrainerSpec("v", 2, 2, "v100"));
+  auto a3 = w3.WaitAssignment(v100, 10s);
+  ASSERT_TRUE(a3.ok());
+  for (const auto& r : a3->placement()) EXPECT_EQ(r.worker_id(), "w3");
+
+  std::string t4 = SubmitOk(TrainerSpec("t", 4, 1, "t4"));
+  auto a1 = w1.WaitAssignment(t4, 10s);
+  auto a2 = w2.WaitAssignment(t4, 10s);
+  ASSERT_TRUE(a1.ok() && a2.ok());
+  EXPECT_EQ(a1->token(), a2->token());
+  EXPECT_EQ(a1->placement(0).worker_address(), "127.0.0.2");
+
+  std::string big = SubmitOk(TrainerSpec("big", 8, 1, "t4"));
+  v1::Job job;
+  EXPECT_TRUE(WaitFor([&] { return Get(big, &job).ok() && !job.pending_reason().empty(); }, 5s));
+  EXPECT_EQ(job.pending_reason(), "unschedulable: needs 8 x t4, the cluster has 4");
+  std::string waits = SubmitOk(TrainerSpec("waits", 1, 1, "t4"));
+  EXPECT_TRUE(WaitFor([&] { return Get(waits, &job).ok() && !job.pending_reason().empty(); }, 5s));
+  EXPECT_EQ(job.pending_reason(), "needs 1 x t4, 0 free");
+
+  grpc::ClientContext ctx;
+  v1::ListWorkersResponse workers;
+  ASSERT_TRUE(scheduler_->cluster().ListWorkers(&ctx, v1::ListWorkersRequest(), &workers).ok());
+  ASSERT_EQ(workers.workers_size(), 3);
+  for (const auto& w : workers.workers()) {
+    EXPECT_EQ(w.state(), "READY");
+    EXPECT_EQ(w.allocated_gpus_size(), w.gpus_size()) << w.worker_id();
+    EXPECT_TRUE(w.gpus(0).simulated());
+  }
+
+  // Cancel frees the GPUs and stops the ranks; the waiting job gets them.
+  v1::CancelJobResponse cancelled;
+  ASSERT_TRUE(Cancel(t4, &cancelled).ok());
+  EXPECT_TRUE(w1.WaitStop(t4, 5s).ok());
+  EXPECT_TRUE(w2.WaitStop(t4, 5s).ok());
+  EXPECT_EQ(WaitForState(scheduler_->jobs(), waits, v1::JOB_STATE_STARTING).state(),
+            v1::JOB_STATE_STARTING);
+}
+
+TEST_F(SchedulerTest, HigherPriorityJumpsTheQueue) {
+  std::string low = SubmitOk(TrainerSpec("low", 1));
+  v1::JobSpec urgent = TrainerSpec("urgent", 1);
+  urgent.set_priority(10);
+  std::string high = SubmitOk(urgent);
+  TestWorker& w = AddWorker(CpuWorker("w1", "127.0.0.2", 1));
+  ASSERT_TRUE(w.WaitAssignment(high, 10s).ok());
+  v1::Job job;
+  ASSERT_TRUE(Get(low, &job).ok());
+  EXPECT_EQ(job.state(), v1::JOB_STATE_PENDING);
+}
+
+TEST_F(SchedulerTest, LostWorkerRestartsJobThenBackoffLimitFailsIt) {
+  TestWorker& w1 = AddWorker(CpuWorker("w1", "127.0.0.2", 2));
+  v1::JobSpec spec = TrainerSpec("flaky", 2);
+  spec.set_restart_policy(v1::RESTART_POLICY_ON_FAILURE);
+  spec.set_backoff_limit(1);
+  std::string id = SubmitOk(spec);
+  auto a = w1.WaitAssignment(id, 10s);
+  ASSERT_TRUE(a.ok());
+  StartRanks(w1, *a);
+  WaitForState(scheduler_->jobs(), id, v1::JOB_STATE_RUNNING);
+
+  TestWorker& w2 = AddWorker(CpuWorker("w2", "127.0.0.3", 2));
+  w1.PauseHeartbeats(true);  // w1 goes silent: lost after the 1.5 s timeout
+  auto b = w2.WaitAssignment(id, 15s);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->attempt(), 1);
+  v1::Job job;
+  ASSERT_TRUE(Get(id, &job).ok());
+  EXPECT_EQ(job.attempt(), 1);
+
+  StartRanks(w2, *b);
+  w2.ReportExited(id, 1, 1, 3);
+  job = WaitForState(scheduler_->jobs(), id, v1::JOB_STATE_FAILED);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(job.exit_code(), 3);
+  EXPECT_THAT(job.message(), HasSubstr("rank 1 on w2 exited with code 3"));
+
+  pqxx::connection conn(db_->url());
+  pqxx::work tx(conn);
+  auto rows = tx.exec("SELECT state, reason, exit_code FROM job_events WHERE job_id = " +
+                      tx.quote(id) + " ORDER BY seq");
+  std::vector<std::string> states;
+  for (const auto& row : rows) states.push_back(row[0].as<std::string>());
+  EXPECT_THAT(states, ::testing::ElementsAre("PENDING", "STARTING", "RUNNING", "PENDING",
+                                             "STARTING", "RUNNING", "FAILED"));
+  EXPECT_THAT(rows[3][1].as<std::string>(), HasSubstr("worker w1 lost"));
+  EXPECT_EQ(rows[6][2].as<int>(), 3);
+
+  grpc::ClientContext ctx;
+  v1::ListWorkersResponse workers;
+  ASSERT_TRUE(scheduler_->cluster().ListWorkers(&ctx, v1::ListWorkersRequest(), &workers).ok());
+  for (const auto& w : workers.workers()) {
+    EXPECT_EQ(w.state(), w.worker_id() == "w1" ? "LOST" : "READY");
+  }
+}
+
+TEST_F(SchedulerTest, MaxRuntimeFailsTheJobAndStopsItsRanks) {
+  TestWorker& w = AddWorker(CpuWorker("w1", "127.0.0.2", 1));
+  v1::JobSpec spec = TrainerSpec("slow", 1);
+  spec.set_max_runtime_seconds(1);
+  spec.set_restart_policy(v1::RESTART_POLICY_ON_FAILURE);
+  std::string id = SubmitOk(spec);
+  auto a = w.WaitAssignment(id, 10s);
+  ASSERT_TRUE(a.ok());
+  StartRanks(w, *a);
+  v1::Job job = WaitForState(scheduler_->jobs(), id, v1::JOB_STATE_FAILED, 10s);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(job.message(), HasSubstr("max_runtime_seconds"));
+  EXPECT_TRUE(w.WaitStop(id, 5s).ok());
+}
+
+TEST_F(SchedulerTest, RestartLosesNoJobStateOrPlacement) {
+  TestWorker& w = AddWorker(CpuWorker("w1", "127.0.0.2", 2));
+  std::string running = SubmitOk(TrainerSpec("running", 2));
+  auto a = w.WaitAssignment(running, 10s);
+  ASSERT_TRUE(a.ok());
+  StartRanks(w, *a);
+  WaitForState(scheduler_->jobs(), running, v1::JOB_STATE_RUNNING);
+  std::string pending = SubmitOk(TrainerSpec("pending", 2));
+  std::string done = SubmitOk(TrainerSpec("done", 1));
+  v1::CancelJobResponse c;
+  ASSERT_TRUE(Cancel(done, &c).ok());
+  v1::Job before;
+  ASSERT_TRUE(Get(running, &before).ok());
+
+  ASSERT_TRUE(scheduler_->Restart(SIGKILL).ok());
+
+  v1::Job after;
+  ASSERT_TRUE(Get(running, &after).ok());
+  EXPECT_EQ(after.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(after.placement_size(), 2);
+  EXPECT_EQ(after.placement(0).worker_id(), "w1");
+  ASSERT_TRUE(Get(pending, &after).ok());
+  EXPECT_EQ(after.state(), v1::JOB_STATE_PENDING);
+  ASSERT_TRUE(Get(done, &after).ok());
+  EXPECT_EQ(after.state(), v1::JOB_STATE_CANCELLED);
+
+  // The worker reconnects holding both ranks, one of which finished while we were down.
+  w.registration().clear_ranks();
+  for (int rank = 0; rank < 2; ++rank) {
+    auto* r = w.registration().add_ranks();
+    r->set_job_id(running);
+    r->set_attempt(0);
+    r->set_rank(rank);
+    r->set_exited(rank == 1);
+  }
+  workers_.clear();
+  TestWorker& back = AddWorker(w.registration());
+  back.ReportExited(running, 0, 0, 0);
+  EXPECT_EQ(WaitForState(scheduler_->jobs(), running, v1::JOB_STATE_SUCCEEDED).state(),
+            v1::JOB_STATE_SUCCEEDED);
+  // Its slots came back, so the pending job runs.
+  EXPECT_TRUE(back.WaitAssignment(pending, 10s).ok());
+}
+
+TEST_F(SchedulerTest, WorkerReturningWithoutItsRanksFailsTheirJob) {
+  TestWorker& w = AddWorker(CpuWorker("w1", "127.0.0.2", 1));
+  std::string id = SubmitOk(TrainerSpec("orphan", 1));
+  auto a = w.WaitAssignment(id, 10s);
+  ASSERT_TRUE(a.ok());
+  StartRanks(w, *a);
+  WaitForState(scheduler_->jobs(), id, v1::JOB_STATE_RUNNING);
+  ASSERT_TRUE(w.Connect());  // re-registers holding nothing, as a restarted worker would
+  v1::Job job = WaitForState(scheduler_->jobs(), id, v1::JOB_STATE_FAILED);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(job.message(), HasSubstr("re-registered: rank 0 is gone"));
+}
+
+TEST_F(SchedulerTest, RedisFlushedMidRunIsRebuilt) {
+  TestWorker& w = AddWorker(CpuWorker("w1", "127.0.0.2", 1));
+  std::string first = SubmitOk(TrainerSpec("first", 1));
+  auto a = w.WaitAssignment(first, 10s);
+  ASSERT_TRUE(a.ok());
+  StartRanks(w, *a);
+  std::string queued = SubmitOk(TrainerSpec("queued", 1));
+  WaitForState(scheduler_->jobs(), first, v1::JOB_STATE_RUNNING);
+
+  ASSERT_TRUE(redis_->Flush().ok());
+  std::this_thread::sleep_for(2s);  // longer than the heartbeat timeout
+  v1::Job job;
+  ASSERT_TRUE(Get(first, &job).ok());
+  EXPECT_EQ(job.state(), v1::JOB_STATE_RUNNING) << "a flush must not make live workers lost";
+
+  ExitRanks(w, *a, 0);
+  EXPECT_TRUE(w.WaitAssignment(queued, 10s).ok()) << "the rebuilt queue still holds the job";
+
+  // A Redis restart (empty) is survived the same way.
+  ASSERT_TRUE(redis_->Stop().ok());
+  std::string during = SubmitOk(TrainerSpec("during", 1));
+  ASSERT_TRUE(redis_->Start().ok());
+  grpc::ClientContext ctx;
+  v1::CancelJobRequest req;
+  req.set_job_id(queued);
+  v1::CancelJobResponse resp;
+  ASSERT_TRUE(scheduler_->jobs().CancelJob(&ctx, req, &resp).ok());
+  EXPECT_TRUE(w.WaitAssignment(during, 10s).ok());
+}
+
+TEST_F(SchedulerTest, ServesPrometheusMetrics) {
+  TestWorker& w = AddWorker(GpuWorker("w1", "127.0.0.2", 2, "t4"));
+  std::string id = SubmitOk(TrainerSpec("m", 1, 1, "t4"));
+  ASSERT_TRUE(w.WaitAssignment(id, 10s).ok());
+  std::string text;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        text = HttpGet(scheduler_->metrics_port(), "/metrics");
+        return absl::StrContains(text, "ringmaster_gpus_allocated{gpu_type=\"t4\"} 1");
+      },
+      5s))
+      << text;
+  EXPECT_THAT(text, HasSubstr("ringmaster_gpus{gpu_type=\"t4\"} 2"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_jobs{queue=\"default\",state=\"STARTING\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_job_submissions_total{queue=\"default\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_placement_latency_seconds_count 1"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_workers{state=\"READY\"} 1"));
+}
+
+TEST_F(SchedulerTest, MalformedWorkerRegistrationIsRefused) {
+  v1::RegisterWorker bad = GpuWorker("BAD ID", "127.0.0.2", 1, "t4");
+  auto stub = v1::WorkerService::NewStub(scheduler_->channel());
+  grpc::ClientContext ctx;
+  auto stream = stub->Connect(&ctx);
+  v1::WorkerMessage msg;
+  *msg.mutable_register_() = bad;
+  stream->Write(msg);
+  stream->WritesDone();
+  v1::SchedulerMessage reply;
+  EXPECT_FALSE(stream->Read(&reply));
+  grpc::Status s = stream->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("worker_id"));
+
+  grpc::ClientContext ctx2;
+  auto stream2 = stub->Connect(&ctx2);
+  v1::WorkerMessage hb;
+  hb.mutable_heartbeat();
+  stream2->Write(hb);
+  stream2->WritesDone();
+  EXPECT_FALSE(stream2->Read(&reply));
+  EXPECT_EQ(stream2->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace ringmaster::test
