@@ -1,0 +1,80 @@
+// ringmaster-metrics: flags and wiring only. Ingests throughput samples from running rings
+// (gRPC) and serves them to Prometheus.
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <prometheus/exposer.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "common/flags.h"
+#include "common/log.h"
+#include "rpc/metrics_service.h"
+
+namespace {
+volatile std::sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "ringmaster-metrics: %s\n", message.c_str());
+  return 2;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ringmaster;
+  Flags flags("ringmaster-metrics", "Throughput ingest of Ringmaster rings, for Prometheus.");
+  flags.Add("listen", "0.0.0.0:7072", "gRPC ingest address");
+  flags.Add("metrics-listen", "0.0.0.0:9466", "address of the Prometheus /metrics endpoint");
+  flags.Add("series-ttl-s", "300", "a job's series go away this long after its last sample");
+  flags.Add("max-jobs", "1000", "jobs with live series at most; samples of more are dropped");
+  flags.Add("max-ranks", "65536", "ranks with live series at most, over all jobs");
+  if (auto s = flags.Parse(argc, argv); !s.ok()) return Fail(std::string(s.message()));
+  if (flags.help_requested()) {
+    std::fputs(flags.Usage().c_str(), stdout);
+    return 0;
+  }
+  int64_t ttl_s = 0, max_jobs = 0, max_ranks = 0;
+  for (auto s : {flags.GetInt("series-ttl-s", &ttl_s), flags.GetInt("max-jobs", &max_jobs),
+                 flags.GetInt("max-ranks", &max_ranks)}) {
+    if (!s.ok()) return Fail(std::string(s.message()));
+  }
+  if (ttl_s < 1 || max_jobs < 1 || max_ranks < 1) {
+    return Fail("--series-ttl-s, --max-jobs and --max-ranks must be positive");
+  }
+  metrics::Limits limits{ttl_s * 1000, static_cast<size_t>(max_jobs),
+                         static_cast<size_t>(max_ranks)};
+  metrics::MetricsState state(limits, [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  });
+
+  auto exposition = std::make_shared<metrics::Exposition>(&state);
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(flags.Get("metrics-listen"));
+    exposer->RegisterCollectable(exposition);
+  } catch (const std::exception& e) {
+    return Fail("cannot serve /metrics on " + flags.Get("metrics-listen") + ": " + e.what());
+  }
+
+  metrics::MetricsServiceImpl service(&state);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(flags.Get("listen"), grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  auto server = builder.BuildAndStart();
+  if (!server || port == 0) return Fail("cannot listen on " + flags.Get("listen"));
+  RM_LOG(kInfo) << "ringmaster-metrics ingesting on " << flags.Get("listen") << ", /metrics on "
+                << flags.Get("metrics-listen");
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return 0;
+}

@@ -1,0 +1,56 @@
+// Adapters of ringmaster-metrics: the gRPC ingest service and the Prometheus exposition, both
+// over one JobMetrics guarded by one mutex. The exposition is a Collectable built from a
+// snapshot at scrape time, so an expired job's series simply stop appearing.
+#ifndef RINGMASTER_SERVICES_METRICS_RPC_METRICS_SERVICE_H_
+#define RINGMASTER_SERVICES_METRICS_RPC_METRICS_SERVICE_H_
+
+#include <prometheus/collectable.h>
+
+#include <functional>
+#include <mutex>
+
+#include "core/job_metrics.h"
+#include "ringmaster/v1/metrics.grpc.pb.h"
+
+namespace ringmaster::metrics {
+
+// Shared state of the service; thread-safe.
+class MetricsState {
+ public:
+  MetricsState(Limits limits, std::function<int64_t()> now_ms)
+      : metrics_(limits), now_ms_(std::move(now_ms)) {}
+  DropReason Add(const SampleIn& sample);
+  bool DeclareBaseline(const std::string& model, const std::string& gpu_type, double value);
+  // Expires old jobs, then calls `read` with the state under the lock.
+  void Read(const std::function<void(const JobMetrics&)>& read);
+
+ private:
+  std::mutex mu_;
+  JobMetrics metrics_;
+  std::function<int64_t()> now_ms_;
+};
+
+class MetricsServiceImpl final : public v1::MetricsService::Service {
+ public:
+  explicit MetricsServiceImpl(MetricsState* state) : state_(state) {}
+  grpc::Status Ingest(grpc::ServerContext* ctx, grpc::ServerReader<v1::Sample>* reader,
+                      v1::IngestResponse* resp) override;
+  grpc::Status DeclareBaseline(grpc::ServerContext* ctx, const v1::Baseline* req,
+                               v1::DeclareBaselineResponse* resp) override;
+
+ private:
+  MetricsState* state_;
+};
+
+class Exposition : public prometheus::Collectable {
+ public:
+  explicit Exposition(MetricsState* state) : state_(state) {}
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  MetricsState* state_;
+};
+
+}  // namespace ringmaster::metrics
+
+#endif  // RINGMASTER_SERVICES_METRICS_RPC_METRICS_SERVICE_H_
