@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "ringmaster/v1/job.grpc.pb.h"
 #include "ringmaster/v1/worker.grpc.pb.h"
+#include "support/http_get.h"
 #include "support/redis_server.h"
 #include "support/subprocess.h"
 #include "support/test_database.h"
@@ -99,9 +100,6 @@ v1::RegisterWorker GpuWorker(const std::string& id, const std::string& address, 
 // A minimal valid spec of the built-in trainer.
 v1::JobSpec TrainerSpec(const std::string& name, int replicas, int gpus_per_replica = 0,
                         const std::string& gpu_type = "");
-
-// GET http://127.0.0.1:PORT/PATH, body only; empty on failure.
-std::string HttpGet(int port, const std::string& path);
 
 // Polls GetJob until `state` (or a terminal state other than it); returns the last job seen.
 v1::Job WaitForState(v1::JobService::Stub& jobs, const std::string& job_id, v1::JobState state,

@@ -70,8 +70,9 @@ MetricFamily Family(const std::string& name, const std::string& help, MetricType
   return f;
 }
 
+// In name order, as prometheus-cpp writes its own families.
 std::vector<ClientMetric::Label> JobLabels(const JobView& v) {
-  return {{"job", v.job_id}, {"queue", v.queue}, {"model", v.model}, {"gpu_type", v.gpu_type}};
+  return {{"gpu_type", v.gpu_type}, {"job", v.job_id}, {"model", v.model}, {"queue", v.queue}};
 }
 
 void AddGauge(MetricFamily& f, std::vector<ClientMetric::Label> labels, double value) {
