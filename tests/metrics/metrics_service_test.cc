@@ -72,7 +72,11 @@ class MetricsServiceTest : public ::testing::Test {
     process_ = *std::move(p);
     ASSERT_TRUE(WaitFor([&] { return !HttpGet(http_port_, "/metrics").empty(); }, 10s))
         << process_->LogTail();
-    stub_ = v1::MetricsService::NewStub(grpc::CreateChannel(addr_, grpc::InsecureChannelCredentials()));
+    auto channel = grpc::CreateChannel(addr_, grpc::InsecureChannelCredentials());
+    // /metrics answers before the gRPC server is up: wait for both.
+    ASSERT_TRUE(channel->WaitForConnected(std::chrono::system_clock::now() + 10s))
+        << process_->LogTail();
+    stub_ = v1::MetricsService::NewStub(channel);
   }
 
   v1::IngestResponse Send(const std::vector<v1::Sample>& samples) {
@@ -96,7 +100,7 @@ TEST_F(MetricsServiceTest, ExposesJobAndRankThroughputStepTimeBandwidthAndLoss) 
   v1::IngestResponse r = Send({MakeSample("j-00aa", 0, 100), MakeSample("j-00aa", 1, 130)});
   EXPECT_EQ(r.accepted(), 2);
   std::string text = HttpGet(http_port_, "/metrics");
-  const std::string job = "gpu_type=\"t4\",job=\"j-00aa\",model=\"mlp\",queue=\"default\"";
+  const std::string job = "gpu_type=\"t4\",job_id=\"j-00aa\",model=\"mlp\",queue=\"default\"";
   EXPECT_THAT(text, HasSubstr("ringmaster_job_images_per_second{" + job + "} 230"));
   EXPECT_THAT(text, HasSubstr("ringmaster_rank_images_per_second{" + job +
                               ",rank=\"1\",worker=\"w1\"} 130"));

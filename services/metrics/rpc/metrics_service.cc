@@ -72,7 +72,7 @@ MetricFamily Family(const std::string& name, const std::string& help, MetricType
 
 // In name order, as prometheus-cpp writes its own families.
 std::vector<ClientMetric::Label> JobLabels(const JobView& v) {
-  return {{"gpu_type", v.gpu_type}, {"job", v.job_id}, {"model", v.model}, {"queue", v.queue}};
+  return {{"gpu_type", v.gpu_type}, {"job_id", v.job_id}, {"model", v.model}, {"queue", v.queue}};
 }
 
 void AddGauge(MetricFamily& f, std::vector<ClientMetric::Label> labels, double value) {
