@@ -1,0 +1,237 @@
+#include "app.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "errors.h"
+#include "format.h"
+#include "job_spec.h"
+#include "spec_yaml.h"
+
+namespace ringmaster::cli {
+namespace {
+
+// One command run against one scheduler; each method returns the exit code.
+class Invocation {
+ public:
+  Invocation(const Command& cmd, const Runtime& runtime, SchedulerClient& client, std::ostream& out,
+             std::ostream& err)
+      : cmd_(cmd), runtime_(runtime), client_(client), out_(out), err_(err) {}
+
+  int Run() {
+    switch (cmd_.verb) {
+      case Verb::kSubmit:
+        return Submit();
+      case Verb::kGet:
+        return Get();
+      case Verb::kList:
+        return List();
+      case Verb::kCancel:
+        return Cancel();
+      case Verb::kWatch:
+        return Watch();
+      case Verb::kWorkers:
+        return Workers();
+      case Verb::kNone:
+        break;
+    }
+    return Fail({kExitUsage, "missing command (see ringctl --help)"});
+  }
+
+ private:
+  int Submit() {
+    v1::SubmitJobRequest request;
+    if (!cmd_.spec_file.empty()) {
+      absl::StatusOr<v1::JobSpec> spec = LoadJobSpecFile(cmd_.spec_file);
+      if (!spec.ok()) return Fail({kExitUsage, std::string(spec.status().message())});
+      *request.mutable_spec() = *std::move(spec);
+    }
+    if (absl::Status status = ApplyOverrides(cmd_.overrides, request.mutable_spec());
+        !status.ok()) {
+      return Fail({kExitUsage, std::string(status.message())});
+    }
+    // One id for every attempt of this invocation: a retry finds the job a lost reply made.
+    request.set_request_id(cmd_.request_id.empty() ? runtime_.new_request_id() : cmd_.request_id);
+    absl::StatusOr<v1::SubmitJobResponse> response =
+        SubmitWithRetry(client_, request, runtime_.retry, runtime_.sleep);
+    if (!response.ok()) {
+      Failure failure = DescribeRpcError(response.status(), "submit job", cmd_.scheduler, "");
+      if (IsRetryable(response.status())) {
+        absl::StrAppend(&failure.message, " (tried ", runtime_.retry.max_attempts,
+                        " times with request id ", request.request_id(), ")");
+      }
+      return Fail(failure);
+    }
+    if (cmd_.output == OutputFormat::kJson) return PrintJson(*response);
+    out_ << response->job().id() << "\n";
+    return kExitOk;
+  }
+
+  int Get() {
+    v1::GetJobRequest request;
+    request.set_job_id(cmd_.job_id);
+    absl::StatusOr<v1::Job> job = client_.GetJob(request);
+    if (!job.ok()) return RpcFailure(job.status(), "get job " + cmd_.job_id, cmd_.job_id);
+    if (cmd_.output == OutputFormat::kJson) return PrintJson(*job);
+    out_ << FormatJob(*job);
+    return kExitOk;
+  }
+
+  int List() {
+    v1::ListJobsRequest request;
+    request.set_state(cmd_.state);
+    request.set_queue(cmd_.queue);
+    request.set_limit(cmd_.limit);
+    absl::StatusOr<v1::ListJobsResponse> response = client_.ListJobs(request);
+    if (!response.ok()) return RpcFailure(response.status(), "list jobs", "");
+    if (cmd_.output == OutputFormat::kJson) return PrintJson(*response);
+    out_ << FormatJobList(*response, runtime_.now_ms());
+    return kExitOk;
+  }
+
+  int Cancel() {
+    v1::CancelJobRequest request;
+    request.set_job_id(cmd_.job_id);
+    request.set_reason(cmd_.reason);
+    absl::StatusOr<v1::CancelJobResponse> response = client_.CancelJob(request);
+    if (!response.ok()) {
+      return RpcFailure(response.status(), "cancel job " + cmd_.job_id, cmd_.job_id);
+    }
+    if (cmd_.output == OutputFormat::kJson) return PrintJson(*response);
+    out_ << response->job().id() << " " << JobStateName(response->job().state()) << "\n";
+    return kExitOk;
+  }
+
+  // Prints events until the stream ends after the terminal one. A stream that breaks after
+  // delivering events (a scheduler restart or fail-over) is reopened; WatchJob replays the
+  // job's events from the start, so the ones already printed are skipped by seq.
+  int Watch() {
+    v1::WatchJobRequest request;
+    request.set_job_id(cmd_.job_id);
+    std::optional<v1::JobEvent> last;
+    bool printed_header = false;
+    int failures = 0;
+    std::chrono::milliseconds backoff = runtime_.retry.initial_backoff;
+    std::string json_error;
+    for (;;) {
+      bool progressed = false;
+      absl::Status status = client_.WatchJob(request, [&](const v1::JobEvent& event) {
+        if (last && event.seq() <= last->seq()) return;
+        last = event;
+        progressed = true;
+        if (cmd_.output == OutputFormat::kJson) {
+          absl::StatusOr<std::string> json = ToJson(event, /*pretty=*/false);
+          if (json.ok()) {
+            out_ << *json;
+          } else if (json_error.empty()) {
+            json_error = std::string(json.status().message());
+          }
+        } else {
+          if (!printed_header) out_ << WatchHeader();
+          printed_header = true;
+          out_ << FormatEvent(event);
+        }
+        out_.flush();
+      });
+      if (!json_error.empty()) return Fail({kExitError, json_error});
+      if (status.ok()) break;
+      if (progressed) failures = 0;
+      const bool reopen = absl::IsUnavailable(status) && last.has_value() &&
+                          ++failures < runtime_.retry.max_attempts;
+      if (!reopen) return RpcFailure(status, "watch job " + cmd_.job_id, cmd_.job_id);
+      runtime_.sleep(backoff);
+      backoff = std::min(backoff * 2, runtime_.retry.max_backoff);
+    }
+    if (!last) {
+      return Fail(
+          {kExitError, absl::StrCat("watch of job ", cmd_.job_id, " ended without any event")});
+    }
+    switch (last->state()) {
+      case v1::JOB_STATE_SUCCEEDED:
+        return kExitOk;
+      case v1::JOB_STATE_FAILED:
+      case v1::JOB_STATE_CANCELLED: {
+        std::string line =
+            absl::StrCat("job ", cmd_.job_id, " ended ", JobStateName(last->state()));
+        if (!last->reason().empty()) absl::StrAppend(&line, ": ", last->reason());
+        return Fail({kExitJobUnsuccessful, line});
+      }
+      default:
+        break;
+    }
+    return Fail({kExitError, absl::StrCat("watch of job ", cmd_.job_id,
+                                          " ended before the job finished (last state ",
+                                          JobStateName(last->state()), ")")});
+  }
+
+  int Workers() {
+    absl::StatusOr<v1::ListWorkersResponse> response =
+        client_.ListWorkers(v1::ListWorkersRequest());
+    if (!response.ok()) return RpcFailure(response.status(), "list workers", "");
+    if (cmd_.output == OutputFormat::kJson) return PrintJson(*response);
+    out_ << FormatWorkers(*response, runtime_.now_ms());
+    return kExitOk;
+  }
+
+  int PrintJson(const google::protobuf::Message& message) {
+    absl::StatusOr<std::string> json = ToJson(message, /*pretty=*/true);
+    if (!json.ok()) return Fail({kExitError, std::string(json.status().message())});
+    out_ << *json;
+    return kExitOk;
+  }
+
+  int RpcFailure(const absl::Status& status, const std::string& action, const std::string& job_id) {
+    return Fail(DescribeRpcError(status, action, cmd_.scheduler, job_id));
+  }
+
+  int Fail(const Failure& failure) {
+    err_ << "ringctl: " << SingleLine(failure.message) << "\n";
+    return failure.exit_code;
+  }
+
+  const Command& cmd_;
+  const Runtime& runtime_;
+  SchedulerClient& client_;
+  std::ostream& out_;
+  std::ostream& err_;
+};
+
+}  // namespace
+
+Runtime ProcessRuntime() {
+  Runtime runtime;
+  runtime.getenv = [](const char* name) { return std::getenv(name); };
+  runtime.now_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  runtime.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+  runtime.new_request_id = NewRequestId;
+  runtime.connect = [](const std::string& address) -> std::unique_ptr<SchedulerClient> {
+    return std::make_unique<GrpcSchedulerClient>(address);
+  };
+  return runtime;
+}
+
+int RunCli(const std::vector<std::string>& args, const Runtime& runtime, std::ostream& out,
+           std::ostream& err) {
+  absl::StatusOr<Command> cmd = ParseArgs(args, runtime.getenv);
+  if (!cmd.ok()) {
+    err << "ringctl: " << SingleLine(cmd.status().message()) << "\n";
+    return kExitUsage;
+  }
+  if (cmd->help) {
+    out << Usage(cmd->verb);
+    return kExitOk;
+  }
+  std::unique_ptr<SchedulerClient> client = runtime.connect(cmd->scheduler);
+  return Invocation(*cmd, runtime, *client, out, err).Run();
+}
+
+}  // namespace ringmaster::cli

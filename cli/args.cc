@@ -1,0 +1,405 @@
+#include "args.h"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/string_view.h"
+#include "common/net.h"
+#include "common/status_macros.h"
+
+namespace ringmaster::cli {
+namespace {
+
+struct VerbInfo {
+  Verb verb;
+  const char* name;
+  const char* synopsis;
+  const char* summary;
+};
+
+constexpr std::array<VerbInfo, 6> kVerbs = {{
+    {Verb::kSubmit, "submit", "submit [-f FILE] [FLAGS] [-- CMD ARGS...]",
+     "Submit a job; prints its id."},
+    {Verb::kGet, "get", "get ID", "Show one job: state, placement, times, exit code."},
+    {Verb::kList, "list", "list [--state S] [--queue Q] [--limit N]", "List jobs, newest first."},
+    {Verb::kCancel, "cancel", "cancel ID [--reason R]", "Cancel a job; stops all of its ranks."},
+    {Verb::kWatch, "watch", "watch ID",
+     "Stream a job's events until it ends; exit 0 only if it SUCCEEDED."},
+    {Verb::kWorkers, "workers", "workers", "List workers with their GPUs and CPU slots."},
+}};
+
+struct FlagSpec {
+  const char* name;
+  char short_name;
+  // Commands that accept the flag; empty for a global flag.
+  std::vector<Verb> verbs;
+  // Placeholder of the value in usage; nullptr for a flag without a value.
+  const char* value_name;
+  const char* help;
+};
+
+const std::vector<FlagSpec>& Flags() {
+  static const auto* flags = new std::vector<FlagSpec>{
+      {"scheduler",
+       0,
+       {},
+       "ADDR",
+       "scheduler host:port (env RINGMASTER_SCHEDULER; default localhost:7070)"},
+      {"output", 'o', {}, "FORMAT", "table (default) or json (protobuf JSON, for scripts)"},
+      {"help", 'h', {}, nullptr, "print usage"},
+      {"file", 'f', {Verb::kSubmit}, "FILE", "YAML job spec ('-' reads stdin)"},
+      {"name", 0, {Verb::kSubmit}, "NAME", "job name"},
+      {"queue", 0, {Verb::kSubmit, Verb::kList}, "QUEUE", "queue (list: only this queue)"},
+      {"priority", 0, {Verb::kSubmit}, "N", "priority, higher runs first"},
+      {"replicas", 0, {Verb::kSubmit}, "N", "number of ranks"},
+      {"gpus-per-replica", 0, {Verb::kSubmit}, "N", "GPUs per rank (0: CPU ranks)"},
+      {"gpu-type", 0, {Verb::kSubmit}, "TYPE", "GPU type every rank needs (t4, v100, ...)"},
+      {"model", 0, {Verb::kSubmit}, "MODEL", "trainer model (mlp-small, mlp, mlp-large)"},
+      {"steps", 0, {Verb::kSubmit}, "N", "trainer SGD steps"},
+      {"batch-size", 0, {Verb::kSubmit}, "N", "trainer samples per rank per step"},
+      {"restart-policy", 0, {Verb::kSubmit}, "POLICY", "Never or OnFailure"},
+      {"backoff-limit", 0, {Verb::kSubmit}, "N", "restarts allowed under OnFailure"},
+      {"max-runtime-seconds", 0, {Verb::kSubmit}, "N", "wall-clock limit per attempt (0: none)"},
+      {"label", 0, {Verb::kSubmit}, "K=V", "add a label (repeatable)"},
+      {"request-id", 0, {Verb::kSubmit}, "ID", "idempotency key (default: random per invocation)"},
+      {"state",
+       0,
+       {Verb::kList},
+       "STATE",
+       "only jobs in this state (pending, starting, running, succeeded, failed, cancelled)"},
+      {"limit", 0, {Verb::kList}, "N", "at most N jobs (scheduler default 100)"},
+      {"reason", 0, {Verb::kCancel}, "TEXT", "reason kept in the job's events"},
+  };
+  return *flags;
+}
+
+const FlagSpec* FindFlag(absl::string_view name, bool is_short) {
+  for (const FlagSpec& flag : Flags()) {
+    if (is_short ? (name.size() == 1 && flag.short_name == name[0]) : name == flag.name) {
+      return &flag;
+    }
+  }
+  return nullptr;
+}
+
+bool AppliesTo(const FlagSpec& flag, Verb verb) {
+  return flag.verbs.empty() ||
+         std::find(flag.verbs.begin(), flag.verbs.end(), verb) != flag.verbs.end();
+}
+
+const char* VerbName(Verb verb) {
+  for (const VerbInfo& info : kVerbs) {
+    if (info.verb == verb) return info.name;
+  }
+  return "";
+}
+
+std::optional<Verb> FindVerb(absl::string_view name) {
+  for (const VerbInfo& info : kVerbs) {
+    if (name == info.name) return info.verb;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<int64_t> ParseInteger(absl::string_view flag, const std::string& value,
+                                     bool allow_negative, bool fits_int32) {
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(value, &n)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": expected an integer, got '", value, "'"));
+  }
+  if (fits_int32 &&
+      (n < std::numeric_limits<int32_t>::min() || n > std::numeric_limits<int32_t>::max())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": out of range for a 32-bit integer: ", value));
+  }
+  if (!allow_negative && n < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": must not be negative, got ", value));
+  }
+  return n;
+}
+
+absl::StatusOr<int32_t> ParseInt32(absl::string_view flag, const std::string& value,
+                                   bool allow_negative = false) {
+  RM_ASSIGN_OR_RETURN(int64_t n, ParseInteger(flag, value, allow_negative, true));
+  return static_cast<int32_t>(n);
+}
+
+absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* cmd) {
+  const absl::string_view name = flag.name;
+  SpecOverrides& o = cmd->overrides;
+  if (name == "scheduler") {
+    // gRPC target syntax (dns:///..., unix:...) passes through; a bare address must be
+    // host:port so that a typo fails here and not as "unreachable".
+    if (!absl::StrContains(value, "://") && !absl::StartsWith(value, "unix:")) {
+      std::string host;
+      int port = 0;
+      RM_RETURN_IF_ERROR(SplitHostPort(value, "--scheduler", &host, &port));
+    }
+    cmd->scheduler = value;
+  } else if (name == "output") {
+    if (value == "table") {
+      cmd->output = OutputFormat::kTable;
+    } else if (value == "json") {
+      cmd->output = OutputFormat::kJson;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("-o/--output: expected table or json, got '", value, "'"));
+    }
+  } else if (name == "file") {
+    cmd->spec_file = value;
+  } else if (name == "name") {
+    o.name = value;
+  } else if (name == "queue") {
+    if (cmd->verb == Verb::kSubmit) {
+      o.queue = value;
+    } else {
+      cmd->queue = value;
+    }
+  } else if (name == "priority") {
+    RM_ASSIGN_OR_RETURN(o.priority, ParseInt32(name, value, /*allow_negative=*/true));
+  } else if (name == "replicas") {
+    RM_ASSIGN_OR_RETURN(o.replicas, ParseInt32(name, value));
+  } else if (name == "gpus-per-replica") {
+    RM_ASSIGN_OR_RETURN(o.gpus_per_replica, ParseInt32(name, value));
+  } else if (name == "gpu-type") {
+    o.gpu_type = value;
+  } else if (name == "model") {
+    o.model = value;
+  } else if (name == "steps") {
+    RM_ASSIGN_OR_RETURN(o.steps, ParseInteger(name, value, false, false));
+  } else if (name == "batch-size") {
+    RM_ASSIGN_OR_RETURN(o.batch_size, ParseInt32(name, value));
+  } else if (name == "restart-policy") {
+    o.restart_policy = ParseRestartPolicy(value);
+    if (!o.restart_policy) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--restart-policy: expected Never or OnFailure, got '", value, "'"));
+    }
+  } else if (name == "backoff-limit") {
+    RM_ASSIGN_OR_RETURN(o.backoff_limit, ParseInt32(name, value));
+  } else if (name == "max-runtime-seconds") {
+    RM_ASSIGN_OR_RETURN(o.max_runtime_seconds, ParseInteger(name, value, false, false));
+  } else if (name == "label") {
+    auto eq = value.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--label: expected KEY=VALUE, got '", value, "'"));
+    }
+    o.labels[value.substr(0, eq)] = value.substr(eq + 1);
+  } else if (name == "request-id") {
+    if (value.empty()) return absl::InvalidArgumentError("--request-id: must not be empty");
+    cmd->request_id = value;
+  } else if (name == "state") {
+    std::optional<v1::JobState> state = ParseJobState(value);
+    if (!state) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--state: expected pending, starting, running, succeeded, failed or cancelled, got '",
+          value, "'"));
+    }
+    cmd->state = *state;
+  } else if (name == "limit") {
+    RM_ASSIGN_OR_RETURN(cmd->limit, ParseInt32(name, value));
+  } else if (name == "reason") {
+    cmd->reason = value;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::optional<v1::JobState> ParseJobState(const std::string& text) {
+  std::string key = absl::AsciiStrToUpper(text);
+  if (absl::StartsWith(key, "JOB_STATE_")) key = key.substr(10);
+  for (int i = v1::JobState_MIN; i <= v1::JobState_MAX; ++i) {
+    if (!v1::JobState_IsValid(i) || i == v1::JOB_STATE_UNSPECIFIED) continue;
+    auto state = static_cast<v1::JobState>(i);
+    if ("JOB_STATE_" + key == v1::JobState_Name(state)) return state;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const GetEnvFn& getenv) {
+  Command cmd;
+  absl::Status first_error;
+  auto fail = [&first_error](absl::Status status) {
+    if (first_error.ok()) first_error = std::move(status);
+  };
+  std::vector<std::string> positional;
+  bool saw_dash_dash = false;
+  bool help_verb = false;
+  absl::Status command_error;
+
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      saw_dash_dash = true;
+      cmd.overrides.command =
+          std::vector<std::string>(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') {
+      if (cmd.verb != Verb::kNone || !command_error.ok()) {
+        positional.push_back(arg);
+      } else if (arg == "help" && !help_verb) {
+        help_verb = true;
+        cmd.help = true;
+      } else if (std::optional<Verb> verb = FindVerb(arg); verb) {
+        cmd.verb = *verb;
+      } else {
+        command_error = absl::InvalidArgumentError(
+            absl::StrCat("unknown command '", arg, "' (see ringctl --help)"));
+        fail(command_error);
+      }
+      continue;
+    }
+    // -o json, -ojson, --output json, --output=json.
+    const bool is_short = arg[1] != '-';
+    std::string name = is_short ? arg.substr(1, 1) : arg.substr(2);
+    std::optional<std::string> value;
+    if (is_short) {
+      if (arg.size() > 2) value = arg.substr(arg[2] == '=' ? 3 : 2);
+    } else if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const std::string shown = is_short ? "-" + name : "--" + name;
+    const FlagSpec* flag = FindFlag(name, is_short);
+    if (flag == nullptr) {
+      const std::string help = cmd.verb == Verb::kNone
+                                   ? "ringctl --help"
+                                   : absl::StrCat("ringctl ", VerbName(cmd.verb), " --help");
+      fail(absl::InvalidArgumentError(absl::StrCat("unknown flag ", shown, " (see ", help, ")")));
+      continue;
+    }
+    if (flag->value_name == nullptr) {
+      cmd.help = true;
+      continue;
+    }
+    if (!value) {
+      if (i + 1 >= args.size()) {
+        fail(absl::InvalidArgumentError(absl::StrCat(shown, " needs a value")));
+        continue;
+      }
+      value = args[++i];
+    }
+    if (!AppliesTo(*flag, cmd.verb)) {
+      fail(absl::InvalidArgumentError(
+          cmd.verb == Verb::kNone
+              ? absl::StrCat(shown, " belongs to a command; put it after the command name")
+              : absl::StrCat(VerbName(cmd.verb), " does not take ", shown, " (see ringctl ",
+                             VerbName(cmd.verb), " --help)")));
+      continue;
+    }
+    if (absl::Status status = ApplyFlag(*flag, *value, &cmd); !status.ok()) fail(status);
+  }
+
+  // Help is what a confused user asks for, so flag errors do not stand in its way; an unknown
+  // command does, as there is no usage to show for it.
+  if (cmd.help) {
+    RM_RETURN_IF_ERROR(command_error);
+    return cmd;
+  }
+  RM_RETURN_IF_ERROR(first_error);
+  if (cmd.verb == Verb::kNone) {
+    return absl::InvalidArgumentError("missing command (see ringctl --help)");
+  }
+
+  const std::string verb_name = VerbName(cmd.verb);
+  switch (cmd.verb) {
+    case Verb::kGet:
+    case Verb::kCancel:
+    case Verb::kWatch:
+      if (positional.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("missing job ID (usage: ringctl ", verb_name, " ID)"));
+      }
+      cmd.job_id = positional.front();
+      positional.erase(positional.begin());
+      break;
+    default:
+      break;
+  }
+  if (!positional.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unexpected argument '", positional.front(), "' for ", verb_name,
+        cmd.verb == Verb::kSubmit ? " (a command workload goes after --: ringctl submit -- CMD)"
+                                  : ""));
+  }
+  if (saw_dash_dash) {
+    if (cmd.verb != Verb::kSubmit) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(verb_name, " does not take a command after --"));
+    }
+    if (cmd.overrides.command->empty()) {
+      return absl::InvalidArgumentError("-- must be followed by a command (-- CMD ARGS...)");
+    }
+  }
+
+  if (cmd.scheduler.empty()) {
+    const char* env = getenv(kSchedulerEnv);
+    cmd.scheduler = (env != nullptr && env[0] != '\0') ? env : kDefaultScheduler;
+  }
+  return cmd;
+}
+
+std::string Usage(Verb verb) {
+  std::ostringstream out;
+  auto print_flags = [&out](Verb v, bool global) {
+    for (const FlagSpec& flag : Flags()) {
+      if (global != flag.verbs.empty()) continue;
+      if (!global && !AppliesTo(flag, v)) continue;
+      std::string left = flag.short_name != 0
+                             ? absl::StrCat("-", std::string(1, flag.short_name), ", --", flag.name)
+                             : absl::StrCat("--", flag.name);
+      if (flag.value_name != nullptr) absl::StrAppend(&left, " ", flag.value_name);
+      out << "  " << left << std::string(left.size() < 30 ? 30 - left.size() : 1, ' ') << flag.help
+          << "\n";
+    }
+  };
+  if (verb == Verb::kNone) {
+    out << "usage: ringctl [GLOBAL FLAGS] COMMAND [FLAGS] [ARGS]\n\n"
+        << "Command-line client of the Ringmaster scheduler.\n\ncommands:\n";
+    for (const VerbInfo& info : kVerbs) {
+      out << "  " << info.synopsis << "\n      " << info.summary << "\n";
+    }
+    out << "\nglobal flags (before or after the command):\n";
+    print_flags(verb, true);
+    out << "\nexit status: 0 ok, 1 error, 2 usage or invalid spec, 3 scheduler unreachable,\n"
+        << "4 job not found, 5 watched job ended FAILED or CANCELLED.\n"
+        << "Run 'ringctl COMMAND --help' for a command's flags; see docs/ringctl.md.\n";
+    return out.str();
+  }
+  for (const VerbInfo& info : kVerbs) {
+    if (info.verb != verb) continue;
+    out << "usage: ringctl " << info.synopsis << "\n\n" << info.summary << "\n";
+  }
+  if (verb == Verb::kSubmit) {
+    out << "\nThe spec comes from -f FILE (YAML, see docs/examples/job.yaml) and the flags below;\n"
+        << "a flag overrides the file's field. Without a workload the built-in trainer runs.\n"
+        << "A command after -- makes a command workload. Retries on UNAVAILABLE and\n"
+        << "DEADLINE_EXCEEDED reuse the same request id, so a retried submit never makes a\n"
+        << "second job.\n";
+  }
+  bool has_own = false;
+  for (const FlagSpec& flag : Flags()) has_own |= !flag.verbs.empty() && AppliesTo(flag, verb);
+  if (has_own) {
+    out << "\nflags:\n";
+    print_flags(verb, false);
+  }
+  out << "\nglobal flags:\n";
+  print_flags(verb, true);
+  return out.str();
+}
+
+}  // namespace ringmaster::cli

@@ -1,0 +1,69 @@
+// The command line of ringctl, parsed into a Command without touching the network:
+//
+//   ringctl [GLOBAL FLAGS] COMMAND [FLAGS] [ARGS] [-- CMD ARGS...]
+//
+// Global flags (--scheduler, -o/--output, -h/--help) may come before or after the command.
+// Flags take their value as `--flag value` or `--flag=value` (`-f value`, `-o value` for the
+// short ones). Stateless and thread-safe.
+#ifndef RINGMASTER_CLI_ARGS_H_
+#define RINGMASTER_CLI_ARGS_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "job_spec.h"
+#include "ringmaster/v1/job.pb.h"
+
+namespace ringmaster::cli {
+
+inline constexpr const char* kDefaultScheduler = "localhost:7070";
+inline constexpr const char* kSchedulerEnv = "RINGMASTER_SCHEDULER";
+
+enum class Verb { kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers };
+
+enum class OutputFormat { kTable, kJson };
+
+struct Command {
+  Verb verb = Verb::kNone;
+  // --help, -h or `ringctl help [COMMAND]`: print the usage of `verb` (kNone: of ringctl).
+  bool help = false;
+  // From --scheduler, else $RINGMASTER_SCHEDULER, else kDefaultScheduler.
+  std::string scheduler;
+  OutputFormat output = OutputFormat::kTable;
+
+  // get, cancel, watch.
+  std::string job_id;
+  // cancel --reason.
+  std::string reason;
+
+  // list --state, --queue, --limit (queue is shared with submit's --queue).
+  v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
+  std::string queue;
+  int32_t limit = 0;
+
+  // submit -f, --request-id and the spec flags.
+  std::string spec_file;
+  std::string request_id;
+  SpecOverrides overrides;
+};
+
+// Reads an environment variable; nullptr when unset. Tests pass a fake.
+using GetEnvFn = std::function<const char*(const char*)>;
+
+// Parses argv without the program name. Errors are INVALID_ARGUMENT with a one-line message
+// naming the flag or argument; help wins over errors so `ringctl submit --bad --help` helps.
+absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const GetEnvFn& getenv);
+
+// Usage text of ringctl (kNone) or of one command.
+std::string Usage(Verb verb);
+
+// "PENDING", "pending", "JOB_STATE_PENDING" -> JOB_STATE_PENDING.
+std::optional<v1::JobState> ParseJobState(const std::string& text);
+
+}  // namespace ringmaster::cli
+
+#endif  // RINGMASTER_CLI_ARGS_H_

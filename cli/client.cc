@@ -1,0 +1,112 @@
+#include "client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+
+namespace ringmaster::cli {
+
+GrpcSchedulerClient::GrpcSchedulerClient(const std::string& address,
+                                         std::chrono::milliseconds unary_deadline)
+    : unary_deadline_(unary_deadline) {
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  jobs_ = v1::JobService::NewStub(channel);
+  cluster_ = v1::ClusterService::NewStub(channel);
+}
+
+void GrpcSchedulerClient::PrepareUnary(grpc::ClientContext* context) const {
+  context->set_deadline(std::chrono::system_clock::now() + unary_deadline_);
+  context->set_wait_for_ready(false);
+}
+
+absl::StatusOr<v1::SubmitJobResponse> GrpcSchedulerClient::SubmitJob(
+    const v1::SubmitJobRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::SubmitJobResponse response;
+  grpc::Status status = jobs_->SubmitJob(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::StatusOr<v1::Job> GrpcSchedulerClient::GetJob(const v1::GetJobRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::Job response;
+  grpc::Status status = jobs_->GetJob(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::StatusOr<v1::ListJobsResponse> GrpcSchedulerClient::ListJobs(
+    const v1::ListJobsRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::ListJobsResponse response;
+  grpc::Status status = jobs_->ListJobs(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::StatusOr<v1::CancelJobResponse> GrpcSchedulerClient::CancelJob(
+    const v1::CancelJobRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::CancelJobResponse response;
+  grpc::Status status = jobs_->CancelJob(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::Status GrpcSchedulerClient::WatchJob(
+    const v1::WatchJobRequest& request, const std::function<void(const v1::JobEvent&)>& on_event) {
+  grpc::ClientContext context;
+  context.set_wait_for_ready(false);
+  std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader = jobs_->WatchJob(&context, request);
+  v1::JobEvent event;
+  while (reader->Read(&event)) on_event(event);
+  return FromGrpcStatus(reader->Finish());
+}
+
+absl::StatusOr<v1::ListWorkersResponse> GrpcSchedulerClient::ListWorkers(
+    const v1::ListWorkersRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::ListWorkersResponse response;
+  grpc::Status status = cluster_->ListWorkers(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+bool IsRetryable(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
+}
+
+absl::StatusOr<v1::SubmitJobResponse> SubmitWithRetry(
+    SchedulerClient& client, const v1::SubmitJobRequest& request, const RetryPolicy& policy,
+    const std::function<void(std::chrono::milliseconds)>& sleep) {
+  std::chrono::milliseconds backoff = policy.initial_backoff;
+  for (int attempt = 1;; ++attempt) {
+    absl::StatusOr<v1::SubmitJobResponse> response = client.SubmitJob(request);
+    if (response.ok() || !IsRetryable(response.status()) || attempt >= policy.max_attempts) {
+      return response;
+    }
+    sleep(backoff);
+    backoff = std::min(backoff * 2, policy.max_backoff);
+  }
+}
+
+std::string NewRequestId() {
+  std::random_device device;
+  std::uniform_int_distribution<uint64_t> dist;
+  return absl::StrCat(absl::Hex(dist(device), absl::kZeroPad16),
+                      absl::Hex(dist(device), absl::kZeroPad16));
+}
+
+}  // namespace ringmaster::cli

@@ -1,0 +1,83 @@
+// The scheduler's client API as ringctl uses it. SchedulerClient is the seam: the gRPC
+// implementation below for the binary, fakes in tests. Each call returns the gRPC status as
+// an absl::Status with the same code and message.
+#ifndef RINGMASTER_CLI_CLIENT_H_
+#define RINGMASTER_CLI_CLIENT_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ringmaster/v1/job.grpc.pb.h"
+#include "ringmaster/v1/worker.grpc.pb.h"
+
+namespace ringmaster::cli {
+
+class SchedulerClient {
+ public:
+  virtual ~SchedulerClient() = default;
+
+  virtual absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest& request) = 0;
+  virtual absl::StatusOr<v1::Job> GetJob(const v1::GetJobRequest& request) = 0;
+  virtual absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request) = 0;
+  virtual absl::StatusOr<v1::CancelJobResponse> CancelJob(const v1::CancelJobRequest& request) = 0;
+  // Calls `on_event` for every event in order until the stream ends; returns how it ended.
+  virtual absl::Status WatchJob(const v1::WatchJobRequest& request,
+                                const std::function<void(const v1::JobEvent&)>& on_event) = 0;
+  virtual absl::StatusOr<v1::ListWorkersResponse> ListWorkers(
+      const v1::ListWorkersRequest& request) = 0;
+};
+
+// Talks gRPC to one scheduler address over an insecure channel. Unary calls carry
+// `unary_deadline` and do not wait for the channel to become ready, so an unreachable
+// scheduler fails at once with UNAVAILABLE instead of hanging; WatchJob has no deadline (it
+// lasts as long as the job). Thread-compatible, as the generated stubs are.
+class GrpcSchedulerClient : public SchedulerClient {
+ public:
+  explicit GrpcSchedulerClient(const std::string& address,
+                               std::chrono::milliseconds unary_deadline = std::chrono::seconds(5));
+
+  absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest& request) override;
+  absl::StatusOr<v1::Job> GetJob(const v1::GetJobRequest& request) override;
+  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request) override;
+  absl::StatusOr<v1::CancelJobResponse> CancelJob(const v1::CancelJobRequest& request) override;
+  absl::Status WatchJob(const v1::WatchJobRequest& request,
+                        const std::function<void(const v1::JobEvent&)>& on_event) override;
+  absl::StatusOr<v1::ListWorkersResponse> ListWorkers(
+      const v1::ListWorkersRequest& request) override;
+
+ private:
+  void PrepareUnary(grpc::ClientContext* context) const;
+
+  std::chrono::milliseconds unary_deadline_;
+  std::unique_ptr<v1::JobService::Stub> jobs_;
+  std::unique_ptr<v1::ClusterService::Stub> cluster_;
+};
+
+// How submits are retried: `max_attempts` calls in all, waiting `initial_backoff` after the
+// first failure and twice as long after each further one, at most `max_backoff`.
+struct RetryPolicy {
+  int max_attempts = 4;
+  std::chrono::milliseconds initial_backoff{250};
+  std::chrono::milliseconds max_backoff{2000};
+};
+
+// UNAVAILABLE (nobody answered) and DEADLINE_EXCEEDED (the answer may have been lost).
+bool IsRetryable(const absl::Status& status);
+
+// Submits, retrying retryable failures with the SAME request (and so the same request id):
+// the scheduler returns the job of an earlier attempt that did land instead of creating a
+// second one, which is what makes the retry safe. `sleep` waits between attempts.
+absl::StatusOr<v1::SubmitJobResponse> SubmitWithRetry(
+    SchedulerClient& client, const v1::SubmitJobRequest& request, const RetryPolicy& policy,
+    const std::function<void(std::chrono::milliseconds)>& sleep);
+
+// A fresh request id: 128 random bits as 32 lower-case hex digits.
+std::string NewRequestId();
+
+}  // namespace ringmaster::cli
+
+#endif  // RINGMASTER_CLI_CLIENT_H_

@@ -1,0 +1,42 @@
+#include "errors.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+namespace ringmaster::cli {
+
+std::string SingleLine(absl::string_view text) {
+  std::string line = absl::StrReplaceAll(text, {{"\r\n", " "}, {"\n", " "}, {"\r", " "}});
+  return std::string(absl::StripAsciiWhitespace(line));
+}
+
+Failure DescribeRpcError(const absl::Status& status, absl::string_view action,
+                         absl::string_view address, absl::string_view job_id) {
+  const std::string detail = SingleLine(status.message());
+  switch (status.code()) {
+    case absl::StatusCode::kUnavailable:
+      return {kExitUnreachable, absl::StrCat("scheduler unreachable at ", address, ": ", detail)};
+    case absl::StatusCode::kDeadlineExceeded:
+      return {kExitUnreachable, absl::StrCat("scheduler at ", address, " did not answer in time (",
+                                             action, "): ", detail)};
+    case absl::StatusCode::kNotFound:
+      if (!job_id.empty()) return {kExitNotFound, absl::StrCat("job ", job_id, " not found")};
+      return {kExitNotFound, absl::StrCat(action, ": not found: ", detail)};
+    case absl::StatusCode::kInvalidArgument:
+      // The scheduler's own words name the bad field; they are shown unchanged.
+      if (action == "submit job") return {kExitUsage, absl::StrCat("invalid job spec: ", detail)};
+      return {kExitUsage, absl::StrCat(action, ": invalid argument: ", detail)};
+    case absl::StatusCode::kAlreadyExists:
+      return {kExitError, absl::StrCat(action, ": ", detail,
+                                       " (a request id can only be reused with the same spec)")};
+    case absl::StatusCode::kFailedPrecondition:
+      return {kExitError, absl::StrCat("cannot ", action, ": ", detail)};
+    default:
+      break;
+  }
+  return {kExitError,
+          absl::StrCat(action, " failed: ", absl::StatusCodeToString(status.code()), ": ", detail)};
+}
+
+}  // namespace ringmaster::cli

@@ -1,0 +1,59 @@
+#include "job_spec.h"
+
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_replace.h"
+
+namespace ringmaster::cli {
+
+absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {
+  if (overrides.name) spec->set_name(*overrides.name);
+  if (overrides.queue) spec->set_queue(*overrides.queue);
+  if (overrides.priority) spec->set_priority(*overrides.priority);
+  if (overrides.replicas) spec->set_replicas(*overrides.replicas);
+  if (overrides.gpus_per_replica) spec->set_gpus_per_replica(*overrides.gpus_per_replica);
+  if (overrides.gpu_type) spec->set_gpu_type(*overrides.gpu_type);
+  if (overrides.restart_policy) spec->set_restart_policy(*overrides.restart_policy);
+  if (overrides.backoff_limit) spec->set_backoff_limit(*overrides.backoff_limit);
+  if (overrides.max_runtime_seconds) {
+    spec->set_max_runtime_seconds(*overrides.max_runtime_seconds);
+  }
+  for (const auto& [key, value] : overrides.labels) (*spec->mutable_labels())[key] = value;
+
+  if (overrides.command) {
+    if (overrides.HasTrainerFields()) {
+      return absl::InvalidArgumentError(
+          "--model, --steps and --batch-size configure the built-in trainer; they cannot be "
+          "combined with a command after --");
+    }
+    // Keep the env of a command workload from the file: `--` replaces only the argv.
+    v1::CommandWorkload* command = spec->mutable_command();
+    command->clear_argv();
+    for (const auto& arg : *overrides.command) command->add_argv(arg);
+    return absl::OkStatus();
+  }
+  if (overrides.HasTrainerFields()) {
+    if (spec->has_command()) {
+      return absl::InvalidArgumentError(
+          "--model, --steps and --batch-size configure the built-in trainer, but the job spec "
+          "has a command workload");
+    }
+    v1::TrainerWorkload* trainer = spec->mutable_trainer();
+    if (overrides.model) trainer->set_model(*overrides.model);
+    if (overrides.steps) trainer->set_steps(*overrides.steps);
+    if (overrides.batch_size) trainer->set_batch_size(*overrides.batch_size);
+  }
+  // A job needs a workload; the built-in trainer is the platform's default one.
+  if (spec->workload_case() == v1::JobSpec::WORKLOAD_NOT_SET) spec->mutable_trainer();
+  return absl::OkStatus();
+}
+
+std::optional<v1::RestartPolicy> ParseRestartPolicy(absl::string_view text) {
+  std::string key = absl::AsciiStrToLower(absl::StrReplaceAll(text, {{"_", ""}, {"-", ""}}));
+  if (key == "never") return v1::RESTART_POLICY_NEVER;
+  if (key == "onfailure") return v1::RESTART_POLICY_ON_FAILURE;
+  return std::nullopt;
+}
+
+}  // namespace ringmaster::cli

@@ -1,0 +1,54 @@
+// Building the JobSpec that `ringctl submit` sends: a spec from a YAML file (or an empty one),
+// then the command-line flags on top. Only structure and types are checked here; ranges and
+// names are the scheduler's to judge, so its INVALID_ARGUMENT message stays the one a user sees.
+#ifndef RINGMASTER_CLI_JOB_SPEC_H_
+#define RINGMASTER_CLI_JOB_SPEC_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ringmaster/v1/job.pb.h"
+
+namespace ringmaster::cli {
+
+// The spec fields given as flags; each one that is set replaces the file's value.
+struct SpecOverrides {
+  std::optional<std::string> name;
+  std::optional<std::string> queue;
+  std::optional<int32_t> priority;
+  std::optional<int32_t> replicas;
+  std::optional<int32_t> gpus_per_replica;
+  std::optional<std::string> gpu_type;
+  std::optional<v1::RestartPolicy> restart_policy;
+  std::optional<int32_t> backoff_limit;
+  std::optional<int64_t> max_runtime_seconds;
+  // Merged into the file's labels; a flag wins over the file for the same key.
+  std::map<std::string, std::string> labels;
+  // Trainer workload fields (--model, --steps, --batch-size).
+  std::optional<std::string> model;
+  std::optional<int64_t> steps;
+  std::optional<int32_t> batch_size;
+  // The argv after `--`: a command workload.
+  std::optional<std::vector<std::string>> command;
+
+  bool HasTrainerFields() const { return model || steps || batch_size; }
+};
+
+// Applies `overrides` to `spec`. A command after `--` replaces the file's workload (keeping the
+// file's command env when it had one). Trainer flags together with a command workload are
+// INVALID_ARGUMENT: there is no trainer to apply them to. With no workload anywhere, the
+// built-in trainer with its defaults is used.
+absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec);
+
+// "Never" | "OnFailure", also "NEVER" | "ON_FAILURE" (any case, '_' and '-' ignored).
+std::optional<v1::RestartPolicy> ParseRestartPolicy(absl::string_view text);
+
+}  // namespace ringmaster::cli
+
+#endif  // RINGMASTER_CLI_JOB_SPEC_H_

@@ -1,0 +1,262 @@
+#include "spec_yaml.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "common/status_macros.h"
+#include "job_spec.h"
+
+namespace ringmaster::cli {
+namespace {
+
+constexpr std::array<absl::string_view, 12> kTopKeys = {"name",
+                                                        "queue",
+                                                        "priority",
+                                                        "replicas",
+                                                        "gpus_per_replica",
+                                                        "gpu_type",
+                                                        "restart_policy",
+                                                        "backoff_limit",
+                                                        "max_runtime_seconds",
+                                                        "labels",
+                                                        "trainer",
+                                                        "command"};
+constexpr std::array<absl::string_view, 3> kTrainerKeys = {"model", "batch_size", "steps"};
+constexpr std::array<absl::string_view, 2> kCommandKeys = {"argv", "env"};
+
+// Walks one YAML document; `source_` and the key path prefix every error.
+class SpecReader {
+ public:
+  explicit SpecReader(absl::string_view source) : source_(source) {}
+
+  absl::Status Read(const YAML::Node& root, v1::JobSpec* spec) {
+    RM_RETURN_IF_ERROR(ExpectMap(root, ""));
+    RM_RETURN_IF_ERROR(CheckKeys(root, "", kTopKeys));
+    if (root["trainer"] && root["command"]) {
+      return Error("", "give one workload, trainer or command, not both");
+    }
+    for (const auto& entry : root) {
+      const std::string key = entry.first.Scalar();
+      const YAML::Node& value = entry.second;
+      if (key == "name") {
+        RM_ASSIGN_OR_RETURN(*spec->mutable_name(), String(value, key));
+      } else if (key == "queue") {
+        RM_ASSIGN_OR_RETURN(*spec->mutable_queue(), String(value, key));
+      } else if (key == "gpu_type") {
+        RM_ASSIGN_OR_RETURN(*spec->mutable_gpu_type(), String(value, key));
+      } else if (key == "priority") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, /*allow_negative=*/true, true));
+        spec->set_priority(static_cast<int32_t>(v));
+      } else if (key == "replicas") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, false, true));
+        spec->set_replicas(static_cast<int32_t>(v));
+      } else if (key == "gpus_per_replica") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, false, true));
+        spec->set_gpus_per_replica(static_cast<int32_t>(v));
+      } else if (key == "backoff_limit") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, false, true));
+        spec->set_backoff_limit(static_cast<int32_t>(v));
+      } else if (key == "max_runtime_seconds") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, false, false));
+        spec->set_max_runtime_seconds(v);
+      } else if (key == "restart_policy") {
+        RM_ASSIGN_OR_RETURN(std::string text, String(value, key));
+        std::optional<v1::RestartPolicy> policy = ParseRestartPolicy(text);
+        if (!policy) {
+          return Error(key, absl::StrCat("expected Never or OnFailure, got \"", text, "\""));
+        }
+        spec->set_restart_policy(*policy);
+      } else if (key == "labels") {
+        RM_RETURN_IF_ERROR(StringMap(value, key, spec->mutable_labels()));
+      } else if (key == "trainer") {
+        RM_RETURN_IF_ERROR(Trainer(value, spec->mutable_trainer()));
+      } else if (key == "command") {
+        RM_RETURN_IF_ERROR(Command(value, spec->mutable_command()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Trainer(const YAML::Node& node, v1::TrainerWorkload* trainer) {
+    RM_RETURN_IF_ERROR(ExpectMap(node, "trainer"));
+    RM_RETURN_IF_ERROR(CheckKeys(node, "trainer", kTrainerKeys));
+    for (const auto& entry : node) {
+      const std::string key = entry.first.Scalar();
+      const std::string path = "trainer." + key;
+      if (key == "model") {
+        RM_ASSIGN_OR_RETURN(*trainer->mutable_model(), String(entry.second, path));
+      } else if (key == "batch_size") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(entry.second, path, false, true));
+        trainer->set_batch_size(static_cast<int32_t>(v));
+      } else if (key == "steps") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(entry.second, path, false, false));
+        trainer->set_steps(v);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Command(const YAML::Node& node, v1::CommandWorkload* command) {
+    RM_RETURN_IF_ERROR(ExpectMap(node, "command"));
+    RM_RETURN_IF_ERROR(CheckKeys(node, "command", kCommandKeys));
+    for (const auto& entry : node) {
+      const std::string key = entry.first.Scalar();
+      if (key == "argv") {
+        const YAML::Node& argv = entry.second;
+        if (!argv.IsSequence()) {
+          return Error("command.argv",
+                       absl::StrCat("expected a list of strings, got ", Describe(argv)));
+        }
+        for (size_t i = 0; i < argv.size(); ++i) {
+          RM_ASSIGN_OR_RETURN(*command->add_argv(),
+                              String(argv[i], absl::StrCat("command.argv[", i, "]")));
+        }
+      } else if (key == "env") {
+        RM_RETURN_IF_ERROR(StringMap(entry.second, "command.env", command->mutable_env()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status StringMap(const YAML::Node& node, const std::string& path,
+                         google::protobuf::Map<std::string, std::string>* out) {
+    RM_RETURN_IF_ERROR(ExpectMap(node, path));
+    RM_RETURN_IF_ERROR(CheckKeys(node, path, {}));
+    for (const auto& entry : node) {
+      const std::string key = entry.first.Scalar();
+      RM_ASSIGN_OR_RETURN((*out)[key], String(entry.second, absl::StrCat(path, ".", key)));
+    }
+    return absl::OkStatus();
+  }
+
+  // Every key must be a string, appear once and, when `known` is not empty, be one of them.
+  absl::Status CheckKeys(const YAML::Node& map, const std::string& path,
+                         absl::Span<const absl::string_view> known) {
+    std::set<std::string> seen;
+    for (const auto& entry : map) {
+      if (!entry.first.IsScalar()) {
+        return Error(path, absl::StrCat("keys must be strings, got ", Describe(entry.first)));
+      }
+      const std::string key = entry.first.Scalar();
+      const std::string key_path = path.empty() ? key : absl::StrCat(path, ".", key);
+      if (!known.empty() && std::find(known.begin(), known.end(), key) == known.end()) {
+        return Error(
+            key_path,
+            absl::StrCat("unknown key (expected one of: ", absl::StrJoin(known, ", "), ")"));
+      }
+      if (!seen.insert(key).second) return Error(key_path, "duplicate key");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ExpectMap(const YAML::Node& node, const std::string& path) {
+    if (node.IsMap()) return absl::OkStatus();
+    return Error(path, absl::StrCat("expected a mapping, got ", Describe(node)));
+  }
+
+  absl::StatusOr<std::string> String(const YAML::Node& node, const std::string& path) {
+    if (!node.IsScalar()) {
+      return Error(path, absl::StrCat("expected a string, got ", Describe(node)));
+    }
+    return node.Scalar();
+  }
+
+  // Integers must fit the proto field (int32 where `fits_int32`); counts, sizes and limits
+  // that can never be negative say so here rather than as a range error from the scheduler.
+  absl::StatusOr<int64_t> Integer(const YAML::Node& node, const std::string& path,
+                                  bool allow_negative, bool fits_int32) {
+    int64_t value = 0;
+    if (!node.IsScalar() || !absl::SimpleAtoi(node.Scalar(), &value)) {
+      return Error(path, absl::StrCat("expected an integer, got ", Describe(node)));
+    }
+    if (fits_int32 && (value < std::numeric_limits<int32_t>::min() ||
+                       value > std::numeric_limits<int32_t>::max())) {
+      return Error(path, absl::StrCat("out of range for a 32-bit integer: ", value));
+    }
+    if (!allow_negative && value < 0) {
+      return Error(path, absl::StrCat("must not be negative, got ", value));
+    }
+    return value;
+  }
+
+  static std::string Describe(const YAML::Node& node) {
+    switch (node.Type()) {
+      case YAML::NodeType::Scalar:
+        return absl::StrCat("\"", node.Scalar(), "\"");
+      case YAML::NodeType::Sequence:
+        return "a list";
+      case YAML::NodeType::Map:
+        return "a mapping";
+      case YAML::NodeType::Null:
+        return "nothing (null)";
+      case YAML::NodeType::Undefined:
+        break;
+    }
+    return "nothing";
+  }
+
+  absl::Status Error(const std::string& path, const std::string& what) const {
+    if (path.empty()) return absl::InvalidArgumentError(absl::StrCat(source_, ": ", what));
+    return absl::InvalidArgumentError(absl::StrCat(source_, ": ", path, ": ", what));
+  }
+
+  std::string source_;
+};
+
+}  // namespace
+
+absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view text, absl::string_view source) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    // Syntax errors carry a position; yaml-cpp counts lines and columns from 0.
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
+  }
+  if (documents.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": expected one YAML document with the job's fields, found ", documents.size()));
+  }
+  v1::JobSpec spec;
+  try {
+    RM_RETURN_IF_ERROR(SpecReader(source).Read(documents.front(), &spec));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.msg));
+  }
+  return spec;
+}
+
+absl::StatusOr<v1::JobSpec> LoadJobSpecFile(const std::string& path) {
+  std::ostringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+    return ParseJobSpecYaml(text.str(), "<stdin>");
+  }
+  std::ifstream file(path);
+  if (!file) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  text << file.rdbuf();
+  return ParseJobSpecYaml(text.str(), path);
+}
+
+}  // namespace ringmaster::cli

@@ -1,0 +1,295 @@
+#include "args.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "job_spec.h"
+
+namespace ringmaster::cli {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// An environment with only the given variables.
+GetEnvFn Env(std::map<std::string, std::string> vars = {}) {
+  return [vars = std::move(vars)](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+Command Parse(const std::vector<std::string>& args, const GetEnvFn& env = Env()) {
+  absl::StatusOr<Command> cmd = ParseArgs(args, env);
+  EXPECT_TRUE(cmd.ok()) << cmd.status();
+  return cmd.ok() ? *cmd : Command{};
+}
+
+std::string ErrorOf(const std::vector<std::string>& args) {
+  absl::StatusOr<Command> cmd = ParseArgs(args, Env());
+  EXPECT_FALSE(cmd.ok());
+  if (cmd.ok()) return "";
+  EXPECT_EQ(cmd.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(cmd.status().message());
+}
+
+TEST(ArgsTest, SubmitReadsEveryFlag) {
+  Command cmd = Parse({"submit",
+                       "-f",
+                       "job.yaml",
+                       "--name",
+                       "resnet",
+                       "--queue",
+                       "vision",
+                       "--priority",
+                       "-7",
+                       "--replicas",
+                       "4",
+                       "--gpus-per-replica=2",
+                       "--gpu-type",
+                       "t4",
+                       "--model",
+                       "mlp",
+                       "--steps",
+                       "500",
+                       "--batch-size",
+                       "32",
+                       "--restart-policy",
+                       "ON_FAILURE",
+                       "--backoff-limit",
+                       "3",
+                       "--max-runtime-seconds",
+                       "60",
+                       "--label",
+                       "team=vision",
+                       "--label",
+                       "empty=",
+                       "--request-id",
+                       "abc-1"});
+  EXPECT_EQ(cmd.verb, Verb::kSubmit);
+  EXPECT_EQ(cmd.spec_file, "job.yaml");
+  EXPECT_EQ(cmd.request_id, "abc-1");
+  const SpecOverrides& o = cmd.overrides;
+  EXPECT_EQ(o.name, "resnet");
+  EXPECT_EQ(o.queue, "vision");
+  EXPECT_EQ(o.priority, -7);
+  EXPECT_EQ(o.replicas, 4);
+  EXPECT_EQ(o.gpus_per_replica, 2);
+  EXPECT_EQ(o.gpu_type, "t4");
+  EXPECT_EQ(o.model, "mlp");
+  EXPECT_EQ(o.steps, 500);
+  EXPECT_EQ(o.batch_size, 32);
+  EXPECT_EQ(o.restart_policy, v1::RESTART_POLICY_ON_FAILURE);
+  EXPECT_EQ(o.backoff_limit, 3);
+  EXPECT_EQ(o.max_runtime_seconds, 60);
+  EXPECT_EQ(o.labels, (std::map<std::string, std::string>{{"team", "vision"}, {"empty", ""}}));
+  EXPECT_FALSE(o.command.has_value());
+}
+
+TEST(ArgsTest, EverythingAfterDashDashIsTheCommand) {
+  Command cmd = Parse({"submit", "--name", "x", "--", "mpirun", "--np", "2", "-x", "--name"});
+  ASSERT_TRUE(cmd.overrides.command.has_value());
+  EXPECT_THAT(*cmd.overrides.command, ElementsAre("mpirun", "--np", "2", "-x", "--name"));
+  EXPECT_EQ(cmd.overrides.name, "x");
+}
+
+TEST(ArgsTest, EmptyCommandAfterDashDashIsAnError) {
+  EXPECT_EQ(ErrorOf({"submit", "--"}), "-- must be followed by a command (-- CMD ARGS...)");
+  EXPECT_EQ(ErrorOf({"list", "--", "ls"}), "list does not take a command after --");
+}
+
+TEST(ArgsTest, GlobalFlagsGoBeforeOrAfterTheCommand) {
+  Command before = Parse({"--scheduler", "sched:7000", "-o", "json", "list"});
+  EXPECT_EQ(before.verb, Verb::kList);
+  EXPECT_EQ(before.scheduler, "sched:7000");
+  EXPECT_EQ(before.output, OutputFormat::kJson);
+  Command after = Parse({"get", "j-1", "--scheduler=sched:7001", "--output=json"});
+  EXPECT_EQ(after.verb, Verb::kGet);
+  EXPECT_EQ(after.job_id, "j-1");
+  EXPECT_EQ(after.scheduler, "sched:7001");
+  EXPECT_EQ(after.output, OutputFormat::kJson);
+  EXPECT_EQ(Parse({"-ojson", "workers"}).output, OutputFormat::kJson);
+}
+
+TEST(ArgsTest, SchedulerFlagThenEnvThenDefault) {
+  EXPECT_EQ(Parse({"list"}).scheduler, "localhost:7070");
+  EXPECT_EQ(Parse({"list"}, Env({{"RINGMASTER_SCHEDULER", "env-host:7171"}})).scheduler,
+            "env-host:7171");
+  EXPECT_EQ(Parse({"list"}, Env({{"RINGMASTER_SCHEDULER", ""}})).scheduler, "localhost:7070");
+  EXPECT_EQ(Parse({"list", "--scheduler", "flag-host:7272"},
+                  Env({{"RINGMASTER_SCHEDULER", "env-host:7171"}}))
+                .scheduler,
+            "flag-host:7272");
+}
+
+TEST(ArgsTest, MalformedSchedulerAddressIsAUsageError) {
+  EXPECT_EQ(ErrorOf({"list", "--scheduler", "localhost"}),
+            "--scheduler must be HOST:PORT, got 'localhost'");
+  EXPECT_EQ(Parse({"list", "--scheduler", "unix:/tmp/s.sock"}).scheduler, "unix:/tmp/s.sock");
+}
+
+TEST(ArgsTest, ListFilters) {
+  Command cmd = Parse({"list", "--state", "running", "--queue", "vision", "--limit", "5"});
+  EXPECT_EQ(cmd.state, v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(cmd.queue, "vision");
+  EXPECT_EQ(cmd.limit, 5);
+  EXPECT_EQ(Parse({"list", "--state", "JOB_STATE_FAILED"}).state, v1::JOB_STATE_FAILED);
+  EXPECT_THAT(ErrorOf({"list", "--state", "done"}),
+              HasSubstr("--state: expected pending, starting, running, succeeded, failed or "
+                        "cancelled, got 'done'"));
+}
+
+TEST(ArgsTest, CancelTakesIdAndReason) {
+  Command cmd = Parse({"cancel", "j-9", "--reason", "wrong data"});
+  EXPECT_EQ(cmd.verb, Verb::kCancel);
+  EXPECT_EQ(cmd.job_id, "j-9");
+  EXPECT_EQ(cmd.reason, "wrong data");
+}
+
+TEST(ArgsTest, BadNumbersNameTheFlag) {
+  EXPECT_EQ(ErrorOf({"submit", "--replicas", "four"}),
+            "--replicas: expected an integer, got 'four'");
+  EXPECT_EQ(ErrorOf({"submit", "--replicas", "-1"}), "--replicas: must not be negative, got -1");
+  EXPECT_EQ(ErrorOf({"submit", "--batch-size", "99999999999"}),
+            "--batch-size: out of range for a 32-bit integer: 99999999999");
+  EXPECT_EQ(ErrorOf({"list", "--limit", "x"}), "--limit: expected an integer, got 'x'");
+}
+
+TEST(ArgsTest, BadFlagValuesAreUsageErrors) {
+  EXPECT_EQ(ErrorOf({"submit", "--restart-policy", "Always"}),
+            "--restart-policy: expected Never or OnFailure, got 'Always'");
+  EXPECT_EQ(ErrorOf({"submit", "--label", "novalue"}),
+            "--label: expected KEY=VALUE, got 'novalue'");
+  EXPECT_EQ(ErrorOf({"submit", "--label", "=v"}), "--label: expected KEY=VALUE, got '=v'");
+  EXPECT_EQ(ErrorOf({"list", "-o", "yaml"}), "-o/--output: expected table or json, got 'yaml'");
+  EXPECT_EQ(ErrorOf({"submit", "--name"}), "--name needs a value");
+}
+
+TEST(ArgsTest, FlagsOfOtherCommandsAreRejected) {
+  EXPECT_EQ(ErrorOf({"get", "j-1", "--queue", "q"}),
+            "get does not take --queue (see ringctl get --help)");
+  EXPECT_EQ(ErrorOf({"--name", "x", "submit"}),
+            "--name belongs to a command; put it after the command name");
+  EXPECT_EQ(ErrorOf({"list", "--bogus"}), "unknown flag --bogus (see ringctl list --help)");
+}
+
+TEST(ArgsTest, PositionalMistakes) {
+  EXPECT_EQ(ErrorOf({}), "missing command (see ringctl --help)");
+  EXPECT_EQ(ErrorOf({"launch"}), "unknown command 'launch' (see ringctl --help)");
+  EXPECT_EQ(ErrorOf({"get"}), "missing job ID (usage: ringctl get ID)");
+  EXPECT_EQ(ErrorOf({"watch", "j-1", "j-2"}), "unexpected argument 'j-2' for watch");
+  EXPECT_THAT(ErrorOf({"submit", "python3"}),
+              HasSubstr("unexpected argument 'python3' for submit (a command workload goes after"));
+}
+
+TEST(ArgsTest, HelpWinsOverOtherMistakes) {
+  Command global = Parse({"--help"});
+  EXPECT_TRUE(global.help);
+  EXPECT_EQ(global.verb, Verb::kNone);
+  Command submit = Parse({"submit", "--bogus", "-h"});
+  EXPECT_TRUE(submit.help);
+  EXPECT_EQ(submit.verb, Verb::kSubmit);
+  Command help_verb = Parse({"help", "watch"});
+  EXPECT_TRUE(help_verb.help);
+  EXPECT_EQ(help_verb.verb, Verb::kWatch);
+  EXPECT_EQ(ErrorOf({"help", "launch"}), "unknown command 'launch' (see ringctl --help)");
+}
+
+TEST(ArgsTest, UsageListsCommandsAndFlags) {
+  const std::string global = Usage(Verb::kNone);
+  for (const char* word : {"submit", "get ID", "list", "cancel ID", "watch ID", "workers",
+                           "--scheduler", "RINGMASTER_SCHEDULER", "3 scheduler unreachable"}) {
+    EXPECT_THAT(global, HasSubstr(word));
+  }
+  const std::string submit = Usage(Verb::kSubmit);
+  for (const char* flag :
+       {"--file", "--name", "--queue", "--priority", "--replicas", "--gpus-per-replica",
+        "--gpu-type", "--model", "--steps", "--batch-size", "--restart-policy", "--backoff-limit",
+        "--max-runtime-seconds", "--label", "--request-id", "-- CMD ARGS"}) {
+    EXPECT_THAT(submit, HasSubstr(flag));
+  }
+  EXPECT_THAT(Usage(Verb::kGet), ::testing::Not(HasSubstr("--replicas")));
+}
+
+TEST(JobSpecTest, FlagsOverrideTheFile) {
+  v1::JobSpec spec;
+  spec.set_name("from-file");
+  spec.set_replicas(2);
+  spec.set_queue("q");
+  (*spec.mutable_labels())["team"] = "a";
+  (*spec.mutable_labels())["keep"] = "yes";
+  spec.mutable_trainer()->set_model("mlp");
+  spec.mutable_trainer()->set_steps(10);
+  SpecOverrides o;
+  o.name = "from-flag";
+  o.replicas = 8;
+  o.labels = {{"team", "b"}};
+  o.steps = 99;
+  ASSERT_TRUE(ApplyOverrides(o, &spec).ok());
+  EXPECT_EQ(spec.name(), "from-flag");
+  EXPECT_EQ(spec.replicas(), 8);
+  EXPECT_EQ(spec.queue(), "q");
+  EXPECT_EQ(spec.labels().at("team"), "b");
+  EXPECT_EQ(spec.labels().at("keep"), "yes");
+  EXPECT_EQ(spec.trainer().model(), "mlp");
+  EXPECT_EQ(spec.trainer().steps(), 99);
+}
+
+TEST(JobSpecTest, BackoffLimitFlagOverridesEvenWithZero) {
+  v1::JobSpec spec;
+  spec.set_backoff_limit(5);
+  SpecOverrides o;
+  o.backoff_limit = 0;
+  ASSERT_TRUE(ApplyOverrides(o, &spec).ok());
+  EXPECT_TRUE(spec.has_backoff_limit());
+  EXPECT_EQ(spec.backoff_limit(), 0);
+  v1::JobSpec untouched;
+  ASSERT_TRUE(ApplyOverrides(SpecOverrides{}, &untouched).ok());
+  EXPECT_FALSE(untouched.has_backoff_limit());
+}
+
+TEST(JobSpecTest, DashDashCommandReplacesArgvAndKeepsEnv) {
+  v1::JobSpec spec;
+  spec.mutable_command()->add_argv("old");
+  (*spec.mutable_command()->mutable_env())["K"] = "V";
+  SpecOverrides o;
+  o.command = std::vector<std::string>{"new", "arg"};
+  ASSERT_TRUE(ApplyOverrides(o, &spec).ok());
+  EXPECT_THAT(spec.command().argv(), ElementsAre("new", "arg"));
+  EXPECT_EQ(spec.command().env().at("K"), "V");
+
+  v1::JobSpec trainer_spec;
+  trainer_spec.mutable_trainer()->set_model("mlp");
+  ASSERT_TRUE(ApplyOverrides(o, &trainer_spec).ok());
+  EXPECT_TRUE(trainer_spec.has_command());
+}
+
+TEST(JobSpecTest, TrainerFlagsConflictWithACommand) {
+  v1::JobSpec spec;
+  spec.mutable_command()->add_argv("x");
+  SpecOverrides o;
+  o.model = "mlp";
+  absl::Status status = ApplyOverrides(o, &spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("the job spec has a command workload"));
+
+  v1::JobSpec empty;
+  o.command = std::vector<std::string>{"x"};
+  status = ApplyOverrides(o, &empty);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("cannot be combined with a command after --"));
+}
+
+TEST(JobSpecTest, NoWorkloadMeansTheBuiltInTrainer) {
+  v1::JobSpec spec;
+  ASSERT_TRUE(ApplyOverrides(SpecOverrides{}, &spec).ok());
+  EXPECT_TRUE(spec.has_trainer());
+  EXPECT_EQ(spec.trainer().model(), "");
+}
+
+}  // namespace
+}  // namespace ringmaster::cli

@@ -1,0 +1,222 @@
+#include "spec_yaml.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace ringmaster::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The message of a parse that must fail with INVALID_ARGUMENT.
+std::string ErrorOf(const std::string& yaml) {
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(yaml, "job.yaml");
+  EXPECT_FALSE(spec.ok()) << "parsed: " << (spec.ok() ? spec->DebugString() : "");
+  if (spec.ok()) return "";
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(spec.status().message());
+}
+
+TEST(SpecYamlTest, ParsesEveryFieldOfATrainerSpec) {
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(R"(
+name: resnet
+queue: vision
+priority: -5
+replicas: 4
+gpus_per_replica: 2
+gpu_type: t4
+restart_policy: OnFailure
+backoff_limit: 3
+max_runtime_seconds: 3600
+labels:
+  team: vision
+  run: "7"
+trainer:
+  model: mlp-large
+  batch_size: 128
+  steps: 20000000000
+)",
+                                                      "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "resnet");
+  EXPECT_EQ(spec->queue(), "vision");
+  EXPECT_EQ(spec->priority(), -5);
+  EXPECT_EQ(spec->replicas(), 4);
+  EXPECT_EQ(spec->gpus_per_replica(), 2);
+  EXPECT_EQ(spec->gpu_type(), "t4");
+  EXPECT_EQ(spec->restart_policy(), v1::RESTART_POLICY_ON_FAILURE);
+  EXPECT_EQ(spec->backoff_limit(), 3);
+  EXPECT_EQ(spec->max_runtime_seconds(), 3600);
+  EXPECT_EQ(spec->labels().size(), 2u);
+  EXPECT_EQ(spec->labels().at("team"), "vision");
+  EXPECT_EQ(spec->labels().at("run"), "7");
+  ASSERT_TRUE(spec->has_trainer());
+  EXPECT_EQ(spec->trainer().model(), "mlp-large");
+  EXPECT_EQ(spec->trainer().batch_size(), 128);
+  // steps is an int64 field: values past 2^31 are kept.
+  EXPECT_EQ(spec->trainer().steps(), 20000000000);
+}
+
+TEST(SpecYamlTest, ParsesACommandSpec) {
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(R"(
+name: sweep
+replicas: 2
+command:
+  argv: [python3, train.py, --lr, "0.1"]
+  env: {OMP_NUM_THREADS: 4, MODE: fast}
+)",
+                                                      "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(spec->has_command());
+  EXPECT_THAT(spec->command().argv(), ::testing::ElementsAre("python3", "train.py", "--lr", "0.1"));
+  EXPECT_EQ(spec->command().env().at("OMP_NUM_THREADS"), "4");
+  EXPECT_EQ(spec->command().env().at("MODE"), "fast");
+}
+
+TEST(SpecYamlTest, AcceptsEveryRestartPolicySpelling) {
+  for (const char* text : {"Never", "NEVER", "never"}) {
+    auto spec = ParseJobSpecYaml(std::string("restart_policy: ") + text, "job.yaml");
+    ASSERT_TRUE(spec.ok()) << text << ": " << spec.status();
+    EXPECT_EQ(spec->restart_policy(), v1::RESTART_POLICY_NEVER) << text;
+  }
+  for (const char* text : {"OnFailure", "ON_FAILURE", "onfailure"}) {
+    auto spec = ParseJobSpecYaml(std::string("restart_policy: ") + text, "job.yaml");
+    ASSERT_TRUE(spec.ok()) << text << ": " << spec.status();
+    EXPECT_EQ(spec->restart_policy(), v1::RESTART_POLICY_ON_FAILURE) << text;
+  }
+}
+
+TEST(SpecYamlTest, BackoffLimitKeepsPresence) {
+  // Unset means the scheduler's default; an explicit 0 means "never restart".
+  auto unset = ParseJobSpecYaml("name: a\n", "job.yaml");
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_FALSE(unset->has_backoff_limit());
+  auto zero = ParseJobSpecYaml("backoff_limit: 0\n", "job.yaml");
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  EXPECT_TRUE(zero->has_backoff_limit());
+  EXPECT_EQ(zero->backoff_limit(), 0);
+}
+
+TEST(SpecYamlTest, LeavesRangeChecksToTheScheduler) {
+  // 5000 replicas is past the scheduler's limit, but only the scheduler says so.
+  auto spec = ParseJobSpecYaml("name: BAD_NAME\nreplicas: 5000\npriority: 99999\n", "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->replicas(), 5000);
+}
+
+TEST(SpecYamlTest, NonIntegerNamesItsPath) {
+  EXPECT_EQ(ErrorOf("trainer:\n  steps: ten\n"),
+            "job.yaml: trainer.steps: expected an integer, got \"ten\"");
+  EXPECT_EQ(ErrorOf("replicas: 1.5\n"), "job.yaml: replicas: expected an integer, got \"1.5\"");
+  EXPECT_EQ(ErrorOf("priority: [1]\n"), "job.yaml: priority: expected an integer, got a list");
+  EXPECT_EQ(ErrorOf("trainer: {batch_size: {a: 1}}\n"),
+            "job.yaml: trainer.batch_size: expected an integer, got a mapping");
+}
+
+TEST(SpecYamlTest, NegativeCountsNameTheirKey) {
+  EXPECT_EQ(ErrorOf("replicas: -1\n"), "job.yaml: replicas: must not be negative, got -1");
+  EXPECT_EQ(ErrorOf("gpus_per_replica: -2\n"),
+            "job.yaml: gpus_per_replica: must not be negative, got -2");
+  EXPECT_EQ(ErrorOf("backoff_limit: -3\n"),
+            "job.yaml: backoff_limit: must not be negative, got -3");
+  EXPECT_EQ(ErrorOf("max_runtime_seconds: -4\n"),
+            "job.yaml: max_runtime_seconds: must not be negative, got -4");
+  EXPECT_EQ(ErrorOf("trainer: {batch_size: -5}\n"),
+            "job.yaml: trainer.batch_size: must not be negative, got -5");
+  EXPECT_EQ(ErrorOf("trainer: {steps: -6}\n"),
+            "job.yaml: trainer.steps: must not be negative, got -6");
+}
+
+TEST(SpecYamlTest, Int32OverflowNamesItsKey) {
+  EXPECT_EQ(ErrorOf("replicas: 3000000000\n"),
+            "job.yaml: replicas: out of range for a 32-bit integer: 3000000000");
+}
+
+TEST(SpecYamlTest, UnknownKeysNameTheirPath) {
+  EXPECT_THAT(ErrorOf("name: a\nreplica: 2\n"),
+              HasSubstr("job.yaml: replica: unknown key (expected one of: name, queue,"));
+  EXPECT_EQ(ErrorOf("trainer: {model: mlp, epochs: 3}\n"),
+            "job.yaml: trainer.epochs: unknown key (expected one of: model, batch_size, steps)");
+  EXPECT_EQ(ErrorOf("command: {argv: [a], cwd: /tmp}\n"),
+            "job.yaml: command.cwd: unknown key (expected one of: argv, env)");
+}
+
+TEST(SpecYamlTest, WrongShapesNameTheirPath) {
+  EXPECT_EQ(ErrorOf("name: [a, b]\n"), "job.yaml: name: expected a string, got a list");
+  EXPECT_EQ(ErrorOf("queue:\n"), "job.yaml: queue: expected a string, got nothing (null)");
+  EXPECT_EQ(ErrorOf("labels: [a]\n"), "job.yaml: labels: expected a mapping, got a list");
+  EXPECT_EQ(ErrorOf("labels: {team: {x: 1}}\n"),
+            "job.yaml: labels.team: expected a string, got a mapping");
+  EXPECT_EQ(ErrorOf("trainer: mlp\n"), "job.yaml: trainer: expected a mapping, got \"mlp\"");
+  EXPECT_EQ(ErrorOf("command: {argv: python3}\n"),
+            "job.yaml: command.argv: expected a list of strings, got \"python3\"");
+  EXPECT_EQ(ErrorOf("command: {argv: [a, [b]]}\n"),
+            "job.yaml: command.argv[1]: expected a string, got a list");
+  EXPECT_EQ(ErrorOf("command: {argv: [a], env: {K: [v]}}\n"),
+            "job.yaml: command.env.K: expected a string, got a list");
+}
+
+TEST(SpecYamlTest, BadRestartPolicyIsNamed) {
+  EXPECT_EQ(ErrorOf("restart_policy: Always\n"),
+            "job.yaml: restart_policy: expected Never or OnFailure, got \"Always\"");
+}
+
+TEST(SpecYamlTest, TwoWorkloadsAreRejected) {
+  EXPECT_EQ(ErrorOf("trainer: {}\ncommand: {argv: [a]}\n"),
+            "job.yaml: give one workload, trainer or command, not both");
+}
+
+TEST(SpecYamlTest, DuplicateKeyIsRejected) {
+  EXPECT_EQ(ErrorOf("name: a\nname: b\n"), "job.yaml: name: duplicate key");
+}
+
+TEST(SpecYamlTest, DocumentMustBeOneMapping) {
+  EXPECT_EQ(ErrorOf("- name: a\n"), "job.yaml: expected a mapping, got a list");
+  EXPECT_EQ(ErrorOf(""), "job.yaml: expected one YAML document with the job's fields, found 0");
+  EXPECT_EQ(ErrorOf("name: a\n---\nname: b\n"),
+            "job.yaml: expected one YAML document with the job's fields, found 2");
+  EXPECT_EQ(ErrorOf("? [a]\n: b\n"), "job.yaml: keys must be strings, got a list");
+}
+
+TEST(SpecYamlTest, SyntaxErrorsCarryLineAndColumn) {
+  EXPECT_THAT(ErrorOf("name: a\nlabels: {team: x\n"), ::testing::StartsWith("job.yaml:"));
+  EXPECT_THAT(ErrorOf("name: a\n  bad: [\n"),
+              ::testing::MatchesRegex("job\\.yaml:[0-9]+:[0-9]+: .+"));
+}
+
+TEST(SpecYamlTest, MissingFileIsAnInputError) {
+  absl::StatusOr<v1::JobSpec> spec = LoadJobSpecFile("/nonexistent/job.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(),
+            "cannot read /nonexistent/job.yaml: No such file or directory");
+}
+
+TEST(SpecYamlTest, FileErrorsNameTheFile) {
+  const std::string path = ::testing::TempDir() + "/bad-job.yaml";
+  std::ofstream(path) << "trainer:\n  steps: ten\n";
+  absl::StatusOr<v1::JobSpec> spec = LoadJobSpecFile(path);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(), path + ": trainer.steps: expected an integer, got \"ten\"");
+}
+
+TEST(SpecYamlTest, DocumentedExamplesParse) {
+  absl::StatusOr<v1::JobSpec> job =
+      LoadJobSpecFile(RINGMASTER_SOURCE_DIR "/docs/examples/job.yaml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(job->has_trainer());
+  EXPECT_EQ(job->restart_policy(), v1::RESTART_POLICY_ON_FAILURE);
+  absl::StatusOr<v1::JobSpec> mpi =
+      LoadJobSpecFile(RINGMASTER_SOURCE_DIR "/docs/examples/mpi-command.yaml");
+  ASSERT_TRUE(mpi.ok()) << mpi.status();
+  ASSERT_TRUE(mpi->has_command());
+  EXPECT_EQ(mpi->command().argv(0), "ringmaster-train");
+}
+
+}  // namespace
+}  // namespace ringmaster::cli

@@ -1,0 +1,14 @@
+# ringctl: YAML specs, argument parsing, formatting, the command flow against a fake scheduler,
+# the gRPC client against an in-process fake scheduler, and the built binary against an
+# address where nothing listens. No external server needed.
+ringmaster_test(cli_test unit
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/spec_yaml_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/args_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/format_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/app_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/client_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/ringctl_binary_test.cc
+  LIBS ringmaster_cli)
+# The binary test runs the built ringctl.
+add_dependencies(cli_test ringctl)
