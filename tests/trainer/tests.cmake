@@ -1,0 +1,40 @@
+# ringmaster-train: unit tests (one GoogleTest binary, no MPI, no GPU) and multi-rank runs of
+# the real binary under mpirun (integration), plus one GPU run that skips without a GPU.
+if(TARGET ringmaster_trainer_core)
+  set(_trainer_tests ${CMAKE_CURRENT_LIST_DIR})
+  ringmaster_test(trainer_test unit
+    SOURCES
+      ${_trainer_tests}/allreduce_benchmark_test.cc
+      ${_trainer_tests}/communicator_test.cc
+      ${_trainer_tests}/config_test.cc
+      ${_trainer_tests}/cpu_compute_test.cc
+      ${_trainer_tests}/gradient_buckets_test.cc
+      ${_trainer_tests}/mlp_test.cc
+      ${_trainer_tests}/trainer_test.cc
+    LIBS ringmaster_trainer_core)
+  target_include_directories(trainer_test PRIVATE ${PROJECT_SOURCE_DIR})
+
+  # check_train.sh runs mpirun with the loopback flags and judges the output.
+  set(_check ${_trainer_tests}/check_train.sh)
+  set(_train $<TARGET_FILE:ringmaster-train>)
+  add_test(NAME trainer_mpi_train_2_ranks
+    COMMAND ${_check} train 2 ${_train} --model mlp-small --batch-size 32 --steps 30
+      --data-batches 16 --log-every 10 --bucket-mb 2)
+  add_test(NAME trainer_mpi_train_4_ranks
+    COMMAND ${_check} train 4 ${_train} --model mlp-small --batch-size 16 --steps 30
+      --data-batches 16 --log-every 10 --bucket-mb 1)
+  add_test(NAME trainer_mpi_allreduce_benchmark_2_ranks
+    COMMAND ${_check} allreduce 2 ${_train} --benchmark allreduce --max-bytes 1M --iters 3
+      --warmup-iters 1)
+  set_tests_properties(trainer_mpi_train_2_ranks trainer_mpi_train_4_ranks
+    trainer_mpi_allreduce_benchmark_2_ranks PROPERTIES LABELS integration TIMEOUT 120)
+
+  if(RINGMASTER_HAVE_CUDA)
+    # One rank: NCCL refuses two ranks on one GPU, and CI machines have at most one.
+    add_test(NAME trainer_gpu_train_and_allreduce
+      COMMAND ${_check} gpu 1 ${_train} --device gpu --model mlp --batch-size 128 --steps 30
+        --log-every 10)
+    set_tests_properties(trainer_gpu_train_and_allreduce PROPERTIES LABELS gpu TIMEOUT 300
+      SKIP_RETURN_CODE 77)
+  endif()
+endif()

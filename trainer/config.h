@@ -1,0 +1,66 @@
+// ringmaster-train's flags and the configuration they make. Flags come with RINGMASTER_*
+// environment fallbacks (common/flags.h), so a worker can set them either way.
+#ifndef RINGMASTER_TRAINER_CONFIG_H_
+#define RINGMASTER_TRAINER_CONFIG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/flags.h"
+#include "trainer/model.h"
+
+namespace ringmaster::trainer {
+
+enum class DeviceRequest { kAuto, kCpu, kGpu };
+enum class DeviceKind { kCpu, kGpu };
+enum class Mode { kTrain, kAllreduceBenchmark };
+
+struct TrainerConfig {
+  Mode mode = Mode::kTrain;
+  DeviceRequest device = DeviceRequest::kAuto;
+
+  // Training.
+  ModelSpec model;
+  int batch_size = 64;  // per rank
+  int steps = 100;
+  int warmup_steps = 2;  // excluded from total images/sec
+  double lr = 0.05;
+  uint64_t seed = 42;
+  size_t bucket_bytes = 25u << 20;
+  int log_every = 10;
+  int data_batches = 32;  // synthetic batches per rank, cycled
+
+  // Streaming to the metrics service (not yet implemented; see docs/trainer.md).
+  std::string metrics_addr;
+
+  // --benchmark allreduce.
+  size_t min_bytes = 8;
+  size_t max_bytes = size_t{256} << 20;
+  int iters = 20;
+  int warmup_iters = 5;
+};
+
+// Declares every flag of ringmaster-train.
+void AddTrainerFlags(Flags* flags);
+
+// INVALID_ARGUMENT naming the flag for a value that does not parse or is out of range.
+absl::StatusOr<TrainerConfig> ConfigFromFlags(const Flags& flags);
+
+// "256M" -> 268435456; accepts a plain count or a K, M or G suffix (powers of 1024).
+absl::StatusOr<size_t> ParseByteSize(absl::string_view text);
+
+// Decides where this job computes. `gpu_built`: the binary has the CUDA path;
+// `every_rank_has_gpu`: all ranks see a usable GPU (ranks must agree, or their collectives
+// would not match); `why_not` says why some rank has none. FAILED_PRECONDITION when a GPU is
+// demanded and cannot be had.
+absl::StatusOr<DeviceKind> ResolveDevice(DeviceRequest request, bool gpu_built,
+                                         bool every_rank_has_gpu, absl::string_view why_not);
+
+absl::string_view DeviceKindName(DeviceKind kind);
+
+}  // namespace ringmaster::trainer
+
+#endif  // RINGMASTER_TRAINER_CONFIG_H_

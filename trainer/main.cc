@@ -1,0 +1,164 @@
+// ringmaster-train: the rank program of Ringmaster's built-in workload. Flags and wiring only;
+// see trainer.h for the training step and docs/trainer.md for the whole program.
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/flags.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "trainer/allreduce_benchmark.h"
+#include "trainer/config.h"
+#include "trainer/cpu_compute.h"
+#include "trainer/gpu_backend.h"
+#include "trainer/host_collectives.h"
+#include "trainer/mpi_communicator.h"
+#include "trainer/trainer.h"
+
+namespace ringmaster::trainer {
+namespace {
+
+constexpr int kExitUsage = 2;
+
+// OpenBLAS starts one thread per core in every rank; with several ranks on one machine they
+// would fight over the cores, so each rank gets its share unless the user chose.
+int OpenBlasThreads(int ranks_on_this_machine) {
+  for (const char* name : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    if (std::getenv(name) != nullptr) return 0;
+  }
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, ranks_on_this_machine));
+}
+
+// All ranks must take the same path, or their collectives would not match: the GPU only if
+// every rank has one.
+absl::StatusOr<DeviceKind> AgreeOnDevice(DeviceRequest request, CpuCompute& host_compute,
+                                         MpiCommunicator& mpi) {
+  std::string why_none;
+  const bool have_gpu = request != DeviceRequest::kCpu && UsableGpuCount(&why_none) > 0;
+  std::vector<float> ranks_with_gpu = {have_gpu ? 1.0f : 0.0f};
+  RM_RETURN_IF_ERROR(AllreduceHostValues(host_compute, mpi, &ranks_with_gpu));
+  const bool everyone = static_cast<int>(ranks_with_gpu[0]) == mpi.size();
+  if (!everyone && why_none.empty() && request != DeviceRequest::kCpu) {
+    why_none = "another rank has no usable GPU";
+  }
+  absl::StatusOr<DeviceKind> device = ResolveDevice(request, GpuBuilt(), everyone, why_none);
+  if (device.ok() && *device == DeviceKind::kCpu && request == DeviceRequest::kAuto &&
+      mpi.rank() == 0) {
+    RM_LOG(kInfo) << "--device auto: using the CPU ("
+                  << (why_none.empty() ? std::string("no GPU") : why_none) << ")";
+  }
+  return device;
+}
+
+absl::Status Work(const TrainerConfig& config, Compute& compute, Communicator& communicator,
+                  std::ostream* out) {
+  if (config.mode == Mode::kAllreduceBenchmark) {
+    AllreduceBenchmarkOptions options;
+    options.min_bytes = config.min_bytes;
+    options.max_bytes = config.max_bytes;
+    options.iters = config.iters;
+    options.warmup_iters = config.warmup_iters;
+    RM_ASSIGN_OR_RETURN(std::vector<AllreduceResult> results,
+                        RunAllreduceBenchmark(options, compute, communicator, out));
+    int64_t wrong = 0;
+    for (const AllreduceResult& result : results) wrong += result.wrong;
+    if (wrong != 0) {
+      return absl::DataLossError(absl::StrCat("allreduce produced ", wrong, " wrong values"));
+    }
+    return absl::OkStatus();
+  }
+  RM_ASSIGN_OR_RETURN(TrainResult result, Train(config, compute, communicator, out));
+  if (result.ranks_differing != 0) {
+    return absl::DataLossError(
+        absl::StrCat(result.ranks_differing, " rank(s) ended with weights other than rank 0's"));
+  }
+  return absl::OkStatus();
+}
+
+// A failure every rank shares (DATA_LOSS: the job ran but its results are wrong; the verdict
+// was reduced) ends each rank cleanly. Anything else may be this rank's alone, with its peers
+// blocked in a collective it will never join: that takes the whole job down at once, before
+// the communicators' destructors could wait on them.
+absl::Status FailJobUnlessShared(const absl::Status& status, MpiRuntime& runtime) {
+  if (!status.ok() && status.code() != absl::StatusCode::kDataLoss && runtime.world_size() > 1) {
+    RM_LOG(kError) << status;
+    runtime.Abort(1);
+  }
+  return status;
+}
+
+absl::Status Run(const TrainerConfig& config, MpiRuntime& runtime) {
+  RM_ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> mpi, MpiCommunicator::Create());
+  const bool leader = mpi->rank() == 0;
+  if (!config.metrics_addr.empty() && leader) {
+    RM_LOG(kWarning) << "--metrics-addr " << config.metrics_addr
+                     << ": streaming to the metrics service is not supported yet (it arrives "
+                        "with that service); progress goes to stdout only";
+  }
+
+  auto cpu = std::make_unique<CpuCompute>(OpenBlasThreads(mpi->local_size()));
+  RM_ASSIGN_OR_RETURN(DeviceKind device, AgreeOnDevice(config.device, *cpu, *mpi));
+  GpuBackend gpu;
+  if (device == DeviceKind::kGpu) {
+    absl::StatusOr<GpuBackend> created = CreateGpuBackend(*mpi);
+    RM_RETURN_IF_ERROR(FailJobUnlessShared(created.status(), runtime));
+    gpu = std::move(*created);
+  }
+  Compute& compute = device == DeviceKind::kGpu ? *gpu.compute : *cpu;
+
+  // Best first; the tensors' memory picks (NCCL for GPU buffers, MPI for host buffers).
+  const std::vector<Communicator*> preference = {gpu.communicator.get(), mpi.get()};
+  RM_ASSIGN_OR_RETURN(Communicator * communicator,
+                      SelectCommunicator(preference, compute.memory()));
+  if (leader) {
+    std::cout << "ringmaster-train: " << mpi->size() << " rank(s), device "
+              << DeviceKindName(device) << ": " << compute.name() << ", communicator "
+              << communicator->name() << std::endl;
+  }
+  return FailJobUnlessShared(Work(config, compute, *communicator, leader ? &std::cout : nullptr),
+                             runtime);
+}
+
+}  // namespace
+}  // namespace ringmaster::trainer
+
+int main(int argc, char** argv) {
+  using namespace ringmaster::trainer;  // NOLINT(build/namespaces): main only
+  ringmaster::Flags flags("ringmaster-train",
+                          "Data-parallel SGD of an MLP on synthetic data (OpenBLAS + MPI on the "
+                          "CPU, cuBLAS + NCCL on a GPU), or an allreduce benchmark. Run under "
+                          "mpirun; prints progress and 'total images/sec: N' on rank 0.");
+  AddTrainerFlags(&flags);
+  if (absl::Status parsed = flags.Parse(argc, argv); !parsed.ok()) {
+    std::cerr << "ringmaster-train: " << parsed.message() << "\n";
+    return kExitUsage;
+  }
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  if (!flags.positional().empty()) {
+    std::cerr << "ringmaster-train: unexpected argument '" << flags.positional()[0] << "'\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<TrainerConfig> config = ConfigFromFlags(flags);
+  if (!config.ok()) {
+    std::cerr << "ringmaster-train: " << config.status().message() << "\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<std::unique_ptr<MpiRuntime>> mpi = MpiRuntime::Create(&argc, &argv);
+  if (!mpi.ok()) {
+    RM_LOG(kError) << mpi.status();
+    return 1;
+  }
+  if (absl::Status status = Run(*config, **mpi); !status.ok()) {
+    RM_LOG(kError) << status;
+    return 1;
+  }
+  return 0;
+}

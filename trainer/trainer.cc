@@ -1,0 +1,119 @@
+#include "trainer/trainer.h"
+
+#include <chrono>
+
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "trainer/gradient_buckets.h"
+#include "trainer/host_collectives.h"
+#include "trainer/mlp.h"
+#include "trainer/synthetic_data.h"
+
+namespace ringmaster::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// Mean over ranks of this rank's loss on its last batch.
+absl::StatusOr<double> GlobalLoss(Mlp& mlp, Compute& compute, Communicator& communicator) {
+  RM_ASSIGN_OR_RETURN(double local, mlp.Loss());
+  std::vector<float> loss = {static_cast<float>(local)};
+  RM_RETURN_IF_ERROR(AllreduceHostValues(compute, communicator, &loss));
+  return loss[0] / communicator.size();
+}
+
+}  // namespace
+
+absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
+                                  Communicator& communicator, std::ostream* out) {
+  if (compute.memory() != communicator.memory()) {
+    return absl::FailedPreconditionError("compute and communicator use different memory");
+  }
+  const int ranks = communicator.size();
+  RM_ASSIGN_OR_RETURN(Mlp mlp, Mlp::Create(compute, config.model, config.batch_size));
+  RM_RETURN_IF_ERROR(mlp.InitParameters(config.seed));
+  RM_ASSIGN_OR_RETURN(
+      SyntheticDataset data,
+      SyntheticDataset::Create(compute, config.model.input_dim, config.model.num_classes,
+                               config.batch_size, config.data_batches, config.seed,
+                               communicator.rank()));
+  GradientReducer reducer(communicator, mlp.gradients(),
+                          PlanBuckets(mlp.layers(), config.bucket_bytes));
+  const auto on_layer_ready = [&reducer](int layer) { return reducer.OnLayerReady(layer); };
+  const float scale = static_cast<float>(-config.lr / ranks);
+  const double global_batch = static_cast<double>(config.batch_size) * ranks;
+
+  TrainResult result;
+  result.buckets = static_cast<int>(reducer.plan().size());
+  if (out != nullptr) {
+    *out << absl::StrFormat(
+        "model %s: %d layers, %.1fM parameters, %d gradient bucket(s) of at most %.1f MiB; "
+        "batch %d per rank x %d rank(s); %d steps (%d warm-up)\n",
+        config.model.name, static_cast<int>(mlp.layers().size()),
+        static_cast<double>(mlp.parameter_count()) / 1e6, result.buckets,
+        static_cast<double>(config.bucket_bytes) / (1 << 20), config.batch_size, ranks,
+        config.steps, config.warmup_steps);
+    out->flush();
+  }
+
+  // Start the clocks together.
+  RM_RETURN_IF_ERROR(communicator.Barrier());
+  Clock::time_point timed_start = Clock::now();
+  Clock::time_point interval_start = timed_start;
+  int interval_first_step = 1;
+  for (int step = 1; step <= config.steps; ++step) {
+    RM_RETURN_IF_ERROR(mlp.Forward(data.inputs(step - 1), data.labels(step - 1)));
+    RM_RETURN_IF_ERROR(mlp.Backward(on_layer_ready));
+    RM_RETURN_IF_ERROR(reducer.WaitAll());
+    RM_RETURN_IF_ERROR(mlp.ApplyGradients(scale));
+    RM_RETURN_IF_ERROR(compute.Synchronize());
+    const Clock::time_point now = Clock::now();
+    if (step == config.warmup_steps) timed_start = now;
+
+    if (step == 1 || step % config.log_every == 0 || step == config.steps) {
+      // Every rank takes part: the loss is averaged over all of them.
+      RM_ASSIGN_OR_RETURN(double loss, GlobalLoss(mlp, compute, communicator));
+      if (step == 1) result.initial_loss = loss;
+      if (step == config.steps) result.final_loss = loss;
+      const double images_per_sec =
+          global_batch * (step - interval_first_step + 1) / Seconds(interval_start, now);
+      if (out != nullptr) {
+        *out << absl::StrFormat("step %d/%d loss %.4f images/sec %.1f\n", step, config.steps, loss,
+                                images_per_sec);
+        out->flush();
+      }
+      interval_start = Clock::now();
+      interval_first_step = step + 1;
+    }
+  }
+  const Clock::time_point end = Clock::now();
+  result.images_per_sec =
+      global_batch * (config.steps - config.warmup_steps) / Seconds(timed_start, end);
+  result.allreduce_wait_seconds = reducer.wait_seconds();
+
+  RM_ASSIGN_OR_RETURN(std::vector<float> weights, mlp.ParametersToHost());
+  result.weights_fingerprint = Fingerprint(weights);
+  RM_ASSIGN_OR_RETURN(
+      result.ranks_differing,
+      CountRanksDifferingFromRoot(compute, communicator, result.weights_fingerprint));
+  if (out != nullptr) {
+    *out << "----------------------------------------------------------------\n"
+         << absl::StrFormat("total images/sec: %.2f\n", result.images_per_sec)
+         << "----------------------------------------------------------------\n"
+         << absl::StrFormat("allreduce wait (not hidden by backward): %.3f ms/step on rank 0\n",
+                            1e3 * result.allreduce_wait_seconds / config.steps)
+         << absl::StrFormat("initial loss: %.4f\n", result.initial_loss)
+         << absl::StrFormat("final loss: %.4f\n", result.final_loss)
+         << absl::StrFormat("weights checksum: %016x\n", result.weights_fingerprint)
+         << absl::StrFormat("weights consistent across %d ranks: %s\n", ranks,
+                            result.ranks_differing == 0 ? "yes" : "no");
+    out->flush();
+  }
+  return result;
+}
+
+}  // namespace ringmaster::trainer
