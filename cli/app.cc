@@ -55,6 +55,12 @@ class Invocation {
         !status.ok()) {
       return Fail({kExitUsage, std::string(status.message())});
     }
+    // A submit from flags alone runs the built-in trainer unless `--` names a command. A file
+    // without a workload is left for the scheduler to reject: running the trainer instead of
+    // a forgotten `command:` would be a surprise.
+    if (cmd_.spec_file.empty() && request.spec().workload_case() == v1::JobSpec::WORKLOAD_NOT_SET) {
+      request.mutable_spec()->mutable_trainer();
+    }
     // One id for every attempt of this invocation: a retry finds the job a lost reply made.
     request.set_request_id(cmd_.request_id.empty() ? runtime_.new_request_id() : cmd_.request_id);
     absl::StatusOr<v1::SubmitJobResponse> response =

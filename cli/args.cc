@@ -386,8 +386,8 @@ std::string Usage(Verb verb) {
   }
   if (verb == Verb::kSubmit) {
     out << "\nThe spec comes from -f FILE (YAML, see docs/examples/job.yaml) and the flags below;\n"
-        << "a flag overrides the file's field. Without a workload the built-in trainer runs.\n"
-        << "A command after -- makes a command workload. Retries on UNAVAILABLE and\n"
+        << "a flag overrides the file's field. A command after -- makes a command workload;\n"
+        << "without -f and without --, the built-in trainer runs. Retries on UNAVAILABLE and\n"
         << "DEADLINE_EXCEEDED reuse the same request id, so a retried submit never makes a\n"
         << "second job.\n";
   }

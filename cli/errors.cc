@@ -28,8 +28,8 @@ Failure DescribeRpcError(const absl::Status& status, absl::string_view action,
       if (action == "submit job") return {kExitUsage, absl::StrCat("invalid job spec: ", detail)};
       return {kExitUsage, absl::StrCat(action, ": invalid argument: ", detail)};
     case absl::StatusCode::kAlreadyExists:
-      return {kExitError, absl::StrCat(action, ": ", detail,
-                                       " (a request id can only be reused with the same spec)")};
+      // The scheduler's message names the request id and the job that already holds it.
+      return {kExitError, absl::StrCat(action, ": ", detail)};
     case absl::StatusCode::kFailedPrecondition:
       return {kExitError, absl::StrCat("cannot ", action, ": ", detail)};
     default:

@@ -287,7 +287,9 @@ std::string WatchHeader() { return WatchLine({"TIME", "SEQ", "STATE", "ATTEMPT"}
 
 std::string FormatEvent(const v1::JobEvent& event) {
   std::string reason = OneLine(event.reason());
-  if (event.exit_code() != 0) {
+  // The scheduler's reason usually says "exited with code N" already; say it once.
+  if (event.exit_code() != 0 &&
+      !absl::StrContains(reason, absl::StrCat("code ", event.exit_code()))) {
     absl::StrAppend(&reason, reason.empty() ? "" : " ", "(exit code ", event.exit_code(), ")");
   }
   return WatchLine({FormatTimeMs(event.time_ms()), absl::StrCat(event.seq()),

@@ -44,8 +44,6 @@ absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {
     if (overrides.steps) trainer->set_steps(*overrides.steps);
     if (overrides.batch_size) trainer->set_batch_size(*overrides.batch_size);
   }
-  // A job needs a workload; the built-in trainer is the platform's default one.
-  if (spec->workload_case() == v1::JobSpec::WORKLOAD_NOT_SET) spec->mutable_trainer();
   return absl::OkStatus();
 }
 

@@ -42,8 +42,7 @@ struct SpecOverrides {
 
 // Applies `overrides` to `spec`. A command after `--` replaces the file's workload (keeping the
 // file's command env when it had one). Trainer flags together with a command workload are
-// INVALID_ARGUMENT: there is no trainer to apply them to. With no workload anywhere, the
-// built-in trainer with its defaults is used.
+// INVALID_ARGUMENT: there is no trainer to apply them to.
 absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec);
 
 // "Never" | "OnFailure", also "NEVER" | "ON_FAILURE" (any case, '_' and '-' ignored).

@@ -205,6 +205,26 @@ TEST_F(AppTest, SubmitFromFileWithFlagOverrides) {
   EXPECT_EQ(spec.labels().at("a"), "b");
 }
 
+TEST_F(AppTest, FileWithoutWorkloadIsLeftForTheSchedulerToJudge) {
+  const std::string path = ::testing::TempDir() + "/app-no-workload.yaml";
+  std::ofstream(path) << "name: forgot-command\nreplicas: 1\n";
+  fake_.submit_results.push_back(
+      absl::InvalidArgumentError("workload: set exactly one of trainer or command"));
+  EXPECT_EQ(Run({"submit", "-f", path}), kExitUsage);
+  ASSERT_EQ(fake_.submits.size(), 1u);
+  EXPECT_EQ(fake_.submits[0].spec().workload_case(), v1::JobSpec::WORKLOAD_NOT_SET);
+  EXPECT_EQ(err_.str(),
+            "ringctl: invalid job spec: workload: set exactly one of trainer or command\n");
+}
+
+TEST_F(AppTest, CommandAfterDashDashIsSent) {
+  fake_.submit_results.push_back(Submitted("j-5"));
+  EXPECT_EQ(Run({"submit", "--name", "x", "--replicas", "1", "--", "sh", "-c", "exit 3"}), kExitOk);
+  ASSERT_EQ(fake_.submits.size(), 1u);
+  EXPECT_THAT(fake_.submits[0].spec().command().argv(),
+              ::testing::ElementsAre("sh", "-c", "exit 3"));
+}
+
 TEST_F(AppTest, BadYamlIsAUsageErrorAndNothingIsSent) {
   const std::string path = ::testing::TempDir() + "/app-bad.yaml";
   std::ofstream(path) << "trainer:\n  steps: ten\n";

@@ -284,11 +284,10 @@ TEST(JobSpecTest, TrainerFlagsConflictWithACommand) {
   EXPECT_THAT(status.message(), HasSubstr("cannot be combined with a command after --"));
 }
 
-TEST(JobSpecTest, NoWorkloadMeansTheBuiltInTrainer) {
+TEST(JobSpecTest, NoFlagsLeaveTheWorkloadAlone) {
   v1::JobSpec spec;
   ASSERT_TRUE(ApplyOverrides(SpecOverrides{}, &spec).ok());
-  EXPECT_TRUE(spec.has_trainer());
-  EXPECT_EQ(spec.trainer().model(), "");
+  EXPECT_EQ(spec.workload_case(), v1::JobSpec::WORKLOAD_NOT_SET);
 }
 
 }  // namespace

@@ -186,6 +186,9 @@ TEST(FormatTest, EventLinesKeepFixedColumns) {
   EXPECT_EQ(WatchHeader(), "TIME                  SEQ  STATE      ATTEMPT  REASON\n");
   EXPECT_EQ(FormatEvent(event),
             "2024-05-01T12:00:00Z  3    FAILED     2        rank 2 exited badly (exit code 3)\n");
+  event.set_reason("rank 2 on w1 exited with code 3");
+  EXPECT_EQ(FormatEvent(event),
+            "2024-05-01T12:00:00Z  3    FAILED     2        rank 2 on w1 exited with code 3\n");
 }
 
 TEST(FormatTest, NamesAndAges) {
