@@ -55,8 +55,12 @@ void AddTrainerFlags(Flags* flags) {
   flags->Add("num-classes", "0", "classes; 0: the model's");
   flags->Add("data-batches", "32", "distinct synthetic batches per rank, cycled");
   flags->Add("metrics-addr", "",
-             "host:port of the metrics service; streaming arrives with that service and is not "
-             "supported yet");
+             "host:port of ringmaster-metrics; every rank streams a sample per step (empty: none)");
+  flags->Add("job-id", "", "job id the samples carry (the worker sets RINGMASTER_JOB_ID)");
+  flags->Add("attempt", "0", "job attempt the samples carry");
+  flags->Add("queue", "", "queue label of the samples");
+  flags->Add("gpu-type", "", "gpu_type label of the samples");
+  flags->Add("worker-id", "", "worker label of the samples");
   flags->Add("benchmark", "", "empty: train; 'allreduce': sweep allreduce sizes instead");
   flags->Add("min-bytes", "8", "allreduce benchmark: smallest message (K, M, G suffixes)");
   flags->Add("max-bytes", "256M", "allreduce benchmark: largest message");
@@ -154,6 +158,11 @@ absl::StatusOr<TrainerConfig> ConfigFromFlags(const Flags& flags) {
       ReadInt(flags, "log-every", 1, std::numeric_limits<int>::max(), &config.log_every));
   RM_RETURN_IF_ERROR(ReadInt(flags, "data-batches", 1, 1 << 16, &config.data_batches));
   config.metrics_addr = flags.Get("metrics-addr");
+  config.job_id = flags.Get("job-id");
+  RM_RETURN_IF_ERROR(ReadInt(flags, "attempt", 0, 1 << 20, &config.attempt));
+  config.queue = flags.Get("queue");
+  config.gpu_type = flags.Get("gpu-type");
+  config.worker_id = flags.Get("worker-id");
 
   RM_RETURN_IF_ERROR(ReadBytes(flags, "min-bytes", &config.min_bytes));
   RM_RETURN_IF_ERROR(ReadBytes(flags, "max-bytes", &config.max_bytes));

@@ -33,8 +33,14 @@ struct TrainerConfig {
   int log_every = 10;
   int data_batches = 32;  // synthetic batches per rank, cycled
 
-  // Streaming to the metrics service (not yet implemented; see docs/trainer.md).
+  // Streaming to the metrics service: its address (empty: no streaming) and the labels of
+  // this job, which the worker passes in the environment (RINGMASTER_JOB_ID, ...).
   std::string metrics_addr;
+  std::string job_id;
+  int attempt = 0;
+  std::string queue;
+  std::string gpu_type;
+  std::string worker_id;
 
   // --benchmark allreduce.
   size_t min_bytes = 8;

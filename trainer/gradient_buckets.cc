@@ -37,6 +37,7 @@ absl::Status GradientReducer::OnLayerReady(int layer) {
   const Bucket& bucket = plan_[bucket_of_layer_[layer]];
   // Backward runs top-down, so a bucket is complete once its lowest layer is.
   if (layer == bucket.first_layer) {
+    if (in_flight_.empty()) first_start_ = std::chrono::steady_clock::now();
     RM_ASSIGN_OR_RETURN(Communicator::Handle handle,
                         communicator_.StartAllreduceSum(gradients_ + bucket.offset, bucket.count));
     in_flight_.push_back(handle);
@@ -56,8 +57,16 @@ absl::Status GradientReducer::WaitAll() {
     if (status.ok()) status = wait;
   }
   in_flight_.clear();
-  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto end = std::chrono::steady_clock::now();
+  wait_seconds_ += std::chrono::duration<double>(end - start).count();
+  last_allreduce_seconds_ = std::chrono::duration<double>(end - first_start_).count();
   return status;
+}
+
+double GradientReducer::bytes_per_step() const {
+  double bytes = 0;
+  for (const Bucket& bucket : plan_) bytes += static_cast<double>(bucket.count) * sizeof(float);
+  return bytes;
 }
 
 }  // namespace ringmaster::trainer

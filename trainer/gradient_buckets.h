@@ -6,6 +6,7 @@
 #define RINGMASTER_TRAINER_GRADIENT_BUCKETS_H_
 
 #include <cstddef>
+#include <chrono>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -46,6 +47,10 @@ class GradientReducer {
   // Seconds spent blocked in WaitAll, summed since construction: the part of communication
   // the backward pass did not hide.
   double wait_seconds() const { return wait_seconds_; }
+  // The last step's allreduce span, from its first bucket's start to WaitAll's return, and
+  // the bytes reduced per step: what bus bandwidth is computed from.
+  double last_allreduce_seconds() const { return last_allreduce_seconds_; }
+  double bytes_per_step() const;
 
  private:
   Communicator& communicator_;
@@ -54,6 +59,8 @@ class GradientReducer {
   std::vector<int> bucket_of_layer_;
   std::vector<Communicator::Handle> in_flight_;
   double wait_seconds_ = 0;
+  std::chrono::steady_clock::time_point first_start_;
+  double last_allreduce_seconds_ = 0;
 };
 
 }  // namespace ringmaster::trainer

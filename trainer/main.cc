@@ -17,6 +17,7 @@
 #include "trainer/gpu_backend.h"
 #include "trainer/host_collectives.h"
 #include "trainer/mpi_communicator.h"
+#include "trainer/metrics_reporter.h"
 #include "trainer/trainer.h"
 
 namespace ringmaster::trainer {
@@ -56,7 +57,7 @@ absl::StatusOr<DeviceKind> AgreeOnDevice(DeviceRequest request, CpuCompute& host
 }
 
 absl::Status Work(const TrainerConfig& config, Compute& compute, Communicator& communicator,
-                  std::ostream* out) {
+                  std::ostream* out, MetricsReporter* reporter) {
   if (config.mode == Mode::kAllreduceBenchmark) {
     AllreduceBenchmarkOptions options;
     options.min_bytes = config.min_bytes;
@@ -72,7 +73,9 @@ absl::Status Work(const TrainerConfig& config, Compute& compute, Communicator& c
     }
     return absl::OkStatus();
   }
-  RM_ASSIGN_OR_RETURN(TrainResult result, Train(config, compute, communicator, out));
+  StepObserver on_step;
+  if (reporter != nullptr) on_step = [reporter](const StepStats& s) { reporter->Report(s); };
+  RM_ASSIGN_OR_RETURN(TrainResult result, Train(config, compute, communicator, out, on_step));
   if (result.ranks_differing != 0) {
     return absl::DataLossError(
         absl::StrCat(result.ranks_differing, " rank(s) ended with weights other than rank 0's"));
@@ -95,10 +98,11 @@ absl::Status FailJobUnlessShared(const absl::Status& status, MpiRuntime& runtime
 absl::Status Run(const TrainerConfig& config, MpiRuntime& runtime) {
   RM_ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> mpi, MpiCommunicator::Create());
   const bool leader = mpi->rank() == 0;
-  if (!config.metrics_addr.empty() && leader) {
-    RM_LOG(kWarning) << "--metrics-addr " << config.metrics_addr
-                     << ": streaming to the metrics service is not supported yet (it arrives "
-                        "with that service); progress goes to stdout only";
+  std::unique_ptr<MetricsReporter> reporter;
+  if (!config.metrics_addr.empty() && config.mode == Mode::kTrain) {
+    ReportLabels labels{config.job_id,   config.attempt,  mpi->rank(),  mpi->size(),
+                        config.queue,    config.model.name, config.gpu_type, config.worker_id};
+    reporter = std::make_unique<MetricsReporter>(config.metrics_addr, std::move(labels));
   }
 
   auto cpu = std::make_unique<CpuCompute>(OpenBlasThreads(mpi->local_size()));
@@ -120,8 +124,8 @@ absl::Status Run(const TrainerConfig& config, MpiRuntime& runtime) {
               << DeviceKindName(device) << ": " << compute.name() << ", communicator "
               << communicator->name() << std::endl;
   }
-  return FailJobUnlessShared(Work(config, compute, *communicator, leader ? &std::cout : nullptr),
-                             runtime);
+  return FailJobUnlessShared(
+      Work(config, compute, *communicator, leader ? &std::cout : nullptr, reporter.get()), runtime);
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ absl::StatusOr<double> GlobalLoss(Mlp& mlp, Compute& compute, Communicator& comm
 }  // namespace
 
 absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
-                                  Communicator& communicator, std::ostream* out) {
+                                  Communicator& communicator, std::ostream* out,
+                                  const StepObserver& on_step) {
   if (compute.memory() != communicator.memory()) {
     return absl::FailedPreconditionError("compute and communicator use different memory");
   }
@@ -64,7 +65,9 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
   RM_RETURN_IF_ERROR(communicator.Barrier());
   Clock::time_point timed_start = Clock::now();
   Clock::time_point interval_start = timed_start;
+  Clock::time_point step_start = timed_start;
   int interval_first_step = 1;
+  double last_loss = -1;
   for (int step = 1; step <= config.steps; ++step) {
     RM_RETURN_IF_ERROR(mlp.Forward(data.inputs(step - 1), data.labels(step - 1)));
     RM_RETURN_IF_ERROR(mlp.Backward(on_layer_ready));
@@ -77,6 +80,7 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
     if (step == 1 || step % config.log_every == 0 || step == config.steps) {
       // Every rank takes part: the loss is averaged over all of them.
       RM_ASSIGN_OR_RETURN(double loss, GlobalLoss(mlp, compute, communicator));
+      last_loss = loss;
       if (step == 1) result.initial_loss = loss;
       if (step == config.steps) result.final_loss = loss;
       const double images_per_sec =
@@ -89,6 +93,17 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
       interval_start = Clock::now();
       interval_first_step = step + 1;
     }
+    if (on_step) {
+      // Throughput as total images/sec counts it: the average since the warm-up steps.
+      const double seconds = Seconds(step_start, now);
+      const double since = Seconds(timed_start, now);
+      const double rate = step > config.warmup_steps && since > 0
+                              ? config.batch_size * (step - config.warmup_steps) / since
+                              : (seconds > 0 ? config.batch_size / seconds : 0);
+      on_step(StepStats{step, seconds, rate, reducer.bytes_per_step(),
+                        reducer.last_allreduce_seconds(), last_loss});
+    }
+    step_start = Clock::now();
   }
   const Clock::time_point end = Clock::now();
   result.images_per_sec =

@@ -4,6 +4,7 @@
 #define RINGMASTER_TRAINER_TRAINER_H_
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,17 @@ struct TrainResult {
   double allreduce_wait_seconds = 0;  // this rank's time blocked on allreduces
 };
 
+// What one rank saw in one step, for the metrics service.
+struct StepStats {
+  int step = 0;
+  double step_seconds = 0;
+  double images_per_sec = 0;  // this rank's average since the warm-up steps (the first: this step)
+  double allreduce_bytes = 0;
+  double allreduce_seconds = 0;
+  double loss = -1;  // the last global loss computed (every log step); -1 before the first
+};
+using StepObserver = std::function<void(const StepStats&)>;
+
 // One step, every rank in lockstep:
 //   1. forward and loss on this rank's batch;
 //   2. backward, last layer first; a bucket's allreduce (sum) starts as soon as its layers'
@@ -31,9 +43,11 @@ struct TrainResult {
 //   4. wait for the device, so the step's time is real.
 // Every rank starts from the same seed and applies the same summed gradients, so all end with
 // bitwise-equal weights; the end checks that. `out` receives the progress and summary lines
-// and is null on ranks other than 0. `compute` must use `communicator`'s memory.
+// and is null on ranks other than 0. `compute` must use `communicator`'s memory. `on_step`,
+// when set, is called on every rank after every step; it must not block.
 absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
-                                  Communicator& communicator, std::ostream* out);
+                                  Communicator& communicator, std::ostream* out,
+                                  const StepObserver& on_step = nullptr);
 
 }  // namespace ringmaster::trainer
 
