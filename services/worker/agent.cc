@@ -1,0 +1,840 @@
+#include "agent.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/status_macros.h"
+#include "core/auth.h"
+#include "core/launch.h"
+
+namespace ringmaster::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kChunk = 64 * 1024;
+constexpr size_t kLauncherTail = 1500;
+
+std::string ExitText(const ExitInfo& info) {
+  return info.signal != 0 ? absl::StrCat("signal ", info.signal)
+                          : absl::StrCat("code ", info.exit_code);
+}
+
+// The last `max` bytes of a file, from a line start where possible, trimmed.
+std::string FileTail(const std::string& path, size_t max) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.size() > max) {
+    text = text.substr(text.size() - max);
+    if (auto nl = text.find('\n'); nl != std::string::npos && nl + 1 < text.size()) {
+      text = text.substr(nl + 1);
+    }
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+absl::Status MakeDirs(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// One job attempt this worker holds.
+struct Agent::Attempt {
+  Attempt(Assignment a, std::vector<int32_t> local_ranks)
+      : assignment(std::move(a)),
+        gang(assignment.job_id, assignment.attempt, std::move(local_ranks)) {}
+
+  const Assignment assignment;  // never changes; readable without the lock
+  GangState gang;
+  std::vector<int32_t> mpi_to_rank;  // placed rank of each MPI rank
+  bool launcher = false;
+  // Sessions started for the attempt (mpirun, Exec'd commands): everything in them is its.
+  std::set<pid_t> sessions;
+  // Launcher thread and Exec calls still working with this record; it is not erased before
+  // they are done.
+  int in_flight = 0;
+  // StopJob arrived: erase once nothing of it runs.
+  bool forget = false;
+  // Teardown: started at `teardown_at`; SIGTERM sent; finished (nothing left).
+  bool teardown = false;
+  bool term_sent = false;
+  bool quiet = false;
+  Clock::time_point teardown_at;
+  std::thread launcher_thread;
+};
+
+// The worker's Prometheus families: ringmaster_worker_ prefix, base units, _total counters.
+struct Agent::Metrics {
+  explicit Metrics(prometheus::Registry& r)
+      : throughput(prometheus::BuildGauge()
+                       .Name("ringmaster_worker_rank_images_per_second")
+                       .Help("Last images/sec a rank on this worker printed, by job and rank")
+                       .Register(r)),
+        ranks(prometheus::BuildGauge()
+                  .Name("ringmaster_worker_ranks")
+                  .Help("Ranks of held job attempts on this worker, by phase")
+                  .Register(r)),
+        attempts(prometheus::BuildGauge()
+                     .Name("ringmaster_worker_job_attempts")
+                     .Help("Job attempts this worker holds")
+                     .Register(r)),
+        rank_exits(prometheus::BuildCounter()
+                       .Name("ringmaster_worker_rank_exits_total")
+                       .Help("Rank ends reported to the scheduler, by result")
+                       .Register(r)),
+        exec_requests(prometheus::BuildCounter()
+                          .Name("ringmaster_worker_exec_requests_total")
+                          .Help("Exec calls from peers, by result (ok, denied, invalid, error)")
+                          .Register(r)),
+        launches(prometheus::BuildCounter()
+                     .Name("ringmaster_worker_launches_total")
+                     .Help("mpirun launches of job attempts on this worker, by result")
+                     .Register(r)),
+        connected(prometheus::BuildGauge()
+                      .Name("ringmaster_worker_scheduler_connected")
+                      .Help("1 while the worker is registered with the scheduler")
+                      .Register(r)
+                      .Add({})),
+        gpus(prometheus::BuildGauge()
+                 .Name("ringmaster_worker_gpus")
+                 .Help("GPUs this worker offers, by type and whether simulated")
+                 .Register(r)),
+        cpu_slots(prometheus::BuildGauge()
+                      .Name("ringmaster_worker_cpu_slots")
+                      .Help("CPU rank slots this worker offers")
+                      .Register(r)
+                      .Add({})) {}
+
+  prometheus::Family<prometheus::Gauge>& throughput;
+  prometheus::Family<prometheus::Gauge>& ranks;
+  prometheus::Family<prometheus::Gauge>& attempts;
+  prometheus::Family<prometheus::Counter>& rank_exits;
+  prometheus::Family<prometheus::Counter>& exec_requests;
+  prometheus::Family<prometheus::Counter>& launches;
+  prometheus::Gauge& connected;
+  prometheus::Family<prometheus::Gauge>& gpus;
+  prometheus::Gauge& cpu_slots;
+  std::map<std::pair<std::string, int32_t>, prometheus::Gauge*> rank_throughput;
+};
+
+Agent::Agent(AgentOptions options, prometheus::Registry* registry)
+    : options_(std::move(options)),
+      metrics_(registry ? std::make_unique<Metrics>(*registry) : nullptr) {
+  // Children get a clean slate: our own RINGMASTER_* settings (flag fallbacks) would leak into
+  // programs that read the same names (ringmaster-train's flags do).
+  for (auto& [name, value] : CurrentEnvironment()) {
+    if (name.rfind("RINGMASTER_", 0) != 0) base_env_.emplace(name, value);
+  }
+  if (metrics_) {
+    std::map<std::pair<std::string, bool>, int> by_type;
+    for (const Gpu& g : options_.inventory.gpus) ++by_type[{g.type, g.simulated}];
+    for (const auto& [key, n] : by_type) {
+      metrics_->gpus.Add({{"gpu_type", key.first}, {"simulated", key.second ? "true" : "false"}})
+          .Set(n);
+    }
+    metrics_->cpu_slots.Set(options_.inventory.cpu_slots);
+  }
+}
+
+Agent::~Agent() { Shutdown(); }
+
+void Agent::Start() {
+  ProcessSelector leftovers;
+  leftovers.env_tags = {{kWorkerIdEnv, options_.inventory.worker_id}};
+  leftovers.env_names = {kJobIdEnv};
+  if (int n = SignalProcesses(leftovers, SIGKILL); n > 0) {
+    RM_LOG(kWarning) << "killed " << n << " processes left by an earlier run of worker "
+                     << options_.inventory.worker_id;
+  }
+  housekeeping_ = std::thread([this] { Housekeeping(); });
+}
+
+void Agent::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    if (stopping_ || !housekeeping_.joinable()) return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [key, a] : attempts_) {
+      a->forget = true;
+      StartTeardownLocked(*a, "worker shutting down");
+    }
+  }
+  const auto deadline = Clock::now() + options_.kill_grace + std::chrono::seconds(2);
+  while (Clock::now() < deadline) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (attempts_.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  housekeeping_.join();
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [key, a] : attempts_) {
+      (void)SignalProcesses(SelectorLocked(*a), SIGKILL);
+      if (a->launcher_thread.joinable()) threads.push_back(std::move(a->launcher_thread));
+    }
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduler side.
+
+void Agent::OnAssignment(const Assignment& assignment) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Key key{assignment.job_id, assignment.attempt};
+  if (attempts_.count(key)) return;  // a repeat
+  for (auto& [k, a] : attempts_) {
+    // An older attempt of the same job cannot be live any more; its StopJob was lost.
+    if (k.first == assignment.job_id && !a->forget) {
+      a->forget = true;
+      StartTeardownLocked(*a, absl::StrCat("superseded by attempt ", assignment.attempt));
+    }
+  }
+  std::vector<int32_t> local;
+  bool launcher = false;  // rank 0 is here
+  for (const RankPlacement& r : assignment.placement) {
+    if (r.worker_id == options_.inventory.worker_id) {
+      local.push_back(r.rank);
+      launcher = launcher || r.rank == 0;
+    }
+  }
+  if (local.empty()) {
+    RM_LOG(kWarning) << "assignment of " << assignment.job_id << " attempt " << assignment.attempt
+                     << " places nothing on this worker; ignored";
+    return;
+  }
+  auto owned = std::make_unique<Attempt>(assignment, local);
+  Attempt* a = owned.get();
+  attempts_[key] = std::move(owned);
+  const absl::Status valid = ValidatePlacement(assignment.placement);
+  if (valid.ok()) a->mpi_to_rank = PlacedRankOfMpiRank(GangHosts(assignment.placement));
+  a->launcher = launcher;
+  RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt << ": ranks "
+                << absl::StrJoin(local, ",") << " placed here"
+                << (a->launcher ? " (launcher)" : "");
+  if (!valid.ok()) {
+    ApplyLocked(*a, a->gang.OnLaunchFailed(std::string(valid.message())));
+  } else if (a->launcher) {
+    ++a->in_flight;
+    a->launcher_thread = std::thread([this, a] { Launch(a); });
+  }
+  UpdateGaugesLocked();
+  assignments_cv_.notify_all();
+}
+
+void Agent::OnStop(const std::string& job_id, int32_t attempt, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = attempts_.find({job_id, attempt});
+  if (it == attempts_.end()) return;
+  RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": stop (" << reason << ")";
+  it->second->forget = true;
+  StartTeardownLocked(*it->second, reason);
+}
+
+std::vector<HeldRank> Agent::TakeRegistration() {
+  std::lock_guard<std::mutex> lock(mu_);
+  outbox_.clear();
+  std::vector<HeldRank> held;
+  for (const auto& [key, a] : attempts_) {
+    if (a->forget) continue;
+    for (const HeldRank& h : a->gang.Held()) held.push_back(h);
+  }
+  return held;
+}
+
+bool Agent::NextStatus(RankStatus* status, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!outbox_cv_.wait_for(lock, timeout, [&] { return !outbox_.empty(); })) return false;
+  *status = std::move(outbox_.front());
+  outbox_.pop_front();
+  return true;
+}
+
+void Agent::SetSchedulerConnected(bool connected) {
+  if (metrics_) metrics_->connected.Set(connected ? 1 : 0);
+}
+
+void Agent::ApplyLocked(Attempt& attempt, const GangState::Decision& decision) {
+  for (const RankStatus& s : decision.reports) {
+    if (s.kind != RankStatus::Kind::kStarted) {
+      const bool ok = s.kind == RankStatus::Kind::kExited && s.exit_code == 0 && s.signal == 0;
+      const std::string line =
+          absl::StrCat("job ", s.job_id, " attempt ", s.attempt, " rank ", s.rank, ": ",
+                       s.kind == RankStatus::Kind::kLaunchFailed
+                           ? "launch failed"
+                           : absl::StrCat("exited with ", ExitText({s.exit_code, s.signal})),
+                       s.message.empty() ? "" : ": ", s.message);
+      if (ok) {
+        RM_LOG(kInfo) << line;
+      } else {
+        RM_LOG(kWarning) << line;
+      }
+      if (metrics_) metrics_->rank_exits.Add({{"result", ok ? "succeeded" : "failed"}}).Increment();
+    }
+    outbox_.push_back(s);
+  }
+  if (!decision.reports.empty()) outbox_cv_.notify_all();
+  if (decision.stop_local) StartTeardownLocked(attempt, "a rank failed on this worker");
+  UpdateGaugesLocked();
+}
+
+void Agent::StartTeardownLocked(Attempt& attempt, const std::string& why) {
+  if (!attempt.teardown) {
+    RM_LOG(kInfo) << "job " << attempt.assignment.job_id << " attempt "
+                  << attempt.assignment.attempt << ": stopping its processes here (" << why << ")";
+    attempt.teardown = true;
+    attempt.gang.MarkStopping();
+    attempt.teardown_at = Clock::now();
+  }
+  attempt.quiet = false;
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    wake_ = true;
+  }
+  loop_cv_.notify_all();
+}
+
+ProcessSelector Agent::SelectorLocked(const Attempt& attempt) const {
+  ProcessSelector selector;
+  selector.sessions = attempt.sessions;
+  selector.env_tags = {{kWorkerIdEnv, options_.inventory.worker_id},
+                       {kJobIdEnv, attempt.assignment.job_id},
+                       {kAttemptEnv, absl::StrCat(attempt.assignment.attempt)}};
+  return selector;
+}
+
+void Agent::Housekeeping() {
+  struct Work {
+    Key key;
+    ProcessSelector selector;
+    int signal;  // 0: only look
+  };
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(loop_mu_);
+      loop_cv_.wait_for(lock, options_.check_interval, [this] { return wake_ || stopping_; });
+      if (stopping_) return;
+      wake_ = false;
+    }
+    std::vector<Work> work;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto now = Clock::now();
+      for (auto& [key, a] : attempts_) {
+        if (!a->teardown) {
+          for (const auto& [rank, pid] : a->gang.RunningPids()) {
+            if (!ProcessAlive(pid)) ApplyLocked(*a, a->gang.OnVanished(rank));
+          }
+        }
+        if (!a->teardown || a->quiet) continue;
+        int signal = 0;
+        if (!a->term_sent) {
+          signal = SIGTERM;
+          a->term_sent = true;
+        } else if (now - a->teardown_at >= options_.kill_grace) {
+          signal = SIGKILL;
+        }
+        work.push_back({key, SelectorLocked(*a), signal});
+      }
+      for (auto it = expiring_jobs_.begin(); it != expiring_jobs_.end();) {
+        bool held = false;
+        for (const auto& [key, a] : attempts_) held = held || key.first == it->second;
+        if (now < it->first || held) {
+          ++it;
+          continue;
+        }
+        if (metrics_) {
+          for (auto g = metrics_->rank_throughput.begin(); g != metrics_->rank_throughput.end();) {
+            if (g->first.first != it->second) {
+              ++g;
+              continue;
+            }
+            metrics_->throughput.Remove(g->second);
+            g = metrics_->rank_throughput.erase(g);
+          }
+        }
+        it = expiring_jobs_.erase(it);
+      }
+    }
+    // /proc scans without the lock: RPCs must not wait for them.
+    std::vector<std::pair<Key, size_t>> remaining;
+    for (const Work& w : work) {
+      const size_t n = w.signal != 0 ? static_cast<size_t>(SignalProcesses(w.selector, w.signal))
+                                     : FindProcesses(w.selector).size();
+      if (w.signal == SIGKILL && n > 0) {
+        RM_LOG(kWarning) << "job " << w.key.first << " attempt " << w.key.second << ": " << n
+                         << " processes outlived SIGTERM by " << options_.kill_grace.count()
+                         << " ms; sent SIGKILL";
+      }
+      remaining.emplace_back(w.key, n);
+    }
+    std::vector<std::thread> finished;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [key, n] : remaining) {
+        auto it = attempts_.find(key);
+        if (it == attempts_.end() || n > 0 || it->second->in_flight > 0) continue;
+        Attempt& a = *it->second;
+        if (!a.forget) {
+          a.quiet = true;  // everything here ended; the record waits for StopJob
+          continue;
+        }
+        RM_LOG(kInfo) << "job " << key.first << " attempt " << key.second
+                      << ": nothing left here; forgotten";
+        if (a.launcher_thread.joinable()) finished.push_back(std::move(a.launcher_thread));
+        expiring_jobs_.emplace_back(Clock::now() + options_.metrics_retention, key.first);
+        attempts_.erase(it);
+      }
+      UpdateGaugesLocked();
+    }
+    for (std::thread& t : finished) t.join();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launch (runs on the attempt's launcher thread; in_flight counts it).
+
+void Agent::Launch(Attempt* a) {
+  const Assignment& assignment = a->assignment;
+  const std::string dir = AttemptDir(assignment.job_id, assignment.attempt);
+  const std::string hostfile = dir + "/hostfile";
+  const std::string log_path = dir + "/mpirun.log";
+  auto fail = [&](const absl::Status& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (metrics_) metrics_->launches.Add({{"result", "failed"}}).Increment();
+    ApplyLocked(*a, a->gang.OnLaunchFailed(std::string(why.message())));
+    --a->in_flight;
+  };
+
+  const std::vector<GangHost> hosts = GangHosts(assignment.placement);
+  absl::StatusOr<std::vector<std::string>> workload =
+      WorkloadArgv(assignment, options_.train_binary);
+  if (!workload.ok()) return fail(workload.status());
+  if (auto s = MakeDirs(dir); !s.ok()) return fail(s);
+  if (auto s = WriteFile(hostfile, HostfileText(hosts)); !s.ok()) return fail(s);
+  // MASTER_PORT must be free where rank 0 runs: here.
+  const std::string& address = options_.inventory.address;
+  absl::StatusOr<int> master_port = PickFreePort(
+      address.find_first_not_of("0123456789.") == std::string::npos ? address : "0.0.0.0");
+  if (!master_port.ok()) return fail(master_port.status());
+
+  MpirunOptions mpirun;
+  mpirun.mpirun = options_.mpirun;
+  mpirun.hostfile_path = hostfile;
+  mpirun.rsh_agent = options_.rsh_agent;
+  mpirun.rank_binary = options_.rank_binary;
+  mpirun.mpi_interface = ResolveMpiInterface(options_.mpi_interface, address);
+  mpirun.allow_run_as_root = geteuid() == 0;
+  mpirun.extra_args = options_.mpirun_args;
+  SpawnOptions spawn;
+  spawn.argv = MpirunArgv(mpirun, static_cast<int32_t>(assignment.placement.size()), *workload);
+  spawn.env = ChildEnvironment(*a);
+  for (auto& [k, v] : LauncherEnvironment(assignment, hosts, *master_port)) spawn.env[k] = v;
+  spawn.new_session = true;
+  spawn.parent_death_signal = SIGKILL;  // this thread waits for mpirun for its whole life
+  spawn.output_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (spawn.output_fd < 0) {
+    return fail(
+        absl::InternalError(absl::StrCat("cannot open ", log_path, ": ", std::strerror(errno))));
+  }
+  pid_t pid = -1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (a->teardown) {
+      close(spawn.output_fd);
+      --a->in_flight;
+      return;
+    }
+    absl::StatusOr<Spawned> spawned = Spawn(spawn);
+    close(spawn.output_fd);
+    if (!spawned.ok()) {
+      if (metrics_) metrics_->launches.Add({{"result", "failed"}}).Increment();
+      ApplyLocked(*a, a->gang.OnLaunchFailed(std::string(spawned.status().message())));
+      --a->in_flight;
+      return;
+    }
+    pid = spawned->pid;
+    a->sessions.insert(pid);
+    if (metrics_) metrics_->launches.Add({{"result", "started"}}).Increment();
+  }
+  RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
+                << ": mpirun (pid " << pid << ") " << JoinCommand(spawn.argv);
+  const ExitInfo info = WaitForExit(pid);
+  const std::string tail = FileTail(log_path, kLauncherTail);
+  RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
+                << ": mpirun ended with " << ExitText(info);
+  std::lock_guard<std::mutex> lock(mu_);
+  ApplyLocked(*a, a->gang.OnLauncherExited(info.exit_code, info.signal, tail));
+  --a->in_flight;  // last touch of `a`
+}
+
+std::map<std::string, std::string> Agent::ChildEnvironment(const Attempt& attempt) const {
+  std::map<std::string, std::string> env = base_env_;
+  env[kWorkerIdEnv] = options_.inventory.worker_id;
+  env[kJobIdEnv] = attempt.assignment.job_id;
+  env[kAttemptEnv] = absl::StrCat(attempt.assignment.attempt);
+  env[kAgentAddrEnv] = absl::StrCat(options_.inventory.address, ":", options_.inventory.port);
+  env.try_emplace("PMIX_MCA_gds", "hash");  // see LauncherEnvironment
+  return env;
+}
+
+std::string Agent::AttemptDir(const std::string& job_id, int32_t attempt) const {
+  return absl::StrCat(options_.log_dir, "/", job_id, "/", attempt);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Peers, wrappers and clients.
+
+absl::StatusOr<Agent::Attempt*> Agent::AuthorizeLocked(const std::string& job_id, int32_t attempt,
+                                                       const std::string& token) {
+  auto it = attempts_.find({job_id, attempt});
+  if (it == attempts_.end() || it->second->forget) {
+    return absl::NotFoundError(absl::StrCat("job ", job_id, " attempt ", attempt,
+                                            " is not placed on worker ",
+                                            options_.inventory.worker_id));
+  }
+  if (token.empty() || !SecretsEqual(token, it->second->assignment.token)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("wrong or missing token for job ", job_id, " attempt ", attempt));
+  }
+  return it->second.get();
+}
+
+absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
+                                     const std::string& token, const std::vector<std::string>& argv,
+                                     const std::map<std::string, std::string>& env,
+                                     const std::function<bool(Stream, std::string_view)>& output,
+                                     const std::function<bool()>& cancelled) {
+  auto count = [&](const char* result) {
+    if (metrics_) metrics_->exec_requests.Add({{"result", result}}).Increment();
+  };
+  if (token.empty()) {
+    count("denied");
+    return absl::PermissionDeniedError("Exec needs the job attempt's token");
+  }
+  if (auto s = ValidateExecCommand(argv, env); !s.ok()) {
+    count("invalid");
+    return s;
+  }
+  Attempt* a = nullptr;
+  Spawned child;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    // The launcher may have heard of the attempt before we did.
+    assignments_cv_.wait_for(lock, options_.exec_wait, [&] {
+      return attempts_.count({job_id, attempt}) > 0 || cancelled();
+    });
+    absl::StatusOr<Attempt*> found = AuthorizeLocked(job_id, attempt, token);
+    if (!found.ok()) {
+      count("denied");
+      RM_LOG(kWarning) << "Exec denied: " << found.status().message();
+      // Not placed here and wrong token look the same to the caller.
+      return absl::PermissionDeniedError(found.status().message());
+    }
+    a = *found;
+    if (a->teardown) {
+      count("denied");
+      return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " attempt ", attempt,
+                                                        " is stopping on worker ",
+                                                        options_.inventory.worker_id));
+    }
+    SpawnOptions spawn;
+    spawn.argv = {"bash", "-c", JoinCommand(argv)};
+    spawn.env = ChildEnvironment(*a);
+    for (const auto& [k, v] : env) spawn.env[k] = v;
+    spawn.pipe_output = true;
+    spawn.new_session = true;
+    spawn.parent_death_signal = SIGKILL;  // this thread waits for it
+    absl::StatusOr<Spawned> spawned = Spawn(spawn);
+    if (!spawned.ok()) {
+      count("error");
+      return spawned.status();
+    }
+    child = *spawned;
+    a->sessions.insert(child.pid);
+    ++a->in_flight;
+    count("ok");
+  }
+  RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": Exec (pid " << child.pid << ") "
+                << JoinCommand(argv).substr(0, 200);
+
+  // Pump output until the command exited and its pipes closed (or, when a descendant keeps
+  // them open, a moment after the exit).
+  int fds[2] = {child.stdout_fd, child.stderr_fd};
+  const Stream streams[2] = {Stream::kStdout, Stream::kStderr};
+  bool exited = false;
+  ExitInfo info;
+  Clock::time_point exited_at;
+  bool stopping = false;
+  Clock::time_point term_at;
+  bool killed = false;
+  std::string buf(kChunk, '\0');
+  ProcessSelector own;
+  own.sessions = {child.pid};
+  while (true) {
+    if (!exited) {
+      int status = 0;
+      if (waitpid(child.pid, &status, WNOHANG) == child.pid) {
+        exited = true;
+        info =
+            WIFSIGNALED(status) ? ExitInfo{0, WTERMSIG(status)} : ExitInfo{WEXITSTATUS(status), 0};
+        exited_at = Clock::now();
+      }
+    }
+    const bool pipes_open = fds[0] >= 0 || fds[1] >= 0;
+    if (exited && (!pipes_open || Clock::now() - exited_at > std::chrono::milliseconds(200))) {
+      break;
+    }
+    if (!stopping && cancelled()) {
+      stopping = true;
+      term_at = Clock::now();
+      (void)SignalProcesses(own, SIGTERM);
+    }
+    if (stopping && !killed && Clock::now() - term_at >= options_.kill_grace) {
+      killed = true;
+      (void)SignalProcesses(own, SIGKILL);
+    }
+    pollfd pfds[2];
+    int n = 0;
+    int which[2];
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i] < 0) continue;
+      pfds[n] = {fds[i], POLLIN, 0};
+      which[n++] = i;
+    }
+    if (n == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    if (poll(pfds, static_cast<nfds_t>(n), 50) <= 0) continue;
+    for (int j = 0; j < n; ++j) {
+      if ((pfds[j].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      const int i = which[j];
+      ssize_t got = read(fds[i], buf.data(), buf.size());
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (got <= 0) {
+        close(fds[i]);
+        fds[i] = -1;
+        continue;
+      }
+      if (!stopping && !output(streams[i], std::string_view(buf.data(), got))) {
+        stopping = true;  // the caller is gone: like sshd, stop what it started
+        term_at = Clock::now();
+        (void)SignalProcesses(own, SIGTERM);
+      }
+    }
+  }
+  for (int fd : fds) {
+    if (fd >= 0) close(fd);
+  }
+  RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": Exec (pid " << child.pid
+                << ") ended with " << ExitText(info);
+  std::lock_guard<std::mutex> lock(mu_);
+  ApplyLocked(*a, a->gang.OnExecExited(info.exit_code, info.signal));
+  --a->in_flight;  // last touch of `a`
+  return info;
+}
+
+absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t attempt,
+                                             const std::string& token, int32_t mpi_rank,
+                                             pid_t pid) {
+  StartedRank started;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RM_ASSIGN_OR_RETURN(Attempt * a, AuthorizeLocked(job_id, attempt, token));
+    if (a->teardown) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job_id, " attempt ", attempt, " is stopping on this worker"));
+    }
+    if (mpi_rank < 0 || static_cast<size_t>(mpi_rank) >= a->mpi_to_rank.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mpi_rank ", mpi_rank, " is out of range 0..", a->mpi_to_rank.size() - 1));
+    }
+    started.rank = a->mpi_to_rank[mpi_rank];
+    if (!a->gang.HasRank(started.rank)) {
+      return absl::NotFoundError(absl::StrCat("MPI rank ", mpi_rank, " (rank ", started.rank,
+                                              ") of job ", job_id, " is not placed on worker ",
+                                              options_.inventory.worker_id));
+    }
+    ApplyLocked(*a, a->gang.OnStarted(started.rank, pid));
+    started.env = RankEnvironment(a->assignment, started.rank, options_.simulated_gpus);
+  }
+  const std::string dir = AttemptDir(job_id, attempt);
+  RM_RETURN_IF_ERROR(MakeDirs(dir));
+  started.log_path =
+      absl::StrCat(options_.log_dir, "/", RankLogRelativePath(job_id, attempt, started.rank));
+  return started;
+}
+
+absl::Status Agent::ReportExit(const std::string& job_id, int32_t attempt, const std::string& token,
+                               const RankExit& exit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RM_ASSIGN_OR_RETURN(Attempt * a, AuthorizeLocked(job_id, attempt, token));
+  if (!a->gang.HasRank(exit.rank)) {
+    return absl::NotFoundError(
+        absl::StrCat("rank ", exit.rank, " of job ", job_id, " is not placed on this worker"));
+  }
+  if (exit.images_per_second) SetThroughputLocked(job_id, exit.rank, *exit.images_per_second);
+  ApplyLocked(*a, a->gang.OnExited(exit.rank, exit.exit_code, exit.signal, exit.message));
+  return absl::OkStatus();
+}
+
+absl::Status Agent::ReportThroughput(const std::string& job_id, int32_t attempt,
+                                     const std::string& token, int32_t rank,
+                                     double images_per_second) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RM_ASSIGN_OR_RETURN(Attempt * a, AuthorizeLocked(job_id, attempt, token));
+  if (!a->gang.HasRank(rank)) {
+    return absl::NotFoundError(
+        absl::StrCat("rank ", rank, " of job ", job_id, " is not placed on this worker"));
+  }
+  SetThroughputLocked(job_id, rank, images_per_second);
+  return absl::OkStatus();
+}
+
+void Agent::SetThroughputLocked(const std::string& job_id, int32_t rank, double value) {
+  if (!metrics_) return;
+  auto [it, fresh] = metrics_->rank_throughput.try_emplace({job_id, rank}, nullptr);
+  if (fresh) {
+    it->second = &metrics_->throughput.Add({{"job_id", job_id}, {"rank", absl::StrCat(rank)}});
+  }
+  it->second->Set(value);
+}
+
+void Agent::UpdateGaugesLocked() {
+  if (!metrics_) return;
+  int assigned = 0, running = 0, ended = 0;
+  for (const auto& [key, a] : attempts_) {
+    for (const HeldRank& h : a->gang.Held()) {
+      switch (a->gang.phase(h.rank)) {
+        case GangState::Phase::kAssigned:
+          ++assigned;
+          break;
+        case GangState::Phase::kStarted:
+          ++running;
+          break;
+        default:
+          ++ended;
+          break;
+      }
+    }
+  }
+  metrics_->ranks.Add({{"phase", "assigned"}}).Set(assigned);
+  metrics_->ranks.Add({{"phase", "running"}}).Set(running);
+  metrics_->ranks.Add({{"phase", "ended"}}).Set(ended);
+  metrics_->attempts.Add({}).Set(static_cast<double>(attempts_.size()));
+}
+
+absl::Status Agent::ReadLogs(const std::string& job_id, int32_t rank,
+                             std::optional<int32_t> attempt, bool follow,
+                             const std::function<bool(std::string_view, int32_t)>& write,
+                             const std::function<bool()>& cancelled) {
+  if (!IsSafeJobId(job_id)) {
+    return absl::InvalidArgumentError(absl::StrCat("job_id: '", job_id, "' is not a job id"));
+  }
+  if (rank < 0) return absl::InvalidArgumentError("rank: must not be negative");
+  if (attempt && *attempt < 0) return absl::InvalidArgumentError("attempt: must not be negative");
+  const std::string file = absl::StrCat("rank-", rank, ".log");
+  if (!attempt) {
+    // The latest attempt with a log of this rank here.
+    DIR* dir = opendir(absl::StrCat(options_.log_dir, "/", job_id).c_str());
+    if (dir != nullptr) {
+      while (dirent* entry = readdir(dir)) {
+        int32_t n = 0;
+        if (!absl::SimpleAtoi(entry->d_name, &n) || n < 0) continue;
+        struct stat st;
+        const std::string path = absl::StrCat(options_.log_dir, "/", job_id, "/", n, "/", file);
+        if (stat(path.c_str(), &st) == 0 && (!attempt || n > *attempt)) attempt = n;
+      }
+      closedir(dir);
+    }
+    if (!attempt) {
+      return absl::NotFoundError(absl::StrCat("worker ", options_.inventory.worker_id,
+                                              " has no log of job ", job_id, " rank ", rank));
+    }
+  }
+  const std::string path =
+      absl::StrCat(options_.log_dir, "/", RankLogRelativePath(job_id, *attempt, rank));
+  // Whether more output may still come.
+  auto live = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = attempts_.find({job_id, *attempt});
+    if (it == attempts_.end() || it->second->forget || !it->second->gang.HasRank(rank)) {
+      return false;
+    }
+    const GangState::Phase p = it->second->gang.phase(rank);
+    return p == GangState::Phase::kAssigned || p == GangState::Phase::kStarted;
+  };
+  constexpr auto kPoll = std::chrono::milliseconds(200);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  while (fd < 0 && follow && live() && !cancelled()) {
+    std::this_thread::sleep_for(kPoll);
+    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  if (fd < 0) {
+    return absl::NotFoundError(absl::StrCat("worker ", options_.inventory.worker_id,
+                                            " has no log of job ", job_id, " attempt ", *attempt,
+                                            " rank ", rank));
+  }
+  std::string buf(kChunk, '\0');
+  bool last_pass = !follow;
+  while (true) {
+    const bool more_may_come = follow && !last_pass && live();
+    ssize_t got;
+    while ((got = read(fd, buf.data(), buf.size())) > 0) {
+      if (!write(std::string_view(buf.data(), got), *attempt)) {
+        close(fd);
+        return absl::OkStatus();
+      }
+    }
+    if (!more_may_come || last_pass || cancelled()) break;
+    std::this_thread::sleep_for(kPoll);
+    // One more read after the rank ended picks up its last words.
+    if (!live()) last_pass = true;
+  }
+  close(fd);
+  return absl::OkStatus();
+}
+
+}  // namespace ringmaster::worker

@@ -1,0 +1,204 @@
+// Agent: the worker's side of every job attempt placed on it. It holds the assignments the
+// scheduler sent, launches the gang (on the worker holding rank 0), runs the commands peers ask
+// for with the attempt's token, learns about its ranks from their wrappers, reports rank
+// starts and exits to the scheduler, and stops every process of an attempt when told to or
+// when a local rank fails.
+//
+// Protocols (written once, here; docs/workers.md tells the same story for operators):
+// Launch  1. the scheduler sends every worker of the gang the Assignment (job, attempt, spec,
+//            full placement, token); each worker records it and reports nothing yet;
+//         2. the worker holding rank 0 is the launcher: it writes LOG_DIR/JOB/ATTEMPT/hostfile
+//            (`ADDRESS slots=N` per worker, in rank order), picks a free MASTER_PORT and runs
+//            mpirun in a session of its own, with ringmaster-rsh as plm_rsh_agent, the agents'
+//            ports in RINGMASTER_AGENT_PORTS and the job id, attempt and token exported (-x) to
+//            every rank; the program of every rank is `ringmaster-rank -- WORKLOAD...`;
+//         3. mpirun calls `ringmaster-rsh HOST orted ...` for every host of the hostfile that is
+//            not this machine's own name; ringmaster-rsh calls Exec on HOST's agent, which
+//            checks the token against its own copy of the assignment (waiting a little for the
+//            assignment when the launcher was faster), runs `bash -c "orted ..."` in a new
+//            session tagged with RINGMASTER_WORKER_ID/JOB_ID/ATTEMPT, and streams its output;
+//         4. orted starts the local ranks; each rank's wrapper calls StartRank on the agent it
+//            was started under (RINGMASTER_AGENT_ADDR), which maps its MPI rank to the placed
+//            rank, reports the rank STARTED to the scheduler, and answers with the rank's log
+//            path and environment (RANK, LOCAL_RANK, CUDA_VISIBLE_DEVICES, ...);
+//         5. the wrapper runs the workload, tees its output to the log and to orted, reports
+//            throughput samples, then its exit (ReportRank), which the agent forwards as
+//            EXITED;
+//         6. when mpirun ends, the launcher fails every local rank that never started
+//            (LAUNCH_FAILED with mpirun's last words); a wrapper that vanished without
+//            reporting counts as killed by SIGKILL.
+// Stop    1. StopJob (cancel, failure elsewhere, lost worker, runtime limit, and the normal end
+//            of every attempt) or a failure seen here (GangState) starts a teardown: SIGTERM to
+//            every process of the attempt on this worker: the sessions it started (mpirun,
+//            Exec'd orted, and the ranks below them) and any process carrying its tags (ranks
+//            that left the session); 2. SIGKILL to whatever is left after the grace period;
+//         3. after a StopJob the attempt is forgotten once nothing of it runs; logs stay.
+// Restart of the scheduler: the session re-registers listing every rank of every attempt not
+//         yet forgotten (ended ones with their exit status) and drops the statuses it had not
+//         sent, since the registration carries them; nothing is sent twice.
+// Restart of the worker: processes tagged with this worker's id from an earlier life are
+//         killed at start; the scheduler fails their attempts when the worker registers
+//         without them.
+//
+// Thread-safe: RPC threads, the scheduler session and the housekeeping thread call in
+// concurrently; one mutex guards the attempts. Processes are spawned by the thread that waits
+// for them (mpirun: a launcher thread per attempt; Exec: the RPC's thread), so that
+// PR_SET_PDEATHSIG kills them if the worker dies.
+#ifndef RINGMASTER_SERVICES_WORKER_AGENT_H_
+#define RINGMASTER_SERVICES_WORKER_AGENT_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/gang.h"
+#include "core/types.h"
+#include "host/process.h"
+
+namespace prometheus {
+class Registry;
+}
+
+namespace ringmaster::worker {
+
+struct AgentOptions {
+  Inventory inventory;
+  // The worker's GPUs are simulated (CPU-backed) slots.
+  bool simulated_gpus = false;
+  // Root of the rank logs: LOG_DIR/JOB/ATTEMPT/rank-R.log (and mpirun.log on the launcher).
+  std::string log_dir = "/tmp/ringmaster-logs";
+  std::string mpirun = "mpirun";
+  std::string rsh_agent;
+  std::string rank_binary;
+  std::string train_binary = "ringmaster-train";
+  // See ResolveMpiInterface (core/launch.h).
+  std::string mpi_interface = "auto";
+  std::vector<std::string> mpirun_args;
+  // SIGTERM -> SIGKILL.
+  std::chrono::milliseconds kill_grace{5000};
+  // How long Exec waits for the assignment of an attempt it does not know yet.
+  std::chrono::milliseconds exec_wait{10000};
+  // Period of the vanish check and of teardown progress.
+  std::chrono::milliseconds check_interval{200};
+  // How long throughput gauges of a forgotten attempt stay on /metrics.
+  std::chrono::milliseconds metrics_retention{std::chrono::minutes(5)};
+};
+
+struct StartedRank {
+  int32_t rank = 0;
+  std::string log_path;
+  std::map<std::string, std::string> env;
+};
+
+struct RankExit {
+  int32_t rank = 0;
+  int32_t exit_code = 0;
+  int32_t signal = 0;
+  std::string message;
+  std::optional<double> images_per_second;
+};
+
+class Agent {
+ public:
+  // `registry` may be null (no metrics); it must outlive the agent.
+  Agent(AgentOptions options, prometheus::Registry* registry);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Kills leftovers of an earlier life of this worker and starts the housekeeping thread.
+  void Start();
+  // Stops every attempt's processes (TERM, then KILL after the grace) and the thread.
+  void Shutdown();
+
+  // The agent service's port, once the server is bound (before Start()).
+  void SetPort(int32_t port) { options_.inventory.port = port; }
+  const Inventory& inventory() const { return options_.inventory; }
+
+  // --- From the scheduler (rpc/scheduler_session.h).
+  void OnAssignment(const Assignment& assignment);
+  void OnStop(const std::string& job_id, int32_t attempt, const std::string& reason);
+  // Every held rank, for RegisterWorker; drops unsent statuses, which the list carries.
+  std::vector<HeldRank> TakeRegistration();
+  // The next status to send to the scheduler; false when none came within `timeout`.
+  bool NextStatus(RankStatus* status, std::chrono::milliseconds timeout);
+  void SetSchedulerConnected(bool connected);
+
+  // --- From peers, wrappers and clients (rpc/agent_service.h).
+  enum class Stream { kStdout, kStderr };
+  // Runs `bash -c JOIN(argv)` for a job attempt placed here (see the Launch protocol) and
+  // calls `output` with its output until it exits; `output` returning false or `cancelled`
+  // returning true stops the command. Errors as documented in agent.proto.
+  absl::StatusOr<ExitInfo> Exec(const std::string& job_id, int32_t attempt,
+                                const std::string& token, const std::vector<std::string>& argv,
+                                const std::map<std::string, std::string>& env,
+                                const std::function<bool(Stream, std::string_view)>& output,
+                                const std::function<bool()>& cancelled);
+  absl::StatusOr<StartedRank> StartRank(const std::string& job_id, int32_t attempt,
+                                        const std::string& token, int32_t mpi_rank, pid_t pid);
+  absl::Status ReportExit(const std::string& job_id, int32_t attempt, const std::string& token,
+                          const RankExit& exit);
+  absl::Status ReportThroughput(const std::string& job_id, int32_t attempt,
+                                const std::string& token, int32_t rank, double images_per_second);
+  // Streams a rank's log (see ReadLogsRequest). `write(data, attempt)` returning false ends it.
+  absl::Status ReadLogs(const std::string& job_id, int32_t rank, std::optional<int32_t> attempt,
+                        bool follow, const std::function<bool(std::string_view, int32_t)>& write,
+                        const std::function<bool()>& cancelled);
+
+ private:
+  using Key = std::pair<std::string, int32_t>;  // (job id, attempt)
+  struct Attempt;
+  struct Metrics;
+
+  void Housekeeping();
+  void Launch(Attempt* attempt);
+  // Turns a GangState decision into statuses and, when asked, a local teardown.
+  void ApplyLocked(Attempt& attempt, const GangState::Decision& decision);
+  void StartTeardownLocked(Attempt& attempt, const std::string& why);
+  // The attempt when it exists and `token` is its token.
+  absl::StatusOr<Attempt*> AuthorizeLocked(const std::string& job_id, int32_t attempt,
+                                           const std::string& token);
+  ProcessSelector SelectorLocked(const Attempt& attempt) const;
+  // The agent's environment without RINGMASTER_* variables, plus the attempt's tags.
+  std::map<std::string, std::string> ChildEnvironment(const Attempt& attempt) const;
+  std::string AttemptDir(const std::string& job_id, int32_t attempt) const;
+  void SetThroughputLocked(const std::string& job_id, int32_t rank, double value);
+  void UpdateGaugesLocked();
+
+  AgentOptions options_;
+  std::unique_ptr<Metrics> metrics_;
+  std::map<std::string, std::string> base_env_;
+
+  std::mutex mu_;
+  std::condition_variable assignments_cv_;  // Exec waiting for an assignment
+  std::map<Key, std::unique_ptr<Attempt>> attempts_;
+  std::deque<RankStatus> outbox_;
+  std::condition_variable outbox_cv_;
+  // Throughput gauges of forgotten attempts, removed at the time given.
+  std::vector<std::pair<std::chrono::steady_clock::time_point, std::string>> expiring_jobs_;
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool wake_ = false;
+  bool stopping_ = false;
+  std::thread housekeeping_;
+};
+
+}  // namespace ringmaster::worker
+
+#endif  // RINGMASTER_SERVICES_WORKER_AGENT_H_

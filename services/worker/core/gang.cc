@@ -1,0 +1,134 @@
+#include "core/gang.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace ringmaster::worker {
+namespace {
+constexpr size_t kMaxMessage = 1024;
+}  // namespace
+
+GangState::GangState(std::string job_id, int32_t attempt, std::vector<int32_t> local_ranks)
+    : job_id_(std::move(job_id)), attempt_(attempt) {
+  for (int32_t r : local_ranks) ranks_[r] = Rank{};
+}
+
+RankStatus GangState::Status(int32_t rank, RankStatus::Kind kind) const {
+  RankStatus s;
+  s.job_id = job_id_;
+  s.attempt = attempt_;
+  s.rank = rank;
+  s.kind = kind;
+  return s;
+}
+
+GangState::Phase GangState::phase(int32_t rank) const {
+  auto it = ranks_.find(rank);
+  return it == ranks_.end() ? Phase::kAssigned : it->second.phase;
+}
+
+GangState::Decision GangState::OnStarted(int32_t rank, int32_t pid) {
+  Decision d;
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end() || it->second.phase != Phase::kAssigned) return d;
+  it->second.phase = Phase::kStarted;
+  it->second.pid = pid;
+  d.reports.push_back(Status(rank, RankStatus::Kind::kStarted));
+  return d;
+}
+
+GangState::Decision GangState::OnExited(int32_t rank, int32_t exit_code, int32_t signal,
+                                        const std::string& message) {
+  Decision d;
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return d;
+  Rank& r = it->second;
+  if (r.phase == Phase::kExited || r.phase == Phase::kLaunchFailed) return d;
+  r.phase = Phase::kExited;
+  r.exit_code = signal != 0 ? 0 : exit_code;
+  r.signal = signal;
+  RankStatus s = Status(rank, RankStatus::Kind::kExited);
+  s.exit_code = r.exit_code;
+  s.signal = signal;
+  s.message = message.substr(0, kMaxMessage);
+  d.reports.push_back(std::move(s));
+  d.stop_local = (exit_code != 0 || signal != 0) && !stopping_;
+  return d;
+}
+
+GangState::Decision GangState::OnVanished(int32_t rank) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end() || it->second.phase != Phase::kStarted) return {};
+  constexpr int32_t kSigKill = 9;
+  return OnExited(rank, 0, kSigKill, "the rank's process vanished without reporting its exit");
+}
+
+GangState::Decision GangState::OnLauncherExited(int32_t exit_code, int32_t signal,
+                                                const std::string& output_tail) {
+  Decision d;
+  const std::string how = signal != 0 ? absl::StrCat("was killed by signal ", signal)
+                                      : absl::StrCat("exited with code ", exit_code);
+  for (auto& [rank, r] : ranks_) {
+    if (r.phase != Phase::kAssigned) continue;
+    r.phase = Phase::kLaunchFailed;
+    RankStatus s = Status(rank, RankStatus::Kind::kLaunchFailed);
+    s.message = absl::StrCat("mpirun ", how, " before rank ", rank, " started: ", output_tail)
+                    .substr(0, kMaxMessage);
+    d.reports.push_back(std::move(s));
+  }
+  d.stop_local = (exit_code != 0 || signal != 0 || !d.reports.empty()) && !stopping_;
+  return d;
+}
+
+GangState::Decision GangState::OnLaunchFailed(const std::string& why) {
+  Decision d;
+  for (auto& [rank, r] : ranks_) {
+    if (r.phase != Phase::kAssigned) continue;
+    r.phase = Phase::kLaunchFailed;
+    RankStatus s = Status(rank, RankStatus::Kind::kLaunchFailed);
+    s.message = why.substr(0, kMaxMessage);
+    d.reports.push_back(std::move(s));
+  }
+  d.stop_local = !stopping_;
+  return d;
+}
+
+GangState::Decision GangState::OnExecExited(int32_t exit_code, int32_t signal) {
+  Decision d;
+  // The launcher's mpirun decides about ranks that never started; a failed orted here only
+  // means nothing of this attempt should be left running on this worker.
+  d.stop_local = (exit_code != 0 || signal != 0) && !stopping_;
+  return d;
+}
+
+bool GangState::AllEnded() const {
+  for (const auto& [rank, r] : ranks_) {
+    if (r.phase == Phase::kAssigned || r.phase == Phase::kStarted) return false;
+  }
+  return true;
+}
+
+std::map<int32_t, int32_t> GangState::RunningPids() const {
+  std::map<int32_t, int32_t> pids;
+  for (const auto& [rank, r] : ranks_) {
+    if (r.phase == Phase::kStarted && r.pid > 0) pids[rank] = r.pid;
+  }
+  return pids;
+}
+
+std::vector<HeldRank> GangState::Held() const {
+  std::vector<HeldRank> held;
+  for (const auto& [rank, r] : ranks_) {
+    HeldRank h{job_id_, attempt_, rank, false, 0};
+    if (r.phase == Phase::kExited) {
+      h.exited = true;
+      h.exit_code = r.signal != 0 ? 128 + r.signal : r.exit_code;
+    } else if (r.phase == Phase::kLaunchFailed) {
+      h.exited = true;
+      h.exit_code = kLaunchFailedExitCode;
+    }
+    held.push_back(h);
+  }
+  return held;
+}
+
+}  // namespace ringmaster::worker

@@ -1,0 +1,121 @@
+// The launch of one job attempt, computed from its assignment: the gang's hosts in MPI order,
+// the hostfile, the mpirun command line, and the environment of mpirun and of every rank.
+// Plain data in, plain data out; the protocol that uses them is in agent.h.
+#ifndef RINGMASTER_SERVICES_WORKER_CORE_LAUNCH_H_
+#define RINGMASTER_SERVICES_WORKER_CORE_LAUNCH_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/types.h"
+
+namespace ringmaster::worker {
+
+// One worker of a gang, as the hostfile lists it.
+struct GangHost {
+  std::string worker_id;
+  std::string address;
+  int32_t port = 0;
+  // Placed ranks on this worker, in MPI order (mpirun fills each host's slots in turn).
+  std::vector<int32_t> ranks;
+};
+
+// Checks what the launch relies on: ranks 0..n-1 each placed once, every worker with one
+// address and port, no two workers sharing an address (MPI would take them for one host).
+// INVALID_ARGUMENT naming the problem.
+absl::Status ValidatePlacement(const std::vector<RankPlacement>& placement);
+
+// The gang's workers in hostfile order: ordered by their lowest rank. mpirun maps MPI ranks
+// by slot, host after host, so MPI rank m is the m-th rank of this order; with the scheduler's
+// packing (consecutive ranks per worker) MPI rank and placed rank are the same.
+std::vector<GangHost> GangHosts(const std::vector<RankPlacement>& placement);
+
+// Placed rank of every MPI rank (index: MPI rank).
+std::vector<int32_t> PlacedRankOfMpiRank(const std::vector<GangHost>& hosts);
+
+// "ADDRESS slots=N\n" per host.
+std::string HostfileText(const std::vector<GangHost>& hosts);
+
+// The value of RINGMASTER_AGENT_PORTS: "ADDRESS:PORT,ADDRESS:PORT" (how ringmaster-rsh finds
+// the agent of the host mpirun names).
+std::string AgentPortsValue(const std::vector<GangHost>& hosts);
+// The port of `host` in such a value; NOT_FOUND when the host is not listed, INVALID_ARGUMENT
+// when the value is malformed.
+absl::StatusOr<int32_t> AgentPortOf(const std::string& agent_ports, const std::string& host);
+
+// What every rank runs: the trainer with the spec's flags, or the command's argv.
+// INVALID_ARGUMENT when the assignment has neither or an empty command.
+absl::StatusOr<std::vector<std::string>> WorkloadArgv(const Assignment& assignment,
+                                                      const std::string& train_binary);
+
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool IsLoopbackAddress(const std::string& address);
+
+// The interface MPI's TCP traffic uses: `flag` itself, except "auto" (lo when the launcher's
+// address is a loopback address, else Open MPI's own choice) and "" (Open MPI's own choice).
+std::string ResolveMpiInterface(const std::string& flag, const std::string& launcher_address);
+
+struct MpirunOptions {
+  std::string mpirun = "mpirun";
+  std::string hostfile_path;
+  // Path of ringmaster-rsh, mpirun's plm_rsh_agent.
+  std::string rsh_agent;
+  // Path of ringmaster-rank, which mpirun runs as every rank (the same path on every worker).
+  std::string rank_binary;
+  // "" leaves interface selection to Open MPI; "lo" also restricts the BTLs to tcp,self.
+  std::string mpi_interface;
+  bool allow_run_as_root = false;
+  // Appended before the program (operator's --mpirun-args).
+  std::vector<std::string> extra_args;
+};
+
+// Variables mpirun exports to every rank with -x (their values are in LauncherEnvironment).
+std::vector<std::string> ExportedToRanks();
+
+// The mpirun command line: `mpirun [options] RANK_BINARY -- WORKLOAD...`.
+std::vector<std::string> MpirunArgv(const MpirunOptions& options, int32_t world_size,
+                                    const std::vector<std::string>& workload);
+
+// Environment set for mpirun (and through -x for every rank): job id, attempt, token, the
+// agents' ports, MASTER_ADDR (rank 0's address), MASTER_PORT, WORLD_SIZE.
+std::map<std::string, std::string> LauncherEnvironment(const Assignment& assignment,
+                                                       const std::vector<GangHost>& hosts,
+                                                       int32_t master_port);
+
+// Environment of placed rank `rank` running on this worker, set by its wrapper over what it
+// inherited. The command's own env comes first; ours wins on a clash. `simulated_gpus`: the
+// worker's GPUs are CPU-backed slots, so CUDA_VISIBLE_DEVICES is empty and the indices go to
+// RINGMASTER_SIMULATED_GPUS instead.
+std::map<std::string, std::string> RankEnvironment(const Assignment& assignment, int32_t rank,
+                                                   bool simulated_gpus);
+
+// Words joined by single spaces, as ssh joins its command before the remote shell runs it.
+std::string JoinCommand(const std::vector<std::string>& words);
+
+// Checks an Exec request's command and environment against the limits in agent.proto.
+absl::Status ValidateExecCommand(const std::vector<std::string>& argv,
+                                 const std::map<std::string, std::string>& env);
+
+// Names of the variables the worker sets on every process of a job attempt it starts; also
+// how leftovers are found in /proc.
+inline constexpr const char* kJobIdEnv = "RINGMASTER_JOB_ID";
+inline constexpr const char* kAttemptEnv = "RINGMASTER_ATTEMPT";
+inline constexpr const char* kWorkerIdEnv = "RINGMASTER_WORKER_ID";
+inline constexpr const char* kTokenEnv = "RINGMASTER_TOKEN";
+inline constexpr const char* kAgentAddrEnv = "RINGMASTER_AGENT_ADDR";
+inline constexpr const char* kAgentPortsEnv = "RINGMASTER_AGENT_PORTS";
+
+// True when `job_id` can name a directory: 1..128 characters of [A-Za-z0-9._-], not starting
+// with '.'. Job ids come from clients in ReadLogs; this keeps them inside the log directory.
+bool IsSafeJobId(const std::string& job_id);
+
+// Path of a rank's log below the worker's log directory: JOB/ATTEMPT/rank-R.log.
+std::string RankLogRelativePath(const std::string& job_id, int32_t attempt, int32_t rank);
+
+}  // namespace ringmaster::worker
+
+#endif  // RINGMASTER_SERVICES_WORKER_CORE_LAUNCH_H_

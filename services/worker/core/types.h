@@ -1,0 +1,87 @@
+// Plain structs of the worker's world: what the scheduler assigns, what ranks report, what the
+// worker holds. No gRPC or protobuf; rpc/convert.h translates.
+#ifndef RINGMASTER_SERVICES_WORKER_CORE_TYPES_H_
+#define RINGMASTER_SERVICES_WORKER_CORE_TYPES_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ringmaster::worker {
+
+// Where one rank of a gang runs.
+struct RankPlacement {
+  int32_t rank = 0;
+  std::string worker_id;
+  std::string worker_address;
+  int32_t worker_port = 0;
+  std::vector<int32_t> gpu_indices;  // empty: a CPU rank
+  bool operator==(const RankPlacement&) const = default;
+};
+
+struct TrainerWorkload {
+  std::string model;       // empty: the trainer's default
+  int32_t batch_size = 0;  // 0: the trainer's default
+  int64_t steps = 0;       // 0: the trainer's default
+};
+
+struct CommandWorkload {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+};
+
+// One job attempt as the scheduler assigned it: every rank of the gang, on every worker.
+struct Assignment {
+  std::string job_id;
+  int32_t attempt = 0;
+  std::optional<TrainerWorkload> trainer;
+  std::optional<CommandWorkload> command;
+  std::vector<RankPlacement> placement;
+  std::string token;
+};
+
+// A rank's life as the worker reports it to the scheduler (RankStatus on the wire).
+struct RankStatus {
+  enum class Kind { kStarted, kExited, kLaunchFailed };
+  std::string job_id;
+  int32_t attempt = 0;
+  int32_t rank = 0;
+  Kind kind = Kind::kStarted;
+  int32_t exit_code = 0;
+  int32_t signal = 0;
+  std::string message;
+  bool operator==(const RankStatus&) const = default;
+};
+
+// A rank listed in RegisterWorker (RunningRank on the wire).
+struct HeldRank {
+  std::string job_id;
+  int32_t attempt = 0;
+  int32_t rank = 0;
+  bool exited = false;
+  int32_t exit_code = 0;
+  bool operator==(const HeldRank&) const = default;
+};
+
+// One GPU (or simulated slot) the worker offers.
+struct Gpu {
+  int32_t index = 0;
+  std::string type;
+  int64_t memory_bytes = 0;
+  bool simulated = false;
+};
+
+// What the worker registers with.
+struct Inventory {
+  std::string worker_id;
+  std::string address;
+  int32_t port = 0;
+  std::vector<Gpu> gpus;
+  int32_t cpu_slots = 0;
+};
+
+}  // namespace ringmaster::worker
+
+#endif  // RINGMASTER_SERVICES_WORKER_CORE_TYPES_H_

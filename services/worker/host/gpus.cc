@@ -1,0 +1,79 @@
+#include "host/gpus.h"
+
+#include <dlfcn.h>
+
+#include "absl/strings/str_cat.h"
+#include "core/inventory.h"
+
+namespace ringmaster::worker {
+namespace {
+
+// The few NVML entry points we use, with their C ABI (nvml.h is not needed to build).
+using NvmlReturn = int;
+using NvmlDevice = void*;
+struct NvmlMemory {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+constexpr NvmlReturn kNvmlSuccess = 0;
+
+template <typename Fn>
+Fn Symbol(void* lib, const char* name) {
+  return reinterpret_cast<Fn>(dlsym(lib, name));
+}
+
+}  // namespace
+
+GpuDiscovery DiscoverGpus() {
+  GpuDiscovery result;
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    result.why_none = "libnvidia-ml.so.1 not found (no NVIDIA driver)";
+    return result;
+  }
+  auto init = Symbol<NvmlReturn (*)()>(lib, "nvmlInit_v2");
+  auto shutdown = Symbol<NvmlReturn (*)()>(lib, "nvmlShutdown");
+  auto error_string = Symbol<const char* (*)(NvmlReturn)>(lib, "nvmlErrorString");
+  auto count = Symbol<NvmlReturn (*)(unsigned*)>(lib, "nvmlDeviceGetCount_v2");
+  auto handle = Symbol<NvmlReturn (*)(unsigned, NvmlDevice*)>(lib, "nvmlDeviceGetHandleByIndex_v2");
+  auto name = Symbol<NvmlReturn (*)(NvmlDevice, char*, unsigned)>(lib, "nvmlDeviceGetName");
+  auto memory = Symbol<NvmlReturn (*)(NvmlDevice, NvmlMemory*)>(lib, "nvmlDeviceGetMemoryInfo");
+  if (!init || !shutdown || !error_string || !count || !handle || !name || !memory) {
+    result.why_none = "libnvidia-ml.so.1 lacks the NVML functions we need";
+    dlclose(lib);
+    return result;
+  }
+  auto fail = [&](const char* what, NvmlReturn rc) {
+    result.why_none = absl::StrCat("NVML ", what, ": ", error_string(rc));
+  };
+  if (NvmlReturn rc = init(); rc != kNvmlSuccess) {
+    fail("init", rc);
+    dlclose(lib);
+    return result;
+  }
+  unsigned n = 0;
+  if (NvmlReturn rc = count(&n); rc != kNvmlSuccess) {
+    fail("device count", rc);
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    NvmlDevice device = nullptr;
+    char device_name[96] = {0};
+    NvmlMemory mem{};
+    if (NvmlReturn rc = handle(i, &device); rc != kNvmlSuccess) {
+      fail("device handle", rc);
+      result.gpus.clear();
+      break;
+    }
+    if (name(device, device_name, sizeof(device_name)) != kNvmlSuccess) device_name[0] = '\0';
+    if (memory(device, &mem) != kNvmlSuccess) mem.total = 0;
+    result.gpus.push_back(Gpu{static_cast<int32_t>(i), GpuTypeFromName(device_name),
+                              static_cast<int64_t>(mem.total), false});
+  }
+  if (result.gpus.empty() && result.why_none.empty()) result.why_none = "NVML reports no GPU";
+  shutdown();
+  dlclose(lib);
+  return result;
+}
+
+}  // namespace ringmaster::worker

@@ -1,0 +1,25 @@
+// GPU discovery through NVML, loaded with dlopen so that the worker builds and runs on
+// machines without the NVIDIA driver (it then simply finds no GPU).
+#ifndef RINGMASTER_SERVICES_WORKER_HOST_GPUS_H_
+#define RINGMASTER_SERVICES_WORKER_HOST_GPUS_H_
+
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+
+namespace ringmaster::worker {
+
+struct GpuDiscovery {
+  // In NVML's (PCI bus) order; `index` is what CUDA_VISIBLE_DEVICES names when
+  // CUDA_DEVICE_ORDER=PCI_BUS_ID, which every rank gets.
+  std::vector<Gpu> gpus;
+  // Why there are none ("libnvidia-ml.so.1 not found", "NVML: Driver Not Loaded"), for the log.
+  std::string why_none;
+};
+
+GpuDiscovery DiscoverGpus();
+
+}  // namespace ringmaster::worker
+
+#endif  // RINGMASTER_SERVICES_WORKER_HOST_GPUS_H_

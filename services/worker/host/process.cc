@@ -1,0 +1,215 @@
+#include "host/process.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace ringmaster::worker {
+namespace {
+
+[[noreturn]] void ChildFailed(int err_fd) {
+  int err = errno;
+  ssize_t ignored = write(err_fd, &err, sizeof(err));
+  (void)ignored;
+  _exit(127);
+}
+
+// Runs in the child between fork and exec: async-signal-safe calls only.
+[[noreturn]] void ExecChild(const SpawnOptions& options, pid_t parent, int out_fd, int err_fd_out,
+                            int err_pipe, char* const* argv, char* const* envp) {
+  if (options.parent_death_signal != 0) {
+    if (prctl(PR_SET_PDEATHSIG, options.parent_death_signal) != 0) ChildFailed(err_pipe);
+    // The parent may have died before prctl took effect.
+    if (getppid() != parent) _exit(127);
+  }
+  if (options.new_session && setsid() < 0) ChildFailed(err_pipe);
+  // The worker blocks and ignores signals for its own reasons; programs start clean.
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_DFL);
+  int null_fd = open("/dev/null", O_RDWR);
+  if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0) ChildFailed(err_pipe);
+  int o = out_fd >= 0 ? out_fd : null_fd;
+  int e = err_fd_out >= 0 ? err_fd_out : (out_fd >= 0 ? out_fd : null_fd);
+  if (dup2(o, STDOUT_FILENO) < 0 || dup2(e, STDERR_FILENO) < 0) ChildFailed(err_pipe);
+  // Nothing of the parent's (sockets, logs, other jobs' pipes) leaks into the program; the
+  // error pipe closes on exec, which tells the parent exec worked.
+  close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  execvpe(argv[0], argv, envp);
+  ChildFailed(err_pipe);
+}
+
+// Field 3 (state) and 6 (session) of /proc/PID/stat; false when unreadable.
+bool ReadStat(pid_t pid, char* state, pid_t* session) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The command name (field 2) is in parentheses and may hold spaces or ')'.
+  auto close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) return false;
+  std::istringstream rest(text.substr(close + 2));
+  long ppid = 0, pgrp = 0, sid = 0;
+  if (!(rest >> *state >> ppid >> pgrp >> sid)) return false;
+  *session = static_cast<pid_t>(sid);
+  return true;
+}
+
+bool EnvironMatches(pid_t pid, const ProcessSelector& selector) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/environ"), std::ios::binary);
+  if (!in) return false;
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto& tags = selector.env_tags;
+  std::set<std::string> found;
+  std::set<std::string> names;
+  size_t start = 0;
+  while (start < data.size()) {
+    size_t end = data.find('\0', start);
+    if (end == std::string::npos) end = data.size();
+    std::string_view entry(data.data() + start, end - start);
+    auto eq = entry.find('=');
+    if (eq != std::string_view::npos) {
+      const std::string name(entry.substr(0, eq));
+      auto it = tags.find(name);
+      if (it != tags.end() && it->second == entry.substr(eq + 1)) found.insert(name);
+      if (selector.env_names.count(name)) names.insert(name);
+    }
+    start = end + 1;
+  }
+  return found.size() == tags.size() && names.size() == selector.env_names.size();
+}
+
+}  // namespace
+
+absl::StatusOr<Spawned> Spawn(const SpawnOptions& options) {
+  if (options.argv.empty()) return absl::InvalidArgumentError("Spawn: empty argv");
+  // Everything the child needs is built before fork.
+  std::vector<std::string> args = options.argv;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : options.env) env_strings.push_back(absl::StrCat(k, "=", v));
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int out_pipe[2] = {-1, -1};
+  int err_pipe_fds[2] = {-1, -1};
+  int status_pipe[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe_fds[0], err_pipe_fds[1], status_pipe[0],
+                   status_pipe[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  };
+  if ((options.pipe_output &&
+       (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe_fds, O_CLOEXEC) != 0)) ||
+      pipe2(status_pipe, O_CLOEXEC) != 0) {
+    int err = errno;
+    close_all();
+    return absl::ResourceExhaustedError(absl::StrCat("pipe2: ", std::strerror(err)));
+  }
+  const int child_out = options.pipe_output ? out_pipe[1] : options.output_fd;
+  const int child_err = options.pipe_output ? err_pipe_fds[1] : -1;
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    close_all();
+    return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(err)));
+  }
+  if (pid == 0) {
+    ExecChild(options, parent, child_out, child_err, status_pipe[1], argv.data(), envp.data());
+  }
+  close(status_pipe[1]);
+  status_pipe[1] = -1;
+  if (options.pipe_output) {
+    close(out_pipe[1]);
+    close(err_pipe_fds[1]);
+    out_pipe[1] = err_pipe_fds[1] = -1;
+  }
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = read(status_pipe[0], &child_errno, sizeof(child_errno));
+  } while (n < 0 && errno == EINTR);
+  close(status_pipe[0]);
+  status_pipe[0] = -1;
+  if (n > 0) {
+    WaitForExit(pid);
+    close_all();
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot run ", options.argv[0], ": ", std::strerror(child_errno)));
+  }
+  return Spawned{pid, out_pipe[0], err_pipe_fds[0]};
+}
+
+ExitInfo WaitForExit(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return ExitInfo{-1, 0};
+  }
+  if (WIFSIGNALED(status)) return ExitInfo{0, WTERMSIG(status)};
+  return ExitInfo{WEXITSTATUS(status), 0};
+}
+
+bool ProcessAlive(pid_t pid) {
+  char state = 0;
+  pid_t session = 0;
+  if (pid <= 0 || !ReadStat(pid, &state, &session)) return false;
+  return state != 'Z' && state != 'X';
+}
+
+std::map<std::string, std::string> CurrentEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+std::vector<pid_t> FindProcesses(const ProcessSelector& selector) {
+  std::vector<pid_t> found;
+  const bool by_env = !selector.env_tags.empty() || !selector.env_names.empty();
+  if (selector.sessions.empty() && !by_env) return found;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return found;
+  const pid_t self = getpid();
+  while (dirent* entry = readdir(dir)) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(entry->d_name, &pid) || pid == self) continue;
+    char state = 0;
+    pid_t session = 0;
+    if (!ReadStat(pid, &state, &session) || state == 'Z' || state == 'X') continue;
+    if (selector.sessions.count(session) || (by_env && EnvironMatches(pid, selector))) {
+      found.push_back(pid);
+    }
+  }
+  closedir(dir);
+  return found;
+}
+
+int SignalProcesses(const ProcessSelector& selector, int signal) {
+  std::vector<pid_t> pids = FindProcesses(selector);
+  for (pid_t pid : pids) kill(pid, signal);
+  return static_cast<int>(pids.size());
+}
+
+}  // namespace ringmaster::worker

@@ -1,0 +1,201 @@
+// ringmaster-worker: flags and wiring only. See agent.h for what it does and docs/workers.md
+// for how to run it.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "agent.h"
+#include "common/flags.h"
+#include "common/log.h"
+#include "core/inventory.h"
+#include "host/gpus.h"
+#include "rpc/agent_service.h"
+#include "rpc/scheduler_session.h"
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+
+std::string Hostname() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+// A worker id from the host name: [a-z0-9.-], at most 63 characters.
+std::string IdFromHostname() {
+  std::string id;
+  for (char c : Hostname()) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    id.push_back((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ? c : '-');
+  }
+  return id.substr(0, 63);
+}
+
+// The installed binaries sit beside each other; in a build tree the trainer is two levels up.
+std::string Sibling(const std::string& name, const std::vector<std::string>& also = {}) {
+  std::error_code ec;
+  const std::filesystem::path dir =
+      std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  if (!ec) {
+    if (std::filesystem::exists(dir / name)) return (dir / name).string();
+    for (const std::string& rel : also) {
+      if (std::filesystem::exists(dir / rel)) return std::filesystem::canonical(dir / rel).string();
+    }
+  }
+  return name;
+}
+
+ringmaster::Flags MakeFlags() {
+  ringmaster::Flags flags("ringmaster-worker",
+                          "Worker agent of Ringmaster: offers this machine's GPUs (or CPU slots) "
+                          "to the scheduler, launches and supervises the ranks placed here.");
+  flags.Add("worker-id", IdFromHostname(), "stable id of this worker ([a-z0-9.-], 1..63)");
+  flags.Add("address", Hostname(),
+            "host or IP the other workers and mpirun reach this worker at (e.g. 127.0.0.2)");
+  flags.Add("listen", "", "gRPC address of the agent service (default ADDRESS:7071)");
+  flags.Add("scheduler", "127.0.0.1:7070", "scheduler HOST:PORT");
+  flags.Add("metrics-listen", "",
+            "address of the Prometheus /metrics endpoint (default "
+            "ADDRESS:9465)");
+  flags.Add("cpu-slots", "-1", "CPU ranks offered; -1: one per core without GPUs, else none");
+  flags.Add("simulate-gpus", "0", "offer N simulated GPUs backed by the CPU instead of real ones");
+  flags.Add("simulate-gpu-type", "t4", "type of the simulated GPUs");
+  flags.Add("simulate-gpu-memory-bytes", "17179869184", "memory reported per simulated GPU");
+  flags.Add("log-dir", "/tmp/ringmaster-logs", "rank logs go to LOG_DIR/JOB/ATTEMPT/rank-R.log");
+  flags.Add("mpirun", "mpirun", "mpirun to launch jobs with (Open MPI 4)");
+  flags.Add("mpirun-args", "", "extra mpirun arguments, space-separated");
+  flags.Add("mpi-if", "auto",
+            "network interface of MPI traffic; auto: lo when ADDRESS is a loopback address, "
+            "else Open MPI's choice; empty: Open MPI's choice");
+  flags.Add("train-binary", Sibling("ringmaster-train", {"../../trainer/ringmaster-train"}),
+            "path of ringmaster-train (trainer workloads)");
+  flags.Add("rsh-binary", Sibling("ringmaster-rsh"),
+            "path of ringmaster-rsh (same on every worker)");
+  flags.Add("rank-binary", Sibling("ringmaster-rank"),
+            "path of ringmaster-rank (same on every worker)");
+  flags.Add("kill-grace-ms", "5000", "SIGTERM to SIGKILL when stopping a job's processes");
+  flags.Add("exec-wait-ms", "10000", "how long Exec waits for an assignment it has not seen yet");
+  flags.Add("log-level", "info", "debug, info, warning or error");
+  return flags;
+}
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "ringmaster-worker: %s\n", std::string(status.message()).c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ringmaster;
+  using namespace ringmaster::worker;
+  Flags flags = MakeFlags();
+  if (auto s = flags.Parse(argc, argv); !s.ok()) return Fail(s);
+  if (flags.help_requested()) {
+    std::fputs(flags.Usage().c_str(), stdout);
+    return 0;
+  }
+  if (!flags.positional().empty()) {
+    return Fail(absl::InvalidArgumentError("unexpected argument " + flags.positional()[0]));
+  }
+  const std::string& level = flags.Get("log-level");
+  SetMinLogLevel(level == "debug"     ? LogLevel::kDebug
+                 : level == "warning" ? LogLevel::kWarning
+                 : level == "error"   ? LogLevel::kError
+                                      : LogLevel::kInfo);
+  int64_t cpu_slots = 0, simulate = 0, sim_memory = 0, grace = 0, exec_wait = 0;
+  for (auto s : {flags.GetInt("cpu-slots", &cpu_slots), flags.GetInt("simulate-gpus", &simulate),
+                 flags.GetInt("simulate-gpu-memory-bytes", &sim_memory),
+                 flags.GetInt("kill-grace-ms", &grace), flags.GetInt("exec-wait-ms", &exec_wait)}) {
+    if (!s.ok()) return Fail(s);
+  }
+  if (simulate < 0 || simulate > 64) {
+    return Fail(absl::InvalidArgumentError("--simulate-gpus must be 0..64"));
+  }
+
+  AgentOptions options;
+  Inventory& inv = options.inventory;
+  inv.worker_id = flags.Get("worker-id");
+  inv.address = flags.Get("address");
+  if (simulate > 0) {
+    options.simulated_gpus = true;
+    for (int i = 0; i < simulate; ++i) {
+      inv.gpus.push_back(Gpu{i, flags.Get("simulate-gpu-type"), sim_memory, true});
+    }
+  } else {
+    GpuDiscovery found = DiscoverGpus();
+    inv.gpus = found.gpus;
+    if (inv.gpus.empty()) RM_LOG(kInfo) << "no GPU: " << found.why_none;
+  }
+  inv.cpu_slots = CpuSlots(cpu_slots, static_cast<int32_t>(std::thread::hardware_concurrency()),
+                           static_cast<int32_t>(inv.gpus.size()));
+  options.log_dir = flags.Get("log-dir");
+  options.mpirun = flags.Get("mpirun");
+  options.mpirun_args = absl::StrSplit(flags.Get("mpirun-args"), ' ', absl::SkipEmpty());
+  options.mpi_interface = flags.Get("mpi-if");
+  options.train_binary = flags.Get("train-binary");
+  options.rsh_agent = flags.Get("rsh-binary");
+  options.rank_binary = flags.Get("rank-binary");
+  options.kill_grace = std::chrono::milliseconds(grace);
+  options.exec_wait = std::chrono::milliseconds(exec_wait);
+  const std::string listen =
+      flags.Get("listen").empty() ? inv.address + ":7071" : flags.Get("listen");
+  const std::string metrics_listen =
+      flags.Get("metrics-listen").empty() ? inv.address + ":9465" : flags.Get("metrics-listen");
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(metrics_listen);
+    exposer->RegisterCollectable(registry);
+  } catch (const std::exception& e) {
+    return Fail(absl::UnavailableError(
+        absl::StrCat("cannot serve /metrics on ", metrics_listen, ": ", e.what())));
+  }
+
+  // The agent service listens before we register: its port goes into the registration.
+  Agent agent(options, registry.get());
+  AgentServiceImpl service(&agent);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || bound_port == 0) {
+    return Fail(absl::UnavailableError("cannot listen on " + listen));
+  }
+  agent.SetPort(bound_port);
+  agent.Start();
+  SchedulerSession session(flags.Get("scheduler"), &agent);
+  session.Start();
+  RM_LOG(kInfo) << "ringmaster-worker " << inv.worker_id << " at " << inv.address << ":"
+                << bound_port << " (gRPC on " << listen << ", /metrics on " << metrics_listen
+                << "): " << inv.gpus.size() << (options.simulated_gpus ? " simulated" : "")
+                << " GPUs" << (inv.gpus.empty() ? "" : " of type " + inv.gpus[0].type) << ", "
+                << inv.cpu_slots << " CPU slots; scheduler " << flags.Get("scheduler");
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  RM_LOG(kInfo) << "shutting down: stopping every job process on this worker";
+  // Processes first: their Exec calls then end by themselves.
+  agent.Shutdown();
+  session.Stop();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return 0;
+}

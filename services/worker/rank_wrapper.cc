@@ -1,0 +1,213 @@
+#include "rank_wrapper.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/launch.h"
+#include "core/throughput.h"
+#include "host/process.h"
+#include "rpc/agent_client.h"
+
+namespace ringmaster::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // orted gone or log full: the rank goes on regardless
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "ringmaster-rank: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int RunRank(const std::vector<std::string>& program) {
+  if (program.empty()) return Fail("usage: ringmaster-rank -- PROGRAM [ARGS...]");
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v == nullptr ? "" : v;
+  };
+  const std::string agent_addr = env(kAgentAddrEnv);
+  const std::string job_id = env(kJobIdEnv);
+  const std::string token = env(kTokenEnv);
+  int32_t attempt = 0, mpi_rank = 0;
+  if (agent_addr.empty() || job_id.empty() || token.empty() ||
+      !absl::SimpleAtoi(env(kAttemptEnv), &attempt) ||
+      !absl::SimpleAtoi(env("OMPI_COMM_WORLD_RANK"), &mpi_rank)) {
+    return Fail(absl::StrCat("needs ", kAgentAddrEnv, ", ", kJobIdEnv, ", ", kAttemptEnv, ", ",
+                             kTokenEnv,
+                             " and OMPI_COMM_WORLD_RANK: run it under mpirun as a "
+                             "Ringmaster worker launches it"));
+  }
+
+  // Signals arrive through a signalfd; block them before any thread (gRPC's) exists.
+  sigset_t handled;
+  sigemptyset(&handled);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&handled, sig);
+  sigprocmask(SIG_BLOCK, &handled, nullptr);
+  const int sig_fd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+  std::signal(SIGPIPE, SIG_IGN);
+  // orted gone: stop the workload cleanly (it gets SIGKILL if we die first).
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+
+  AgentClient agent(agent_addr);
+  v1::StartRankRequest start;
+  start.set_job_id(job_id);
+  start.set_attempt(attempt);
+  start.set_token(token);
+  start.set_mpi_rank(mpi_rank);
+  start.set_pid(getpid());
+  absl::StatusOr<v1::StartRankResponse> started = agent.StartRank(start, std::chrono::seconds(30));
+  if (!started.ok()) {
+    return Fail(absl::StrCat("worker ", agent_addr, " refused MPI rank ", mpi_rank, ": ",
+                             started.status().ToString()));
+  }
+  const int32_t rank = started->rank();
+  for (const auto& [k, v] : started->env()) setenv(k.c_str(), v.c_str(), 1);
+  const int log_fd =
+      open(started->log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    std::fprintf(stderr, "ringmaster-rank: cannot open %s: %s; output goes to mpirun only\n",
+                 started->log_path().c_str(), std::strerror(errno));
+  }
+
+  v1::ReportRankRequest report;
+  report.set_job_id(job_id);
+  report.set_attempt(attempt);
+  report.set_token(token);
+  report.set_rank(rank);
+
+  SpawnOptions spawn;
+  spawn.argv = program;
+  spawn.env = CurrentEnvironment();
+  spawn.pipe_output = true;
+  spawn.new_session = false;  // orted and the worker stop the rank by its session
+  spawn.parent_death_signal = SIGKILL;
+  absl::StatusOr<Spawned> child = Spawn(spawn);
+  if (!child.ok()) {
+    const std::string message = std::string(child.status().message());
+    const std::string line = absl::StrCat("ringmaster-rank: ", message, "\n");
+    WriteAll(STDERR_FILENO, line);
+    if (log_fd >= 0) WriteAll(log_fd, line);
+    report.set_kind(v1::ReportRankRequest::KIND_EXITED);
+    report.set_exit_code(127);
+    report.set_message(message);
+    (void)agent.ReportRank(report, std::chrono::seconds(10));
+    return 127;
+  }
+
+  int fds[2] = {child->stdout_fd, child->stderr_fd};
+  LineSplitter splitters[2];
+  std::optional<double> last_value;
+  std::optional<double> reported_value;
+  Clock::time_point last_report;
+  auto on_line = [&](std::string_view line) {
+    if (auto sample = ParseThroughputLine(line)) last_value = sample->images_per_second;
+  };
+  auto maybe_report = [&](bool force) {
+    if (!last_value || last_value == reported_value) return;
+    if (!force && Clock::now() - last_report < std::chrono::seconds(1)) return;
+    v1::ReportRankRequest sample = report;
+    sample.set_kind(v1::ReportRankRequest::KIND_THROUGHPUT);
+    sample.set_images_per_second(*last_value);
+    (void)agent.ReportRank(sample, std::chrono::seconds(2));
+    reported_value = last_value;
+    last_report = Clock::now();
+  };
+
+  bool exited = false;
+  int status = 0;
+  Clock::time_point exited_at;
+  std::string buf(64 * 1024, '\0');
+  while (true) {
+    if (exited &&
+        ((fds[0] < 0 && fds[1] < 0) || Clock::now() - exited_at > std::chrono::milliseconds(200))) {
+      break;
+    }
+    pollfd pfds[3];
+    int which[3];
+    nfds_t n = 0;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i] < 0) continue;
+      pfds[n] = {fds[i], POLLIN, 0};
+      which[n++] = i;
+    }
+    pfds[n] = {sig_fd, POLLIN, 0};
+    which[n++] = 2;
+    if (poll(pfds, n, 50) < 0 && errno != EINTR) break;
+    for (nfds_t j = 0; j < n; ++j) {
+      if ((pfds[j].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      if (which[j] == 2) {
+        signalfd_siginfo info;
+        while (read(sig_fd, &info, sizeof(info)) == sizeof(info)) {
+          if (info.ssi_signo != SIGCHLD) kill(child->pid, static_cast<int>(info.ssi_signo));
+        }
+        continue;
+      }
+      const int i = which[j];
+      const ssize_t got = read(fds[i], buf.data(), buf.size());
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (got <= 0) {
+        close(fds[i]);
+        fds[i] = -1;
+        continue;
+      }
+      const std::string_view data(buf.data(), static_cast<size_t>(got));
+      WriteAll(i == 0 ? STDOUT_FILENO : STDERR_FILENO, data);
+      if (log_fd >= 0) WriteAll(log_fd, data);
+      splitters[i].Feed(data, on_line);
+    }
+    if (!exited && waitpid(child->pid, &status, WNOHANG) == child->pid) {
+      exited = true;
+      exited_at = Clock::now();
+    }
+    maybe_report(false);
+  }
+  for (int i = 0; i < 2; ++i) {
+    splitters[i].Flush(on_line);
+    if (fds[i] >= 0) close(fds[i]);
+  }
+  if (!exited) waitpid(child->pid, &status, 0);
+  if (log_fd >= 0) close(log_fd);
+  maybe_report(true);
+
+  report.set_kind(v1::ReportRankRequest::KIND_EXITED);
+  int code;
+  if (WIFSIGNALED(status)) {
+    report.set_signal(WTERMSIG(status));
+    code = 128 + WTERMSIG(status);
+  } else {
+    report.set_exit_code(WEXITSTATUS(status));
+    code = WEXITSTATUS(status);
+  }
+  if (last_value) report.set_images_per_second(*last_value);
+  if (absl::Status s = agent.ReportRank(report, std::chrono::seconds(10)); !s.ok()) {
+    std::fprintf(stderr, "ringmaster-rank: rank %d: could not report the exit: %s\n", rank,
+                 s.ToString().c_str());
+  }
+  return code;
+}
+
+}  // namespace ringmaster::worker

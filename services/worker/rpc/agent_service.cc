@@ -1,0 +1,83 @@
+#include "rpc/agent_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+
+namespace ringmaster::worker {
+
+grpc::Status AgentServiceImpl::Exec(grpc::ServerContext* ctx, const v1::ExecRequest* req,
+                                    grpc::ServerWriter<v1::ExecOutput>* writer) {
+  std::vector<std::string> argv(req->argv().begin(), req->argv().end());
+  std::map<std::string, std::string> env(req->env().begin(), req->env().end());
+  absl::StatusOr<ExitInfo> exit = agent_->Exec(
+      req->job_id(), req->attempt(), req->token(), argv, env,
+      [&](Agent::Stream stream, std::string_view data) {
+        v1::ExecOutput out;
+        if (stream == Agent::Stream::kStdout) {
+          out.set_stdout_chunk(std::string(data));
+        } else {
+          out.set_stderr_chunk(std::string(data));
+        }
+        return writer->Write(out);
+      },
+      [&] { return ctx->IsCancelled(); });
+  if (!exit.ok()) return ToGrpcStatus(exit.status());
+  v1::ExecOutput out;
+  out.mutable_exit()->set_exit_code(exit->exit_code);
+  out.mutable_exit()->set_signal(exit->signal);
+  writer->Write(out);
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentServiceImpl::ReadLogs(grpc::ServerContext* ctx, const v1::ReadLogsRequest* req,
+                                        grpc::ServerWriter<v1::LogChunk>* writer) {
+  std::optional<int32_t> attempt;
+  if (req->has_attempt()) attempt = req->attempt();
+  return ToGrpcStatus(agent_->ReadLogs(
+      req->job_id(), req->rank(), attempt, req->follow(),
+      [&](std::string_view data, int32_t resolved) {
+        v1::LogChunk chunk;
+        chunk.set_data(std::string(data));
+        chunk.set_attempt(resolved);
+        return writer->Write(chunk);
+      },
+      [&] { return ctx->IsCancelled(); }));
+}
+
+grpc::Status AgentServiceImpl::StartRank(grpc::ServerContext*, const v1::StartRankRequest* req,
+                                         v1::StartRankResponse* resp) {
+  absl::StatusOr<StartedRank> started =
+      agent_->StartRank(req->job_id(), req->attempt(), req->token(), req->mpi_rank(), req->pid());
+  if (!started.ok()) return ToGrpcStatus(started.status());
+  resp->set_rank(started->rank);
+  resp->set_log_path(started->log_path);
+  for (const auto& [k, v] : started->env) (*resp->mutable_env())[k] = v;
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentServiceImpl::ReportRank(grpc::ServerContext*, const v1::ReportRankRequest* req,
+                                          v1::ReportRankResponse*) {
+  switch (req->kind()) {
+    case v1::ReportRankRequest::KIND_EXITED: {
+      RankExit exit;
+      exit.rank = req->rank();
+      exit.exit_code = req->exit_code();
+      exit.signal = req->signal();
+      exit.message = req->message();
+      if (req->has_images_per_second()) exit.images_per_second = req->images_per_second();
+      return ToGrpcStatus(agent_->ReportExit(req->job_id(), req->attempt(), req->token(), exit));
+    }
+    case v1::ReportRankRequest::KIND_THROUGHPUT:
+      if (!req->has_images_per_second()) {
+        return ToGrpcStatus(
+            absl::InvalidArgumentError("images_per_second: required for KIND_THROUGHPUT"));
+      }
+      return ToGrpcStatus(agent_->ReportThroughput(req->job_id(), req->attempt(), req->token(),
+                                                   req->rank(), req->images_per_second()));
+    default:
+      return ToGrpcStatus(absl::InvalidArgumentError(
+          absl::StrCat("kind: unknown value ", static_cast<int>(req->kind()))));
+  }
+}
+
+}  // namespace ringmaster::worker

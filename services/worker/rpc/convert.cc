@@ -1,0 +1,76 @@
+#include "rpc/convert.h"
+
+namespace ringmaster::worker {
+
+Assignment FromProto(const v1::Assignment& proto) {
+  Assignment a;
+  a.job_id = proto.job_id();
+  a.attempt = proto.attempt();
+  a.token = proto.token();
+  const v1::JobSpec& spec = proto.spec();
+  if (spec.has_trainer()) {
+    a.trainer = TrainerWorkload{spec.trainer().model(), spec.trainer().batch_size(),
+                                spec.trainer().steps()};
+  } else if (spec.has_command()) {
+    CommandWorkload command;
+    command.argv.assign(spec.command().argv().begin(), spec.command().argv().end());
+    for (const auto& [k, v] : spec.command().env()) command.env[k] = v;
+    a.command = std::move(command);
+  }
+  for (const v1::RankPlacement& r : proto.placement()) {
+    a.placement.push_back(RankPlacement{r.rank(),
+                                        r.worker_id(),
+                                        r.worker_address(),
+                                        r.worker_port(),
+                                        {r.gpu_indices().begin(), r.gpu_indices().end()}});
+  }
+  return a;
+}
+
+v1::RankStatus ToProto(const RankStatus& status) {
+  v1::RankStatus proto;
+  proto.set_job_id(status.job_id);
+  proto.set_attempt(status.attempt);
+  proto.set_rank(status.rank);
+  switch (status.kind) {
+    case RankStatus::Kind::kStarted:
+      proto.set_kind(v1::RankStatus::KIND_STARTED);
+      break;
+    case RankStatus::Kind::kExited:
+      proto.set_kind(v1::RankStatus::KIND_EXITED);
+      break;
+    case RankStatus::Kind::kLaunchFailed:
+      proto.set_kind(v1::RankStatus::KIND_LAUNCH_FAILED);
+      break;
+  }
+  proto.set_exit_code(status.exit_code);
+  proto.set_signal(status.signal);
+  proto.set_message(status.message);
+  return proto;
+}
+
+v1::RegisterWorker ToProto(const Inventory& inventory, const std::vector<HeldRank>& held) {
+  v1::RegisterWorker proto;
+  proto.set_worker_id(inventory.worker_id);
+  proto.set_address(inventory.address);
+  proto.set_port(inventory.port);
+  proto.set_cpu_slots(inventory.cpu_slots);
+  for (const Gpu& g : inventory.gpus) {
+    v1::Gpu* gpu = proto.add_gpus();
+    gpu->set_index(g.index);
+    gpu->set_type(g.type);
+    gpu->set_memory_bytes(g.memory_bytes);
+    gpu->set_simulated(g.simulated);
+  }
+  for (const HeldRank& h : held) {
+    v1::RunningRank* r = proto.add_ranks();
+    r->set_job_id(h.job_id);
+    r->set_attempt(h.attempt);
+    r->set_rank(h.rank);
+    r->set_exited(h.exited);
+    r->set_exit_code(h.exit_code);
+  }
+  return proto;
+}
+
+}  // namespace ringmaster::worker

@@ -1,0 +1,16 @@
+// Protobuf <-> the worker's core structs, shared by the gRPC adapters.
+#ifndef RINGMASTER_SERVICES_WORKER_RPC_CONVERT_H_
+#define RINGMASTER_SERVICES_WORKER_RPC_CONVERT_H_
+
+#include "core/types.h"
+#include "ringmaster/v1/worker.pb.h"
+
+namespace ringmaster::worker {
+
+Assignment FromProto(const v1::Assignment& proto);
+v1::RankStatus ToProto(const RankStatus& status);
+v1::RegisterWorker ToProto(const Inventory& inventory, const std::vector<HeldRank>& held);
+
+}  // namespace ringmaster::worker
+
+#endif  // RINGMASTER_SERVICES_WORKER_RPC_CONVERT_H_

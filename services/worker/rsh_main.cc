@@ -1,0 +1,89 @@
+// ringmaster-rsh: mpirun's remote-launch agent (plm_rsh_agent), in place of ssh.
+//   ringmaster-rsh HOST COMMAND...
+// runs COMMAND (its words joined by spaces, as ssh does) through the Exec call of the
+// Ringmaster worker at HOST, with the job id, attempt and token mpirun got from the launching
+// worker; streams the output to our stdout/stderr and exits with the remote exit status (128 +
+// signal for a signal, 255 when the call itself failed, as ssh does). SIGTERM, SIGINT or SIGHUP
+// cancel the call, which stops the remote command.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/launch.h"
+#include "rpc/agent_client.h"
+
+namespace {
+
+constexpr int kCallFailed = 255;
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "ringmaster-rsh: %s\n", message.c_str());
+  return kCallFailed;
+}
+
+void WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = write(fd, data.data(), data.size());
+    if (n <= 0) return;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ringmaster::worker;
+  namespace v1 = ringmaster::v1;
+  if (argc < 3) return Fail("usage: ringmaster-rsh HOST COMMAND...");
+  std::string host = argv[1];
+  if (auto at = host.rfind('@'); at != std::string::npos) host = host.substr(at + 1);
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v == nullptr ? "" : v;
+  };
+  const std::string ports = env(kAgentPortsEnv);
+  int32_t attempt = 0;
+  if (ports.empty() || env(kJobIdEnv).empty() || !absl::SimpleAtoi(env(kAttemptEnv), &attempt)) {
+    return Fail(absl::StrCat("needs ", kAgentPortsEnv, ", ", kJobIdEnv, ", ", kAttemptEnv, " and ",
+                             kTokenEnv, ": mpirun gets them from the launching worker"));
+  }
+  absl::StatusOr<int32_t> port = AgentPortOf(ports, host);
+  if (!port.ok()) return Fail(std::string(port.status().message()));
+
+  // Block the stop signals in every thread (gRPC's included); one thread waits for them.
+  sigset_t stop;
+  sigemptyset(&stop);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stop, sig);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  grpc::ClientContext ctx;
+  std::thread([&ctx, stop] {
+    int sig = 0;
+    sigwait(&stop, &sig);
+    ctx.TryCancel();
+  }).detach();
+
+  v1::ExecRequest request;
+  request.set_job_id(env(kJobIdEnv));
+  request.set_attempt(attempt);
+  request.set_token(env(kTokenEnv));
+  for (int i = 2; i < argc; ++i) request.add_argv(argv[i]);
+  AgentClient agent(absl::StrCat(host, ":", *port));
+  absl::StatusOr<v1::ExitStatus> result = agent.Exec(
+      request,
+      [](bool is_stderr, std::string_view data) {
+        WriteAll(is_stderr ? STDERR_FILENO : STDOUT_FILENO, data);
+      },
+      &ctx);
+  if (!result.ok()) {
+    return Fail(absl::StrCat(host, ":", *port, ": ", result.status().ToString()));
+  }
+  return result->signal() != 0 ? 128 + result->signal() : result->exit_code();
+}

@@ -1,0 +1,193 @@
+#include "core/launch.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster::worker {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::Pair;
+
+RankPlacement Rank(int32_t rank, const std::string& worker, std::vector<int32_t> gpus = {}) {
+  const std::string n = worker.substr(1);
+  return RankPlacement{rank, worker, "127.0.0." + n, 7070 + std::stoi(n), std::move(gpus)};
+}
+
+Assignment TwoWorkers() {
+  Assignment a;
+  a.job_id = "j-1";
+  a.attempt = 2;
+  a.token = "secret";
+  a.placement = {Rank(0, "w2", {0}), Rank(1, "w2", {1}), Rank(2, "w3", {0}), Rank(3, "w3", {1})};
+  a.command = CommandWorkload{{"python3", "train.py"}, {{"FOO", "bar"}, {"RANK", "99"}}};
+  return a;
+}
+
+TEST(LaunchTest, HostfileListsEachWorkerOnceWithItsSlotsInRankOrder) {
+  const auto hosts = GangHosts(TwoWorkers().placement);
+  EXPECT_EQ(HostfileText(hosts), "127.0.0.2 slots=2\n127.0.0.3 slots=2\n");
+  EXPECT_THAT(PlacedRankOfMpiRank(hosts), ElementsAre(0, 1, 2, 3));
+}
+
+TEST(LaunchTest, InterleavedPlacementMapsMpiRanksHostByHost) {
+  std::vector<RankPlacement> p = {Rank(0, "w2"), Rank(1, "w3"), Rank(2, "w2"), Rank(3, "w3")};
+  const auto hosts = GangHosts(p);
+  EXPECT_EQ(HostfileText(hosts), "127.0.0.2 slots=2\n127.0.0.3 slots=2\n");
+  // mpirun fills 127.0.0.2's two slots first: MPI ranks 0, 1 are placed ranks 0, 2.
+  EXPECT_THAT(PlacedRankOfMpiRank(hosts), ElementsAre(0, 2, 1, 3));
+}
+
+TEST(LaunchTest, ValidatePlacementRejectsDuplicateRanksAndSharedAddresses) {
+  EXPECT_TRUE(ValidatePlacement(TwoWorkers().placement).ok());
+  EXPECT_EQ(ValidatePlacement({Rank(0, "w2"), Rank(0, "w3")}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidatePlacement({Rank(0, "w2"), Rank(2, "w3")}).code(),
+            absl::StatusCode::kInvalidArgument);
+  RankPlacement other = Rank(1, "w3");
+  other.worker_address = "127.0.0.2";
+  absl::Status shared = ValidatePlacement({Rank(0, "w2"), other});
+  EXPECT_EQ(shared.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(shared.message()), HasSubstr("share address 127.0.0.2"));
+  EXPECT_EQ(ValidatePlacement({}).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LaunchTest, AgentPortsNameEveryHostAndFindTheOneAsked) {
+  const std::string ports = AgentPortsValue(GangHosts(TwoWorkers().placement));
+  EXPECT_EQ(ports, "127.0.0.2:7072,127.0.0.3:7073");
+  EXPECT_EQ(*AgentPortOf(ports, "127.0.0.3"), 7073);
+  EXPECT_EQ(AgentPortOf(ports, "127.0.0.4").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(AgentPortOf("127.0.0.2", "127.0.0.2").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*AgentPortOf("[::1]:7071,::1:7072", "::1"), 7072);
+}
+
+TEST(LaunchTest, TrainerWorkloadPassesOnlyTheFieldsSet) {
+  Assignment a = TwoWorkers();
+  a.command.reset();
+  a.trainer = TrainerWorkload{"mlp-small", 0, 20};
+  EXPECT_THAT(*WorkloadArgv(a, "/bin/ringmaster-train"),
+              ElementsAre("/bin/ringmaster-train", "--model", "mlp-small", "--steps", "20"));
+  a.trainer = TrainerWorkload{};
+  EXPECT_THAT(*WorkloadArgv(a, "t"), ElementsAre("t"));
+  EXPECT_THAT(*WorkloadArgv(TwoWorkers(), "t"), ElementsAre("python3", "train.py"));
+  a.trainer.reset();
+  EXPECT_EQ(WorkloadArgv(a, "t").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LaunchTest, MpirunOnLoopbackUsesTheRshAgentAndTcpOverLo) {
+  MpirunOptions o;
+  o.mpirun = "/usr/bin/mpirun";
+  o.hostfile_path = "/logs/j-1/2/hostfile";
+  o.rsh_agent = "/bin/ringmaster-rsh";
+  o.rank_binary = "/bin/ringmaster-rank";
+  o.mpi_interface = ResolveMpiInterface("auto", "127.0.0.2");
+  o.allow_run_as_root = true;
+  const std::vector<std::string> argv = MpirunArgv(o, 4, {"python3", "x.py"});
+  const std::string line = JoinCommand(argv);
+  EXPECT_EQ(argv.front(), "/usr/bin/mpirun");
+  EXPECT_THAT(line, HasSubstr("--allow-run-as-root --hostfile /logs/j-1/2/hostfile -np 4"));
+  EXPECT_THAT(line, HasSubstr("--bind-to none"));
+  EXPECT_THAT(line, HasSubstr("--mca plm_rsh_agent /bin/ringmaster-rsh"));
+  EXPECT_THAT(line, HasSubstr("--mca plm_rsh_no_tree_spawn 1"));
+  EXPECT_THAT(line, HasSubstr("--mca orte_leave_session_attached 1"));
+  EXPECT_THAT(line, HasSubstr("--mca btl tcp,self --mca btl_tcp_if_include lo "
+                              "--mca oob_tcp_if_include lo"));
+  EXPECT_THAT(line, HasSubstr("-x RINGMASTER_TOKEN"));
+  EXPECT_THAT(line, HasSubstr("/bin/ringmaster-rank -- python3 x.py"));
+  EXPECT_EQ(argv.back(), "x.py");
+}
+
+TEST(LaunchTest, MpirunOnARealNetworkLeavesInterfacesToOpenMpiUnlessTold) {
+  MpirunOptions o;
+  o.mpi_interface = ResolveMpiInterface("auto", "10.1.2.3");
+  EXPECT_EQ(o.mpi_interface, "");
+  std::string line = JoinCommand(MpirunArgv(o, 2, {"a"}));
+  EXPECT_THAT(line, Not(HasSubstr("btl")));
+  EXPECT_THAT(line, Not(HasSubstr("--allow-run-as-root")));
+  o.mpi_interface = ResolveMpiInterface("eth1", "10.1.2.3");
+  line = JoinCommand(MpirunArgv(o, 2, {"a"}));
+  EXPECT_THAT(line, HasSubstr("--mca btl_tcp_if_include eth1 --mca oob_tcp_if_include eth1"));
+  EXPECT_THAT(line, Not(HasSubstr("tcp,self")));
+}
+
+TEST(LaunchTest, LauncherEnvironmentCarriesTheJobAndRankZerosAddress) {
+  const Assignment a = TwoWorkers();
+  auto env = LauncherEnvironment(a, GangHosts(a.placement), 29500);
+  EXPECT_THAT(env, Contains(Pair("RINGMASTER_JOB_ID", "j-1")));
+  EXPECT_THAT(env, Contains(Pair("RINGMASTER_ATTEMPT", "2")));
+  EXPECT_THAT(env, Contains(Pair("RINGMASTER_TOKEN", "secret")));
+  EXPECT_THAT(env, Contains(Pair("RINGMASTER_AGENT_PORTS", "127.0.0.2:7072,127.0.0.3:7073")));
+  EXPECT_THAT(env, Contains(Pair("MASTER_ADDR", "127.0.0.2")));
+  EXPECT_THAT(env, Contains(Pair("MASTER_PORT", "29500")));
+  EXPECT_THAT(env, Contains(Pair("WORLD_SIZE", "4")));
+  for (const std::string& name : ExportedToRanks()) EXPECT_EQ(env.count(name), 1u) << name;
+}
+
+TEST(LaunchTest, RankEnvironmentGivesEachRankItsOwnGpusAndLocalRank) {
+  const Assignment a = TwoWorkers();
+  auto env = RankEnvironment(a, 3, /*simulated_gpus=*/false);
+  EXPECT_EQ(env["RANK"], "3");
+  EXPECT_EQ(env["WORLD_SIZE"], "4");
+  EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "1");
+  EXPECT_EQ(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
+  EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.2");
+  EXPECT_EQ(env["RINGMASTER_WORKER_ID"], "w3");
+  EXPECT_EQ(env["RINGMASTER_JOB_ID"], "j-1");
+  EXPECT_EQ(env["FOO"], "bar");  // the job's own env
+  EXPECT_EQ(env.count("RINGMASTER_SIMULATED_GPUS"), 0u);
+}
+
+TEST(LaunchTest, SimulatedGpusAreHiddenFromCudaAndNamedSeparately) {
+  Assignment a = TwoWorkers();
+  a.placement[2].gpu_indices = {0, 1};
+  auto env = RankEnvironment(a, 2, /*simulated_gpus=*/true);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
+  EXPECT_EQ(env["RINGMASTER_SIMULATED_GPUS"], "0,1");
+  EXPECT_EQ(env.count("CUDA_DEVICE_ORDER"), 0u);
+}
+
+TEST(LaunchTest, CpuRanksSeeNoGpuAndOurRankWinsOverTheJobsEnv) {
+  Assignment a = TwoWorkers();
+  for (auto& r : a.placement) r.gpu_indices.clear();
+  auto env = RankEnvironment(a, 0, false);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
+  EXPECT_EQ(env["RANK"], "0");  // the spec said RANK=99
+}
+
+TEST(LaunchTest, ExecCommandLimitsAndReservedNames) {
+  EXPECT_TRUE(ValidateExecCommand({"orted", "-mca", "x"}, {{"PATH", "/bin"}}).ok());
+  EXPECT_EQ(ValidateExecCommand({}, {}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateExecCommand({"x"}, {{"RINGMASTER_JOB_ID", "j"}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateExecCommand({"x"}, {{"1BAD", "v"}}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateExecCommand({std::string(300 * 1024, 'a')}, {}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateExecCommand({std::string("a\0b", 3)}, {}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LaunchTest, JobIdsThatCouldLeaveTheLogDirectoryAreRejected) {
+  EXPECT_TRUE(IsSafeJobId("j-3f9c2a41b7d0"));
+  EXPECT_FALSE(IsSafeJobId(""));
+  EXPECT_FALSE(IsSafeJobId(".."));
+  EXPECT_FALSE(IsSafeJobId("a/../../etc"));
+  EXPECT_FALSE(IsSafeJobId(".hidden"));
+  EXPECT_EQ(RankLogRelativePath("j-1", 0, 3), "j-1/0/rank-3.log");
+}
+
+TEST(LaunchTest, LoopbackAddresses) {
+  EXPECT_TRUE(IsLoopbackAddress("127.0.0.4"));
+  EXPECT_TRUE(IsLoopbackAddress("localhost"));
+  EXPECT_TRUE(IsLoopbackAddress("::1"));
+  EXPECT_FALSE(IsLoopbackAddress("10.0.0.1"));
+  EXPECT_FALSE(IsLoopbackAddress("node-127"));
+}
+
+}  // namespace
+}  // namespace ringmaster::worker
