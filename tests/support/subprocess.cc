@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -15,8 +16,6 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-
-extern char** environ;
 
 namespace ringmaster::test {
 namespace {
@@ -89,10 +88,11 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(SubprocessOptions 
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry(*e);
     std::string key = entry.substr(0, entry.find('='));
-    if (options.env.count(key) == 0) env_strings.push_back(std::move(entry));
+    if (!options.env.contains(key)) env_strings.push_back(std::move(entry));
   }
   for (const auto& [key, value] : options.env) env_strings.push_back(absl::StrCat(key, "=", value));
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (auto& entry : env_strings) envp.push_back(entry.data());
   envp.push_back(nullptr);
 
@@ -101,8 +101,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(SubprocessOptions 
     return absl::InternalError(
         absl::StrCat("Subprocess: open log ", log_path, ": ", std::strerror(errno)));
   }
-  int err_pipe[2];
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+  std::array<int, 2> err_pipe;
+  if (pipe2(err_pipe.data(), O_CLOEXEC) != 0) {
     int err = errno;
     close(log_fd);
     return absl::InternalError(absl::StrCat("Subprocess: pipe2: ", std::strerror(err)));

@@ -1,7 +1,7 @@
 // The scheduler's rebuildable state, kept in Redis in production: the pending queue, worker
 // liveness and the event fan-out. Everything here can be rebuilt from the JobStore, so losing
 // it (a Redis flush or restart) loses no job. Implementations: Redis* and InMemory*, both
-// passing store/coordination_conformance.h. All are thread-safe.
+// passing tests/store/coordination_conformance.h. All are thread-safe.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_STORE_COORDINATION_H_
 #define RINGMASTER_SERVICES_SCHEDULER_STORE_COORDINATION_H_
 
@@ -46,7 +46,8 @@ class Liveness {
   // Records a heartbeat that keeps the worker alive for ttl_ms.
   virtual absl::Status Beat(const std::string& worker_id, int64_t ttl_ms) = 0;
   // The subset of `worker_ids` whose last heartbeat has not expired.
-  virtual absl::StatusOr<std::set<std::string>> Alive(const std::vector<std::string>& worker_ids) = 0;
+  virtual absl::StatusOr<std::set<std::string>> Alive(
+      const std::vector<std::string>& worker_ids) = 0;
 };
 
 // Job events fanned out to every scheduler replica (for WatchJob).

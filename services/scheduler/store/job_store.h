@@ -1,6 +1,7 @@
 // JobStore: the system of record for jobs, their events and placements, and workers.
 // Implementations: PostgresJobStore (production) and InMemoryJobStore (a real implementation
-// for unit tests). Both pass store/job_store_conformance.h. Implementations are thread-safe.
+// for unit tests). Both pass tests/store/job_store_conformance.h. Implementations are
+// thread-safe.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_STORE_JOB_STORE_H_
 #define RINGMASTER_SERVICES_SCHEDULER_STORE_JOB_STORE_H_
 

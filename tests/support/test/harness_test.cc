@@ -76,22 +76,13 @@ TEST(SubprocessTest, WritesToAGivenLogPath) {
 
 TEST(SubprocessTest, ChildDiesWithTheThreadThatStartedIt) {
   // PR_SET_PDEATHSIG fires when the starting thread ends: a stand-in for the test crashing.
-  pid_t pid = 0;
-  std::thread starter([&] {
-    auto proc = Subprocess::Start({"sleep", "30"});
-    ASSERT_TRUE(proc.ok()) << proc.status();
-    pid = (*proc)->pid();
-    // Leak the handle so its destructor does not kill the child for us.
-    (void)proc->release();
-  });
+  absl::StatusOr<std::unique_ptr<Subprocess>> proc = absl::UnknownError("not started");
+  std::thread starter([&] { proc = Subprocess::Start({"sleep", "30"}); });
   starter.join();
-  ASSERT_GT(pid, 0);
-  EXPECT_TRUE(WaitFor(
-      [&] {
-        int status;
-        return waitpid(pid, &status, WNOHANG) == pid;
-      },
-      seconds(10)));
+  ASSERT_TRUE(proc.ok()) << proc.status();
+  auto code = (*proc)->Wait(seconds(10));
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 128 + SIGKILL);
 }
 
 TEST(WaitForTest, ReturnsTrueOnceThePredicateHolds) {

@@ -1,0 +1,139 @@
+#include "store/in_memory_coordination.h"
+
+#include "common/status_macros.h"
+#include "store/store_checks.h"
+
+namespace ringmaster::scheduler {
+
+using store_internal::CheckBeat;
+using store_internal::CheckQueueEntry;
+
+absl::Status InMemoryPendingQueue::Push(const QueueEntry& entry) {
+  RM_RETURN_IF_ERROR(CheckQueueEntry(entry));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = keys_.find(entry.job_id);
+  if (it != keys_.end()) {
+    order_.erase(it->second);
+    keys_.erase(it);
+  }
+  Key key{-entry.priority, entry.seq, entry.job_id};
+  order_.insert(key);
+  keys_.emplace(entry.job_id, std::move(key));
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryPendingQueue::Remove(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = keys_.find(job_id);
+  if (it != keys_.end()) {
+    order_.erase(it->second);
+    keys_.erase(it);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> InMemoryPendingQueue::List() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  out.reserve(order_.size());
+  for (const auto& key : order_) out.push_back(std::get<2>(key));
+  return out;
+}
+
+absl::Status InMemoryPendingQueue::Rebuild(const std::vector<QueueEntry>& entries) {
+  // All or nothing: check every entry before touching the queue.
+  for (const auto& entry : entries) RM_RETURN_IF_ERROR(CheckQueueEntry(entry));
+  std::lock_guard<std::mutex> lock(mu_);
+  order_.clear();
+  keys_.clear();
+  for (const auto& entry : entries) {
+    auto it = keys_.find(entry.job_id);
+    if (it != keys_.end()) order_.erase(it->second);  // a later entry for a job wins
+    Key key{-entry.priority, entry.seq, entry.job_id};
+    order_.insert(key);
+    keys_[entry.job_id] = std::move(key);
+  }
+  intact_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> InMemoryPendingQueue::Intact() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return intact_;
+}
+
+void InMemoryPendingQueue::Lose() {
+  std::lock_guard<std::mutex> lock(mu_);
+  order_.clear();
+  keys_.clear();
+  intact_ = false;
+}
+
+InMemoryLiveness::InMemoryLiveness(const Clock* clock) : clock_(clock) {
+  RM_CHECK(clock != nullptr);
+}
+
+absl::Status InMemoryLiveness::Beat(const std::string& worker_id, int64_t ttl_ms) {
+  RM_RETURN_IF_ERROR(CheckBeat(worker_id, ttl_ms));
+  std::lock_guard<std::mutex> lock(mu_);
+  expires_at_ms_[worker_id] = clock_->NowMs() + ttl_ms;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::set<std::string>> InMemoryLiveness::Alive(
+    const std::vector<std::string>& worker_ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t now = clock_->NowMs();
+  std::set<std::string> alive;
+  for (const auto& id : worker_ids) {
+    auto it = expires_at_ms_.find(id);
+    if (it != expires_at_ms_.end() && now < it->second) alive.insert(id);
+  }
+  return alive;
+}
+
+InMemoryEventBus::InMemoryEventBus() : thread_([this] { Dispatch(); }) {}
+
+InMemoryEventBus::~InMemoryEventBus() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+absl::Status InMemoryEventBus::Publish(const JobEvent& event) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Like Redis pub/sub: an event nobody listens to is gone.
+    if (handlers_.empty()) return absl::OkStatus();
+    pending_.push_back(event);
+  }
+  cv_.notify_all();
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryEventBus::Subscribe(std::function<void(const JobEvent&)> handler) {
+  if (!handler) return absl::InvalidArgumentError("Subscribe: empty handler");
+  std::lock_guard<std::mutex> lock(mu_);
+  handlers_.push_back(std::move(handler));
+  return absl::OkStatus();
+}
+
+void InMemoryEventBus::Dispatch() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stop_ || !pending_.empty(); });
+    if (pending_.empty()) return;  // stop_ and nothing left to deliver
+    JobEvent event = std::move(pending_.front());
+    pending_.pop_front();
+    auto handlers = handlers_;
+    // Handlers may publish or take their own locks: call them unlocked.
+    lock.unlock();
+    for (const auto& handler : handlers) handler(event);
+    lock.lock();
+  }
+}
+
+}  // namespace ringmaster::scheduler

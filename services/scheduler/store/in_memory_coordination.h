@@ -1,0 +1,88 @@
+// In-memory PendingQueue, Liveness and EventBus: real implementations with the semantics of the
+// Redis ones (they pass the same conformance suite), for unit tests and single-process runs.
+// All are thread-safe.
+#ifndef RINGMASTER_SERVICES_SCHEDULER_STORE_IN_MEMORY_COORDINATION_H_
+#define RINGMASTER_SERVICES_SCHEDULER_STORE_IN_MEMORY_COORDINATION_H_
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "core/clock.h"
+#include "store/coordination.h"
+
+namespace ringmaster::scheduler {
+
+// The queue as an ordered set. Intact() stays true unless Lose() simulates the loss of the
+// backing store (as a Redis flush would), until the next Rebuild().
+class InMemoryPendingQueue : public PendingQueue {
+ public:
+  InMemoryPendingQueue() = default;
+
+  absl::Status Push(const QueueEntry& entry) override;
+  absl::Status Remove(const std::string& job_id) override;
+  absl::StatusOr<std::vector<std::string>> List() override;
+  absl::Status Rebuild(const std::vector<QueueEntry>& entries) override;
+  absl::StatusOr<bool> Intact() override;
+
+  // Empties the queue and marks it not intact: what a Redis FLUSHALL does to RedisPendingQueue.
+  void Lose();
+
+ private:
+  // Sorts in policy order: higher priority first, then lower seq (then id, for a total order).
+  using Key = std::tuple<int32_t, int64_t, std::string>;  // (-priority, seq, job id)
+
+  std::mutex mu_;
+  std::set<Key> order_;
+  std::map<std::string, Key> keys_;  // job id -> its key in order_
+  bool intact_ = true;
+};
+
+// Heartbeat expiry by a Clock (FakeClock in tests). `clock` must outlive the object.
+class InMemoryLiveness : public Liveness {
+ public:
+  explicit InMemoryLiveness(const Clock* clock);
+
+  absl::Status Beat(const std::string& worker_id, int64_t ttl_ms) override;
+  absl::StatusOr<std::set<std::string>> Alive(const std::vector<std::string>& worker_ids) override;
+
+ private:
+  const Clock* clock_;
+  std::mutex mu_;
+  std::map<std::string, int64_t> expires_at_ms_;
+};
+
+// Delivers events to every subscribed handler, in publish order, on one dispatch thread of the
+// bus (never on the publisher's thread, as with Redis). Several Subscribe calls each add a
+// handler. The destructor delivers what was already published, then stops the thread.
+class InMemoryEventBus : public EventBus {
+ public:
+  InMemoryEventBus();
+  InMemoryEventBus(const InMemoryEventBus&) = delete;
+  InMemoryEventBus& operator=(const InMemoryEventBus&) = delete;
+  ~InMemoryEventBus() override;
+
+  absl::Status Publish(const JobEvent& event) override;
+  absl::Status Subscribe(std::function<void(const JobEvent&)> handler) override;
+
+ private:
+  void Dispatch();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<JobEvent> pending_;
+  std::vector<std::function<void(const JobEvent&)>> handlers_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the members above exist
+};
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_STORE_IN_MEMORY_COORDINATION_H_

@@ -1,0 +1,134 @@
+#include "store/in_memory_job_store.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "store/store_checks.h"
+
+namespace ringmaster::scheduler {
+namespace {
+
+using store_internal::CheckJobAndEvent;
+using store_internal::SortedPlacement;
+
+constexpr int kDefaultListLimit = 100;
+
+JobEvent ForJob(const Job& job, JobEvent event) {
+  event.job_id = job.id;
+  return event;
+}
+
+}  // namespace
+
+absl::StatusOr<CreateJobResult> InMemoryJobStore::CreateJob(const Job& job, const JobEvent& event) {
+  RM_RETURN_IF_ERROR(CheckJobAndEvent(job, &event));
+  RM_ASSIGN_OR_RETURN(auto placement, SortedPlacement(job.placement));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!job.request_id.empty()) {
+    auto it = ids_by_request_.find(job.request_id);
+    if (it != ids_by_request_.end()) return CreateJobResult{jobs_.at(it->second).job, true};
+  }
+  if (jobs_.contains(job.id)) {
+    return absl::AlreadyExistsError(absl::StrCat("job ", job.id, " already exists"));
+  }
+  StoredJob stored;
+  stored.job = job;
+  stored.job.seq = next_seq_++;
+  stored.job.placement = std::move(placement);
+  stored.events.emplace(event.seq, ForJob(job, event));
+  ids_by_seq_.emplace(stored.job.seq, job.id);
+  if (!job.request_id.empty()) ids_by_request_.emplace(job.request_id, job.id);
+  Job created = stored.job;
+  jobs_.emplace(job.id, std::move(stored));
+  return CreateJobResult{std::move(created), false};
+}
+
+absl::StatusOr<Job> InMemoryJobStore::GetJob(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  return it->second.job;
+}
+
+absl::StatusOr<std::vector<Job>> InMemoryJobStore::ListJobs(const JobFilter& filter) {
+  size_t limit = filter.limit > 0 ? filter.limit : kDefaultListLimit;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Job> out;
+  for (auto it = ids_by_seq_.rbegin(); it != ids_by_seq_.rend() && out.size() < limit; ++it) {
+    const Job& job = jobs_.at(it->second).job;
+    if (filter.state.has_value() && job.state != *filter.state) continue;
+    if (!filter.queue.empty() && job.spec.queue != filter.queue) continue;
+    out.push_back(job);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Job>> InMemoryJobStore::ListActiveJobs() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Job> out;
+  for (const auto& [seq, id] : ids_by_seq_) {
+    const Job& job = jobs_.at(id).job;
+    if (!IsTerminal(job.state)) out.push_back(job);
+  }
+  return out;
+}
+
+absl::Status InMemoryJobStore::UpdateJob(const Job& job, const std::optional<JobEvent>& event) {
+  RM_RETURN_IF_ERROR(CheckJobAndEvent(job, event.has_value() ? &*event : nullptr));
+  RM_ASSIGN_OR_RETURN(auto placement, SortedPlacement(job.placement));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(job.id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", job.id));
+  StoredJob& stored = it->second;
+  if (IsTerminal(stored.job.state)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job.id, " is ", JobStateName(stored.job.state), " and can no longer change"));
+  }
+  if (event.has_value() && stored.events.contains(event->seq)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("job ", job.id, " already has an event with seq ", event->seq));
+  }
+  // Only the mutable fields; spec, request id, seq and creation time stay as created.
+  Job& s = stored.job;
+  s.state = job.state;
+  s.attempt = job.attempt;
+  s.pending_reason = job.pending_reason;
+  s.placement = std::move(placement);
+  s.token = job.token;
+  s.last_event_seq = job.last_event_seq;
+  s.updated_at_ms = job.updated_at_ms;
+  s.started_at_ms = job.started_at_ms;
+  s.finished_at_ms = job.finished_at_ms;
+  s.exit_code = job.exit_code;
+  s.message = job.message;
+  if (event.has_value()) stored.events.emplace(event->seq, ForJob(job, *event));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<JobEvent>> InMemoryJobStore::ListEvents(const std::string& job_id,
+                                                                   int64_t after_seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", job_id));
+  std::vector<JobEvent> out;
+  for (auto e = it->second.events.upper_bound(after_seq); e != it->second.events.end(); ++e) {
+    out.push_back(e->second);
+  }
+  return out;
+}
+
+absl::Status InMemoryJobStore::UpsertWorker(const Worker& worker) {
+  if (worker.id.empty()) return absl::InvalidArgumentError("worker id is empty");
+  std::lock_guard<std::mutex> lock(mu_);
+  workers_[worker.id] = worker;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Worker>> InMemoryJobStore::ListWorkers() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Worker> out;
+  out.reserve(workers_.size());
+  for (const auto& [id, worker] : workers_) out.push_back(worker);
+  return out;
+}
+
+}  // namespace ringmaster::scheduler

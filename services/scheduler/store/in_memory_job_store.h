@@ -1,0 +1,48 @@
+// InMemoryJobStore: a JobStore that keeps everything in process memory. A real implementation
+// with the same semantics as PostgresJobStore (it passes the same conformance suite), used by
+// unit tests and single-process development runs; nothing survives the process. Thread-safe:
+// one mutex guards all state, so every call is atomic.
+#ifndef RINGMASTER_SERVICES_SCHEDULER_STORE_IN_MEMORY_JOB_STORE_H_
+#define RINGMASTER_SERVICES_SCHEDULER_STORE_IN_MEMORY_JOB_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "store/job_store.h"
+
+namespace ringmaster::scheduler {
+
+class InMemoryJobStore : public JobStore {
+ public:
+  InMemoryJobStore() = default;
+
+  absl::StatusOr<CreateJobResult> CreateJob(const Job& job, const JobEvent& event) override;
+  absl::StatusOr<Job> GetJob(const std::string& id) override;
+  absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter) override;
+  absl::StatusOr<std::vector<Job>> ListActiveJobs() override;
+  absl::Status UpdateJob(const Job& job, const std::optional<JobEvent>& event) override;
+  absl::StatusOr<std::vector<JobEvent>> ListEvents(const std::string& job_id,
+                                                   int64_t after_seq) override;
+  absl::Status UpsertWorker(const Worker& worker) override;
+  absl::StatusOr<std::vector<Worker>> ListWorkers() override;
+
+ private:
+  struct StoredJob {
+    Job job;
+    std::map<int64_t, JobEvent> events;  // by seq
+  };
+
+  std::mutex mu_;
+  int64_t next_seq_ = 1;
+  std::map<std::string, StoredJob> jobs_;              // by id
+  std::map<int64_t, std::string> ids_by_seq_;          // submit order
+  std::map<std::string, std::string> ids_by_request_;  // request id -> job id
+  std::map<std::string, Worker> workers_;              // by id
+};
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_STORE_IN_MEMORY_JOB_STORE_H_

@@ -1,0 +1,134 @@
+#include "store/migrations.h"
+
+#include <set>
+
+#include "common/log.h"
+#include "common/status_macros.h"
+
+namespace ringmaster::scheduler {
+namespace {
+
+// pg_advisory_xact_lock key shared by every scheduler that migrates this database
+// ("rmmigrat" in ASCII).
+constexpr const char* kMigrationLockSql = "SELECT pg_advisory_xact_lock(7885074168419721588)";
+
+// APPEND-ONLY. A migration that has shipped is never edited, renumbered or removed: databases
+// that applied it would not run it again, and would silently differ from new ones. To change the
+// schema, add a migration with the next version at the end.
+const std::vector<Migration> kMigrations = {
+    {1, "jobs, job events, placements, workers", R"sql(
+CREATE TABLE jobs (
+  id              text PRIMARY KEY,
+  seq             bigserial NOT NULL UNIQUE,  -- submit order; breaks priority ties
+  request_id      text UNIQUE,                -- NULL when the client gave none
+  name            text NOT NULL,
+  queue           text NOT NULL,
+  priority        integer NOT NULL,
+  spec            jsonb NOT NULL,             -- ringmaster.v1.JobSpec as protobuf JSON
+  state           text NOT NULL CHECK (state IN
+                    ('PENDING', 'STARTING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED')),
+  attempt         integer NOT NULL DEFAULT 0,
+  pending_reason  text NOT NULL DEFAULT '',
+  token           text NOT NULL DEFAULT '',
+  last_event_seq  bigint NOT NULL DEFAULT 0,
+  created_at_ms   bigint NOT NULL,
+  updated_at_ms   bigint NOT NULL,
+  started_at_ms   bigint NOT NULL DEFAULT 0,
+  finished_at_ms  bigint NOT NULL DEFAULT 0,
+  exit_code       integer NOT NULL DEFAULT 0,
+  message         text NOT NULL DEFAULT ''
+);
+-- ListJobs: newest first, optionally by state and/or queue (the seq index serves "all").
+CREATE INDEX jobs_state_seq ON jobs (state, seq DESC);
+CREATE INDEX jobs_queue_seq ON jobs (queue, seq DESC);
+CREATE INDEX jobs_queue_state_seq ON jobs (queue, state, seq DESC);
+-- ListActiveJobs at start-up: the few unfinished jobs among many finished ones.
+CREATE INDEX jobs_active_seq ON jobs (seq) WHERE state IN ('PENDING', 'STARTING', 'RUNNING');
+
+CREATE TABLE job_events (
+  job_id     text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  seq        bigint NOT NULL,
+  state      text NOT NULL CHECK (state IN
+               ('PENDING', 'STARTING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED')),
+  attempt    integer NOT NULL,
+  reason     text NOT NULL,
+  exit_code  integer NOT NULL,
+  time_ms    bigint NOT NULL,
+  PRIMARY KEY (job_id, seq)
+);
+
+CREATE TABLE workers (
+  id                 text PRIMARY KEY,
+  address            text NOT NULL,
+  port               integer NOT NULL,
+  gpus               jsonb NOT NULL DEFAULT '[]',  -- [{index, type, memory_bytes, simulated}]
+  cpu_slots          integer NOT NULL,
+  state              text NOT NULL CHECK (state IN ('READY', 'LOST')),
+  registered_at_ms   bigint NOT NULL,
+  last_heartbeat_ms  bigint NOT NULL
+);
+
+CREATE TABLE placements (
+  job_id          text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  rank            integer NOT NULL,
+  worker_id       text NOT NULL,
+  worker_address  text NOT NULL,
+  gpu_indices     integer[] NOT NULL DEFAULT '{}',
+  PRIMARY KEY (job_id, rank)
+);
+-- Which jobs hold ranks on a worker (a lost worker fails them).
+CREATE INDEX placements_worker ON placements (worker_id);
+)sql"},
+};
+
+bool MigrationsAreOrdered() {
+  for (size_t i = 0; i < kMigrations.size(); ++i) {
+    if (kMigrations[i].version != static_cast<int>(i) + 1) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const std::vector<Migration>& Migrations() { return kMigrations; }
+
+int ApplyMigrations(pqxx::connection& conn) {
+  RM_CHECK(MigrationsAreOrdered());
+  std::set<int> applied;
+  {
+    pqxx::work tx(conn);
+    tx.exec(kMigrationLockSql);
+    tx.exec(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        "  version integer PRIMARY KEY,"
+        "  applied_at timestamptz NOT NULL DEFAULT now())");
+    for (const auto& row : tx.exec("SELECT version FROM schema_migrations")) {
+      applied.insert(row[0].as<int>());
+    }
+    tx.commit();
+  }
+  if (!applied.empty() && *applied.rbegin() > kMigrations.back().version) {
+    RM_LOG(kWarning) << "database schema is at version " << *applied.rbegin()
+                     << ", newer than this binary's " << kMigrations.back().version;
+  }
+  int count = 0;
+  for (const auto& migration : kMigrations) {
+    if (applied.contains(migration.version)) continue;
+    pqxx::work tx(conn);
+    tx.exec(kMigrationLockSql);
+    // Another starter may have applied it while we waited for the lock.
+    if (!tx.exec_params("SELECT 1 FROM schema_migrations WHERE version = $1", migration.version)
+             .empty()) {
+      continue;
+    }
+    tx.exec(migration.sql);
+    tx.exec_params("INSERT INTO schema_migrations (version) VALUES ($1)", migration.version);
+    tx.commit();
+    ++count;
+    RM_LOG(kInfo) << "applied schema migration " << migration.version << " (" << migration.name
+                  << ")";
+  }
+  return count;
+}
+
+}  // namespace ringmaster::scheduler

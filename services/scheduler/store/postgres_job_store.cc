@@ -1,0 +1,458 @@
+#include "store/postgres_job_store.h"
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "convert/convert.h"
+#include "store/migrations.h"
+#include "store/store_checks.h"
+
+namespace ringmaster::scheduler {
+namespace {
+
+using store_internal::CheckJobAndEvent;
+using store_internal::SortedPlacement;
+
+// Reads see one snapshot across their statements (a job and its placement agree).
+using ReadTransaction = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
+
+constexpr int kDefaultListLimit = 100;
+
+#define RM_JOB_COLUMNS                                                                    \
+  "id, seq, coalesce(request_id, '') AS request_id, spec::text AS spec, state, attempt, " \
+  "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "  \
+  "finished_at_ms, exit_code, message"
+
+// Statements on hot paths, prepared on every connection of the pool.
+const std::vector<std::pair<const char*, const char*>> kStatements = {
+    {"insert_job",
+     "INSERT INTO jobs (id, request_id, name, queue, priority, spec, state, attempt, "
+     "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "
+     "finished_at_ms, exit_code, message) "
+     "VALUES ($1, NULLIF($2, ''), $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, "
+     "$15, $16, $17) "
+     "ON CONFLICT (request_id) DO NOTHING RETURNING seq"},
+    {"select_job_by_request", "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE request_id = $1"},
+    {"select_job", "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE id = $1"},
+    {"select_active_jobs",
+     "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE state IN ('PENDING', 'STARTING', 'RUNNING') "
+     "ORDER BY seq"},
+    {"lock_job", "SELECT state FROM jobs WHERE id = $1 FOR UPDATE"},
+    {"update_job",
+     "UPDATE jobs SET state = $2, attempt = $3, pending_reason = $4, token = $5, "
+     "last_event_seq = $6, updated_at_ms = $7, started_at_ms = $8, finished_at_ms = $9, "
+     "exit_code = $10, message = $11 WHERE id = $1"},
+    {"select_placements",
+     "SELECT job_id, rank, worker_id, worker_address, array_to_string(gpu_indices, ',') "
+     "FROM placements WHERE job_id = ANY($1::text[]) ORDER BY job_id, rank"},
+    {"delete_placements", "DELETE FROM placements WHERE job_id = $1"},
+    {"insert_placement",
+     "INSERT INTO placements (job_id, rank, worker_id, worker_address, gpu_indices) "
+     "VALUES ($1, $2, $3, $4, $5::integer[])"},
+    {"insert_event",
+     "INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
+     "VALUES ($1, $2, $3, $4, $5, $6, $7)"},
+    {"job_exists", "SELECT 1 FROM jobs WHERE id = $1"},
+    {"select_events",
+     "SELECT seq, state, attempt, reason, exit_code, time_ms FROM job_events "
+     "WHERE job_id = $1 AND seq > $2 ORDER BY seq"},
+    {"upsert_worker",
+     "INSERT INTO workers (id, address, port, gpus, cpu_slots, state, registered_at_ms, "
+     "last_heartbeat_ms) VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8) "
+     "ON CONFLICT (id) DO UPDATE SET address = EXCLUDED.address, port = EXCLUDED.port, "
+     "gpus = EXCLUDED.gpus, cpu_slots = EXCLUDED.cpu_slots, state = EXCLUDED.state, "
+     "registered_at_ms = EXCLUDED.registered_at_ms, "
+     "last_heartbeat_ms = EXCLUDED.last_heartbeat_ms"},
+    // One row per GPU (or one with NULL GPU columns for a worker without any), in stored order.
+    {"select_workers",
+     "SELECT w.id, w.address, w.port, w.cpu_slots, w.state, w.registered_at_ms, "
+     "w.last_heartbeat_ms, g.ord, (g.gpu->>'index')::integer, g.gpu->>'type', "
+     "(g.gpu->>'memory_bytes')::bigint, (g.gpu->>'simulated')::boolean "
+     "FROM workers w LEFT JOIN LATERAL jsonb_array_elements(w.gpus) WITH ORDINALITY "
+     "AS g(gpu, ord) ON true ORDER BY w.id, g.ord"},
+};
+
+void PrepareStatements(pqxx::connection& conn) {
+  for (const auto& [name, sql] : kStatements) conn.prepare(name, sql);
+}
+
+// A Postgres array literal: {"a","b"} with quotes and backslashes escaped.
+std::string TextArrayLiteral(const std::vector<std::string>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    out += '"';
+    for (char c : values[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
+std::string IntArrayLiteral(const std::vector<int32_t>& values) {
+  return absl::StrCat("{", absl::StrJoin(values, ","), "}");
+}
+
+// A JSON string literal.
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          out += absl::StrCat("\\u00", absl::Hex(c, absl::kZeroPad2));
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string GpusJson(const std::vector<Gpu>& gpus) {
+  std::vector<std::string> items;
+  items.reserve(gpus.size());
+  for (const auto& gpu : gpus) {
+    items.push_back(absl::StrCat("{\"index\":", gpu.index, ",\"type\":", JsonString(gpu.type),
+                                 ",\"memory_bytes\":", gpu.memory_bytes,
+                                 ",\"simulated\":", gpu.simulated ? "true" : "false", "}"));
+  }
+  return absl::StrCat("[", absl::StrJoin(items, ","), "]");
+}
+
+absl::StatusOr<JobState> StateFromColumn(const pqxx::field& field, const std::string& what) {
+  auto name = field.as<std::string>();
+  auto state = ParseJobState(name);
+  if (!state.has_value()) {
+    return absl::DataLossError(absl::StrCat(what, " has unknown state '", name, "'"));
+  }
+  return *state;
+}
+
+absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
+  Job job;
+  job.id = row["id"].as<std::string>();
+  job.seq = row["seq"].as<int64_t>();
+  job.request_id = row["request_id"].as<std::string>();
+  auto spec = SpecFromJson(row["spec"].as<std::string>());
+  if (!spec.ok()) {
+    return absl::DataLossError(absl::StrCat("job ", job.id, ": ", spec.status().message()));
+  }
+  job.spec = std::move(*spec);
+  RM_ASSIGN_OR_RETURN(job.state, StateFromColumn(row["state"], absl::StrCat("job ", job.id)));
+  job.attempt = row["attempt"].as<int32_t>();
+  job.pending_reason = row["pending_reason"].as<std::string>();
+  job.token = row["token"].as<std::string>();
+  job.last_event_seq = row["last_event_seq"].as<int64_t>();
+  job.created_at_ms = row["created_at_ms"].as<int64_t>();
+  job.updated_at_ms = row["updated_at_ms"].as<int64_t>();
+  job.started_at_ms = row["started_at_ms"].as<int64_t>();
+  job.finished_at_ms = row["finished_at_ms"].as<int64_t>();
+  job.exit_code = row["exit_code"].as<int32_t>();
+  job.message = row["message"].as<std::string>();
+  return job;
+}
+
+absl::StatusOr<std::vector<Job>> JobsFromResult(const pqxx::result& result) {
+  std::vector<Job> jobs;
+  jobs.reserve(result.size());
+  for (const auto& row : result) {
+    RM_ASSIGN_OR_RETURN(Job job, JobFromRow(row));
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+// Fills in the placement of every job, with one query.
+absl::Status AttachPlacements(pqxx::transaction_base& tx, std::vector<Job>* jobs) {
+  if (jobs->empty()) return absl::OkStatus();
+  std::vector<std::string> ids;
+  std::map<std::string, Job*> by_id;
+  for (auto& job : *jobs) {
+    ids.push_back(job.id);
+    by_id[job.id] = &job;
+  }
+  for (const auto& row : tx.exec_prepared("select_placements", TextArrayLiteral(ids))) {
+    RankPlacement rank;
+    auto job_id = row[0].as<std::string>();
+    rank.rank = row[1].as<int32_t>();
+    rank.worker_id = row[2].as<std::string>();
+    rank.worker_address = row[3].as<std::string>();
+    for (absl::string_view gpu : absl::StrSplit(row[4].as<std::string>(), ',', absl::SkipEmpty())) {
+      int32_t index;
+      if (!absl::SimpleAtoi(gpu, &index)) {
+        return absl::DataLossError(
+            absl::StrCat("job ", job_id, " rank ", rank.rank, ": bad GPU index '", gpu, "'"));
+      }
+      rank.gpu_indices.push_back(index);
+    }
+    by_id.at(job_id)->placement.push_back(std::move(rank));
+  }
+  return absl::OkStatus();
+}
+
+void InsertPlacements(pqxx::work& tx, const std::string& job_id,
+                      const std::vector<RankPlacement>& placement) {
+  for (const auto& rank : placement) {
+    tx.exec_prepared("insert_placement", job_id, rank.rank, rank.worker_id, rank.worker_address,
+                     IntArrayLiteral(rank.gpu_indices));
+  }
+}
+
+void InsertEvent(pqxx::work& tx, const std::string& job_id, const JobEvent& event) {
+  tx.exec_prepared("insert_event", job_id, event.seq, JobStateName(event.state), event.attempt,
+                   event.reason, event.exit_code, event.time_ms);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PostgresJobStore>> PostgresJobStore::Connect(const std::string& url,
+                                                                            int pool_size) {
+  RM_ASSIGN_OR_RETURN(auto pool, PostgresPool::Connect(url, pool_size, PrepareStatements));
+  RM_ASSIGN_OR_RETURN(int applied,
+                      pool->Run<int>([](pqxx::connection& conn) -> absl::StatusOr<int> {
+                        return ApplyMigrations(conn);
+                      }));
+  RM_LOG(kInfo) << "job store: postgres at " << pool->database() << ", " << pool_size
+                << " connections, " << applied << " migrations applied";
+  return std::unique_ptr<PostgresJobStore>(new PostgresJobStore(std::move(pool), applied));
+}
+
+PostgresJobStore::PostgresJobStore(std::unique_ptr<PostgresPool> pool, int migrations_applied)
+    : pool_(std::move(pool)), migrations_applied_(migrations_applied) {}
+
+absl::StatusOr<CreateJobResult> PostgresJobStore::CreateJob(const Job& job, const JobEvent& event) {
+  RM_RETURN_IF_ERROR(CheckJobAndEvent(job, &event));
+  RM_ASSIGN_OR_RETURN(auto placement, SortedPlacement(job.placement));
+  auto result =
+      pool_->Run<CreateJobResult>([&](pqxx::connection& conn) -> absl::StatusOr<CreateJobResult> {
+        pqxx::work tx(conn);
+        // A concurrent insert with the same request id makes this one wait for its commit,
+        // then do nothing; the SELECT below (a new snapshot) then sees the winner's row.
+        pqxx::result inserted = tx.exec_prepared(
+            "insert_job", job.id, job.request_id, job.spec.name, job.spec.queue, job.spec.priority,
+            SpecToJson(job.spec), JobStateName(job.state), job.attempt, job.pending_reason,
+            job.token, job.last_event_seq, job.created_at_ms, job.updated_at_ms, job.started_at_ms,
+            job.finished_at_ms, job.exit_code, job.message);
+        if (inserted.empty()) {
+          pqxx::result existing = tx.exec_prepared("select_job_by_request", job.request_id);
+          if (existing.empty()) {
+            return absl::AbortedError(absl::StrCat("request id ", job.request_id,
+                                                   " is taken by a job that is gone; retry"));
+          }
+          RM_ASSIGN_OR_RETURN(std::vector<Job> found, JobsFromResult(existing));
+          RM_RETURN_IF_ERROR(AttachPlacements(tx, &found));
+          tx.commit();
+          return CreateJobResult{std::move(found.front()), true};
+        }
+        Job created = job;
+        created.seq = inserted[0][0].as<int64_t>();
+        created.placement = placement;
+        InsertPlacements(tx, job.id, placement);
+        InsertEvent(tx, job.id, event);
+        tx.commit();
+        return CreateJobResult{std::move(created), false};
+      });
+  if (result.status().code() == absl::StatusCode::kAlreadyExists && !job.request_id.empty()) {
+    // A concurrent call with the same request id and the same job id can trip the primary key
+    // before the request id: the job is there all the same.
+    auto existing = pool_->Run<std::vector<Job>>(
+        [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<Job>> {
+          ReadTransaction tx(conn);
+          RM_ASSIGN_OR_RETURN(
+              std::vector<Job> found,
+              JobsFromResult(tx.exec_prepared("select_job_by_request", job.request_id)));
+          RM_RETURN_IF_ERROR(AttachPlacements(tx, &found));
+          tx.commit();
+          return found;
+        });
+    if (existing.ok() && !existing->empty()) {
+      return CreateJobResult{std::move(existing->front()), true};
+    }
+  }
+  return result;
+}
+
+absl::StatusOr<Job> PostgresJobStore::GetJob(const std::string& id) {
+  return pool_->Run<Job>([&](pqxx::connection& conn) -> absl::StatusOr<Job> {
+    ReadTransaction tx(conn);
+    pqxx::result rows = tx.exec_prepared("select_job", id);
+    if (rows.empty()) return absl::NotFoundError(absl::StrCat("no job ", id));
+    RM_ASSIGN_OR_RETURN(std::vector<Job> jobs, JobsFromResult(rows));
+    RM_RETURN_IF_ERROR(AttachPlacements(tx, &jobs));
+    tx.commit();
+    return std::move(jobs.front());
+  });
+}
+
+absl::StatusOr<std::vector<Job>> PostgresJobStore::ListJobs(const JobFilter& filter) {
+  std::vector<std::string> params;
+  std::vector<std::string> conditions;
+  if (filter.state.has_value()) {
+    params.emplace_back(JobStateName(*filter.state));
+    conditions.push_back(absl::StrCat("state = $", params.size()));
+  }
+  if (!filter.queue.empty()) {
+    params.push_back(filter.queue);
+    conditions.push_back(absl::StrCat("queue = $", params.size()));
+  }
+  params.push_back(std::to_string(filter.limit > 0 ? filter.limit : kDefaultListLimit));
+  std::string sql = absl::StrCat(
+      "SELECT " RM_JOB_COLUMNS " FROM jobs", conditions.empty() ? "" : " WHERE ",
+      absl::StrJoin(conditions, " AND "), " ORDER BY seq DESC LIMIT $", params.size(), "::integer");
+  return pool_->Run<std::vector<Job>>(
+      [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<Job>> {
+        ReadTransaction tx(conn);
+        pqxx::result rows = tx.exec_params(sql, pqxx::prepare::make_dynamic_params(params));
+        RM_ASSIGN_OR_RETURN(std::vector<Job> jobs, JobsFromResult(rows));
+        RM_RETURN_IF_ERROR(AttachPlacements(tx, &jobs));
+        tx.commit();
+        return jobs;
+      });
+}
+
+absl::StatusOr<std::vector<Job>> PostgresJobStore::ListActiveJobs() {
+  return pool_->Run<std::vector<Job>>(
+      [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<Job>> {
+        ReadTransaction tx(conn);
+        RM_ASSIGN_OR_RETURN(std::vector<Job> jobs,
+                            JobsFromResult(tx.exec_prepared("select_active_jobs")));
+        RM_RETURN_IF_ERROR(AttachPlacements(tx, &jobs));
+        tx.commit();
+        return jobs;
+      });
+}
+
+absl::Status PostgresJobStore::UpdateJob(const Job& job, const std::optional<JobEvent>& event) {
+  RM_RETURN_IF_ERROR(CheckJobAndEvent(job, event.has_value() ? &*event : nullptr));
+  RM_ASSIGN_OR_RETURN(auto placement, SortedPlacement(job.placement));
+  return pool_->Run([&](pqxx::connection& conn) -> absl::Status {
+    pqxx::work tx(conn);
+    // The row lock orders concurrent updates of one job; the check sees the latest state.
+    pqxx::result locked = tx.exec_prepared("lock_job", job.id);
+    if (locked.empty()) return absl::NotFoundError(absl::StrCat("no job ", job.id));
+    RM_ASSIGN_OR_RETURN(JobState stored,
+                        StateFromColumn(locked[0][0], absl::StrCat("job ", job.id)));
+    if (IsTerminal(stored)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job.id, " is ", JobStateName(stored), " and can no longer change"));
+    }
+    tx.exec_prepared("update_job", job.id, JobStateName(job.state), job.attempt, job.pending_reason,
+                     job.token, job.last_event_seq, job.updated_at_ms, job.started_at_ms,
+                     job.finished_at_ms, job.exit_code, job.message);
+    tx.exec_prepared("delete_placements", job.id);
+    InsertPlacements(tx, job.id, placement);
+    if (event.has_value()) InsertEvent(tx, job.id, *event);
+    tx.commit();
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<JobEvent>> PostgresJobStore::ListEvents(const std::string& job_id,
+                                                                   int64_t after_seq) {
+  return pool_->Run<std::vector<JobEvent>>(
+      [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<JobEvent>> {
+        ReadTransaction tx(conn);
+        if (tx.exec_prepared("job_exists", job_id).empty()) {
+          return absl::NotFoundError(absl::StrCat("no job ", job_id));
+        }
+        std::vector<JobEvent> events;
+        for (const auto& row : tx.exec_prepared("select_events", job_id, after_seq)) {
+          JobEvent event;
+          event.job_id = job_id;
+          event.seq = row[0].as<int64_t>();
+          RM_ASSIGN_OR_RETURN(
+              event.state,
+              StateFromColumn(row[1], absl::StrCat("event ", event.seq, " of job ", job_id)));
+          event.attempt = row[2].as<int32_t>();
+          event.reason = row[3].as<std::string>();
+          event.exit_code = row[4].as<int32_t>();
+          event.time_ms = row[5].as<int64_t>();
+          events.push_back(std::move(event));
+        }
+        tx.commit();
+        return events;
+      });
+}
+
+absl::Status PostgresJobStore::UpsertWorker(const Worker& worker) {
+  if (worker.id.empty()) return absl::InvalidArgumentError("worker id is empty");
+  return pool_->Run([&](pqxx::connection& conn) -> absl::Status {
+    pqxx::work tx(conn);
+    tx.exec_prepared("upsert_worker", worker.id, worker.address, worker.port, GpusJson(worker.gpus),
+                     worker.cpu_slots, WorkerStateName(worker.state), worker.registered_at_ms,
+                     worker.last_heartbeat_ms);
+    tx.commit();
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<Worker>> PostgresJobStore::ListWorkers() {
+  return pool_->Run<std::vector<Worker>>(
+      [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<Worker>> {
+        ReadTransaction tx(conn);
+        std::vector<Worker> workers;
+        for (const auto& row : tx.exec_prepared("select_workers")) {
+          auto id = row[0].as<std::string>();
+          if (workers.empty() || workers.back().id != id) {
+            Worker worker;
+            worker.id = id;
+            worker.address = row[1].as<std::string>();
+            worker.port = row[2].as<int32_t>();
+            worker.cpu_slots = row[3].as<int32_t>();
+            auto state = row[4].as<std::string>();
+            if (state == WorkerStateName(WorkerState::kReady)) {
+              worker.state = WorkerState::kReady;
+            } else if (state == WorkerStateName(WorkerState::kLost)) {
+              worker.state = WorkerState::kLost;
+            } else {
+              return absl::DataLossError(
+                  absl::StrCat("worker ", id, " has unknown state '", state, "'"));
+            }
+            worker.registered_at_ms = row[5].as<int64_t>();
+            worker.last_heartbeat_ms = row[6].as<int64_t>();
+            workers.push_back(std::move(worker));
+          }
+          if (row[7].is_null()) continue;  // no GPUs
+          if (row[8].is_null() || row[9].is_null() || row[10].is_null()) {
+            return absl::DataLossError(absl::StrCat("worker ", id, ": GPU ", row[7].c_str(),
+                                                    " lacks index, type or memory_bytes"));
+          }
+          Gpu gpu;
+          gpu.index = row[8].as<int32_t>();
+          gpu.type = row[9].as<std::string>();
+          gpu.memory_bytes = row[10].as<int64_t>();
+          gpu.simulated = !row[11].is_null() && row[11].as<bool>();
+          workers.back().gpus.push_back(std::move(gpu));
+        }
+        tx.commit();
+        return workers;
+      });
+}
+
+}  // namespace ringmaster::scheduler

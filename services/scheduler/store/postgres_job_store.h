@@ -1,0 +1,49 @@
+// PostgresJobStore: the JobStore of record, in PostgreSQL (tables jobs, job_events, placements,
+// workers; see migrations.cc). Connect applies pending schema migrations first. Every call runs
+// in its own transaction on a connection borrowed from a pool, so the store is thread-safe and
+// several scheduler replicas may share the database. Postgres unreachable or gone is
+// UNAVAILABLE naming the database host; a row that no longer parses is DATA_LOSS. No libpqxx
+// exception leaves this class.
+#ifndef RINGMASTER_SERVICES_SCHEDULER_STORE_POSTGRES_JOB_STORE_H_
+#define RINGMASTER_SERVICES_SCHEDULER_STORE_POSTGRES_JOB_STORE_H_
+
+#include <memory>
+#include <string>
+
+#include "store/job_store.h"
+#include "store/postgres_pool.h"
+
+namespace ringmaster::scheduler {
+
+class PostgresJobStore : public JobStore {
+ public:
+  // Connects `pool_size` (>= 1) connections to `url` (a libpq URL or key=value conninfo) and
+  // applies the migrations this database lacks. UNAVAILABLE when Postgres cannot be reached.
+  static absl::StatusOr<std::unique_ptr<PostgresJobStore>> Connect(const std::string& url,
+                                                                   int pool_size);
+
+  absl::StatusOr<CreateJobResult> CreateJob(const Job& job, const JobEvent& event) override;
+  absl::StatusOr<Job> GetJob(const std::string& id) override;
+  absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter) override;
+  absl::StatusOr<std::vector<Job>> ListActiveJobs() override;
+  absl::Status UpdateJob(const Job& job, const std::optional<JobEvent>& event) override;
+  absl::StatusOr<std::vector<JobEvent>> ListEvents(const std::string& job_id,
+                                                   int64_t after_seq) override;
+  absl::Status UpsertWorker(const Worker& worker) override;
+  absl::StatusOr<std::vector<Worker>> ListWorkers() override;
+
+  // How many migrations Connect applied (0 when the schema was already current).
+  int migrations_applied() const { return migrations_applied_; }
+  // "host:port/dbname".
+  const std::string& database() const { return pool_->database(); }
+
+ private:
+  PostgresJobStore(std::unique_ptr<PostgresPool> pool, int migrations_applied);
+
+  std::unique_ptr<PostgresPool> pool_;
+  int migrations_applied_;
+};
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_STORE_POSTGRES_JOB_STORE_H_

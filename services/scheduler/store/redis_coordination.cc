@@ -1,0 +1,222 @@
+#include "store/redis_coordination.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "convert/convert.h"
+#include "ringmaster/v1/job.pb.h"
+#include "store/store_checks.h"
+
+namespace ringmaster::scheduler {
+namespace {
+
+using store_internal::CheckBeat;
+using store_internal::CheckQueueEntry;
+
+// Rebuild sends ZADD in pieces of this many members to bound one command's size.
+constexpr size_t kZaddChunk = 1000;
+constexpr auto kPollInterval = std::chrono::milliseconds(100);
+constexpr auto kResubscribeDelay = std::chrono::milliseconds(200);
+
+int64_t IntegerScore(const QueueEntry& entry) {
+  return int64_t{store_internal::kMaxPriority - entry.priority} * store_internal::kSeqLimit +
+         entry.seq;
+}
+
+absl::StatusOr<JobEvent> DecodeEvent(const std::string& payload) {
+  v1::JobEvent proto;
+  if (!proto.ParseFromString(payload)) {
+    return absl::DataLossError("event on the bus is not a ringmaster.v1.JobEvent");
+  }
+  auto state = FromProto(proto.state());
+  if (!state.has_value()) {
+    return absl::DataLossError(
+        absl::StrCat("event of job ", proto.job_id(), " has no valid state"));
+  }
+  JobEvent event;
+  event.job_id = proto.job_id();
+  event.seq = proto.seq();
+  event.state = *state;
+  event.attempt = proto.attempt();
+  event.reason = proto.reason();
+  event.exit_code = proto.exit_code();
+  event.time_ms = proto.time_ms();
+  return event;
+}
+
+// Error replies inside an EXEC result fail the transaction's caller too.
+absl::Status ExecStatus(const redisReply& exec) {
+  if (exec.type == REDIS_REPLY_NIL) return absl::AbortedError("EXEC: transaction discarded");
+  RM_RETURN_IF_ERROR(redis_internal::ReplyStatus(exec));
+  for (size_t i = 0; i < exec.elements; ++i) {
+    RM_RETURN_IF_ERROR(redis_internal::ReplyStatus(*exec.element[i]));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+RedisPendingQueue::RedisPendingQueue(std::shared_ptr<RedisConnection> redis)
+    : redis_(std::move(redis)),
+      queue_key_(redis_->Key("pending")),
+      marker_key_(redis_->Key("pending:intact")) {}
+
+double RedisPendingQueue::Score(const QueueEntry& entry) {
+  return static_cast<double>(IntegerScore(entry));
+}
+
+absl::Status RedisPendingQueue::Push(const QueueEntry& entry) {
+  RM_RETURN_IF_ERROR(CheckQueueEntry(entry));
+  return redis_->Command({"ZADD", queue_key_, std::to_string(IntegerScore(entry)), entry.job_id})
+      .status();
+}
+
+absl::Status RedisPendingQueue::Remove(const std::string& job_id) {
+  return redis_->Command({"ZREM", queue_key_, job_id}).status();
+}
+
+absl::StatusOr<std::vector<std::string>> RedisPendingQueue::List() {
+  RM_ASSIGN_OR_RETURN(RedisReply reply, redis_->Command({"ZRANGE", queue_key_, "0", "-1"}));
+  if (reply->type != REDIS_REPLY_ARRAY) return absl::InternalError("ZRANGE: not an array");
+  std::vector<std::string> ids;
+  ids.reserve(reply->elements);
+  for (size_t i = 0; i < reply->elements; ++i) {
+    ids.emplace_back(reply->element[i]->str, reply->element[i]->len);
+  }
+  return ids;
+}
+
+absl::Status RedisPendingQueue::Rebuild(const std::vector<QueueEntry>& entries) {
+  for (const auto& entry : entries) RM_RETURN_IF_ERROR(CheckQueueEntry(entry));
+  std::vector<std::vector<std::string>> commands;
+  commands.push_back({"MULTI"});
+  commands.push_back({"DEL", queue_key_});
+  for (size_t begin = 0; begin < entries.size(); begin += kZaddChunk) {
+    std::vector<std::string> zadd = {"ZADD", queue_key_};
+    for (size_t i = begin; i < entries.size() && i < begin + kZaddChunk; ++i) {
+      zadd.push_back(std::to_string(IntegerScore(entries[i])));
+      zadd.push_back(entries[i].job_id);
+    }
+    commands.push_back(std::move(zadd));
+  }
+  commands.push_back({"SET", marker_key_, "1"});
+  commands.push_back({"EXEC"});
+  RM_ASSIGN_OR_RETURN(auto replies, redis_->Pipeline(commands));
+  // Queued commands answer QUEUED or an error (then EXEC fails with EXECABORT).
+  for (size_t i = 0; i + 1 < replies.size(); ++i) {
+    if (auto status = redis_internal::ReplyStatus(*replies[i]); !status.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrCat("redis at ", redis_->options().Address(),
+                                       ": rebuilding the queue: ", status.message()));
+    }
+  }
+  if (auto status = ExecStatus(*replies.back()); !status.ok()) {
+    return absl::Status(status.code(), absl::StrCat("redis at ", redis_->options().Address(),
+                                                    ": rebuilding the queue: ", status.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> RedisPendingQueue::Intact() {
+  RM_ASSIGN_OR_RETURN(RedisReply reply, redis_->Command({"EXISTS", marker_key_}));
+  if (reply->type != REDIS_REPLY_INTEGER) return absl::InternalError("EXISTS: not an integer");
+  return reply->integer == 1;
+}
+
+RedisLiveness::RedisLiveness(std::shared_ptr<RedisConnection> redis) : redis_(std::move(redis)) {}
+
+absl::Status RedisLiveness::Beat(const std::string& worker_id, int64_t ttl_ms) {
+  RM_RETURN_IF_ERROR(CheckBeat(worker_id, ttl_ms));
+  return redis_
+      ->Command({"SET", redis_->Key(absl::StrCat("alive:", worker_id)), "1", "PX",
+                 std::to_string(ttl_ms)})
+      .status();
+}
+
+absl::StatusOr<std::set<std::string>> RedisLiveness::Alive(
+    const std::vector<std::string>& worker_ids) {
+  std::set<std::string> alive;
+  if (worker_ids.empty()) return alive;
+  std::vector<std::string> argv = {"MGET"};
+  for (const auto& id : worker_ids) argv.push_back(redis_->Key(absl::StrCat("alive:", id)));
+  RM_ASSIGN_OR_RETURN(RedisReply reply, redis_->Command(argv));
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != worker_ids.size()) {
+    return absl::InternalError("MGET: unexpected reply");
+  }
+  for (size_t i = 0; i < worker_ids.size(); ++i) {
+    if (reply->element[i]->type != REDIS_REPLY_NIL) alive.insert(worker_ids[i]);
+  }
+  return alive;
+}
+
+RedisEventBus::RedisEventBus(std::shared_ptr<RedisConnection> redis)
+    : redis_(std::move(redis)), channel_(redis_->Key("events")) {}
+
+RedisEventBus::~RedisEventBus() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::Status RedisEventBus::Publish(const JobEvent& event) {
+  return redis_->Command({"PUBLISH", channel_, ToProto(event).SerializeAsString()}).status();
+}
+
+absl::Status RedisEventBus::Subscribe(std::function<void(const JobEvent&)> handler) {
+  if (!handler) return absl::InvalidArgumentError("Subscribe: empty handler");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!thread_.joinable()) {
+    RM_ASSIGN_OR_RETURN(auto subscription, RedisSubscription::Open(redis_->options(), channel_));
+    thread_ = std::thread([this, s = std::move(subscription)]() mutable { Run(std::move(s)); });
+  }
+  handlers_.push_back(std::move(handler));
+  return absl::OkStatus();
+}
+
+void RedisEventBus::Run(std::unique_ptr<RedisSubscription> subscription) {
+  auto stopping = [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stop_;
+  };
+  while (!stopping()) {
+    if (subscription == nullptr) {
+      auto opened = RedisSubscription::Open(redis_->options(), channel_);
+      if (!opened.ok()) {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, kResubscribeDelay, [this] { return stop_; });
+        continue;
+      }
+      RM_LOG(kInfo) << "event bus: subscribed again to " << channel_ << " on "
+                    << redis_->options().Address();
+      subscription = std::move(*opened);
+    }
+    auto message = subscription->Next(kPollInterval);
+    if (!message.ok()) {
+      RM_LOG(kWarning) << "event bus: subscription lost, resubscribing: " << message.status();
+      subscription.reset();
+      continue;
+    }
+    if (message->has_value()) Deliver(**message);
+  }
+}
+
+void RedisEventBus::Deliver(const std::string& payload) {
+  auto event = DecodeEvent(payload);
+  if (!event.ok()) {
+    RM_LOG(kWarning) << "event bus: dropping a message on " << channel_ << ": " << event.status();
+    return;
+  }
+  std::vector<std::function<void(const JobEvent&)>> handlers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    handlers = handlers_;
+  }
+  for (const auto& handler : handlers) handler(*event);
+}
+
+}  // namespace ringmaster::scheduler

@@ -1,0 +1,102 @@
+// Redis-backed PendingQueue, Liveness and EventBus: the scheduler's rebuildable state, shared by
+// every scheduler replica. They share one RedisConnection (commands are serialized on it);
+// every key and channel starts with the connection's key prefix. Redis down is UNAVAILABLE on
+// every call, never a crash; the connection reconnects on the next call. All are thread-safe.
+//
+// Keys, with the default prefix "rm:":
+//   rm:pending         ZSET of queued job ids, scored in policy order (see RedisPendingQueue)
+//   rm:pending:intact  marker set by Rebuild; its absence means Redis lost the queue
+//   rm:alive:<worker>  "1" with a TTL: the worker's last heartbeat
+//   rm:events          pub/sub channel of serialized ringmaster.v1.JobEvent messages
+#ifndef RINGMASTER_SERVICES_SCHEDULER_STORE_REDIS_COORDINATION_H_
+#define RINGMASTER_SERVICES_SCHEDULER_STORE_REDIS_COORDINATION_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "store/coordination.h"
+#include "store/redis_client.h"
+
+namespace ringmaster::scheduler {
+
+// The queue is one sorted set whose score puts ZRANGE in policy order:
+//
+//   score = (1000 - priority) * 2^40 + seq
+//
+// priority is -1000..1000, so (1000 - priority) is 0..2000 (< 2^11) and higher priorities get
+// lower scores; seq is 0..2^40-1, so it orders jobs within one priority without reaching the
+// next. The largest score is below 2^51: every score is an integer a double holds exactly.
+// Entries outside those ranges are INVALID_ARGUMENT.
+class RedisPendingQueue : public PendingQueue {
+ public:
+  explicit RedisPendingQueue(std::shared_ptr<RedisConnection> redis);
+
+  absl::Status Push(const QueueEntry& entry) override;
+  absl::Status Remove(const std::string& job_id) override;
+  absl::StatusOr<std::vector<std::string>> List() override;
+  // One MULTI/EXEC: the queue is replaced and the marker set atomically.
+  absl::Status Rebuild(const std::vector<QueueEntry>& entries) override;
+  // Whether the marker key exists: false after a FLUSHALL or a restart with no persistence,
+  // and before the first Rebuild.
+  absl::StatusOr<bool> Intact() override;
+
+  // The score of an entry (exposed for tests of the encoding).
+  static double Score(const QueueEntry& entry);
+
+ private:
+  std::shared_ptr<RedisConnection> redis_;
+  const std::string queue_key_;
+  const std::string marker_key_;
+};
+
+// A heartbeat is a key with a TTL (SET PX); Alive reads all asked keys with one MGET.
+class RedisLiveness : public Liveness {
+ public:
+  explicit RedisLiveness(std::shared_ptr<RedisConnection> redis);
+
+  absl::Status Beat(const std::string& worker_id, int64_t ttl_ms) override;
+  absl::StatusOr<std::set<std::string>> Alive(const std::vector<std::string>& worker_ids) override;
+
+ private:
+  std::shared_ptr<RedisConnection> redis_;
+};
+
+// PUBLISH on one channel; Subscribe opens its own connection (a subscribed connection can do
+// nothing else) and runs one thread that calls the handlers per message, in publish order.
+// When the subscription breaks (Redis restarted) the thread re-subscribes, retrying every
+// 200 ms; events published while it was not subscribed are lost, as pub/sub loses them, which
+// is why WatchJob reads the JobStore's events first. The destructor stops and joins the thread
+// (it notices within about 100 ms).
+class RedisEventBus : public EventBus {
+ public:
+  explicit RedisEventBus(std::shared_ptr<RedisConnection> redis);
+  RedisEventBus(const RedisEventBus&) = delete;
+  RedisEventBus& operator=(const RedisEventBus&) = delete;
+  ~RedisEventBus() override;
+
+  absl::Status Publish(const JobEvent& event) override;
+  // The first call subscribes before it returns (UNAVAILABLE when Redis is down: call again);
+  // later calls add handlers to the same subscription.
+  absl::Status Subscribe(std::function<void(const JobEvent&)> handler) override;
+
+ private:
+  void Run(std::unique_ptr<RedisSubscription> subscription);
+  void Deliver(const std::string& payload);
+
+  std::shared_ptr<RedisConnection> redis_;
+  const std::string channel_;
+  std::mutex mu_;
+  std::condition_variable cv_;  // wakes the thread's retry wait on stop
+  bool stop_ = false;
+  std::vector<std::function<void(const JobEvent&)>> handlers_;
+  std::thread thread_;
+};
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_STORE_REDIS_COORDINATION_H_

@@ -1,0 +1,53 @@
+#include "store/store_checks.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringmaster::scheduler::store_internal {
+
+absl::Status CheckJobAndEvent(const Job& job, const JobEvent* event) {
+  if (job.id.empty()) return absl::InvalidArgumentError("job id is empty");
+  if (event != nullptr && !event->job_id.empty() && event->job_id != job.id) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("event of job ", event->job_id, " written with job ", job.id));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<RankPlacement>> SortedPlacement(std::vector<RankPlacement> placement) {
+  std::sort(placement.begin(), placement.end(),
+            [](const RankPlacement& a, const RankPlacement& b) { return a.rank < b.rank; });
+  for (size_t i = 1; i < placement.size(); ++i) {
+    if (placement[i].rank == placement[i - 1].rank) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("placement names rank ", placement[i].rank, " twice"));
+    }
+  }
+  return placement;
+}
+
+absl::Status CheckQueueEntry(const QueueEntry& entry) {
+  if (entry.job_id.empty()) return absl::InvalidArgumentError("queue entry has no job id");
+  if (entry.priority < kMinPriority || entry.priority > kMaxPriority) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", entry.job_id, ": priority ",
+                                                   entry.priority, " is outside ", kMinPriority,
+                                                   "..", kMaxPriority));
+  }
+  if (entry.seq < 0 || entry.seq >= kSeqLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", entry.job_id, ": seq ", entry.seq, " is outside 0..2^40-1"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBeat(const std::string& worker_id, int64_t ttl_ms) {
+  if (worker_id.empty()) return absl::InvalidArgumentError("heartbeat has no worker id");
+  if (ttl_ms <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("heartbeat of ", worker_id, ": ttl ", ttl_ms, " ms is not positive"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ringmaster::scheduler::store_internal

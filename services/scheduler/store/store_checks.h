@@ -1,0 +1,35 @@
+// Argument checks shared by the implementations of each store interface, so that they refuse
+// the same inputs with the same codes (the conformance suites hold them to it).
+#ifndef RINGMASTER_SERVICES_SCHEDULER_STORE_STORE_CHECKS_H_
+#define RINGMASTER_SERVICES_SCHEDULER_STORE_STORE_CHECKS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/types.h"
+#include "store/coordination.h"
+
+namespace ringmaster::scheduler::store_internal {
+
+// INVALID_ARGUMENT when the job has no id or the event names another job.
+absl::Status CheckJobAndEvent(const Job& job, const JobEvent* event);
+
+// The placement sorted by rank (the order every store returns it in); INVALID_ARGUMENT when a
+// rank appears twice.
+absl::StatusOr<std::vector<RankPlacement>> SortedPlacement(std::vector<RankPlacement> placement);
+
+// The pending queue's ranges (see QueueEntry): INVALID_ARGUMENT outside them.
+inline constexpr int32_t kMinPriority = -1000;
+inline constexpr int32_t kMaxPriority = 1000;
+inline constexpr int64_t kSeqLimit = int64_t{1} << 40;  // seq < 2^40
+absl::Status CheckQueueEntry(const QueueEntry& entry);
+
+// INVALID_ARGUMENT for an empty worker id or a ttl that is not positive.
+absl::Status CheckBeat(const std::string& worker_id, int64_t ttl_ms);
+
+}  // namespace ringmaster::scheduler::store_internal
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_STORE_STORE_CHECKS_H_

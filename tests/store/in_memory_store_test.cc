@@ -1,0 +1,201 @@
+// Unit tests of the store module: the conformance suites on the in-memory implementations, the
+// in-memory specifics, and the pure helpers of the Postgres and Redis adapters.
+#include <chrono>
+#include <thread>
+
+#include "coordination_conformance.h"
+#include "core/clock.h"
+#include "gmock/gmock.h"
+#include "job_store_conformance.h"
+#include "store/in_memory_coordination.h"
+#include "store/in_memory_job_store.h"
+#include "store/postgres_pool.h"
+#include "store/redis_coordination.h"
+#include "support/status_test_util.h"
+#include "support/wait_for.h"
+
+namespace ringmaster::scheduler::store_test {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+// One InMemoryJobStore; "new" stores are more handles on it.
+class InMemoryJobStoreBackend : public JobStoreBackend {
+ public:
+  absl::StatusOr<std::unique_ptr<JobStore>> NewStore() override {
+    return std::unique_ptr<JobStore>(new SharedHandle(store_));
+  }
+
+ private:
+  // Forwards to the shared store, so the suite can own each handle.
+  class SharedHandle : public JobStore {
+   public:
+    explicit SharedHandle(std::shared_ptr<InMemoryJobStore> store) : store_(std::move(store)) {}
+    absl::StatusOr<CreateJobResult> CreateJob(const Job& job, const JobEvent& event) override {
+      return store_->CreateJob(job, event);
+    }
+    absl::StatusOr<Job> GetJob(const std::string& id) override { return store_->GetJob(id); }
+    absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter) override {
+      return store_->ListJobs(filter);
+    }
+    absl::StatusOr<std::vector<Job>> ListActiveJobs() override { return store_->ListActiveJobs(); }
+    absl::Status UpdateJob(const Job& job, const std::optional<JobEvent>& event) override {
+      return store_->UpdateJob(job, event);
+    }
+    absl::StatusOr<std::vector<JobEvent>> ListEvents(const std::string& job_id,
+                                                     int64_t after_seq) override {
+      return store_->ListEvents(job_id, after_seq);
+    }
+    absl::Status UpsertWorker(const Worker& worker) override {
+      return store_->UpsertWorker(worker);
+    }
+    absl::StatusOr<std::vector<Worker>> ListWorkers() override { return store_->ListWorkers(); }
+
+   private:
+    std::shared_ptr<InMemoryJobStore> store_;
+  };
+
+  std::shared_ptr<InMemoryJobStore> store_ = std::make_shared<InMemoryJobStore>();
+};
+
+INSTANTIATE_TEST_SUITE_P(InMemory, JobStoreConformanceTest,
+                         ::testing::Values(JobStoreBackendParam{
+                             "InMemory",
+                             [] { return std::make_unique<InMemoryJobStoreBackend>(); }}),
+                         JobStoreBackendName);
+
+// One in-memory queue, liveness and clock; "new" objects are handles on them. Event buses are
+// separate (an in-memory bus is one process's fan-out).
+class InMemoryCoordinationBackend : public CoordinationBackend {
+ public:
+  absl::StatusOr<std::unique_ptr<PendingQueue>> NewQueue() override {
+    return std::unique_ptr<PendingQueue>(new QueueHandle(queue_));
+  }
+  absl::StatusOr<std::unique_ptr<Liveness>> NewLiveness() override {
+    return std::unique_ptr<Liveness>(new LivenessHandle(liveness_));
+  }
+  absl::StatusOr<std::unique_ptr<EventBus>> NewEventBus() override {
+    return std::unique_ptr<EventBus>(new InMemoryEventBus());
+  }
+  void LoseEverything() override { queue_->Lose(); }
+  void AdvanceTime(int64_t ms) override { clock_.Advance(ms); }
+
+ private:
+  class QueueHandle : public PendingQueue {
+   public:
+    explicit QueueHandle(std::shared_ptr<InMemoryPendingQueue> q) : q_(std::move(q)) {}
+    absl::Status Push(const QueueEntry& e) override { return q_->Push(e); }
+    absl::Status Remove(const std::string& id) override { return q_->Remove(id); }
+    absl::StatusOr<std::vector<std::string>> List() override { return q_->List(); }
+    absl::Status Rebuild(const std::vector<QueueEntry>& e) override { return q_->Rebuild(e); }
+    absl::StatusOr<bool> Intact() override { return q_->Intact(); }
+
+   private:
+    std::shared_ptr<InMemoryPendingQueue> q_;
+  };
+  class LivenessHandle : public Liveness {
+   public:
+    explicit LivenessHandle(std::shared_ptr<InMemoryLiveness> l) : l_(std::move(l)) {}
+    absl::Status Beat(const std::string& id, int64_t ttl_ms) override {
+      return l_->Beat(id, ttl_ms);
+    }
+    absl::StatusOr<std::set<std::string>> Alive(const std::vector<std::string>& ids) override {
+      return l_->Alive(ids);
+    }
+
+   private:
+    std::shared_ptr<InMemoryLiveness> l_;
+  };
+
+  FakeClock clock_;
+  std::shared_ptr<InMemoryPendingQueue> queue_ = std::make_shared<InMemoryPendingQueue>();
+  std::shared_ptr<InMemoryLiveness> liveness_ = std::make_shared<InMemoryLiveness>(&clock_);
+};
+
+INSTANTIATE_TEST_SUITE_P(InMemory, CoordinationConformanceTest,
+                         ::testing::Values(CoordinationBackendParam{
+                             "InMemory",
+                             [] { return std::make_unique<InMemoryCoordinationBackend>(); }}),
+                         CoordinationBackendName);
+
+// --- In-memory specifics -----------------------------------------------------------------
+
+TEST(InMemoryPendingQueueTest, IsIntactFromTheStartUntilLost) {
+  InMemoryPendingQueue queue;
+  RM_ASSERT_OK_AND_ASSIGN(bool intact, queue.Intact());
+  EXPECT_TRUE(intact);
+  RM_ASSERT_OK(queue.Push({"a", 0, 1}));
+  queue.Lose();
+  RM_ASSERT_OK_AND_ASSIGN(intact, queue.Intact());
+  EXPECT_FALSE(intact);
+  RM_ASSERT_OK_AND_ASSIGN(auto ids, queue.List());
+  EXPECT_THAT(ids, IsEmpty());
+}
+
+TEST(InMemoryLivenessTest, ExpiresExactlyWhenTheTtlHasPassed) {
+  FakeClock clock;
+  InMemoryLiveness liveness(&clock);
+  RM_ASSERT_OK(liveness.Beat("w1", 100));
+  clock.Advance(99);
+  RM_ASSERT_OK_AND_ASSIGN(auto alive, liveness.Alive({"w1"}));
+  EXPECT_THAT(alive, ElementsAre("w1"));
+  clock.Advance(1);
+  RM_ASSERT_OK_AND_ASSIGN(alive, liveness.Alive({"w1"}));
+  EXPECT_THAT(alive, IsEmpty());
+}
+
+TEST(InMemoryEventBusTest, HandlersRunOffThePublishersThread) {
+  InMemoryEventBus bus;
+  std::thread::id handler_thread;
+  std::atomic<bool> done{false};
+  RM_ASSERT_OK(bus.Subscribe([&](const JobEvent&) {
+    handler_thread = std::this_thread::get_id();
+    done = true;
+  }));
+  RM_ASSERT_OK(bus.Publish(JobEvent{}));
+  ASSERT_TRUE(::ringmaster::test::WaitFor([&] { return done.load(); }, std::chrono::seconds(5)));
+  EXPECT_NE(handler_thread, std::this_thread::get_id());
+}
+
+TEST(InMemoryEventBusTest, DestructionDeliversWhatWasPublished) {
+  std::atomic<int> delivered{0};
+  {
+    InMemoryEventBus bus;
+    RM_ASSERT_OK(bus.Subscribe([&](const JobEvent&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ++delivered;
+    }));
+    for (int i = 0; i < 20; ++i) RM_ASSERT_OK(bus.Publish(JobEvent{}));
+  }
+  EXPECT_EQ(delivered.load(), 20);
+}
+
+// --- Pure helpers of the adapters --------------------------------------------------------
+
+TEST(RedisPendingQueueScoreTest, EncodesPriorityAboveSeqExactly) {
+  constexpr int64_t kMaxSeq = (int64_t{1} << 40) - 1;
+  EXPECT_EQ(RedisPendingQueue::Score({"a", 1000, 0}), 0.0);
+  EXPECT_EQ(RedisPendingQueue::Score({"a", 1000, kMaxSeq}), static_cast<double>(kMaxSeq));
+  EXPECT_EQ(RedisPendingQueue::Score({"a", 999, 0}), static_cast<double>(kMaxSeq + 1));
+  // The largest score still tells seq apart: doubles hold integers below 2^53 exactly.
+  double last = RedisPendingQueue::Score({"a", -1000, kMaxSeq});
+  double before = RedisPendingQueue::Score({"a", -1000, kMaxSeq - 1});
+  EXPECT_LT(last, 9007199254740992.0);
+  EXPECT_EQ(last - before, 1.0);
+  EXPECT_LT(RedisPendingQueue::Score({"a", 5, kMaxSeq}), RedisPendingQueue::Score({"a", 4, 0}));
+}
+
+TEST(DescribePostgresUrlTest, NamesHostPortAndDatabaseButNeverThePassword) {
+  EXPECT_EQ(DescribePostgresUrl("postgresql://postgres@127.0.0.1:5544/postgres"),
+            "127.0.0.1:5544/postgres");
+  EXPECT_EQ(DescribePostgresUrl("postgres://user:secret@db.example:6000/rm?sslmode=disable"),
+            "db.example:6000/rm");
+  EXPECT_EQ(DescribePostgresUrl("postgresql://db/rm"), "db:5432/rm");
+  EXPECT_EQ(DescribePostgresUrl("postgresql:///rm?host=/run/pg&port=7"), "/run/pg:7/rm");
+  EXPECT_EQ(DescribePostgresUrl("host=h port=1 dbname=d password=secret"), "h:1/d");
+  EXPECT_EQ(DescribePostgresUrl("postgresql://u:secret@[::1]:5/d"), "[::1]:5/d");
+}
+
+}  // namespace
+}  // namespace ringmaster::scheduler::store_test

@@ -1,0 +1,562 @@
+#include "job_store_conformance.h"
+
+#include <algorithm>
+#include <atomic>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "support/status_test_util.h"
+
+namespace ringmaster::scheduler {
+
+void PrintTo(const JobEvent& event, std::ostream* os) {
+  *os << "JobEvent{" << event.job_id << " #" << event.seq << " " << JobStateName(event.state)
+      << " attempt " << event.attempt << " '" << event.reason << "' exit " << event.exit_code
+      << " t " << event.time_ms << "}";
+}
+
+void PrintTo(const RankPlacement& rank, std::ostream* os) {
+  *os << "Rank{" << rank.rank << " on " << rank.worker_id << "@" << rank.worker_address << " gpus";
+  for (int32_t gpu : rank.gpu_indices) *os << " " << gpu;
+  *os << "}";
+}
+
+namespace store_test {
+namespace {
+
+using ::ringmaster::test::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+constexpr int64_t kT0 = 1'700'000'000'000;
+
+std::vector<std::string> Ids(const std::vector<Job>& jobs) {
+  std::vector<std::string> ids;
+  for (const auto& job : jobs) ids.push_back(job.id);
+  return ids;
+}
+
+JobEvent Event(const Job& job, int64_t seq, JobState state, const std::string& reason = "") {
+  JobEvent event;
+  event.job_id = job.id;
+  event.seq = seq;
+  event.state = state;
+  event.attempt = job.attempt;
+  event.reason = reason;
+  event.time_ms = kT0 + seq;
+  return event;
+}
+
+// `job` placed on two workers and STARTING, as the placement loop would write it.
+Job Started(Job job) {
+  job.state = JobState::kStarting;
+  job.pending_reason.clear();
+  job.placement = {RankPlacement{0, "w1", "127.0.0.2", {0, 1}},
+                   RankPlacement{1, "w2", "127.0.0.3", {3}}};
+  job.token = "tok-" + job.id;
+  job.last_event_seq = 2;
+  job.updated_at_ms = kT0 + 2;
+  job.started_at_ms = kT0 + 2;
+  return job;
+}
+
+Worker MakeWorker(const std::string& id, int gpus) {
+  Worker worker;
+  worker.id = id;
+  worker.address = "127.0.0." + std::to_string(10 + gpus);
+  worker.port = 7071 + gpus;
+  for (int i = 0; i < gpus; ++i) {
+    worker.gpus.push_back(Gpu{i, i % 2 == 0 ? "t4" : "v100", int64_t{16} << 30, i == 2});
+  }
+  worker.cpu_slots = 4;
+  worker.registered_at_ms = kT0;
+  worker.last_heartbeat_ms = kT0 + 500;
+  return worker;
+}
+
+void ExpectSameWorker(const Worker& actual, const Worker& expected) {
+  EXPECT_EQ(actual.id, expected.id);
+  EXPECT_EQ(actual.address, expected.address);
+  EXPECT_EQ(actual.port, expected.port);
+  EXPECT_EQ(actual.gpus, expected.gpus) << "worker " << expected.id;
+  EXPECT_EQ(actual.cpu_slots, expected.cpu_slots);
+  EXPECT_EQ(actual.state, expected.state);
+  EXPECT_EQ(actual.registered_at_ms, expected.registered_at_ms);
+  EXPECT_EQ(actual.last_heartbeat_ms, expected.last_heartbeat_ms);
+}
+
+}  // namespace
+
+std::string JobStoreBackendName(const ::testing::TestParamInfo<JobStoreBackendParam>& info) {
+  return info.param.name;
+}
+
+void JobStoreConformanceTest::SetUp() {
+  backend_ = GetParam().make();
+  ASSERT_NE(backend_, nullptr);
+  RM_ASSERT_OK_AND_ASSIGN(store_, backend_->NewStore());
+}
+
+Job MakeJob(const std::string& id, const std::string& queue, int32_t priority,
+            const std::string& request_id) {
+  Job job;
+  job.id = id;
+  job.request_id = request_id;
+  job.spec.name = "train-" + id;
+  job.spec.queue = queue;
+  job.spec.priority = priority;
+  job.spec.replicas = 2;
+  job.spec.gpus_per_replica = 1;
+  job.spec.gpu_type = "t4";
+  job.spec.command = CommandWorkload{{"python3", "train.py", "--lr=0.1"},
+                                     {{"NCCL_DEBUG", "INFO"}, {"QUOTE", "a \"b\" \\ c"}}};
+  job.spec.restart_policy = RestartPolicy::kOnFailure;
+  job.spec.backoff_limit = 3;
+  job.spec.max_runtime_seconds = 3600;
+  job.spec.labels = {{"team", "vision"}};
+  job.state = JobState::kPending;
+  job.pending_reason = "needs 2 x t4, 0 free";
+  job.last_event_seq = 1;
+  job.created_at_ms = kT0;
+  job.updated_at_ms = kT0;
+  return job;
+}
+
+JobEvent FirstEvent(const Job& job) { return Event(job, 1, JobState::kPending, "submitted"); }
+
+void ExpectSameJob(const Job& actual, const Job& expected) {
+  EXPECT_EQ(actual.id, expected.id);
+  EXPECT_TRUE(actual.spec == expected.spec) << "spec of " << expected.id << " differs";
+  EXPECT_EQ(actual.state, expected.state) << JobStateName(actual.state);
+  EXPECT_EQ(actual.attempt, expected.attempt);
+  EXPECT_EQ(actual.request_id, expected.request_id);
+  EXPECT_EQ(actual.seq, expected.seq);
+  EXPECT_EQ(actual.pending_reason, expected.pending_reason);
+  EXPECT_EQ(actual.placement, expected.placement);
+  EXPECT_EQ(actual.token, expected.token);
+  EXPECT_EQ(actual.last_event_seq, expected.last_event_seq);
+  EXPECT_EQ(actual.created_at_ms, expected.created_at_ms);
+  EXPECT_EQ(actual.updated_at_ms, expected.updated_at_ms);
+  EXPECT_EQ(actual.started_at_ms, expected.started_at_ms);
+  EXPECT_EQ(actual.finished_at_ms, expected.finished_at_ms);
+  EXPECT_EQ(actual.exit_code, expected.exit_code);
+  EXPECT_EQ(actual.message, expected.message);
+}
+
+// --- Create and get ----------------------------------------------------------------------
+
+TEST_P(JobStoreConformanceTest, CreateAssignsIncreasingSeqAndGetReturnsTheJob) {
+  Job a = MakeJob("j-a", "default", 0, "req-a");
+  Job b = MakeJob("j-b");
+  b.spec.command.reset();
+  b.spec.trainer = TrainerWorkload{"mlp", 64, 100};
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult ca, store().CreateJob(a, FirstEvent(a)));
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult cb, store().CreateJob(b, FirstEvent(b)));
+  EXPECT_FALSE(ca.existing);
+  EXPECT_FALSE(cb.existing);
+  EXPECT_GT(ca.job.seq, 0);
+  EXPECT_GT(cb.job.seq, ca.job.seq);
+  a.seq = ca.job.seq;
+  b.seq = cb.job.seq;
+  ExpectSameJob(ca.job, a);
+  ExpectSameJob(cb.job, b);
+  RM_ASSERT_OK_AND_ASSIGN(Job got_a, store().GetJob("j-a"));
+  RM_ASSERT_OK_AND_ASSIGN(Job got_b, store().GetJob("j-b"));
+  ExpectSameJob(got_a, a);
+  ExpectSameJob(got_b, b);
+}
+
+TEST_P(JobStoreConformanceTest, CreateStoresTheFirstEvent) {
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-1", 0));
+  EXPECT_THAT(events, ElementsAre(FirstEvent(job)));
+}
+
+TEST_P(JobStoreConformanceTest, CreateFilesAnEventWithoutJobIdUnderTheJob) {
+  Job job = MakeJob("j-1");
+  JobEvent event = FirstEvent(job);
+  event.job_id.clear();
+  RM_ASSERT_OK(store().CreateJob(job, event));
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-1", 0));
+  EXPECT_THAT(events, ElementsAre(FirstEvent(job)));
+}
+
+TEST_P(JobStoreConformanceTest, CreateWithASeenRequestIdReturnsTheEarlierJobAndWritesNothing) {
+  Job first = MakeJob("j-1", "default", 0, "req-1");
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, store().CreateJob(first, FirstEvent(first)));
+  Job again = MakeJob("j-2", "other", 5, "req-1");
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult repeated, store().CreateJob(again, FirstEvent(again)));
+  EXPECT_TRUE(repeated.existing);
+  ExpectSameJob(repeated.job, created.job);
+  EXPECT_THAT(store().GetJob("j-2"), StatusIs(absl::StatusCode::kNotFound));
+  RM_ASSERT_OK_AND_ASSIGN(auto jobs, store().ListJobs({}));
+  EXPECT_THAT(Ids(jobs), ElementsAre("j-1"));
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-1", 0));
+  EXPECT_THAT(events, SizeIs(1));
+}
+
+TEST_P(JobStoreConformanceTest, JobsWithoutRequestIdAreNeverDeduplicated) {
+  Job a = MakeJob("j-1");
+  Job b = MakeJob("j-2");
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult ca, store().CreateJob(a, FirstEvent(a)));
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult cb, store().CreateJob(b, FirstEvent(b)));
+  EXPECT_FALSE(ca.existing);
+  EXPECT_FALSE(cb.existing);
+  EXPECT_EQ(cb.job.request_id, "");
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-2"));
+  EXPECT_EQ(got.request_id, "");
+}
+
+TEST_P(JobStoreConformanceTest, ConcurrentCreatesWithOneRequestIdMakeExactlyOneJob) {
+  constexpr int kThreads = 16;
+  std::vector<absl::StatusOr<CreateJobResult>> results(kThreads, absl::UnknownError("not run"));
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      // Every call mints its own job id, as SubmitJob does; only the request id is shared.
+      Job job = MakeJob(absl::StrCat("j-", i), "default", 0, "req-shared");
+      while (!go.load()) std::this_thread::yield();
+      results[i] = store().CreateJob(job, FirstEvent(job));
+    });
+  }
+  go = true;
+  for (auto& t : threads) t.join();
+  int created = 0;
+  std::set<std::string> ids;
+  for (const auto& result : results) {
+    RM_ASSERT_OK(result);
+    if (!result->existing) ++created;
+    ids.insert(result->job.id);
+  }
+  EXPECT_EQ(created, 1);
+  ASSERT_THAT(ids, SizeIs(1));
+  RM_ASSERT_OK_AND_ASSIGN(auto jobs, store().ListJobs({}));
+  EXPECT_THAT(Ids(jobs), ElementsAre(*ids.begin()));
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents(*ids.begin(), 0));
+  EXPECT_THAT(events, SizeIs(1));
+}
+
+TEST_P(JobStoreConformanceTest, CreateWithATakenJobIdIsAlreadyExists) {
+  Job job = MakeJob("j-1", "default", 0, "req-1");
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  Job same_id = MakeJob("j-1", "default", 0, "req-2");
+  EXPECT_THAT(store().CreateJob(same_id, FirstEvent(same_id)),
+              StatusIs(absl::StatusCode::kAlreadyExists));
+}
+
+TEST_P(JobStoreConformanceTest, CreateRejectsAJobWithoutIdOrAnEventOfAnotherJob) {
+  Job no_id = MakeJob("");
+  EXPECT_THAT(store().CreateJob(no_id, FirstEvent(no_id)),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  Job job = MakeJob("j-1");
+  JobEvent other = FirstEvent(MakeJob("j-other"));
+  EXPECT_THAT(store().CreateJob(job, other), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(store().GetJob("j-1"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_P(JobStoreConformanceTest, UnknownJobsAreNotFound) {
+  EXPECT_THAT(store().GetJob("j-missing"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(store().ListEvents("j-missing", 0), StatusIs(absl::StatusCode::kNotFound));
+  Job ghost = MakeJob("j-missing");
+  EXPECT_THAT(store().UpdateJob(ghost, std::nullopt), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(store().UpdateJob(ghost, Event(ghost, 2, JobState::kCancelled)),
+              StatusIs(absl::StatusCode::kNotFound));
+}
+
+// --- Listing -----------------------------------------------------------------------------
+
+TEST_P(JobStoreConformanceTest, ListJobsIsNewestFirstAndHonoursTheLimit) {
+  for (int i = 0; i < 5; ++i) {
+    Job job = MakeJob(absl::StrCat("j-", i));
+    RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  }
+  RM_ASSERT_OK_AND_ASSIGN(auto all, store().ListJobs({}));
+  EXPECT_THAT(Ids(all), ElementsAre("j-4", "j-3", "j-2", "j-1", "j-0"));
+  JobFilter two;
+  two.limit = 2;
+  RM_ASSERT_OK_AND_ASSIGN(auto newest, store().ListJobs(two));
+  EXPECT_THAT(Ids(newest), ElementsAre("j-4", "j-3"));
+}
+
+TEST_P(JobStoreConformanceTest, ListJobsFiltersByStateAndQueue) {
+  // j-0..j-5 alternate queues a/b; j-1 and j-4 are RUNNING.
+  for (int i = 0; i < 6; ++i) {
+    Job job = MakeJob(absl::StrCat("j-", i), i % 2 == 0 ? "a" : "b");
+    RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+    if (i == 1 || i == 4) {
+      Job running = Started(job);
+      running.state = JobState::kRunning;
+      RM_ASSERT_OK(store().UpdateJob(running, Event(job, 2, JobState::kRunning)));
+    }
+  }
+  JobFilter running;
+  running.state = JobState::kRunning;
+  RM_ASSERT_OK_AND_ASSIGN(auto r, store().ListJobs(running));
+  EXPECT_THAT(Ids(r), ElementsAre("j-4", "j-1"));
+  JobFilter queue_a;
+  queue_a.queue = "a";
+  RM_ASSERT_OK_AND_ASSIGN(auto a, store().ListJobs(queue_a));
+  EXPECT_THAT(Ids(a), ElementsAre("j-4", "j-2", "j-0"));
+  JobFilter pending_b;
+  pending_b.state = JobState::kPending;
+  pending_b.queue = "b";
+  RM_ASSERT_OK_AND_ASSIGN(auto pb, store().ListJobs(pending_b));
+  EXPECT_THAT(Ids(pb), ElementsAre("j-5", "j-3"));
+  JobFilter none;
+  none.state = JobState::kFailed;
+  RM_ASSERT_OK_AND_ASSIGN(auto n, store().ListJobs(none));
+  EXPECT_THAT(n, IsEmpty());
+}
+
+TEST_P(JobStoreConformanceTest, ListJobsIncludesPlacements) {
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  Job started = Started(job);
+  RM_ASSERT_OK(store().UpdateJob(started, Event(job, 2, JobState::kStarting)));
+  RM_ASSERT_OK_AND_ASSIGN(auto jobs, store().ListJobs({}));
+  ASSERT_THAT(jobs, SizeIs(1));
+  EXPECT_EQ(jobs[0].placement, started.placement);
+}
+
+TEST_P(JobStoreConformanceTest, ListActiveJobsReturnsUnfinishedJobsInSeqOrderWithPlacements) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 5; ++i) {
+    Job job = MakeJob(absl::StrCat("j-", i));
+    RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, store().CreateJob(job, FirstEvent(job)));
+    jobs.push_back(created.job);
+  }
+  Job started = Started(jobs[1]);
+  RM_ASSERT_OK(store().UpdateJob(started, Event(started, 2, JobState::kStarting)));
+  for (int i : {2, 3}) {
+    Job done = jobs[i];
+    done.state = i == 2 ? JobState::kSucceeded : JobState::kCancelled;
+    done.finished_at_ms = kT0 + 9;
+    RM_ASSERT_OK(store().UpdateJob(done, Event(done, 2, done.state)));
+  }
+  RM_ASSERT_OK_AND_ASSIGN(auto active, store().ListActiveJobs());
+  EXPECT_THAT(Ids(active), ElementsAre("j-0", "j-1", "j-4"));
+  ASSERT_THAT(active, SizeIs(3));
+  EXPECT_EQ(active[1].placement, started.placement);
+  EXPECT_EQ(active[1].state, JobState::kStarting);
+}
+
+// --- Updates -----------------------------------------------------------------------------
+
+TEST_P(JobStoreConformanceTest, UpdateJobWritesTheMutableFieldsAndAppendsTheEvent) {
+  Job job = MakeJob("j-1", "default", 0, "req-1");
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, store().CreateJob(job, FirstEvent(job)));
+  Job started = Started(created.job);
+  // Fields the store does not change after creation, even when the caller does.
+  Job update = started;
+  update.spec.name = "renamed";
+  update.request_id = "req-other";
+  update.seq = 999;
+  update.created_at_ms = 1;
+  RM_ASSERT_OK(store().UpdateJob(update, Event(job, 2, JobState::kStarting, "placed")));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
+  ExpectSameJob(got, started);
+
+  Job failed = started;
+  failed.state = JobState::kFailed;
+  failed.attempt = 1;
+  failed.placement.clear();
+  failed.exit_code = 3;
+  failed.message = "rank 1 exited with code 3";
+  failed.finished_at_ms = kT0 + 7;
+  failed.updated_at_ms = kT0 + 7;
+  failed.last_event_seq = 3;
+  JobEvent failed_event = Event(failed, 3, JobState::kFailed, "rank 1 exited with code 3");
+  failed_event.exit_code = 3;
+  RM_ASSERT_OK(store().UpdateJob(failed, failed_event));
+  RM_ASSERT_OK_AND_ASSIGN(got, store().GetJob("j-1"));
+  ExpectSameJob(got, failed);
+
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-1", 0));
+  EXPECT_THAT(events, ElementsAre(FirstEvent(job), Event(job, 2, JobState::kStarting, "placed"),
+                                  failed_event));
+  RM_ASSERT_OK_AND_ASSIGN(auto after_two, store().ListEvents("j-1", 2));
+  EXPECT_THAT(after_two, ElementsAre(failed_event));
+  RM_ASSERT_OK_AND_ASSIGN(auto after_all, store().ListEvents("j-1", 3));
+  EXPECT_THAT(after_all, IsEmpty());
+}
+
+TEST_P(JobStoreConformanceTest, UpdateJobReplacesThePlacement) {
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, store().CreateJob(job, FirstEvent(job)));
+  Job started = Started(created.job);
+  RM_ASSERT_OK(store().UpdateJob(started, std::nullopt));
+  Job moved = started;
+  moved.placement = {RankPlacement{0, "w9", "127.0.0.9", {7}}};
+  RM_ASSERT_OK(store().UpdateJob(moved, std::nullopt));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
+  EXPECT_THAT(got.placement, ElementsAre(RankPlacement{0, "w9", "127.0.0.9", {7}}));
+  Job requeued = moved;
+  requeued.state = JobState::kPending;
+  requeued.placement.clear();
+  RM_ASSERT_OK(store().UpdateJob(requeued, std::nullopt));
+  RM_ASSERT_OK_AND_ASSIGN(got, store().GetJob("j-1"));
+  EXPECT_THAT(got.placement, IsEmpty());
+}
+
+TEST_P(JobStoreConformanceTest, PlacementComesBackInRankOrderAndCpuRanksHaveNoGpus) {
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, store().CreateJob(job, FirstEvent(job)));
+  Job started = Started(created.job);
+  started.placement = {RankPlacement{2, "w3", "h3", {}}, RankPlacement{0, "w1", "h1", {5, 4}},
+                       RankPlacement{1, "w2", "h2", {0}}};
+  RM_ASSERT_OK(store().UpdateJob(started, std::nullopt));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
+  EXPECT_THAT(got.placement,
+              ElementsAre(RankPlacement{0, "w1", "h1", {5, 4}}, RankPlacement{1, "w2", "h2", {0}},
+                          RankPlacement{2, "w3", "h3", {}}));
+}
+
+TEST_P(JobStoreConformanceTest, APlacementNamingARankTwiceIsInvalidArgument) {
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, store().CreateJob(job, FirstEvent(job)));
+  Job started = Started(created.job);
+  started.placement.push_back(RankPlacement{1, "w3", "h3", {0}});
+  EXPECT_THAT(store().UpdateJob(started, std::nullopt),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
+  EXPECT_EQ(got.state, JobState::kPending);
+}
+
+TEST_P(JobStoreConformanceTest, UpdateJobWithoutEventAppendsNone) {
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, store().CreateJob(job, FirstEvent(job)));
+  Job waiting = created.job;
+  waiting.pending_reason = "needs 2 x t4, 1 free";
+  RM_ASSERT_OK(store().UpdateJob(waiting, std::nullopt));
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-1", 0));
+  EXPECT_THAT(events, SizeIs(1));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
+  EXPECT_EQ(got.pending_reason, "needs 2 x t4, 1 free");
+}
+
+TEST_P(JobStoreConformanceTest, TerminalJobsRefuseUpdatesWithFailedPrecondition) {
+  int n = 0;
+  for (JobState terminal : {JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
+    Job job = MakeJob(absl::StrCat("j-", n++));
+    RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, store().CreateJob(job, FirstEvent(job)));
+    Job done = created.job;
+    done.state = terminal;
+    done.message = "the end";
+    RM_ASSERT_OK(store().UpdateJob(done, Event(done, 2, terminal)));
+
+    Job revived = Started(done);
+    revived.state = JobState::kPending;
+    EXPECT_THAT(store().UpdateJob(revived, Event(done, 3, JobState::kPending)),
+                StatusIs(absl::StatusCode::kFailedPrecondition))
+        << JobStateName(terminal);
+    Job again = done;
+    again.message = "changed";
+    EXPECT_THAT(store().UpdateJob(again, std::nullopt),
+                StatusIs(absl::StatusCode::kFailedPrecondition))
+        << JobStateName(terminal);
+    RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob(job.id));
+    ExpectSameJob(got, done);
+    RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents(job.id, 0));
+    EXPECT_THAT(events, SizeIs(2));
+  }
+}
+
+TEST_P(JobStoreConformanceTest, AnEventSeqStoredBeforeIsAlreadyExistsAndChangesNothing) {
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, store().CreateJob(job, FirstEvent(job)));
+  Job started = Started(created.job);
+  // seq 1 is the creation event: the whole update must roll back, placement included.
+  EXPECT_THAT(store().UpdateJob(started, Event(job, 1, JobState::kStarting)),
+              StatusIs(absl::StatusCode::kAlreadyExists));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
+  ExpectSameJob(got, created.job);
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-1", 0));
+  EXPECT_THAT(events, ElementsAre(FirstEvent(job)));
+}
+
+TEST_P(JobStoreConformanceTest, UpdateRejectsAnEventOfAnotherJob) {
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  EXPECT_THAT(store().UpdateJob(job, Event(MakeJob("j-2"), 2, JobState::kRunning)),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_P(JobStoreConformanceTest, ConcurrentUpdatesOfOneJobAllLand) {
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, store().CreateJob(job, FirstEvent(job)));
+  constexpr int kThreads = 8;
+  std::vector<absl::Status> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      Job update = created.job;
+      update.pending_reason = absl::StrCat("try ", i);
+      results[i] = store().UpdateJob(update, Event(job, 2 + i, JobState::kPending));
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& result : results) RM_EXPECT_OK(result);
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-1", 0));
+  ASSERT_THAT(events, SizeIs(kThreads + 1));
+  for (int i = 0; i < kThreads + 1; ++i) EXPECT_EQ(events[i].seq, i + 1);
+}
+
+TEST_P(JobStoreConformanceTest, StoresShareState) {
+  RM_ASSERT_OK_AND_ASSIGN(auto other, backend().NewStore());
+  Job job = MakeJob("j-1", "default", 0, "req-1");
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, other->GetJob("j-1"));
+  EXPECT_EQ(got.request_id, "req-1");
+  Job again = MakeJob("j-2", "default", 0, "req-1");
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult repeated, other->CreateJob(again, FirstEvent(again)));
+  EXPECT_TRUE(repeated.existing);
+  EXPECT_EQ(repeated.job.id, "j-1");
+}
+
+// --- Workers -----------------------------------------------------------------------------
+
+TEST_P(JobStoreConformanceTest, UpsertWorkerInsertsAndReplacesById) {
+  Worker w2 = MakeWorker("w2", 3);
+  Worker w1 = MakeWorker("w1", 0);
+  w1.gpus.push_back(Gpu{0, "odd \"type\"\n", 1, false});
+  RM_ASSERT_OK(store().UpsertWorker(w2));
+  RM_ASSERT_OK(store().UpsertWorker(w1));
+  RM_ASSERT_OK_AND_ASSIGN(auto workers, store().ListWorkers());
+  ASSERT_THAT(workers, SizeIs(2));
+  ExpectSameWorker(workers[0], w1);
+  ExpectSameWorker(workers[1], w2);
+
+  Worker lost = w2;
+  lost.state = WorkerState::kLost;
+  lost.gpus.resize(1);
+  lost.address = "127.0.0.99";
+  lost.last_heartbeat_ms = kT0 + 9000;
+  RM_ASSERT_OK(store().UpsertWorker(lost));
+  RM_ASSERT_OK_AND_ASSIGN(workers, store().ListWorkers());
+  ASSERT_THAT(workers, SizeIs(2));
+  ExpectSameWorker(workers[1], lost);
+}
+
+TEST_P(JobStoreConformanceTest, AWorkerWithoutGpusKeepsNone) {
+  Worker cpu_only = MakeWorker("w-cpu", 0);
+  RM_ASSERT_OK(store().UpsertWorker(cpu_only));
+  RM_ASSERT_OK_AND_ASSIGN(auto workers, store().ListWorkers());
+  ASSERT_THAT(workers, SizeIs(1));
+  ExpectSameWorker(workers[0], cpu_only);
+}
+
+TEST_P(JobStoreConformanceTest, AWorkerWithoutIdIsInvalidArgument) {
+  EXPECT_THAT(store().UpsertWorker(MakeWorker("", 1)),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  RM_ASSERT_OK_AND_ASSIGN(auto workers, store().ListWorkers());
+  EXPECT_THAT(workers, IsEmpty());
+}
+
+}  // namespace store_test
+}  // namespace ringmaster::scheduler

@@ -1,0 +1,204 @@
+// The JobStore conformance suite on PostgresJobStore, and what only Postgres has: migrations,
+// the connection pool, an unreachable or vanished server, corrupt rows. Needs
+// $RINGMASTER_TEST_PG_URL (scripts/test sets it); without it these tests fail.
+#include "store/postgres_job_store.h"
+
+#include <atomic>
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/net.h"
+#include "gmock/gmock.h"
+#include "job_store_conformance.h"
+#include "store/migrations.h"
+#include "support/status_test_util.h"
+#include "support/test_database.h"
+
+namespace ringmaster::scheduler::store_test {
+namespace {
+
+using ::ringmaster::test::StatusIs;
+using ::ringmaster::test::TestDatabase;
+using ::testing::HasSubstr;
+
+// Creating and dropping a database costs about a second (a checkpoint), so the conformance
+// tests share one database per binary and empty its tables before each test.
+class SharedDatabase : public ::testing::Environment {
+ public:
+  static absl::StatusOr<std::string> Url() {
+    if (db_ == nullptr) {
+      auto db = TestDatabase::Create();
+      if (!db.ok()) return db.status();
+      db_ = std::move(*db);
+    }
+    return db_->url();
+  }
+  void TearDown() override { db_.reset(); }
+
+ private:
+  static std::unique_ptr<TestDatabase> db_;
+};
+std::unique_ptr<TestDatabase> SharedDatabase::db_;
+[[maybe_unused]] auto* const kSharedDatabase =
+    ::testing::AddGlobalTestEnvironment(new SharedDatabase);
+
+absl::Status Exec(const std::string& url, const std::string& sql) {
+  try {
+    pqxx::connection conn(url);
+    pqxx::work tx(conn);
+    tx.exec(sql);
+    tx.commit();
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(sql, ": ", e.what()));
+  }
+}
+
+class PostgresJobStoreBackend : public JobStoreBackend {
+ public:
+  absl::StatusOr<std::unique_ptr<JobStore>> NewStore() override {
+    auto url = SharedDatabase::Url();
+    if (!url.ok()) return url.status();
+    auto store = PostgresJobStore::Connect(*url, 4);
+    if (!store.ok()) return store.status();
+    if (!emptied_) {
+      auto status = Exec(*url, "TRUNCATE jobs, job_events, placements, workers RESTART IDENTITY");
+      if (!status.ok()) return status;
+      emptied_ = true;
+    }
+    return std::unique_ptr<JobStore>(std::move(*store));
+  }
+
+ private:
+  bool emptied_ = false;
+};
+
+INSTANTIATE_TEST_SUITE_P(Postgres, JobStoreConformanceTest,
+                         ::testing::Values(JobStoreBackendParam{
+                             "Postgres",
+                             [] { return std::make_unique<PostgresJobStoreBackend>(); }}),
+                         JobStoreBackendName);
+
+// --- Postgres specifics ------------------------------------------------------------------
+
+int64_t CountRows(const std::string& url, const std::string& sql) {
+  pqxx::connection conn(url);
+  pqxx::work tx(conn);
+  return tx.exec1(sql)[0].as<int64_t>();
+}
+
+TEST(PostgresJobStoreTest, MigrationsAreAppliedOnceAndASecondStartAppliesNothing) {
+  RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
+  RM_ASSERT_OK_AND_ASSIGN(auto first, PostgresJobStore::Connect(db->url(), 2));
+  EXPECT_EQ(first->migrations_applied(), static_cast<int>(Migrations().size()));
+  Job job = MakeJob("j-1", "default", 0, "req-1");
+  RM_ASSERT_OK(first->CreateJob(job, FirstEvent(job)));
+
+  RM_ASSERT_OK_AND_ASSIGN(auto second, PostgresJobStore::Connect(db->url(), 2));
+  EXPECT_EQ(second->migrations_applied(), 0);
+  RM_ASSERT_OK_AND_ASSIGN(Job got, second->GetJob("j-1"));
+  EXPECT_EQ(got.request_id, "req-1");
+  EXPECT_EQ(CountRows(db->url(), "SELECT count(*) FROM schema_migrations"),
+            static_cast<int64_t>(Migrations().size()));
+}
+
+TEST(PostgresJobStoreTest, SchedulersStartingTogetherApplyEachMigrationOnce) {
+  RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
+  constexpr int kStarters = 4;
+  std::vector<absl::StatusOr<std::unique_ptr<PostgresJobStore>>> stores;
+  for (int i = 0; i < kStarters; ++i) stores.emplace_back(absl::UnknownError("not run"));
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStarters; ++i) {
+    threads.emplace_back([&, i] {
+      while (!go.load()) std::this_thread::yield();
+      stores[i] = PostgresJobStore::Connect(db->url(), 1);
+    });
+  }
+  go = true;
+  for (auto& t : threads) t.join();
+  int applied = 0;
+  for (auto& store : stores) {
+    RM_ASSERT_OK(store);
+    applied += (*store)->migrations_applied();
+  }
+  EXPECT_EQ(applied, static_cast<int>(Migrations().size()));
+}
+
+TEST(PostgresJobStoreTest, MigrationVersionsAreOneTwoThreeInOrder) {
+  for (size_t i = 0; i < Migrations().size(); ++i) {
+    EXPECT_EQ(Migrations()[i].version, static_cast<int>(i) + 1);
+  }
+}
+
+TEST(PostgresJobStoreTest, UnreachablePostgresIsUnavailableNamingTheHost) {
+  RM_ASSERT_OK_AND_ASSIGN(int port, PickFreePort());
+  std::string url = absl::StrCat("postgresql://postgres:hunter2@127.0.0.1:", port, "/rm");
+  auto store = PostgresJobStore::Connect(url, 2);
+  EXPECT_THAT(store, StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(std::string(store.status().message()),
+              HasSubstr(absl::StrCat("127.0.0.1:", port, "/rm")));
+  EXPECT_THAT(std::string(store.status().message()), ::testing::Not(HasSubstr("hunter2")));
+}
+
+TEST(PostgresJobStoreTest, AMissingDatabaseIsUnavailable) {
+  RM_ASSERT_OK_AND_ASSIGN(std::string admin, TestDatabase::AdminUrl());
+  auto store =
+      PostgresJobStore::Connect(TestDatabase::UrlForDatabase(admin, "rm_no_such_database"), 1);
+  EXPECT_THAT(store, StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(std::string(store.status().message()), HasSubstr("rm_no_such_database"));
+}
+
+TEST(PostgresJobStoreTest, PoolSizeBelowOneIsInvalidArgument) {
+  RM_ASSERT_OK_AND_ASSIGN(std::string url, SharedDatabase::Url());
+  EXPECT_THAT(PostgresJobStore::Connect(url, 0), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(PostgresJobStoreTest, ABrokenConnectionIsUnavailableOnceThenReconnected) {
+  RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
+  RM_ASSERT_OK_AND_ASSIGN(auto store, PostgresJobStore::Connect(db->url(), 1));
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK(store->CreateJob(job, FirstEvent(job)));
+  // What a Postgres restart or failover does to open connections.
+  RM_ASSERT_OK(
+      Exec(db->admin_url(), absl::StrCat("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                         "WHERE datname = '",
+                                         db->name(), "' AND pid <> pg_backend_pid()")));
+  auto broken = store->GetJob("j-1");
+  EXPECT_THAT(broken, StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(std::string(broken.status().message()), HasSubstr(db->name()));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store->GetJob("j-1"));
+  EXPECT_EQ(got.id, "j-1");
+  // The prepared statements came back with the new connection.
+  Job started = got;
+  started.state = JobState::kStarting;
+  RM_ASSERT_OK(store->UpdateJob(started, std::nullopt));
+}
+
+TEST(PostgresJobStoreTest, ACorruptStoredSpecIsDataLoss) {
+  RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
+  RM_ASSERT_OK_AND_ASSIGN(auto store, PostgresJobStore::Connect(db->url(), 1));
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK(store->CreateJob(job, FirstEvent(job)));
+  RM_ASSERT_OK(Exec(db->url(), "UPDATE jobs SET spec = '{\"no_such_field\": 1}' WHERE id = 'j-1'"));
+  EXPECT_THAT(store->GetJob("j-1"), StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(store->ListActiveJobs(), StatusIs(absl::StatusCode::kDataLoss));
+}
+
+TEST(PostgresJobStoreTest, SpecIsStoredAsQueryableJsonbAndIndexedColumns) {
+  RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
+  RM_ASSERT_OK_AND_ASSIGN(auto store, PostgresJobStore::Connect(db->url(), 1));
+  Job job = MakeJob("j-1", "research", 7, "req-1");
+  RM_ASSERT_OK(store->CreateJob(job, FirstEvent(job)));
+  EXPECT_EQ(CountRows(db->url(),
+                      "SELECT count(*) FROM jobs WHERE spec->>'name' = 'train-j-1' AND "
+                      "queue = 'research' AND priority = 7 AND name = 'train-j-1' AND "
+                      "state = 'PENDING' AND request_id = 'req-1'"),
+            1);
+  // An unknown state cannot be written, whatever the caller does.
+  EXPECT_FALSE(Exec(db->url(), "UPDATE jobs SET state = 'BOGUS'").ok());
+}
+
+}  // namespace
+}  // namespace ringmaster::scheduler::store_test
