@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -26,6 +27,8 @@ namespace ringmaster::worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// SIGTERM -> SIGKILL for the workload once we were told to stop.
+constexpr auto kStopGrace = std::chrono::seconds(5);
 
 void WriteAll(int fd, std::string_view data) {
   while (!data.empty()) {
@@ -103,7 +106,10 @@ int RunRank(const std::vector<std::string>& program) {
   spawn.argv = program;
   spawn.env = CurrentEnvironment();
   spawn.pipe_output = true;
-  spawn.new_session = false;  // orted and the worker stop the rank by its session
+  // Not a new session: the worker finds the rank by the session orted runs in. A process
+  // group of its own lets us signal the workload and whatever it started at once.
+  spawn.new_session = false;
+  spawn.new_process_group = true;
   spawn.parent_death_signal = SIGKILL;
   absl::StatusOr<Spawned> child = Spawn(spawn);
   if (!child.ok()) {
@@ -114,7 +120,7 @@ int RunRank(const std::vector<std::string>& program) {
     report.set_kind(v1::ReportRankRequest::KIND_EXITED);
     report.set_exit_code(127);
     report.set_message(message);
-    (void)agent.ReportRank(report, std::chrono::seconds(10));
+    (void)agent.ReportRank(report, std::chrono::seconds(3));
     return 127;
   }
 
@@ -140,6 +146,8 @@ int RunRank(const std::vector<std::string>& program) {
   bool exited = false;
   int status = 0;
   Clock::time_point exited_at;
+  // Set when we were told to stop: the workload gets SIGKILL if it outlives the grace.
+  std::optional<Clock::time_point> kill_at;
   std::string buf(64 * 1024, '\0');
   while (true) {
     if (exited &&
@@ -162,7 +170,9 @@ int RunRank(const std::vector<std::string>& program) {
       if (which[j] == 2) {
         signalfd_siginfo info;
         while (read(sig_fd, &info, sizeof(info)) == sizeof(info)) {
-          if (info.ssi_signo != SIGCHLD) kill(child->pid, static_cast<int>(info.ssi_signo));
+          if (info.ssi_signo == SIGCHLD) continue;
+          kill(-child->pid, static_cast<int>(info.ssi_signo));
+          if (!kill_at) kill_at = Clock::now() + kStopGrace;
         }
         continue;
       }
@@ -183,6 +193,10 @@ int RunRank(const std::vector<std::string>& program) {
       exited = true;
       exited_at = Clock::now();
     }
+    if (!exited && kill_at && Clock::now() >= *kill_at) {
+      kill(-child->pid, SIGKILL);
+      kill_at = Clock::time_point::max();
+    }
     maybe_report(false);
   }
   for (int i = 0; i < 2; ++i) {
@@ -191,6 +205,21 @@ int RunRank(const std::vector<std::string>& program) {
   }
   if (!exited) waitpid(child->pid, &status, 0);
   if (log_fd >= 0) close(log_fd);
+  // The rank ends with its program: whatever the program left running goes too, found by its
+  // process group and by the rank's tags (for those that left the group).
+  ProcessSelector leftovers;
+  for (const char* name : {kJobIdEnv, kAttemptEnv, kWorkerIdEnv, "RINGMASTER_RANK"}) {
+    auto it = started->env().find(name);
+    if (it != started->env().end()) leftovers.env_tags[name] = it->second;
+  }
+  kill(-child->pid, SIGTERM);
+  (void)SignalProcesses(leftovers, SIGTERM);
+  const auto give_up = Clock::now() + std::chrono::seconds(1);
+  while (!FindProcesses(leftovers).empty() && Clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(-child->pid, SIGKILL);
+  (void)SignalProcesses(leftovers, SIGKILL);
   maybe_report(true);
 
   report.set_kind(v1::ReportRankRequest::KIND_EXITED);
@@ -203,7 +232,8 @@ int RunRank(const std::vector<std::string>& program) {
     code = WEXITSTATUS(status);
   }
   if (last_value) report.set_images_per_second(*last_value);
-  if (absl::Status s = agent.ReportRank(report, std::chrono::seconds(10)); !s.ok()) {
+  // Briefly: when the worker is gone (killed with us), nobody is left to tell.
+  if (absl::Status s = agent.ReportRank(report, std::chrono::seconds(3)); !s.ok()) {
     std::fprintf(stderr, "ringmaster-rank: rank %d: could not report the exit: %s\n", rank,
                  s.ToString().c_str());
   }

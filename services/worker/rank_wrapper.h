@@ -1,9 +1,14 @@
 // The rank wrapper (ringmaster-rank): what mpirun runs as every rank of a job. It asks the
 // worker it runs on which placed rank it is (StartRank), sets the rank's environment, runs the
 // workload with the output teed to the rank's log and to its own stdout/stderr (which orted
-// forwards to mpirun), reports throughput lines and, at the end, the exit status. Signals it
-// receives (SIGTERM from orted or the worker) are passed on to the workload; if the wrapper's
-// parent dies it gets SIGTERM itself, and the workload gets SIGKILL if the wrapper dies.
+// forwards to mpirun), reports throughput lines and, at the end, the exit status. It is the
+// rank's own supervisor:
+//  - signals it receives (SIGTERM from orted or the worker) go to the workload's process group,
+//    and SIGKILL follows after 5 s;
+//  - if its parent (orted) dies it gets SIGTERM itself (PR_SET_PDEATHSIG), so a rank never
+//    outlives its worker's processes; the workload gets SIGKILL if the wrapper dies;
+//  - when the workload's main process ends, whatever it left running (its process group, and
+//    processes carrying the rank's RINGMASTER_* tags) is stopped before the exit is reported.
 #ifndef RINGMASTER_SERVICES_WORKER_RANK_WRAPPER_H_
 #define RINGMASTER_SERVICES_WORKER_RANK_WRAPPER_H_
 

@@ -138,6 +138,7 @@ TEST(LaunchTest, RankEnvironmentGivesEachRankItsOwnGpusAndLocalRank) {
   EXPECT_EQ(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
   EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.2");
   EXPECT_EQ(env["RINGMASTER_WORKER_ID"], "w3");
+  EXPECT_EQ(env["RINGMASTER_WORKER_ADDRESS"], "127.0.0.3");
   EXPECT_EQ(env["RINGMASTER_JOB_ID"], "j-1");
   EXPECT_EQ(env["FOO"], "bar");  // the job's own env
   EXPECT_EQ(env.count("RINGMASTER_SIMULATED_GPUS"), 0u);

@@ -6,3 +6,18 @@ ringmaster_test(worker_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/throughput_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/inventory_test.cc
   LIBS ringmaster_worker_core)
+
+if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
+  ringmaster_test(worker_e2e_test e2e
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
+      ${CMAKE_CURRENT_LIST_DIR}/worker_e2e_test.cc
+      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
+    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+      PkgConfig::PQXX)
+  add_dependencies(worker_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
+    ringmaster-rank)
+  if(TARGET ringmaster-train)
+    add_dependencies(worker_e2e_test ringmaster-train)
+  endif()
+endif()

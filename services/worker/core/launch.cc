@@ -211,6 +211,7 @@ std::map<std::string, std::string> RankEnvironment(const Assignment& assignment,
   env[kJobIdEnv] = assignment.job_id;
   env[kAttemptEnv] = absl::StrCat(assignment.attempt);
   env[kWorkerIdEnv] = self->worker_id;
+  env["RINGMASTER_WORKER_ADDRESS"] = self->worker_address;
   env["RINGMASTER_RANK"] = absl::StrCat(rank);
   if (simulated_gpus) {
     // Nothing real to show to CUDA; the indices stay visible for programs that care.

@@ -37,6 +37,9 @@ namespace {
     if (getppid() != parent) _exit(127);
   }
   if (options.new_session && setsid() < 0) ChildFailed(err_pipe);
+  if (!options.new_session && options.new_process_group && setpgid(0, 0) != 0) {
+    ChildFailed(err_pipe);
+  }
   // The worker blocks and ignores signals for its own reasons; programs start clean.
   sigset_t none;
   sigemptyset(&none);

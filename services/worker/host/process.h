@@ -27,6 +27,9 @@ struct SpawnOptions {
   // Start a new session (and process group) led by the child, so that the child and
   // everything it starts can be found and stopped together.
   bool new_session = true;
+  // Without a new session: put the child in a new process group of its own, so that it and
+  // its descendants can be signalled together (kill(-pid, ...)).
+  bool new_process_group = false;
   // Sent to the child when the *thread* that spawned it exits (prctl PR_SET_PDEATHSIG); 0 for
   // none. Spawn from a thread that outlives the child, as Linux ties this to the thread.
   int parent_death_signal = 0;

@@ -15,8 +15,6 @@ absl::Status WithRetry(std::chrono::milliseconds deadline, const Call& call) {
   while (true) {
     grpc::ClientContext ctx;
     ctx.set_deadline(end);
-    // Wait for the channel rather than fail at once when the agent is briefly unreachable.
-    ctx.set_wait_for_ready(true);
     grpc::Status status = call(&ctx);
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
         std::chrono::system_clock::now() + wait >= end) {

@@ -16,7 +16,7 @@ SchedulerSession::SchedulerSession(std::string scheduler_addr, Agent* agent)
   // workers again within seconds.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   stub_ = v1::WorkerService::NewStub(
       grpc::CreateCustomChannel(scheduler_addr_, grpc::InsecureChannelCredentials(), args));
 }
@@ -38,7 +38,7 @@ void SchedulerSession::Stop() {
 }
 
 void SchedulerSession::Run() {
-  Backoff backoff(std::chrono::milliseconds(100), std::chrono::seconds(5));
+  Backoff backoff(std::chrono::milliseconds(100), std::chrono::seconds(1));
   std::mt19937_64 rng{std::random_device{}()};
   std::uniform_real_distribution<double> jitter(0.0, 1.0);
   while (true) {

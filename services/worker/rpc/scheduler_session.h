@@ -8,7 +8,8 @@
 //  3. from then on, send the agent's rank statuses as they come and a Heartbeat whenever the
 //     interval passes without one; hand every Assignment and StopJob to the agent;
 //  4. when the stream breaks (scheduler restart, network), wait with jittered exponential
-//     backoff (100 ms .. 5 s) and start again at 1. Ranks keep running meanwhile.
+//     backoff (100 ms .. 1 s: a restarted scheduler gives known workers one heartbeat timeout
+//     to return) and start again at 1. Ranks keep running meanwhile.
 // Thread-safe: Start/Stop from one thread; the session runs its own threads.
 #ifndef RINGMASTER_SERVICES_WORKER_RPC_SCHEDULER_SESSION_H_
 #define RINGMASTER_SERVICES_WORKER_RPC_SCHEDULER_SESSION_H_

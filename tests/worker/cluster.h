@@ -1,0 +1,115 @@
+// A whole Ringmaster cluster of real processes for end-to-end tests: PostgreSQL (a fresh
+// database on $RINGMASTER_TEST_PG_URL), a RedisServer, the real scheduler (SchedulerProcess
+// from the scheduler's harness) and real ringmaster-worker processes on their own loopback
+// addresses (127.0.0.2, .3, ...), plus the probes the tests need: job processes in /proc,
+// rank logs, job events, worker metrics.
+#ifndef RINGMASTER_TESTS_WORKER_CLUSTER_H_
+#define RINGMASTER_TESTS_WORKER_CLUSTER_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ringmaster/v1/agent.grpc.pb.h"
+#include "ringmaster/v1/job.grpc.pb.h"
+#include "scheduler/harness.h"
+#include "support/redis_server.h"
+#include "support/subprocess.h"
+#include "support/test_database.h"
+
+namespace ringmaster::test {
+
+struct WorkerConfig {
+  std::string id;       // "w2"
+  std::string address;  // "127.0.0.2"
+  int cpu_slots = 2;
+  int simulated_gpus = 0;  // of type t4
+};
+
+// One ringmaster-worker process on its own address, with free ports for gRPC and /metrics.
+class WorkerProcess {
+ public:
+  static absl::StatusOr<std::unique_ptr<WorkerProcess>> Start(const WorkerConfig& config,
+                                                              const std::string& scheduler_addr,
+                                                              const std::string& log_dir);
+  ~WorkerProcess();
+  const WorkerConfig& config() const { return config_; }
+  // HOST:PORT of its agent service.
+  std::string agent_addr() const;
+  int metrics_port() const { return metrics_port_; }
+  const std::string& log_dir() const { return log_dir_; }
+  Subprocess& process() { return *process_; }
+  // SIGTERM and wait (the worker stops its job processes first).
+  void Stop();
+  std::string LogTail() const { return process_ ? process_->LogTail(6000) : ""; }
+
+ private:
+  WorkerConfig config_;
+  std::string log_dir_;
+  int port_ = 0;
+  int metrics_port_ = 0;
+  std::unique_ptr<Subprocess> process_;
+};
+
+class Cluster {
+ public:
+  // Database, Redis and scheduler; workers come with AddWorker.
+  static absl::StatusOr<std::unique_ptr<Cluster>> Start();
+  ~Cluster();
+
+  absl::Status AddWorker(const WorkerConfig& config);
+  // Stops (or reaps) worker `id` and starts it again with the same id and address.
+  absl::Status RestartWorker(const std::string& id);
+  // Jobs in PENDING, STARTING or RUNNING.
+  std::vector<v1::Job> LiveJobs();
+  // Waits until `n` workers are READY at the scheduler.
+  absl::Status WaitWorkersReady(int n,
+                                std::chrono::milliseconds timeout = std::chrono::seconds(15));
+  WorkerProcess* worker(const std::string& id);
+  std::vector<std::unique_ptr<WorkerProcess>>& workers() { return workers_; }
+  SchedulerProcess& scheduler() { return *scheduler_; }
+  const std::string& dir() const { return dir_; }
+
+  absl::StatusOr<std::string> Submit(const v1::JobSpec& spec);
+  absl::StatusOr<v1::Job> GetJob(const std::string& id);
+  absl::Status Cancel(const std::string& id);
+  // Polls until the job is in `state` or has ended; returns the last job seen.
+  v1::Job WaitState(const std::string& id, v1::JobState state,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Polls until the job (attempt `attempt`) has a placement.
+  absl::StatusOr<v1::Job> WaitPlaced(const std::string& id, int attempt,
+                                     std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Every event of an ended job (WatchJob ends after the terminal one).
+  std::vector<v1::JobEvent> Events(const std::string& id);
+  // The log of a rank, read through the ReadLogs call of the worker at `agent_addr`.
+  absl::StatusOr<std::string> RankLog(const std::string& agent_addr, const std::string& job_id,
+                                      int rank, int attempt = -1);
+  // The worker's /metrics page.
+  std::string Metrics(const WorkerProcess& worker);
+
+  // Everything the scheduler, the workers and the database printed, for failure messages.
+  std::string Logs() const;
+
+ private:
+  std::string dir_;
+  std::unique_ptr<TestDatabase> db_;
+  std::unique_ptr<RedisServer> redis_;
+  std::unique_ptr<SchedulerProcess> scheduler_;
+  std::vector<std::unique_ptr<WorkerProcess>> workers_;
+};
+
+// Live processes whose environment holds every one of `env` (e.g. RINGMASTER_JOB_ID=j-...)
+// and, when not empty, the variable `name` with any value.
+std::vector<pid_t> ProcessesWithEnv(const std::map<std::string, std::string>& env,
+                                    const std::string& name = "");
+// The value of `name` in the environment of process `pid`; empty when absent.
+std::string EnvOfProcess(pid_t pid, const std::string& name);
+
+}  // namespace ringmaster::test
+
+#endif  // RINGMASTER_TESTS_WORKER_CLUSTER_H_

@@ -1,0 +1,362 @@
+// End to end: PostgreSQL, Redis, the real scheduler and three real workers on 127.0.0.2, .3
+// and .4, running real MPI jobs through mpirun, ringmaster-rsh and ringmaster-rank.
+#include <sys/stat.h>
+
+#include <csignal>
+#include <set>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rpc/agent_client.h"
+#include "support/wait_for.h"
+#include "worker/cluster.h"
+
+namespace ringmaster::test {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+using namespace std::chrono_literals;
+
+// Every rank proves where it ran and that it talked to the others (the allreduce).
+constexpr const char* kRingProbe =
+    "from mpi4py import MPI\n"
+    "import os\n"
+    "c = MPI.COMM_WORLD\n"
+    "total = c.allreduce(c.rank)\n"
+    "e = os.environ\n"
+    "print(f\"rank {c.rank} of {c.size} on {e['RINGMASTER_WORKER_ID']} "
+    "({e['RINGMASTER_WORKER_ADDRESS']}) RANK={e['RANK']} LOCAL_RANK={e['LOCAL_RANK']} "
+    "WORLD_SIZE={e['WORLD_SIZE']} MASTER={e['MASTER_ADDR']}:{e['MASTER_PORT']} "
+    "CUDA_VISIBLE_DEVICES=[{e['CUDA_VISIBLE_DEVICES']}] "
+    "SIMULATED=[{e.get('RINGMASTER_SIMULATED_GPUS', '')}] allreduce={total}\", flush=True)\n";
+
+v1::JobSpec CommandSpec(const std::string& name, int replicas, std::vector<std::string> argv) {
+  v1::JobSpec spec;
+  spec.set_name(name);
+  spec.set_replicas(replicas);
+  for (auto& a : argv) spec.mutable_command()->add_argv(a);
+  return spec;
+}
+
+v1::JobSpec ShellSpec(const std::string& name, int replicas, const std::string& script) {
+  return CommandSpec(name, replicas, {"/bin/sh", "-c", script});
+}
+
+std::map<std::string, std::string> JobTag(const std::string& job_id) {
+  return {{"RINGMASTER_JOB_ID", job_id}};
+}
+
+// One cluster for the whole suite (starting and stopping one takes seconds): three workers,
+// each with 2 CPU slots and 2 simulated t4 GPUs. Every test leaves it as it found it: no live
+// job, no job process, three workers READY.
+class WorkerE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const auto start = std::chrono::steady_clock::now();
+    auto cluster = Cluster::Start();
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = cluster->release();
+    for (int i = 2; i <= 4; ++i) {
+      ASSERT_TRUE(cluster_
+                      ->AddWorker({absl::StrCat("w", i), absl::StrCat("127.0.0.", i),
+                                   /*cpu_slots=*/2, /*simulated_gpus=*/2})
+                      .ok());
+    }
+    absl::Status ready = cluster_->WaitWorkersReady(3);
+    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
+    std::cerr << "cluster up in " << MsSince(start) << " ms\n";
+  }
+
+  static void TearDownTestSuite() {
+    const auto start = std::chrono::steady_clock::now();
+    delete cluster_;
+    cluster_ = nullptr;
+    std::cerr << "cluster down in " << MsSince(start) << " ms\n";
+  }
+
+  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
+
+  void TearDown() override {
+    if (cluster_ == nullptr) return;
+    if (HasFailure()) std::cerr << cluster_->Logs() << "\n";
+    // Whatever a failed test left behind must not spill into the next one.
+    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
+    for (const std::string& id : submitted_) {
+      EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty()) << "processes of " << id << " left";
+    }
+    EXPECT_TRUE(cluster_->WaitWorkersReady(3).ok());
+  }
+
+  static int64_t MsSince(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start)
+        .count();
+  }
+
+  std::string SubmitOk(const v1::JobSpec& spec) {
+    auto id = cluster_->Submit(spec);
+    EXPECT_TRUE(id.ok()) << id.status();
+    if (id.ok()) submitted_.push_back(*id);
+    return id.ok() ? *id : "";
+  }
+
+  // The agent address of the worker that holds `rank` in `job`'s placement.
+  static std::string AgentOf(const v1::Job& job, int rank) {
+    for (const auto& r : job.placement()) {
+      if (r.rank() == rank) return absl::StrCat(r.worker_address(), ":", r.worker_port());
+    }
+    return "";
+  }
+
+  static std::set<std::string> WorkersOf(const v1::Job& job) {
+    std::set<std::string> ids;
+    for (const auto& r : job.placement()) ids.insert(r.worker_id());
+    return ids;
+  }
+
+  // Waits until no process carrying `tag` (and, if given, any value of `name`) is left on
+  // this machine; returns what is left.
+  static std::vector<pid_t> WaitNoProcesses(const std::map<std::string, std::string>& tag,
+                                            const std::string& name = "",
+                                            std::chrono::milliseconds timeout = 10s) {
+    std::vector<pid_t> left;
+    WaitFor(
+        [&] {
+          left = ProcessesWithEnv(tag, name);
+          return left.empty();
+        },
+        timeout, 50ms);
+    return left;
+  }
+
+  static Cluster* cluster_;
+  std::vector<std::string> submitted_;
+};
+
+Cluster* WorkerE2eTest::cluster_ = nullptr;
+
+TEST_F(WorkerE2eTest, FourRankMpiJobSpansTwoWorkersAndSucceeds) {
+  v1::JobSpec spec = CommandSpec("ring", 4, {"/usr/bin/python3", "-c", kRingProbe});
+  spec.set_gpus_per_replica(1);
+  spec.set_gpu_type("t4");
+  const auto start = std::chrono::steady_clock::now();
+  const std::string id = SubmitOk(spec);
+  auto placed = cluster_->WaitPlaced(id, 0);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.ShortDebugString();
+  std::cerr << "4-rank mpi4py job: submit to SUCCEEDED in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - start)
+                   .count()
+            << " ms\n";
+
+  ASSERT_THAT(WorkersOf(*placed), SizeIs(2));  // packed: 2 + 2
+  const std::string master = placed->placement(0).worker_address();
+  std::set<std::string> seen_workers;
+  for (const auto& r : placed->placement()) {
+    auto log = cluster_->RankLog(AgentOf(*placed, r.rank()), id, r.rank());
+    ASSERT_TRUE(log.ok()) << log.status();
+    // The rank ran where it was placed, saw its own environment, and reduced with all four.
+    EXPECT_THAT(*log, HasSubstr(absl::StrCat("rank ", r.rank(), " of 4 on ", r.worker_id(), " (",
+                                             r.worker_address(), ") RANK=", r.rank())));
+    EXPECT_THAT(*log, HasSubstr(absl::StrCat("LOCAL_RANK=", r.rank() % 2,
+                                             " WORLD_SIZE=4 MASTER=", master, ":")));
+    EXPECT_THAT(*log, HasSubstr(absl::StrCat("CUDA_VISIBLE_DEVICES=[] SIMULATED=[",
+                                             r.gpu_indices(0), "] allreduce=6")));
+    seen_workers.insert(r.worker_id());
+  }
+  EXPECT_THAT(seen_workers, SizeIs(2));
+  // A rank's log is only on the worker it ran on (ranks 0 and 3 are on different ones).
+  EXPECT_EQ(cluster_->RankLog(AgentOf(*placed, 3), id, 0).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(WorkerE2eTest, TrainerJobOnCpuSlotsPrintsAndExportsItsThroughput) {
+  v1::JobSpec spec;
+  spec.set_name("train");
+  spec.set_replicas(4);
+  spec.mutable_trainer()->set_model("mlp-small");
+  spec.mutable_trainer()->set_steps(12);
+  spec.mutable_trainer()->set_batch_size(32);
+  const std::string id = SubmitOk(spec);
+  auto placed = cluster_->WaitPlaced(id, 0);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_SUCCEEDED, 60s);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.ShortDebugString();
+  auto log = cluster_->RankLog(AgentOf(*placed, 0), id, 0);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_THAT(*log, HasSubstr("4 rank(s)"));
+  EXPECT_THAT(*log, HasSubstr("total images/sec: "));
+  WorkerProcess* launcher = cluster_->worker(placed->placement(0).worker_id());
+  ASSERT_NE(launcher, nullptr);
+  const std::string metrics = cluster_->Metrics(*launcher);
+  EXPECT_THAT(metrics, HasSubstr(absl::StrCat("ringmaster_worker_rank_images_per_second{job_id=\"",
+                                              id, "\",rank=\"0\"}")))
+      << metrics;
+}
+
+TEST_F(WorkerE2eTest, CancelMidRunLeavesNoRankProcessOnAnyWorker) {
+  // The shell also starts a grandchild in a session of its own, as a daemonizing rank would.
+  const std::string id =
+      SubmitOk(ShellSpec("sleepy", 4, "setsid sleep 600 & echo started; sleep 600"));
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_RUNNING);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.ShortDebugString();
+  // mpirun, rsh, orted, wrappers, shells and sleeps of all four ranks.
+  ASSERT_TRUE(WaitFor([&] { return ProcessesWithEnv(JobTag(id)).size() >= 12; }, 10s));
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(cluster_->Cancel(id).ok());
+  EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty());
+  std::cerr << "cancel to no process left: "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - start)
+                   .count()
+            << " ms\n";
+  EXPECT_EQ(cluster_->WaitState(id, v1::JOB_STATE_CANCELLED).state(), v1::JOB_STATE_CANCELLED);
+}
+
+TEST_F(WorkerE2eTest, KilledLauncherWorkerRestartsTheJobOnTheRemainingCapacity) {
+  v1::JobSpec spec = ShellSpec("survivor", 4, "sleep 600");
+  spec.set_restart_policy(v1::RESTART_POLICY_ON_FAILURE);
+  spec.set_backoff_limit(3);
+  const std::string id = SubmitOk(spec);
+  ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  auto first = cluster_->GetJob(id);
+  ASSERT_TRUE(first.ok());
+  const std::string victim = first->placement(0).worker_id();  // the launcher
+  WorkerProcess* w = cluster_->worker(victim);
+  ASSERT_NE(w, nullptr);
+  ASSERT_TRUE(w->process().Kill(SIGKILL).ok());
+
+  // A later attempt runs on the two workers left. (Usually attempt 1; when the other ranks'
+  // failure reaches the scheduler before the dead worker's stream does, attempt 1 may still
+  // land on it and fail in turn.)
+  v1::Job restarted;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto job = cluster_->GetJob(id);
+        if (!job.ok()) return false;
+        restarted = *job;
+        return restarted.state() == v1::JOB_STATE_RUNNING && restarted.attempt() >= 1 &&
+               WorkersOf(restarted).count(victim) == 0;
+      },
+      20s, 20ms))
+      << restarted.ShortDebugString();
+  EXPECT_THAT(WorkersOf(restarted), SizeIs(2));
+  // Nothing of attempt 0 survived, not even the ranks of the dead worker.
+  EXPECT_THAT(WaitNoProcesses({{"RINGMASTER_JOB_ID", id}, {"RINGMASTER_ATTEMPT", "0"}}), IsEmpty());
+
+  ASSERT_TRUE(cluster_->Cancel(id).ok());
+  EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty());
+  bool restarted_event = false;
+  for (const v1::JobEvent& e : cluster_->Events(id)) {
+    restarted_event = restarted_event || (e.state() == v1::JOB_STATE_PENDING && e.attempt() >= 1);
+  }
+  EXPECT_TRUE(restarted_event) << "no restart among the job's events";
+  ASSERT_TRUE(cluster_->RestartWorker(victim).ok());
+}
+
+TEST_F(WorkerE2eTest, FailingRanksEndTheJobFailedWithTheirExitCodeAfterTheBackoffLimit) {
+  v1::JobSpec spec = ShellSpec("doomed", 4, "echo trying; exit 3");
+  spec.set_restart_policy(v1::RESTART_POLICY_ON_FAILURE);
+  spec.set_backoff_limit(1);
+  const std::string id = SubmitOk(spec);
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_FAILED);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.ShortDebugString();
+  EXPECT_EQ(job.attempt(), 1);
+  EXPECT_EQ(job.exit_code(), 3);
+  std::vector<v1::JobEvent> events = cluster_->Events(id);
+  ASSERT_FALSE(events.empty());
+  int failures_with_code = 0;
+  for (const v1::JobEvent& e : events) {
+    if (e.exit_code() == 3 && absl::StrContains(e.reason(), "exited with code 3")) {
+      ++failures_with_code;
+    }
+  }
+  EXPECT_EQ(failures_with_code, 2);  // attempt 0 (restarted) and attempt 1 (FAILED)
+  EXPECT_EQ(events.back().state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(events.back().exit_code(), 3);
+  EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty());
+}
+
+TEST_F(WorkerE2eTest, ExecRunsNothingWithoutTheAttemptsToken) {
+  const std::string id = SubmitOk(ShellSpec("target", 2, "sleep 600"));
+  ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  auto job = cluster_->GetJob(id);
+  ASSERT_TRUE(job.ok());
+  const std::string agent = AgentOf(*job, 0);
+  // The real token, as mpirun holds it: the positive control.
+  std::string token;
+  for (pid_t pid : ProcessesWithEnv(JobTag(id))) {
+    token = EnvOfProcess(pid, "RINGMASTER_TOKEN");
+    if (!token.empty()) break;
+  }
+  ASSERT_FALSE(token.empty());
+
+  worker::AgentClient client(agent);
+  auto exec = [&](const std::string& job_id, const std::string& with_token,
+                  const std::string& marker) {
+    v1::ExecRequest req;
+    req.set_job_id(job_id);
+    req.set_attempt(0);
+    req.set_token(with_token);
+    req.add_argv("touch");
+    req.add_argv(marker);
+    return client.Exec(req, [](bool, std::string_view) {});
+  };
+  auto exists = [](const std::string& path) {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0;
+  };
+  const std::string dir = cluster_->dir();
+  EXPECT_EQ(exec(id, "not-the-token", dir + "/wrong").status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(exec(id, "", dir + "/missing").status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(exec("j-000000000000", token, dir + "/elsewhere").status().code(),
+            absl::StatusCode::kPermissionDenied);
+  // A worker the job is not placed on refuses the right token too.
+  for (auto& w : cluster_->workers()) {
+    if (WorkersOf(*job).count(w->config().id)) continue;
+    worker::AgentClient outsider(w->agent_addr());
+    v1::ExecRequest req;
+    req.set_job_id(id);
+    req.set_attempt(0);
+    req.set_token(token);
+    req.add_argv("touch " + dir + "/outsider");
+    EXPECT_EQ(outsider.Exec(req, [](bool, std::string_view) {}).status().code(),
+              absl::StatusCode::kPermissionDenied);
+    break;  // one is enough: each waits for an assignment that never comes
+  }
+  auto allowed = exec(id, token, dir + "/allowed");
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_EQ(allowed->exit_code(), 0);
+  EXPECT_TRUE(exists(dir + "/allowed"));
+  for (const char* name : {"wrong", "missing", "elsewhere", "outsider"}) {
+    EXPECT_FALSE(exists(absl::StrCat(dir, "/", name))) << name;
+  }
+  ASSERT_TRUE(cluster_->Cancel(id).ok());
+  EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty());
+}
+
+TEST_F(WorkerE2eTest, RanksSurviveASchedulerRestartAndTheJobStillSucceeds) {
+  // Ranks 0..1 end while the scheduler is down or just back; ranks 2..3 a while later.
+  const std::string id =
+      SubmitOk(ShellSpec("steady", 4, "if [ \"$RANK\" -lt 2 ]; then sleep 1; else sleep 4; fi"));
+  ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  ASSERT_TRUE(cluster_->scheduler().Restart(SIGKILL).ok());
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.ShortDebugString();
+  EXPECT_EQ(job.attempt(), 0);
+  EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty());
+}
+
+}  // namespace
+}  // namespace ringmaster::test
