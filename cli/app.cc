@@ -37,6 +37,8 @@ class Invocation {
         return Watch();
       case Verb::kWorkers:
         return Workers();
+      case Verb::kLogs:
+        return Logs();
       case Verb::kNone:
         break;
     }
@@ -184,6 +186,19 @@ class Invocation {
     return kExitOk;
   }
 
+  int Logs() {
+    if (!runtime_.connect_workers) return Fail({kExitError, "no way to reach workers"});
+    std::unique_ptr<WorkerLogsClient> workers = runtime_.connect_workers();
+    LogsOptions options;
+    options.job_id = cmd_.job_id;
+    options.rank = cmd_.rank;
+    options.attempt = cmd_.attempt;
+    options.follow = cmd_.follow;
+    options.scheduler = cmd_.scheduler;
+    std::optional<Failure> failure = PrintRankLog(options, client_, *workers, out_);
+    return failure ? Fail(*failure) : kExitOk;
+  }
+
   int PrintJson(const google::protobuf::Message& message) {
     absl::StatusOr<std::string> json = ToJson(message, /*pretty=*/true);
     if (!json.ok()) return Fail({kExitError, std::string(json.status().message())});
@@ -221,6 +236,9 @@ Runtime ProcessRuntime() {
   runtime.new_request_id = NewRequestId;
   runtime.connect = [](const std::string& address) -> std::unique_ptr<SchedulerClient> {
     return std::make_unique<GrpcSchedulerClient>(address);
+  };
+  runtime.connect_workers = []() -> std::unique_ptr<WorkerLogsClient> {
+    return std::make_unique<GrpcWorkerLogsClient>();
   };
   return runtime;
 }

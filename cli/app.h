@@ -14,6 +14,7 @@
 
 #include "args.h"
 #include "client.h"
+#include "logs.h"
 
 namespace ringmaster::cli {
 
@@ -25,6 +26,8 @@ struct Runtime {
   std::function<std::string()> new_request_id;
   // Opens a client for the scheduler at an address (not yet connected).
   std::function<std::unique_ptr<SchedulerClient>(const std::string& address)> connect;
+  // Opens a client for worker agents (`ringctl logs`).
+  std::function<std::unique_ptr<WorkerLogsClient>()> connect_workers;
   RetryPolicy retry;
 };
 

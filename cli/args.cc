@@ -26,7 +26,7 @@ struct VerbInfo {
   const char* summary;
 };
 
-constexpr std::array<VerbInfo, 6> kVerbs = {{
+constexpr std::array<VerbInfo, 7> kVerbs = {{
     {Verb::kSubmit, "submit", "submit [-f FILE] [FLAGS] [-- CMD ARGS...]",
      "Submit a job; prints its id."},
     {Verb::kGet, "get", "get ID", "Show one job: state, placement, times, exit code."},
@@ -35,6 +35,8 @@ constexpr std::array<VerbInfo, 6> kVerbs = {{
     {Verb::kWatch, "watch", "watch ID",
      "Stream a job's events until it ends; exit 0 only if it SUCCEEDED."},
     {Verb::kWorkers, "workers", "workers", "List workers with their GPUs and CPU slots."},
+    {Verb::kLogs, "logs", "logs ID [--rank R] [--attempt N] [-f]",
+     "Print a rank's output, read from the worker it ran on; -f follows it."},
 }};
 
 struct FlagSpec {
@@ -78,22 +80,29 @@ const std::vector<FlagSpec>& Flags() {
        "only jobs in this state (pending, starting, running, succeeded, failed, cancelled)"},
       {"limit", 0, {Verb::kList}, "N", "at most N jobs (scheduler default 100)"},
       {"reason", 0, {Verb::kCancel}, "TEXT", "reason kept in the job's events"},
+      {"rank", 0, {Verb::kLogs}, "R", "the rank whose output to print (default 0)"},
+      {"attempt", 0, {Verb::kLogs}, "N", "an earlier attempt (default: the current or last)"},
+      {"follow", 'f', {Verb::kLogs}, nullptr, "keep printing new output until the rank ends"},
   };
   return *flags;
-}
-
-const FlagSpec* FindFlag(absl::string_view name, bool is_short) {
-  for (const FlagSpec& flag : Flags()) {
-    if (is_short ? (name.size() == 1 && flag.short_name == name[0]) : name == flag.name) {
-      return &flag;
-    }
-  }
-  return nullptr;
 }
 
 bool AppliesTo(const FlagSpec& flag, Verb verb) {
   return flag.verbs.empty() ||
          std::find(flag.verbs.begin(), flag.verbs.end(), verb) != flag.verbs.end();
+}
+
+// A short name may mean different flags for different commands (-f: submit's --file, logs'
+// --follow); the one of `verb` wins.
+const FlagSpec* FindFlag(absl::string_view name, bool is_short, Verb verb) {
+  const FlagSpec* found = nullptr;
+  for (const FlagSpec& flag : Flags()) {
+    if (is_short ? (name.size() == 1 && flag.short_name == name[0]) : name == flag.name) {
+      if (AppliesTo(flag, verb)) return &flag;
+      if (found == nullptr) found = &flag;
+    }
+  }
+  return found;
 }
 
 const char* VerbName(Verb verb) {
@@ -212,6 +221,10 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
     RM_ASSIGN_OR_RETURN(cmd->limit, ParseInt32(name, value));
   } else if (name == "reason") {
     cmd->reason = value;
+  } else if (name == "rank") {
+    RM_ASSIGN_OR_RETURN(cmd->rank, ParseInt32(name, value));
+  } else if (name == "attempt") {
+    RM_ASSIGN_OR_RETURN(cmd->attempt, ParseInt32(name, value));
   }
   return absl::OkStatus();
 }
@@ -274,7 +287,7 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
       name = name.substr(0, eq);
     }
     const std::string shown = is_short ? "-" + name : "--" + name;
-    const FlagSpec* flag = FindFlag(name, is_short);
+    const FlagSpec* flag = FindFlag(name, is_short, cmd.verb);
     if (flag == nullptr) {
       const std::string help = cmd.verb == Verb::kNone
                                    ? "ringctl --help"
@@ -283,7 +296,18 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
       continue;
     }
     if (flag->value_name == nullptr) {
-      cmd.help = true;
+      if (std::string(flag->name) == "help") {
+        cmd.help = true;
+      } else if (!AppliesTo(*flag, cmd.verb)) {
+        fail(absl::InvalidArgumentError(
+            absl::StrCat(shown, cmd.verb == Verb::kNone
+                                    ? " belongs to a command; put it after the command name"
+                                    : absl::StrCat(" is not a flag of ", VerbName(cmd.verb)))));
+      } else if (value) {
+        fail(absl::InvalidArgumentError(absl::StrCat(shown, " takes no value")));
+      } else {
+        cmd.follow = true;  // the one switch so far
+      }
       continue;
     }
     if (!value) {
@@ -320,6 +344,7 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
     case Verb::kGet:
     case Verb::kCancel:
     case Verb::kWatch:
+    case Verb::kLogs:
       if (positional.empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat("missing job ID (usage: ringctl ", verb_name, " ID)"));

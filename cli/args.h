@@ -23,7 +23,7 @@ namespace ringmaster::cli {
 inline constexpr const char* kDefaultScheduler = "localhost:7070";
 inline constexpr const char* kSchedulerEnv = "RINGMASTER_SCHEDULER";
 
-enum class Verb { kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers };
+enum class Verb { kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers, kLogs };
 
 enum class OutputFormat { kTable, kJson };
 
@@ -35,7 +35,7 @@ struct Command {
   std::string scheduler;
   OutputFormat output = OutputFormat::kTable;
 
-  // get, cancel, watch.
+  // get, cancel, watch, logs.
   std::string job_id;
   // cancel --reason.
   std::string reason;
@@ -44,6 +44,11 @@ struct Command {
   v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
   std::string queue;
   int32_t limit = 0;
+
+  // logs --rank, --attempt, -f/--follow.
+  int32_t rank = 0;
+  std::optional<int32_t> attempt;
+  bool follow = false;
 
   // submit -f, --request-id and the spec flags.
   std::string spec_file;

@@ -175,6 +175,14 @@ TEST_F(WorkerE2eTest, FourRankMpiJobSpansTwoWorkersAndSucceeds) {
     seen_workers.insert(r.worker_id());
   }
   EXPECT_THAT(seen_workers, SizeIs(2));
+  // ringctl logs finds it too, though the ended job has no placement any more.
+  auto ringctl = Subprocess::Start({RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler",
+                                    cluster_->scheduler().addr(), "logs", id, "--rank", "2"});
+  ASSERT_TRUE(ringctl.ok()) << ringctl.status();
+  auto code = (*ringctl)->Wait(10s);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0) << (*ringctl)->Log();
+  EXPECT_THAT((*ringctl)->Log(), HasSubstr("rank 2 of 4 on "));
   // A rank's log is only on the worker it ran on (ranks 0 and 3 are on different ones).
   EXPECT_EQ(cluster_->RankLog(AgentOf(*placed, 3), id, 0).status().code(),
             absl::StatusCode::kNotFound);
