@@ -1,5 +1,6 @@
 # Starts and stops a throw-away PostgreSQL on a loopback port. Source it; needs bash.
 # pg_start DIR PORT   initdb (if needed) and start; runs as the postgres user when root.
+#                     Extra server options from $PG_OPTS (tests use "-c fsync=off").
 # pg_stop DIR         fast shutdown; safe to call twice.
 PG_BIN=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 
@@ -15,7 +16,7 @@ pg_start() {
     pg_as_owner "$PG_BIN/initdb" -D "$dir" -U postgres -A trust --no-sync >/dev/null
   fi
   pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" -l "$dir/server.log" -w \
-    -o "-h 127.0.0.1 -p $port -k $dir -c max_connections=300" start >/dev/null
+    -o "-h 127.0.0.1 -p $port -k $dir -c max_connections=300 ${PG_OPTS:-}" start >/dev/null
 }
 
 pg_stop() {

@@ -1,5 +1,8 @@
 #include "scheduler/harness.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
@@ -9,11 +12,34 @@
 
 namespace ringmaster::test {
 
+bool PortOpen(const std::string& addr) {
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(addr, "addr", &host, &port).ok()) return false;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, host.c_str(), &sa.sin_addr);
+  bool open = connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
+  close(fd);
+  return open;
+}
+
+std::shared_ptr<grpc::Channel> TestChannel(const std::string& addr) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
+  return grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args);
+}
+
 absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(
-    const std::string& postgres_url, const std::string& redis_addr) {
+    const std::string& postgres_url, const std::string& redis_addr, int heartbeat_timeout_ms) {
   auto p = std::unique_ptr<SchedulerProcess>(new SchedulerProcess());
   p->postgres_url_ = postgres_url;
   p->redis_addr_ = redis_addr;
+  p->heartbeat_timeout_ms_ = heartbeat_timeout_ms;
   auto port = PickFreePort();
   if (!port.ok()) return port.status();
   auto metrics = PickFreePort();
@@ -36,17 +62,21 @@ absl::Status SchedulerProcess::Launch() {
                   "--metrics-listen", absl::StrCat("127.0.0.1:", metrics_port_),
                   "--postgres-url", postgres_url_,
                   "--redis-addr", redis_addr_,
-                  "--heartbeat-timeout-ms", "1500",
+                  "--heartbeat-timeout-ms", std::to_string(heartbeat_timeout_ms_),
                   "--heartbeat-interval-ms", "200",
                   "--pass-interval-ms", "100"};
   options.log_path = log_path_;
   auto process = Subprocess::Start(options);
   if (!process.ok()) return process.status();
   process_ = *std::move(process);
-  channel_ = grpc::CreateChannel(addr_, grpc::InsecureChannelCredentials());
+  // A plain TCP probe first: a gRPC channel that met a refused connection backs off for
+  // seconds, long after the server is up.
+  bool listening = WaitFor([&] { return !process_->Running() || PortOpen(addr_); },
+                           std::chrono::seconds(30), std::chrono::milliseconds(20));
+  channel_ = TestChannel(addr_);
   jobs_ = v1::JobService::NewStub(channel_);
   cluster_ = v1::ClusterService::NewStub(channel_);
-  bool up = WaitFor(
+  bool up = listening && WaitFor(
       [&] {
         if (!process_->Running()) return true;
         grpc::ClientContext ctx;

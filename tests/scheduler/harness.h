@@ -30,8 +30,9 @@ namespace ringmaster::test {
 // same database, Redis and ports.
 class SchedulerProcess {
  public:
-  static absl::StatusOr<std::unique_ptr<SchedulerProcess>> Start(const std::string& postgres_url,
-                                                                 const std::string& redis_addr);
+  static absl::StatusOr<std::unique_ptr<SchedulerProcess>> Start(
+      const std::string& postgres_url, const std::string& redis_addr,
+      int heartbeat_timeout_ms = 1500);
   ~SchedulerProcess();
   absl::Status Restart(int signal = SIGKILL);
   const std::string& addr() const { return addr_; }
@@ -45,6 +46,7 @@ class SchedulerProcess {
   absl::Status Launch();
   std::string postgres_url_;
   std::string redis_addr_;
+  int heartbeat_timeout_ms_ = 1500;
   std::string addr_;
   int metrics_port_ = 0;
   std::string log_path_;
@@ -92,6 +94,13 @@ class TestWorker {
   std::thread reader_;
   std::thread heartbeat_;
 };
+
+// True when something accepts TCP connections at HOST:PORT.
+bool PortOpen(const std::string& addr);
+
+// A channel that retries a refused connection within 100 ms (gRPC's default backoff grows to
+// seconds, which a test would spend waiting for a process that is already up).
+std::shared_ptr<grpc::Channel> TestChannel(const std::string& addr);
 
 v1::RegisterWorker CpuWorker(const std::string& id, const std::string& address, int slots);
 v1::RegisterWorker GpuWorker(const std::string& id, const std::string& address, int gpus,

@@ -79,6 +79,9 @@ CREATE TABLE placements (
 -- Which jobs hold ranks on a worker (a lost worker fails them).
 CREATE INDEX placements_worker ON placements (worker_id);
 )sql"},
+    {2, "placements.worker_port (ringmaster-rsh reaches each worker's agent)", R"sql(
+ALTER TABLE placements ADD COLUMN worker_port integer NOT NULL DEFAULT 0;
+)sql"},
 };
 
 bool MigrationsAreOrdered() {

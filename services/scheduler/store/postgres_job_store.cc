@@ -49,12 +49,13 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "last_event_seq = $6, updated_at_ms = $7, started_at_ms = $8, finished_at_ms = $9, "
      "exit_code = $10, message = $11 WHERE id = $1"},
     {"select_placements",
-     "SELECT job_id, rank, worker_id, worker_address, array_to_string(gpu_indices, ',') "
+     "SELECT job_id, rank, worker_id, worker_address, array_to_string(gpu_indices, ','), "
+     "worker_port "
      "FROM placements WHERE job_id = ANY($1::text[]) ORDER BY job_id, rank"},
     {"delete_placements", "DELETE FROM placements WHERE job_id = $1"},
     {"insert_placement",
-     "INSERT INTO placements (job_id, rank, worker_id, worker_address, gpu_indices) "
-     "VALUES ($1, $2, $3, $4, $5::integer[])"},
+     "INSERT INTO placements (job_id, rank, worker_id, worker_address, gpu_indices, "
+     "worker_port) VALUES ($1, $2, $3, $4, $5::integer[], $6)"},
     {"insert_event",
      "INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
      "VALUES ($1, $2, $3, $4, $5, $6, $7)"},
@@ -203,6 +204,7 @@ absl::Status AttachPlacements(pqxx::transaction_base& tx, std::vector<Job>* jobs
     rank.rank = row[1].as<int32_t>();
     rank.worker_id = row[2].as<std::string>();
     rank.worker_address = row[3].as<std::string>();
+    rank.worker_port = row[5].as<int32_t>();
     for (absl::string_view gpu : absl::StrSplit(row[4].as<std::string>(), ',', absl::SkipEmpty())) {
       int32_t index;
       if (!absl::SimpleAtoi(gpu, &index)) {
@@ -220,7 +222,7 @@ void InsertPlacements(pqxx::work& tx, const std::string& job_id,
                       const std::vector<RankPlacement>& placement) {
   for (const auto& rank : placement) {
     tx.exec_prepared("insert_placement", job_id, rank.rank, rank.worker_id, rank.worker_address,
-                     IntArrayLiteral(rank.gpu_indices));
+                     IntArrayLiteral(rank.gpu_indices), rank.worker_port);
   }
 }
 
