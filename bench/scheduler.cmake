@@ -4,3 +4,9 @@ target_link_libraries(placement_bench PRIVATE ringmaster_scheduler_core)
 add_executable(submit_bench ${CMAKE_CURRENT_LIST_DIR}/submit_bench.cc)
 target_link_libraries(submit_bench PRIVATE ringmaster_proto gRPC::grpc++ PkgConfig::PQXX
   absl::strings)
+
+find_package(MPI COMPONENTS CXX)
+if(MPI_FOUND)
+  add_executable(mpi_allreduce_baseline ${CMAKE_CURRENT_LIST_DIR}/mpi_allreduce_baseline.cc)
+  target_link_libraries(mpi_allreduce_baseline PRIVATE MPI::MPI_CXX)
+endif()
