@@ -295,6 +295,26 @@ TEST_F(WorkerE2eTest, FailingRanksEndTheJobFailedWithTheirExitCodeAfterTheBackof
   EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty());
 }
 
+TEST_F(WorkerE2eTest, OneFailedRankStopsTheWholeGangOnEveryWorker) {
+  const std::string id = SubmitOk(
+      ShellSpec("one-bad-apple", 4, "if [ \"$RANK\" = 3 ]; then sleep 0.5; exit 5; fi; sleep 600"));
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_FAILED);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.ShortDebugString();
+  EXPECT_EQ(job.exit_code(), 5);
+  EXPECT_THAT(job.message(), HasSubstr("rank 3 on "));
+  EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty());
+}
+
+TEST_F(WorkerE2eTest, RuntimeLimitStopsTheGang) {
+  v1::JobSpec spec = ShellSpec("overrun", 4, "sleep 600");
+  spec.set_max_runtime_seconds(1);
+  const std::string id = SubmitOk(spec);
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_FAILED);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.ShortDebugString();
+  EXPECT_THAT(job.message(), HasSubstr("max_runtime_seconds"));
+  EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty());
+}
+
 TEST_F(WorkerE2eTest, ExecRunsNothingWithoutTheAttemptsToken) {
   const std::string id = SubmitOk(ShellSpec("target", 2, "sleep 600"));
   ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
