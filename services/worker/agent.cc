@@ -698,7 +698,11 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
                                               options_.inventory.worker_id));
     }
     ApplyLocked(*a, a->gang.OnStarted(started.rank, pid));
-    started.env = RankEnvironment(a->assignment, started.rank, options_.simulated_gpus);
+    RankHost host;
+    host.simulated_gpus = options_.simulated_gpus;
+    for (const Gpu& g : options_.inventory.gpus) host.gpu_types[g.index] = g.type;
+    host.metrics_addr = options_.metrics_service;
+    started.env = RankEnvironment(a->assignment, started.rank, host);
   }
   const std::string dir = AttemptDir(job_id, attempt);
   RM_RETURN_IF_ERROR(MakeDirs(dir));

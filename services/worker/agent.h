@@ -88,6 +88,8 @@ struct AgentOptions {
   std::string train_binary = "ringmaster-train";
   // See ResolveMpiInterface (core/launch.h).
   std::string mpi_interface = "auto";
+  // ringmaster-metrics' ingest address, passed to ranks as RINGMASTER_METRICS_ADDR.
+  std::string metrics_service;
   std::vector<std::string> mpirun_args;
   // SIGTERM -> SIGKILL.
   std::chrono::milliseconds kill_grace{5000};

@@ -74,6 +74,9 @@ ringmaster::Flags MakeFlags() {
   flags.Add("simulate-gpus", "0", "offer N simulated GPUs backed by the CPU instead of real ones");
   flags.Add("simulate-gpu-type", "t4", "type of the simulated GPUs");
   flags.Add("simulate-gpu-memory-bytes", "17179869184", "memory reported per simulated GPU");
+  flags.Add("metrics-service", "",
+            "ringmaster-metrics ingest HOST:PORT, given to ranks as RINGMASTER_METRICS_ADDR "
+            "(ringmaster-train streams its samples there); empty: none");
   flags.Add("log-dir", "/tmp/ringmaster-logs", "rank logs go to LOG_DIR/JOB/ATTEMPT/rank-R.log");
   flags.Add("mpirun", "mpirun", "mpirun to launch jobs with (Open MPI 4)");
   flags.Add("mpirun-args", "", "extra mpirun arguments, space-separated");
@@ -146,6 +149,7 @@ int main(int argc, char** argv) {
   options.mpirun = flags.Get("mpirun");
   options.mpirun_args = absl::StrSplit(flags.Get("mpirun-args"), ' ', absl::SkipEmpty());
   options.mpi_interface = flags.Get("mpi-if");
+  options.metrics_service = flags.Get("metrics-service");
   options.train_binary = flags.Get("train-binary");
   options.rsh_agent = flags.Get("rsh-binary");
   options.rank_binary = flags.Get("rank-binary");

@@ -24,6 +24,7 @@ Assignment TwoWorkers() {
   a.token = "secret";
   a.placement = {Rank(0, "w2", {0}), Rank(1, "w2", {1}), Rank(2, "w3", {0}), Rank(3, "w3", {1})};
   a.command = CommandWorkload{{"python3", "train.py"}, {{"FOO", "bar"}, {"RANK", "99"}}};
+  a.queue = "research";
   return a;
 }
 
@@ -129,7 +130,10 @@ TEST(LaunchTest, LauncherEnvironmentCarriesTheJobAndRankZerosAddress) {
 
 TEST(LaunchTest, RankEnvironmentGivesEachRankItsOwnGpusAndLocalRank) {
   const Assignment a = TwoWorkers();
-  auto env = RankEnvironment(a, 3, /*simulated_gpus=*/false);
+  RankHost host;
+  host.gpu_types = {{0, "v100"}, {1, "a100"}};
+  host.metrics_addr = "10.0.0.9:7072";
+  auto env = RankEnvironment(a, 3, host);
   EXPECT_EQ(env["RANK"], "3");
   EXPECT_EQ(env["WORLD_SIZE"], "4");
   EXPECT_EQ(env["LOCAL_RANK"], "1");
@@ -142,22 +146,31 @@ TEST(LaunchTest, RankEnvironmentGivesEachRankItsOwnGpusAndLocalRank) {
   EXPECT_EQ(env["RINGMASTER_JOB_ID"], "j-1");
   EXPECT_EQ(env["FOO"], "bar");  // the job's own env
   EXPECT_EQ(env.count("RINGMASTER_SIMULATED_GPUS"), 0u);
+  EXPECT_EQ(env["RINGMASTER_GPU_TYPE"], "a100");
+  EXPECT_EQ(env["RINGMASTER_QUEUE"], "research");
+  EXPECT_EQ(env["RINGMASTER_METRICS_ADDR"], "10.0.0.9:7072");
 }
 
 TEST(LaunchTest, SimulatedGpusAreHiddenFromCudaAndNamedSeparately) {
   Assignment a = TwoWorkers();
   a.placement[2].gpu_indices = {0, 1};
-  auto env = RankEnvironment(a, 2, /*simulated_gpus=*/true);
+  RankHost host;
+  host.simulated_gpus = true;
+  host.gpu_types = {{0, "t4"}, {1, "t4"}};
+  auto env = RankEnvironment(a, 2, host);
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
   EXPECT_EQ(env["RINGMASTER_SIMULATED_GPUS"], "0,1");
   EXPECT_EQ(env.count("CUDA_DEVICE_ORDER"), 0u);
+  EXPECT_EQ(env["RINGMASTER_GPU_TYPE"], "t4");
+  EXPECT_EQ(env.count("RINGMASTER_METRICS_ADDR"), 0u);
 }
 
 TEST(LaunchTest, CpuRanksSeeNoGpuAndOurRankWinsOverTheJobsEnv) {
   Assignment a = TwoWorkers();
   for (auto& r : a.placement) r.gpu_indices.clear();
-  auto env = RankEnvironment(a, 0, false);
+  auto env = RankEnvironment(a, 0, RankHost{});
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
+  EXPECT_EQ(env.count("RINGMASTER_GPU_TYPE"), 0u);
   EXPECT_EQ(env["RANK"], "0");  // the spec said RANK=99
 }
 

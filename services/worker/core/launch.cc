@@ -186,7 +186,7 @@ std::map<std::string, std::string> LauncherEnvironment(const Assignment& assignm
 }
 
 std::map<std::string, std::string> RankEnvironment(const Assignment& assignment, int32_t rank,
-                                                   bool simulated_gpus) {
+                                                   const RankHost& host) {
   std::map<std::string, std::string> env;
   if (assignment.command) env = assignment.command->env;
   const RankPlacement* self = nullptr;
@@ -213,7 +213,14 @@ std::map<std::string, std::string> RankEnvironment(const Assignment& assignment,
   env[kWorkerIdEnv] = self->worker_id;
   env["RINGMASTER_WORKER_ADDRESS"] = self->worker_address;
   env["RINGMASTER_RANK"] = absl::StrCat(rank);
-  if (simulated_gpus) {
+  // Labels ringmaster-train's samples carry (its flags fall back to these variables).
+  env["RINGMASTER_QUEUE"] = assignment.queue;
+  if (!self->gpu_indices.empty()) {
+    auto type = host.gpu_types.find(self->gpu_indices.front());
+    if (type != host.gpu_types.end()) env["RINGMASTER_GPU_TYPE"] = type->second;
+  }
+  if (!host.metrics_addr.empty()) env["RINGMASTER_METRICS_ADDR"] = host.metrics_addr;
+  if (host.simulated_gpus) {
     // Nothing real to show to CUDA; the indices stay visible for programs that care.
     env["CUDA_VISIBLE_DEVICES"] = "";
     env["RINGMASTER_SIMULATED_GPUS"] = gpus;

@@ -86,12 +86,21 @@ std::map<std::string, std::string> LauncherEnvironment(const Assignment& assignm
                                                        const std::vector<GangHost>& hosts,
                                                        int32_t master_port);
 
+// What the worker a rank runs on adds to the rank's environment.
+struct RankHost {
+  // The worker's GPUs are CPU-backed slots: CUDA_VISIBLE_DEVICES is empty and the indices go
+  // to RINGMASTER_SIMULATED_GPUS instead.
+  bool simulated_gpus = false;
+  // Type of each of the worker's GPUs by index (for RINGMASTER_GPU_TYPE).
+  std::map<int32_t, std::string> gpu_types;
+  // ringmaster-metrics' ingest address for RINGMASTER_METRICS_ADDR; empty: not set.
+  std::string metrics_addr;
+};
+
 // Environment of placed rank `rank` running on this worker, set by its wrapper over what it
-// inherited. The command's own env comes first; ours wins on a clash. `simulated_gpus`: the
-// worker's GPUs are CPU-backed slots, so CUDA_VISIBLE_DEVICES is empty and the indices go to
-// RINGMASTER_SIMULATED_GPUS instead.
+// inherited. The command's own env comes first; ours wins on a clash.
 std::map<std::string, std::string> RankEnvironment(const Assignment& assignment, int32_t rank,
-                                                   bool simulated_gpus);
+                                                   const RankHost& host);
 
 // Words joined by single spaces, as ssh joins its command before the remote shell runs it.
 std::string JoinCommand(const std::vector<std::string>& words);

@@ -36,6 +36,7 @@ struct CommandWorkload {
 struct Assignment {
   std::string job_id;
   int32_t attempt = 0;
+  std::string queue;
   std::optional<TrainerWorkload> trainer;
   std::optional<CommandWorkload> command;
   std::vector<RankPlacement> placement;

@@ -8,6 +8,7 @@ Assignment FromProto(const v1::Assignment& proto) {
   a.attempt = proto.attempt();
   a.token = proto.token();
   const v1::JobSpec& spec = proto.spec();
+  a.queue = spec.queue();
   if (spec.has_trainer()) {
     a.trainer = TrainerWorkload{spec.trainer().model(), spec.trainer().batch_size(),
                                 spec.trainer().steps()};
