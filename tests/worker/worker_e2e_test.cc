@@ -1,6 +1,7 @@
 // End to end: PostgreSQL, Redis, the real scheduler and three real workers on 127.0.0.2, .3
 // and .4, running real MPI jobs through mpirun, ringmaster-rsh and ringmaster-rank.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <set>
@@ -66,7 +67,8 @@ class WorkerE2eTest : public ::testing::Test {
     cluster_ = cluster->release();
     for (int i = 2; i <= 4; ++i) {
       ASSERT_TRUE(cluster_
-                      ->AddWorker({absl::StrCat("w", i), absl::StrCat("127.0.0.", i),
+                      // Ids unique to this run: a worker kills what its id left behind.
+                      ->AddWorker({absl::StrCat("w", i, "-", getpid()), absl::StrCat("127.0.0.", i),
                                    /*cpu_slots=*/2, /*simulated_gpus=*/2})
                       .ok());
     }
