@@ -140,14 +140,17 @@ void Scheduler::Wake() {
 
 void Scheduler::Loop() {
   while (true) {
-    {
-      std::unique_lock<std::mutex> lock(loop_mu_);
-      loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.pass_interval_ms),
-                        [this] { return wake_ || stopping_; });
-      if (stopping_) return;
-      wake_ = false;
-    }
+    const auto pass_start = std::chrono::steady_clock::now();
     Pass();
+    std::unique_lock<std::mutex> lock(loop_mu_);
+    if (loop_cv_.wait_until(lock, pass_start + std::chrono::milliseconds(options_.min_pass_gap_ms),
+                            [this] { return stopping_; })) {
+      return;
+    }
+    loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.pass_interval_ms),
+                      [this] { return wake_ || stopping_; });
+    if (stopping_) return;
+    wake_ = false;
   }
 }
 
@@ -180,6 +183,7 @@ void Scheduler::CheckQueueLocked() {
     RM_LOG(kWarning) << "queue rebuild failed: " << s;
     return;
   }
+  capacity_grew_ = true;  // the next pass reads the rebuilt queue whole
   // Heartbeat keys went with it: connected workers get a fresh lease; others must reconnect.
   for (const auto& [id, link] : links_) (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
 }
@@ -253,6 +257,14 @@ void Scheduler::CheckDeadlinesLocked() {
 }
 
 void Scheduler::PlaceLocked() {
+  const int64_t now = clock_->NowMs();
+  if (!capacity_grew_ && now - last_full_pass_ms_ < 5000) {
+    PlaceNewlyPendingLocked();
+    return;
+  }
+  capacity_grew_ = false;
+  newly_pending_.clear();
+  last_full_pass_ms_ = now;
   std::vector<std::string> order;
   auto listed = queue_->List();
   std::set<std::string> seen;
@@ -286,6 +298,26 @@ void Scheduler::PlaceLocked() {
     Wake();
   }
 
+  TryPlaceLocked(order);
+}
+
+void Scheduler::PlaceNewlyPendingLocked() {
+  std::vector<const Job*> fresh;
+  for (const std::string& id : newly_pending_) {
+    auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second.state == JobState::kPending) fresh.push_back(&it->second);
+  }
+  newly_pending_.clear();
+  std::sort(fresh.begin(), fresh.end(), [](const Job* a, const Job* b) {
+    return a->spec.priority != b->spec.priority ? a->spec.priority > b->spec.priority
+                                                : a->seq < b->seq;
+  });
+  std::vector<std::string> order;
+  for (const Job* job : fresh) order.push_back(job->id);
+  TryPlaceLocked(order);
+}
+
+void Scheduler::TryPlaceLocked(const std::vector<std::string>& order) {
   // Greedy in policy order: a job that does not fit is skipped, so smaller jobs behind it may
   // start (fair share and reservations come later).
   for (const std::string& id : order) {
@@ -302,18 +334,11 @@ void Scheduler::PlaceLocked() {
       }
       continue;
     }
-    std::string reason = d.kind == PlacementDecision::Kind::kInfeasible
+    // Derived state, recomputed every pass and served from memory: writing it to Postgres
+    // here would put a commit per waiting job under the lock every submit waits on.
+    job.pending_reason = d.kind == PlacementDecision::Kind::kInfeasible
                              ? absl::StrCat("unschedulable: ", d.reason)
                              : d.reason;
-    if (reason != job.pending_reason) {
-      Job updated = job;
-      updated.pending_reason = reason;
-      if (auto s = store_->UpdateJob(updated, std::nullopt); s.ok()) {
-        job.pending_reason = reason;
-      } else {
-        RM_LOG(kWarning) << "storing pending reason of " << id << ": " << s;
-      }
-    }
   }
 }
 
@@ -335,6 +360,7 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
   }
   // Stored: now act on it.
   cluster_.Release(t->released);
+  if (!t->released.empty()) capacity_grew_ = true;
   std::set<std::string> stop_on;
   for (const auto& r : t->released) stop_on.insert(r.worker_id);
   for (const std::string& w : stop_on) {
@@ -360,6 +386,7 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
   }
   if (next.state == JobState::kPending) {
     trackers_.erase(job_id);
+    newly_pending_.insert(job_id);
     pending_since_ms_[job_id] = now;
     if (auto s = queue_->Push({job_id, next.spec.priority, next.seq}); !s.ok()) {
       RM_LOG(kWarning) << "queue push of " << job_id << " (healed on a later pass): " << s;
@@ -413,6 +440,7 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_[created->job.id] = created->job;
+    newly_pending_.insert(created->job.id);
     pending_since_ms_[created->job.id] = now;
     if (auto s = queue_->Push({created->job.id, job.spec.priority, created->job.seq}); !s.ok()) {
       RM_LOG(kWarning) << "queue push of " << created->job.id << " (healed on a later pass): " << s;
@@ -562,6 +590,7 @@ absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<H
   }
   cluster_.UpsertWorker(w);
   cluster_.SetWorkerState(w.id, WorkerState::kReady);
+  capacity_grew_ = true;
   workers_[w.id] = w;
   links_[w.id] = link;
   RM_LOG(kInfo) << "worker " << w.id << " registered at " << w.address << ":" << w.port << " with "

@@ -90,6 +90,9 @@ struct SchedulerOptions {
   int64_t heartbeat_timeout_ms = 10'000;
   int64_t heartbeat_interval_ms = 2'000;
   int64_t pass_interval_ms = 500;
+  // Passes run on every change, but at most once per this many ms: a burst of submits then
+  // shares one pass instead of each waiting behind its own.
+  int64_t min_pass_gap_ms = 20;
 };
 
 class Scheduler {
@@ -140,6 +143,8 @@ class Scheduler {
   void SweepWorkersLocked();
   void CheckDeadlinesLocked();
   void PlaceLocked();
+  void PlaceNewlyPendingLocked();
+  void TryPlaceLocked(const std::vector<std::string>& order);
   // Applies `input` to the live job `id`: stores the change and event, then acts on it.
   absl::Status CommitLocked(const std::string& job_id, const JobInput& input);
   void MarkLostLocked(const std::string& worker_id, const std::string& why);
@@ -168,6 +173,11 @@ class Scheduler {
   std::map<std::string, Worker> workers_;
   std::map<std::string, std::shared_ptr<WorkerLink>> links_;
   ClusterState cluster_;
+  // Incremental passes: only capacity that grew (a release, a worker joining) can let a job
+  // that waited before fit now; otherwise a pass only tries jobs that became pending since.
+  bool capacity_grew_ = true;
+  std::set<std::string> newly_pending_;
+  int64_t last_full_pass_ms_ = 0;
 
   bool subscribed_ = false;  // loop thread only, after Start()
 
