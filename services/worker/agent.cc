@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -40,10 +41,12 @@ std::string ExitText(const ExitInfo& info) {
 
 // The last `max` bytes of a file, from a line start where possible, trimmed.
 std::string FileTail(const std::string& path, size_t max) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : 0;
+  const std::streamoff start = std::max<std::streamoff>(0, size - static_cast<std::streamoff>(max));
+  in.seekg(start);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.size() > max) {
-    text = text.substr(text.size() - max);
+  if (start > 0) {
     if (auto nl = text.find('\n'); nl != std::string::npos && nl + 1 < text.size()) {
       text = text.substr(nl + 1);
     }
