@@ -6,3 +6,15 @@ ringmaster_test(metrics_service_test integration
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/metrics_service_test.cc
   LIBS ringmaster_test_support ringmaster_proto gRPC::grpc++)
 add_dependencies(metrics_service_test ringmaster-metrics)
+
+if(TARGET ringmaster-worker AND TARGET ringmaster-scheduler)
+  ringmaster_test(prometheus_e2e_test e2e
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/prometheus_e2e_test.cc
+      ${PROJECT_SOURCE_DIR}/tests/worker/cluster.cc
+      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
+    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+      PkgConfig::PQXX)
+  add_dependencies(prometheus_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
+    ringmaster-rank ringmaster-train ringmaster-metrics)
+endif()

@@ -53,6 +53,9 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     options.argv.insert(options.argv.end(), {"--simulate-gpus", absl::StrCat(config.simulated_gpus),
                                              "--simulate-gpu-type", "t4"});
   }
+  if (!config.metrics_service.empty()) {
+    options.argv.insert(options.argv.end(), {"--metrics-service", config.metrics_service});
+  }
   options.log_path = log_dir + ".log";
   auto process = Subprocess::Start(options);
   if (!process.ok()) return process.status();

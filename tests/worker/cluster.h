@@ -29,6 +29,7 @@ struct WorkerConfig {
   std::string address;  // "127.0.0.2"
   int cpu_slots = 2;
   int simulated_gpus = 0;  // of type t4
+  std::string metrics_service;  // ringmaster-metrics HOST:PORT for the ranks' samples; empty: none
 };
 
 // One ringmaster-worker process on its own address, with free ports for gRPC and /metrics.
