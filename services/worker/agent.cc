@@ -55,6 +55,13 @@ std::string FileTail(const std::string& path, size_t max) {
   return text;
 }
 
+// A hash that stays the same across builds and restarts (names this worker's directories).
+uint32_t Fnv1a(const std::string& text) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : text) h = (h ^ c) * 16777619u;
+  return h;
+}
+
 absl::Status MakeDirs(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -153,7 +160,9 @@ struct Agent::Metrics {
 
 Agent::Agent(AgentOptions options, prometheus::Registry* registry)
     : options_(std::move(options)),
-      metrics_(registry ? std::make_unique<Metrics>(*registry) : nullptr) {
+      metrics_(registry ? std::make_unique<Metrics>(*registry) : nullptr),
+      session_suffix_(
+          absl::StrCat(".", absl::Hex(Fnv1a(options_.inventory.worker_id), absl::kZeroPad8))) {
   // Children get a clean slate: our own RINGMASTER_* settings (flag fallbacks) would leak into
   // programs that read the same names (ringmaster-train's flags do).
   for (auto& [name, value] : CurrentEnvironment()) {
@@ -179,6 +188,16 @@ void Agent::Start() {
   if (int n = SignalProcesses(leftovers, SIGKILL); n > 0) {
     RM_LOG(kWarning) << "killed " << n << " processes left by an earlier run of worker "
                      << options_.inventory.worker_id;
+  }
+  // Session directories of attempts an earlier life did not get to forget.
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(SessionRoot(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > session_suffix_.size() &&
+        name.compare(name.size() - session_suffix_.size(), session_suffix_.size(),
+                     session_suffix_) == 0) {
+      std::filesystem::remove_all(entry.path(), ec);
+    }
   }
   housekeeping_ = std::thread([this] { Housekeeping(); });
 }
@@ -426,6 +445,8 @@ void Agent::Housekeeping() {
         RM_LOG(kInfo) << "job " << key.first << " attempt " << key.second
                       << ": nothing left here; forgotten";
         if (a.launcher_thread.joinable()) finished.push_back(std::move(a.launcher_thread));
+        std::error_code ignored;
+        std::filesystem::remove_all(SessionBase(key.first, key.second), ignored);
         expiring_jobs_.emplace_back(Clock::now() + options_.metrics_retention, key.first);
         attempts_.erase(it);
       }
@@ -456,6 +477,10 @@ void Agent::Launch(Attempt* a) {
   if (!workload.ok()) return fail(workload.status());
   if (auto s = MakeDirs(dir); !s.ok()) return fail(s);
   if (auto s = WriteFile(hostfile, HostfileText(hosts)); !s.ok()) return fail(s);
+  // mpirun's own Open MPI session directory (see SessionBase); TMPDIR, unlike
+  // orte_tmpdir_base, is not passed on to the orteds.
+  const std::string session_dir = SessionBase(assignment.job_id, assignment.attempt) + "/mpirun";
+  if (auto s = MakeDirs(session_dir); !s.ok()) return fail(s);
   // MASTER_PORT must be free where rank 0 runs: here.
   const std::string& address = options_.inventory.address;
   absl::StatusOr<int> master_port = PickFreePort(
@@ -474,6 +499,7 @@ void Agent::Launch(Attempt* a) {
   spawn.argv = MpirunArgv(mpirun, static_cast<int32_t>(assignment.placement.size()), *workload);
   spawn.env = ChildEnvironment(*a);
   for (auto& [k, v] : LauncherEnvironment(assignment, hosts, *master_port)) spawn.env[k] = v;
+  spawn.env["TMPDIR"] = session_dir;
   spawn.new_session = true;
   spawn.parent_death_signal = SIGKILL;  // this thread waits for mpirun for its whole life
   spawn.output_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -520,6 +546,15 @@ std::map<std::string, std::string> Agent::ChildEnvironment(const Attempt& attemp
   env[kAgentAddrEnv] = absl::StrCat(options_.inventory.address, ":", options_.inventory.port);
   env.try_emplace("PMIX_MCA_gds", "hash");  // see LauncherEnvironment
   return env;
+}
+
+std::string Agent::SessionRoot() const {
+  return options_.mpi_tmpdir.empty() ? absl::StrCat("/tmp/ringmaster-mpi-", geteuid())
+                                     : options_.mpi_tmpdir;
+}
+
+std::string Agent::SessionBase(const std::string& job_id, int32_t attempt) const {
+  return absl::StrCat(SessionRoot(), "/", job_id, ".", attempt, ".", session_suffix_);
 }
 
 std::string Agent::AttemptDir(const std::string& job_id, int32_t attempt) const {
@@ -586,6 +621,13 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
     spawn.argv = {"bash", "-c", JoinCommand(argv)};
     spawn.env = ChildEnvironment(*a);
     for (const auto& [k, v] : env) spawn.env[k] = v;
+    // orted's Open MPI session directory (see SessionBase).
+    const std::string session_dir = SessionBase(job_id, attempt) + "/orted";
+    if (auto s = MakeDirs(session_dir); !s.ok()) {
+      count("error");
+      return s;
+    }
+    spawn.env["OMPI_MCA_orte_tmpdir_base"] = session_dir;
     spawn.pipe_output = true;
     spawn.new_session = true;
     spawn.parent_death_signal = SIGKILL;  // this thread waits for it

@@ -90,6 +90,8 @@ struct AgentOptions {
   std::string mpi_interface = "auto";
   // ringmaster-metrics' ingest address, passed to ranks as RINGMASTER_METRICS_ADDR.
   std::string metrics_service;
+  // Parent of Open MPI's session directories (see SessionBase). Empty: /tmp/ringmaster-mpi-UID.
+  std::string mpi_tmpdir;
   std::vector<std::string> mpirun_args;
   // SIGTERM -> SIGKILL.
   std::chrono::milliseconds kill_grace{5000};
@@ -179,12 +181,22 @@ class Agent {
   // The agent's environment without RINGMASTER_* variables, plus the attempt's tags.
   std::map<std::string, std::string> ChildEnvironment(const Attempt& attempt) const;
   std::string AttemptDir(const std::string& job_id, int32_t attempt) const;
+  // Open MPI keeps its session directories (PMIx rendezvous files among them) under
+  // TMPDIR/ompi.HOST.UID/jf.JOBFAMILY, one tree for every daemon of a job on a host. Fake hosts
+  // on one machine share it, and their concurrent creation and cleanup of it fail
+  // ("mkdir ... File exists"). So every process tree of an attempt on this worker gets its own
+  // root: SessionRoot()/JOB.ATTEMPT.WORKERHASH/{mpirun,orted}, removed when the attempt is
+  // forgotten (and, for an earlier life's attempts, at start).
+  std::string SessionRoot() const;
+  std::string SessionBase(const std::string& job_id, int32_t attempt) const;
   void SetThroughputLocked(const std::string& job_id, int32_t rank, double value);
   void UpdateGaugesLocked();
 
   AgentOptions options_;
   std::unique_ptr<Metrics> metrics_;
   std::map<std::string, std::string> base_env_;
+  // ".HASH" of the worker id: names this worker's session directories.
+  const std::string session_suffix_;
 
   std::mutex mu_;
   std::condition_variable assignments_cv_;  // Exec waiting for an assignment

@@ -80,6 +80,9 @@ ringmaster::Flags MakeFlags() {
   flags.Add("log-dir", "/tmp/ringmaster-logs", "rank logs go to LOG_DIR/JOB/ATTEMPT/rank-R.log");
   flags.Add("mpirun", "mpirun", "mpirun to launch jobs with (Open MPI 4)");
   flags.Add("mpirun-args", "", "extra mpirun arguments, space-separated");
+  flags.Add("mpi-tmpdir", "",
+            "parent of Open MPI's per-job session directories (short: they hold sockets); "
+            "empty: /tmp/ringmaster-mpi-UID");
   flags.Add("mpi-if", "auto",
             "network interface of MPI traffic; auto: lo when ADDRESS is a loopback address, "
             "else Open MPI's choice; empty: Open MPI's choice");
@@ -150,6 +153,7 @@ int main(int argc, char** argv) {
   options.mpirun_args = absl::StrSplit(flags.Get("mpirun-args"), ' ', absl::SkipEmpty());
   options.mpi_interface = flags.Get("mpi-if");
   options.metrics_service = flags.Get("metrics-service");
+  options.mpi_tmpdir = flags.Get("mpi-tmpdir");
   options.train_binary = flags.Get("train-binary");
   options.rsh_agent = flags.Get("rsh-binary");
   options.rank_binary = flags.Get("rank-binary");

@@ -66,11 +66,13 @@ class WorkerE2eTest : public ::testing::Test {
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = cluster->release();
     for (int i = 2; i <= 4; ++i) {
-      ASSERT_TRUE(cluster_
-                      // Ids unique to this run: a worker kills what its id left behind.
-                      ->AddWorker({absl::StrCat("w", i, "-", getpid()), absl::StrCat("127.0.0.", i),
-                                   /*cpu_slots=*/2, /*simulated_gpus=*/2})
-                      .ok());
+      WorkerConfig config;
+      // Ids unique to this run: a worker kills what its id left behind.
+      config.id = absl::StrCat("w", i, "-", getpid());
+      config.address = absl::StrCat("127.0.0.", i);
+      config.cpu_slots = 2;
+      config.simulated_gpus = 2;
+      ASSERT_TRUE(cluster_->AddWorker(config).ok());
     }
     absl::Status ready = cluster_->WaitWorkersReady(3);
     ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
