@@ -28,7 +28,7 @@ struct WorkerConfig {
   std::string id;       // "w2"
   std::string address;  // "127.0.0.2"
   int cpu_slots = 2;
-  int simulated_gpus = 0;  // of type t4
+  int simulated_gpus = 0;       // of type t4
   std::string metrics_service;  // ringmaster-metrics HOST:PORT for the ranks' samples; empty: none
 };
 
