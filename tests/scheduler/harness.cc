@@ -26,14 +26,6 @@ bool PortOpen(const std::string& addr) {
   return open;
 }
 
-std::shared_ptr<grpc::Channel> TestChannel(const std::string& addr) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
-  return grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args);
-}
-
 absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(
     const std::string& postgres_url, const std::string& redis_addr, int heartbeat_timeout_ms) {
   auto p = std::unique_ptr<SchedulerProcess>(new SchedulerProcess());
@@ -73,7 +65,7 @@ absl::Status SchedulerProcess::Launch() {
   // seconds, long after the server is up.
   bool listening = WaitFor([&] { return !process_->Running() || PortOpen(addr_); },
                            std::chrono::seconds(30), std::chrono::milliseconds(20));
-  channel_ = TestChannel(addr_);
+  channel_ = grpc::CreateChannel(addr_, grpc::InsecureChannelCredentials());
   jobs_ = v1::JobService::NewStub(channel_);
   cluster_ = v1::ClusterService::NewStub(channel_);
   bool up = listening && WaitFor(

@@ -98,10 +98,6 @@ class TestWorker {
 // True when something accepts TCP connections at HOST:PORT.
 bool PortOpen(const std::string& addr);
 
-// A channel that retries a refused connection within 100 ms (gRPC's default backoff grows to
-// seconds, which a test would spend waiting for a process that is already up).
-std::shared_ptr<grpc::Channel> TestChannel(const std::string& addr);
-
 v1::RegisterWorker CpuWorker(const std::string& id, const std::string& address, int slots);
 v1::RegisterWorker GpuWorker(const std::string& id, const std::string& address, int gpus,
                              const std::string& type);

@@ -89,13 +89,6 @@ void ClusterState::SetWorkerState(const std::string& worker_id, WorkerState stat
   Contribute(node, +1);
 }
 
-std::vector<std::string> ClusterState::WorkerIds() const {
-  std::vector<std::string> ids;
-  ids.reserve(nodes_.size());
-  for (const Node& node : nodes_) ids.push_back(node.worker.id);
-  return ids;
-}
-
 absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
   // Check everything first so a failed call changes nothing.
   std::set<std::pair<size_t, size_t>> gpus;

@@ -42,8 +42,6 @@ class ClusterState {
   // capacity for new placements.
   void UpsertWorker(const Worker& worker);
   void SetWorkerState(const std::string& worker_id, WorkerState state);
-  bool HasWorker(const std::string& worker_id) const { return index_.count(worker_id) > 0; }
-  std::vector<std::string> WorkerIds() const;
 
   // Marks the ranks' GPUs or CPU slots as used. FAILED_PRECONDITION (and nothing changes) when
   // a worker is unknown or a GPU/slot is already taken.
