@@ -213,7 +213,10 @@ void Scheduler::MarkLostLocked(const std::string& worker_id, const std::string& 
   w.state = WorkerState::kLost;
   if (auto s = store_->UpsertWorker(w); !s.ok()) RM_LOG(kWarning) << "store worker: " << s;
   cluster_.SetWorkerState(worker_id, WorkerState::kLost);
-  links_.erase(worker_id);
+  if (auto it = links_.find(worker_id); it != links_.end()) {
+    it->second->Close();
+    links_.erase(it);
+  }
   FailJobsOnWorkerLocked(worker_id, absl::StrCat("worker ", worker_id, " lost (", why, ")"),
                          nullptr);
 }

@@ -13,7 +13,8 @@
 // Workers 1. a worker registers with its inventory and the ranks it holds; ranks it does not
 //         hold fail their job attempt, ranks of no live attempt are stopped; 2. heartbeats
 //         renew its liveness key (TTL = heartbeat timeout); 3. a worker whose key expired is
-//         marked lost and every job placed on it fails (and restarts under OnFailure).
+//         marked lost, its stream is closed (so a live one re-registers) and every job placed
+//         on it fails (and restarts under OnFailure).
 // Ranks   every rank started: RUNNING; every rank exited 0: SUCCEEDED; one rank failed: the
 //         job fails or restarts; every release of a placement sends StopJob to its workers.
 // Restart at Start() live jobs, placements and workers are loaded from the JobStore, the queue
@@ -58,6 +59,10 @@ class WorkerLink {
   virtual ~WorkerLink() = default;
   virtual void SendAssignment(const Job& job) = 0;
   virtual void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason) = 0;
+  // Ends the stream after what is queued. A worker marked lost while its stream still stands
+  // (heartbeats late, not gone) then reconnects and registers again instead of heartbeating
+  // into a link the scheduler no longer reads.
+  virtual void Close() = 0;
 };
 
 // A rank a worker reports holding when it registers.

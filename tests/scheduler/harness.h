@@ -67,6 +67,11 @@ class TestWorker {
   // Ends the stream (the scheduler sees a disconnect).
   void Disconnect();
   void PauseHeartbeats(bool paused) { paused_ = paused; }
+  // True from Registered until the stream ends (either side).
+  bool connected() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return registered_;
+  }
   void Send(const v1::WorkerMessage& msg);
   void ReportStarted(const std::string& job_id, int attempt, int rank);
   void ReportExited(const std::string& job_id, int attempt, int rank, int exit_code);

@@ -367,6 +367,29 @@ TEST_F(SchedulerTest, LostWorkerRestartsJobThenBackoffLimitFailsIt) {
   }
 }
 
+// Regression: a worker marked lost while its stream still stood kept heartbeating into a link
+// the scheduler had dropped, and stayed LOST for good.
+TEST_F(SchedulerTest, LateWorkerMarkedLostIsDisconnectedAndCanRegisterAgain) {
+  TestWorker& w1 = AddWorker(CpuWorker("w1", "127.0.0.2", 2));
+  w1.PauseHeartbeats(true);
+  ASSERT_TRUE(WaitFor([&] { return !w1.connected(); }, 15s, 20ms))
+      << "the scheduler kept the stream of a lost worker open";
+  auto state = [&] {
+    grpc::ClientContext ctx;
+    v1::ListWorkersResponse resp;
+    EXPECT_TRUE(scheduler_->cluster().ListWorkers(&ctx, v1::ListWorkersRequest(), &resp).ok());
+    return resp.workers_size() == 1 ? resp.workers(0).state() : std::string("none");
+  };
+  EXPECT_EQ(state(), "LOST");
+
+  w1.PauseHeartbeats(false);
+  ASSERT_TRUE(w1.Connect());
+  EXPECT_EQ(state(), "READY");
+  std::this_thread::sleep_for(3s);  // two heartbeat timeouts: the heartbeats count again
+  EXPECT_EQ(state(), "READY");
+  EXPECT_TRUE(w1.connected());
+}
+
 TEST_F(SchedulerTest, MaxRuntimeFailsTheJobAndStopsItsRanks) {
   TestWorker& w = AddWorker(CpuWorker("w1", "127.0.0.2", 1));
   v1::JobSpec spec = TrainerSpec("slow", 1);

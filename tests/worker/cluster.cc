@@ -82,7 +82,9 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start() {
   auto redis = RedisServer::StartNew();
   if (!redis.ok()) return redis.status();
   c->redis_ = *std::move(redis);
-  auto scheduler = SchedulerProcess::Start(c->db_->url(), c->redis_->addr());
+  // Real workers, rank processes and a parallel ctest share two cores in CI: a heartbeat
+  // timeout of 3 s keeps a busy moment from reading as a lost worker.
+  auto scheduler = SchedulerProcess::Start(c->db_->url(), c->redis_->addr(), 3000);
   if (!scheduler.ok()) return scheduler.status();
   c->scheduler_ = *std::move(scheduler);
   return c;

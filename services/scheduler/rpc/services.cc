@@ -112,7 +112,7 @@ class StreamLink : public WorkerLink {
     }
     cv_.notify_all();
   }
-  void Close() {
+  void Close() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       closed_ = true;
