@@ -91,6 +91,7 @@ absl::Status Scheduler::Start() {
       cluster_.SetWorkerState(w.id, WorkerState::kLost);
       if (w.state == WorkerState::kReady) {
         // One full timeout to reconnect after our restart.
+        w.last_heartbeat_ms = now;
         (void)liveness_->Beat(w.id, options_.heartbeat_timeout_ms);
       }
       workers_[w.id] = std::move(w);
@@ -200,10 +201,16 @@ void Scheduler::SweepWorkersLocked() {
     RM_LOG(kWarning) << "liveness unknown: " << alive.status();
     return;
   }
+  const int64_t now = clock_->NowMs();
   for (const std::string& id : ready) {
-    if (alive->count(id) == 0) {
-      MarkLostLocked(id, absl::StrCat("no heartbeat for ", options_.heartbeat_timeout_ms, " ms"));
+    if (alive->count(id) > 0) continue;
+    // A key can also vanish with a Redis flush or restart, before the queue's rebuild notices;
+    // a heartbeat this process saw within the timeout proves the worker alive.
+    if (now - workers_[id].last_heartbeat_ms < options_.heartbeat_timeout_ms) {
+      (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
+      continue;
     }
+    MarkLostLocked(id, absl::StrCat("no heartbeat for ", options_.heartbeat_timeout_ms, " ms"));
   }
 }
 
