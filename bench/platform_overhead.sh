@@ -5,8 +5,8 @@
 # throughputs (goal: at least 0.99) and of the start-up times.
 #
 # Through the platform: `ringctl submit`, then the clock runs until rank 0's log shows step 1.
-# By hand: `mpirun -np 4` on this machine, until its output shows step 1. Both sides run on the
-# same cores (the platform's two "hosts" are loopback addresses of this machine).
+# By hand: `mpirun` with the same placement (two ranks on each of the workers' two loopback
+# hosts) and MPI flags, until its output shows step 1. Both sides run on the same cores.
 # Uses the quickstart cluster (starting it if it is not up). Usage: bench/platform_overhead.sh [ROUNDS] [STEPS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,17 +41,28 @@ platform_run() {
   ips=$(echo "$out" | awk '/^total images\/sec:/ {print $3}')
 }
 
+# By hand the way an operator would run the same placement: the two hosts of the platform's
+# workers (127.0.0.2 and .3, two ranks each), the same MPI flags (TCP over loopback, no binding,
+# ranks yield when idle as the workers set it), and as launch agent a plain local shell in
+# place of ssh (both "hosts" are this machine).
 hand_run() {
   local start log=/tmp/ringmaster-overhead-hand.log
   start=$(now)
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 4 --bind-to none \
-    --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 \
+    mpirun -np 4 -H 127.0.0.2:2,127.0.0.3:2 --bind-to none --oversubscribe \
+    --mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1 \
+    --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
     "$build/trainer/ringmaster-train" "${trainer_flags[@]}" >"$log" 2>&1 &
   local pid=$!
   first=$(wait_first_step "$start" cat "$log")
   wait "$pid"
   ips=$(awk '/^total images\/sec:/ {print $3}' "$log")
 }
+
+agent=$(mktemp /tmp/ringmaster-overhead-agent.XXXXXX)
+trap 'rm -f "$agent"' EXIT
+printf '#!/bin/sh\nshift\nexec /bin/sh -c "$*"\n' >"$agent"
+chmod 755 "$agent"
 
 p_ips=(); h_ips=(); p_first=(); h_first=()
 for i in $(seq "$rounds"); do
