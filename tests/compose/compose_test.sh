@@ -276,6 +276,16 @@ trainer_line=$("$ringctl_bin" --scheduler "$scheduler" logs "$job_id" --rank 0 |
 [ -n "$trainer_line" ] || fail "rank 0 printed no 'total images/sec' line"
 say "job $job_id SUCCEEDED in $((SECONDS - start)) s; rank 0: $trainer_line"
 
+# A command workload: python3 with mpi4py, one ring over both workers' containers.
+ring=$("$ringctl_bin" --scheduler "$scheduler" submit --name compose-mpi4py --replicas 4 \
+  --gpus-per-replica 1 --gpu-type t4 -- python3 -c \
+  'from mpi4py import MPI; c = MPI.COMM_WORLD; print("ring", c.size, "sum", c.allreduce(c.rank + 1))')
+timeout 300 "$ringctl_bin" --scheduler "$scheduler" watch "$ring" >/dev/null ||
+  fail "mpi4py job $ring did not succeed"
+ring_line=$("$ringctl_bin" --scheduler "$scheduler" logs "$ring" --rank 3 | grep '^ring ' || true)
+[ "$ring_line" = "ring 4 sum 10" ] || fail "mpi4py job $ring rank 3 printed '$ring_line', not 'ring 4 sum 10'"
+say "mpi4py command job $ring SUCCEEDED: rank 3 saw '$ring_line'"
+
 # ---- 8. Its throughput in Prometheus, and every component scraped.
 query() {
   curl -sS --max-time 5 "http://$prometheus/api/v1/query" --data-urlencode "query=$1"
