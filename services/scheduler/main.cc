@@ -5,9 +5,12 @@
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <thread>
 
 #include "common/flags.h"
@@ -40,8 +43,19 @@ ringmaster::Flags MakeFlags() {
   flags.Add("heartbeat-interval-ms", "2000", "how often workers are told to send heartbeats");
   flags.Add("pass-interval-ms", "500", "placement pass period (passes also run on every change)");
   flags.Add("connect-timeout-s", "60", "how long to wait for PostgreSQL at start");
+  flags.Add("lease-ttl-ms", "10000",
+            "leader lease in Redis: one replica serves, others wait; a dead leader's lease "
+            "passes on after this long");
   flags.Add("log-level", "info", "debug, info, warning or error");
   return flags;
+}
+
+// A name for this process as a lease holder: unique even for a restart on the same host.
+std::string LeaseHolder() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::random_device random;
+  return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(random());
 }
 
 int Fail(const absl::Status& status) {
@@ -65,13 +79,14 @@ int main(int argc, char** argv) {
                  : level == "warning" ? LogLevel::kWarning
                  : level == "error" ? LogLevel::kError
                                     : LogLevel::kInfo);
-  int64_t pool = 0, redis_db = 0, connect_timeout_s = 0;
+  int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0;
   SchedulerOptions options;
   for (auto s : {flags.GetInt("postgres-pool", &pool), flags.GetInt("redis-db", &redis_db),
                  flags.GetInt("heartbeat-timeout-ms", &options.heartbeat_timeout_ms),
                  flags.GetInt("heartbeat-interval-ms", &options.heartbeat_interval_ms),
                  flags.GetInt("pass-interval-ms", &options.pass_interval_ms),
-                 flags.GetInt("connect-timeout-s", &connect_timeout_s)}) {
+                 flags.GetInt("connect-timeout-s", &connect_timeout_s),
+                 flags.GetInt("lease-ttl-ms", &lease_ttl_ms)}) {
     if (!s.ok()) return Fail(s);
   }
   std::string redis_host;
@@ -96,6 +111,10 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   if (!store.ok()) return Fail(store.status());
+  if (lease_ttl_ms < 300) {
+    return Fail(absl::InvalidArgumentError(
+        "--lease-ttl-ms (or RINGMASTER_LEASE_TTL_MS) must be at least 300"));
+  }
 
   RedisOptions redis_options;
   redis_options.host = redis_host;
@@ -108,6 +127,9 @@ int main(int argc, char** argv) {
   RedisPendingQueue queue(redis);
   RedisLiveness liveness(redis);
   RedisEventBus bus(redis);
+  RedisLeaderLease lease(redis);
+  const std::string holder = LeaseHolder();
+  const auto renew_every = std::chrono::milliseconds(lease_ttl_ms / 3);
 
   auto registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -118,6 +140,32 @@ int main(int argc, char** argv) {
     return Fail(absl::UnavailableError(
         std::string("cannot serve /metrics on ") + flags.Get("metrics-listen") + ": " + e.what()));
   }
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+
+  // Leader lease, the only thing a standby does:
+  //  1. before loading any state, take the lease, retrying every ttl/3 while another replica
+  //     holds it (or Redis is down: nobody can take it then);
+  //  2. as leader, renew it every ttl/3; a failed renewal (Redis down) is only logged, since no
+  //     replica can take the lease without Redis either;
+  //  3. a renewal that finds another holder (this process stalled past the ttl) ends the
+  //     process at once: two leaders would place the same capacity twice;
+  //  4. on SIGTERM release it, so a standby takes over without waiting for the ttl.
+  bool standby_logged = false;
+  while (!g_stop) {
+    absl::StatusOr<bool> held = lease.Hold(holder, lease_ttl_ms);
+    if (held.ok() && *held) break;
+    if (!standby_logged) {
+      RM_LOG(kInfo) << "standby: waiting for the leader lease ("
+                    << (held.ok() ? "another scheduler holds it" : held.status().ToString())
+                    << ")";
+      standby_logged = true;
+    }
+    std::this_thread::sleep_for(renew_every);
+  }
+  if (g_stop) return 0;
+  RM_LOG(kInfo) << "holding the leader lease as " << holder;
 
   Scheduler scheduler(store->get(), &queue, &liveness, &bus, &clock, options, registry.get());
   if (auto s = scheduler.Start(); !s.ok()) return Fail(s);
@@ -140,11 +188,23 @@ int main(int argc, char** argv) {
   RM_LOG(kInfo) << "ringmaster-scheduler serving gRPC on " << flags.Get("listen")
                 << ", /metrics on " << flags.Get("metrics-listen");
 
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto next_renewal = std::chrono::steady_clock::now() + renew_every;
+  while (!g_stop) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (std::chrono::steady_clock::now() < next_renewal) continue;
+    next_renewal = std::chrono::steady_clock::now() + renew_every;
+    absl::StatusOr<bool> held = lease.Hold(holder, lease_ttl_ms);
+    if (!held.ok()) {
+      RM_LOG(kWarning) << "leader lease not renewed: " << held.status();
+    } else if (!*held) {
+      // At once, not after a graceful stop: every moment more is two leaders.
+      RM_LOG(kError) << "another scheduler took the leader lease; exiting";
+      _exit(3);
+    }
+  }
   RM_LOG(kInfo) << "shutting down";
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   scheduler.Stop();
+  if (auto s = lease.Release(holder); !s.ok()) RM_LOG(kWarning) << "leader lease: " << s;
   return 0;
 }

@@ -28,6 +28,22 @@ bool PortOpen(const std::string& addr) {
 
 absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(
     const std::string& postgres_url, const std::string& redis_addr, int heartbeat_timeout_ms) {
+  auto p = Create(postgres_url, redis_addr, heartbeat_timeout_ms);
+  if (!p.ok()) return p.status();
+  if (auto s = (*p)->Launch(); !s.ok()) return s;
+  return p;
+}
+
+absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::StartStandby(
+    const std::string& postgres_url, const std::string& redis_addr) {
+  auto p = Create(postgres_url, redis_addr, 1500);
+  if (!p.ok()) return p.status();
+  if (auto s = (*p)->Spawn(); !s.ok()) return s;
+  return p;
+}
+
+absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Create(
+    const std::string& postgres_url, const std::string& redis_addr, int heartbeat_timeout_ms) {
   auto p = std::unique_ptr<SchedulerProcess>(new SchedulerProcess());
   p->postgres_url_ = postgres_url;
   p->redis_addr_ = redis_addr;
@@ -39,7 +55,6 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(
   p->addr_ = absl::StrCat("127.0.0.1:", *port);
   p->metrics_port_ = *metrics;
   p->log_path_ = absl::StrCat(::testing::TempDir(), "scheduler-", getpid(), "-", *port, ".log");
-  if (auto s = p->Launch(); !s.ok()) return s;
   return p;
 }
 
@@ -48,6 +63,11 @@ SchedulerProcess::~SchedulerProcess() {
 }
 
 absl::Status SchedulerProcess::Launch() {
+  if (auto s = Spawn(); !s.ok()) return s;
+  return WaitServing();
+}
+
+absl::Status SchedulerProcess::Spawn() {
   SubprocessOptions options;
   options.argv = {RINGMASTER_BINARY_DIR "/services/scheduler/ringmaster-scheduler",
                   "--listen", addr_,
@@ -56,18 +76,24 @@ absl::Status SchedulerProcess::Launch() {
                   "--redis-addr", redis_addr_,
                   "--heartbeat-timeout-ms", std::to_string(heartbeat_timeout_ms_),
                   "--heartbeat-interval-ms", "200",
-                  "--pass-interval-ms", "100"};
+                  "--pass-interval-ms", "100",
+                  // A killed scheduler's lease passes on within a second (Restart, standbys).
+                  "--lease-ttl-ms", "1000"};
   options.log_path = log_path_;
   auto process = Subprocess::Start(options);
   if (!process.ok()) return process.status();
   process_ = *std::move(process);
-  // A plain TCP probe first: a gRPC channel that met a refused connection backs off for
-  // seconds, long after the server is up.
-  bool listening = WaitFor([&] { return !process_->Running() || PortOpen(addr_); },
-                           std::chrono::seconds(30), std::chrono::milliseconds(20));
   channel_ = grpc::CreateChannel(addr_, grpc::InsecureChannelCredentials());
   jobs_ = v1::JobService::NewStub(channel_);
   cluster_ = v1::ClusterService::NewStub(channel_);
+  return absl::OkStatus();
+}
+
+absl::Status SchedulerProcess::WaitServing(std::chrono::milliseconds timeout) {
+  // A plain TCP probe first: a gRPC channel that met a refused connection backs off for
+  // seconds, long after the server is up.
+  bool listening = WaitFor([&] { return !process_->Running() || PortOpen(addr_); },
+                           timeout, std::chrono::milliseconds(20));
   bool up = listening && WaitFor(
       [&] {
         if (!process_->Running()) return true;

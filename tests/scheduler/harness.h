@@ -33,7 +33,14 @@ class SchedulerProcess {
   static absl::StatusOr<std::unique_ptr<SchedulerProcess>> Start(
       const std::string& postgres_url, const std::string& redis_addr,
       int heartbeat_timeout_ms = 1500);
+  // Starts one more scheduler on the same database and Redis without waiting for it to serve:
+  // it stays a standby while another holds the leader lease.
+  static absl::StatusOr<std::unique_ptr<SchedulerProcess>> StartStandby(
+      const std::string& postgres_url, const std::string& redis_addr);
   ~SchedulerProcess();
+  // Waits until it answers ListWorkers (after it took the leader lease).
+  absl::Status WaitServing(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  Subprocess& process() { return *process_; }
   absl::Status Restart(int signal = SIGKILL);
   const std::string& addr() const { return addr_; }
   int metrics_port() const { return metrics_port_; }
@@ -43,7 +50,10 @@ class SchedulerProcess {
   std::shared_ptr<grpc::Channel> channel() { return channel_; }
 
  private:
+  static absl::StatusOr<std::unique_ptr<SchedulerProcess>> Create(
+      const std::string& postgres_url, const std::string& redis_addr, int heartbeat_timeout_ms);
   absl::Status Launch();
+  absl::Status Spawn();
   std::string postgres_url_;
   std::string redis_addr_;
   int heartbeat_timeout_ms_ = 1500;

@@ -1,9 +1,11 @@
 // The scheduler as a real process on real PostgreSQL and Redis, driven through gRPC.
 #include <pqxx/pqxx>
 
+#include <cstdlib>
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scheduler/harness.h"
@@ -388,6 +390,46 @@ TEST_F(SchedulerTest, LateWorkerMarkedLostIsDisconnectedAndCanRegisterAgain) {
   std::this_thread::sleep_for(3s);  // two heartbeat timeouts: the heartbeats count again
   EXPECT_EQ(state(), "READY");
   EXPECT_TRUE(w1.connected());
+}
+
+TEST_F(SchedulerTest, StandbyWaitsForTheLeaseAndTakesOverWhenTheLeaderDies) {
+  const std::string id = SubmitOk(TrainerSpec("kept", 2));
+  auto standby = SchedulerProcess::StartStandby(db_->url(), redis_->addr());
+  ASSERT_TRUE(standby.ok()) << standby.status();
+  SchedulerProcess& second = **standby;
+  std::this_thread::sleep_for(3s);  // three lease ttls: the leader renews, the standby waits
+  ASSERT_TRUE(second.process().Running()) << second.LogTail();
+  EXPECT_FALSE(PortOpen(second.addr())) << "a standby must not serve";
+  EXPECT_THAT(second.LogTail(), HasSubstr("standby: waiting for the leader lease"));
+
+  ASSERT_TRUE(scheduler_->process().Kill(SIGKILL).ok());
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_TRUE(second.WaitServing(10s).ok()) << second.LogTail();
+  std::cerr << "standby serving "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - killed)
+                   .count()
+            << " ms after the leader was killed\n";
+  v1::Job job;
+  {
+    grpc::ClientContext ctx;
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    ASSERT_TRUE(second.jobs().GetJob(&ctx, req, &job).ok());
+  }
+  EXPECT_EQ(job.state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(job.spec().name(), "kept");
+}
+
+TEST_F(SchedulerTest, LeaderWhoseLeaseWasTakenExits) {
+  // What a leader finds after it stalled past the ttl and another replica took over.
+  const std::string cmd = absl::StrCat("redis-cli -h 127.0.0.1 -p ", redis_->port(),
+                                       " SET rm:leader intruder PX 60000 >/dev/null");
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  auto code = scheduler_->process().Wait(5s);
+  ASSERT_TRUE(code.ok()) << "the scheduler kept running without the lease";
+  EXPECT_EQ(*code, 3);
+  EXPECT_THAT(scheduler_->LogTail(), HasSubstr("another scheduler took the leader lease"));
 }
 
 TEST_F(SchedulerTest, MaxRuntimeFailsTheJobAndStopsItsRanks) {

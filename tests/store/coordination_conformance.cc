@@ -12,6 +12,7 @@
 namespace ringmaster::scheduler::store_test {
 namespace {
 
+using ::ringmaster::test::IsOkAndHolds;
 using ::ringmaster::test::StatusIs;
 using ::ringmaster::test::WaitFor;
 using ::testing::ElementsAre;
@@ -231,6 +232,46 @@ TEST_P(CoordinationConformanceTest, BadHeartbeatsAreInvalidArgument) {
   EXPECT_THAT(liveness().Beat("w1", 0), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(liveness().Beat("w1", -5), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(liveness().Beat("", 1000), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+// --- LeaderLease -------------------------------------------------------------------------
+
+TEST_P(CoordinationConformanceTest, TheLeaseHasOneHolderAtATime) {
+  RM_ASSERT_OK_AND_ASSIGN(auto a, backend().NewLease());
+  RM_ASSERT_OK_AND_ASSIGN(auto b, backend().NewLease());
+  EXPECT_THAT(a->Hold("s1", 60'000), IsOkAndHolds(true));
+  EXPECT_THAT(b->Hold("s2", 60'000), IsOkAndHolds(false));
+  EXPECT_THAT(a->Hold("s1", 60'000), IsOkAndHolds(true));  // a renewal
+  EXPECT_THAT(b->Hold("s1", 60'000), IsOkAndHolds(true));  // the holder, not the handle, counts
+}
+
+TEST_P(CoordinationConformanceTest, RenewalsKeepTheLeaseAndExpiryPassesItOn) {
+  RM_ASSERT_OK_AND_ASSIGN(auto a, backend().NewLease());
+  RM_ASSERT_OK_AND_ASSIGN(auto b, backend().NewLease());
+  ASSERT_THAT(a->Hold("s1", 1000), IsOkAndHolds(true));
+  backend().AdvanceTime(600);
+  ASSERT_THAT(a->Hold("s1", 1000), IsOkAndHolds(true));
+  backend().AdvanceTime(600);
+  EXPECT_THAT(b->Hold("s2", 1000), IsOkAndHolds(false));
+  backend().AdvanceTime(600);
+  EXPECT_THAT(b->Hold("s2", 1000), IsOkAndHolds(true));
+  EXPECT_THAT(a->Hold("s1", 1000), IsOkAndHolds(false));
+}
+
+TEST_P(CoordinationConformanceTest, ReleaseHandsTheLeaseOverAndOnlyTheHolderCanRelease) {
+  RM_ASSERT_OK_AND_ASSIGN(auto a, backend().NewLease());
+  RM_ASSERT_OK_AND_ASSIGN(auto b, backend().NewLease());
+  ASSERT_THAT(a->Hold("s1", 60'000), IsOkAndHolds(true));
+  RM_ASSERT_OK(b->Release("s2"));
+  EXPECT_THAT(b->Hold("s2", 60'000), IsOkAndHolds(false));
+  RM_ASSERT_OK(a->Release("s1"));
+  EXPECT_THAT(b->Hold("s2", 60'000), IsOkAndHolds(true));
+}
+
+TEST_P(CoordinationConformanceTest, BadLeaseArgumentsAreInvalidArgument) {
+  RM_ASSERT_OK_AND_ASSIGN(auto a, backend().NewLease());
+  EXPECT_THAT(a->Hold("", 1000), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(a->Hold("s1", 0), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 // --- EventBus ----------------------------------------------------------------------------

@@ -27,6 +27,8 @@ class CoordinationBackend {
   virtual absl::StatusOr<std::unique_ptr<PendingQueue>> NewQueue() = 0;
   virtual absl::StatusOr<std::unique_ptr<Liveness>> NewLiveness() = 0;
   virtual absl::StatusOr<std::unique_ptr<EventBus>> NewEventBus() = 0;
+  // Leases made by one backend share their state, like two replicas on one Redis.
+  virtual absl::StatusOr<std::unique_ptr<LeaderLease>> NewLease() = 0;
   // The backing state loses everything, as Redis does on FLUSHALL or an empty restart.
   virtual void LoseEverything() = 0;
   // Lets `ms` of heartbeat time pass: a fake clock moves, or real time passes.

@@ -78,6 +78,9 @@ class InMemoryCoordinationBackend : public CoordinationBackend {
   absl::StatusOr<std::unique_ptr<EventBus>> NewEventBus() override {
     return std::unique_ptr<EventBus>(new InMemoryEventBus());
   }
+  absl::StatusOr<std::unique_ptr<LeaderLease>> NewLease() override {
+    return std::unique_ptr<LeaderLease>(new LeaseHandle(lease_));
+  }
   void LoseEverything() override { queue_->Lose(); }
   void AdvanceTime(int64_t ms) override { clock_.Advance(ms); }
 
@@ -108,7 +111,20 @@ class InMemoryCoordinationBackend : public CoordinationBackend {
     std::shared_ptr<InMemoryLiveness> l_;
   };
 
+  class LeaseHandle : public LeaderLease {
+   public:
+    explicit LeaseHandle(std::shared_ptr<InMemoryLeaderLease> l) : l_(std::move(l)) {}
+    absl::StatusOr<bool> Hold(const std::string& holder, int64_t ttl_ms) override {
+      return l_->Hold(holder, ttl_ms);
+    }
+    absl::Status Release(const std::string& holder) override { return l_->Release(holder); }
+
+   private:
+    std::shared_ptr<InMemoryLeaderLease> l_;
+  };
+
   FakeClock clock_;
+  std::shared_ptr<InMemoryLeaderLease> lease_ = std::make_shared<InMemoryLeaderLease>(&clock_);
   std::shared_ptr<InMemoryPendingQueue> queue_ = std::make_shared<InMemoryPendingQueue>();
   std::shared_ptr<InMemoryLiveness> liveness_ = std::make_shared<InMemoryLiveness>(&clock_);
 };

@@ -64,6 +64,10 @@ class RedisCoordinationBackend : public CoordinationBackend {
     return std::unique_ptr<EventBus>(
         new RedisEventBus(std::make_shared<RedisConnection>(OptionsFor(*server_))));
   }
+  absl::StatusOr<std::unique_ptr<LeaderLease>> NewLease() override {
+    if (!start_error_.ok()) return start_error_;
+    return std::unique_ptr<LeaderLease>(new RedisLeaderLease(redis_));
+  }
   void LoseEverything() override { ASSERT_TRUE(server_->Flush().ok()); }
   void AdvanceTime(int64_t ms) override {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));

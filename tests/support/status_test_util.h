@@ -26,6 +26,16 @@ MATCHER_P(StatusIs, code, "") {
   return status.code() == code;
 }
 
+// EXPECT_THAT(lease.Hold("s1", 1000), IsOkAndHolds(true)): an OK StatusOr holding `value`.
+MATCHER_P(IsOkAndHolds, value, "") {
+  if (!arg.ok()) {
+    *result_listener << "whose status is " << arg.status();
+    return false;
+  }
+  *result_listener << "holding " << ::testing::PrintToString(*arg);
+  return *arg == value;
+}
+
 }  // namespace ringmaster::test
 
 #define RM_TEST_CONCAT_INNER_(a, b) a##b

@@ -1,5 +1,5 @@
 // The scheduler's rebuildable state, kept in Redis in production: the pending queue, worker
-// liveness and the event fan-out. Everything here can be rebuilt from the JobStore, so losing
+// liveness, the leader lease and the event fan-out. Everything here can be rebuilt from the JobStore, so losing
 // it (a Redis flush or restart) loses no job. Implementations: Redis* and InMemory*, both
 // passing tests/store/coordination_conformance.h. All are thread-safe.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_STORE_COORDINATION_H_
@@ -48,6 +48,18 @@ class Liveness {
   // The subset of `worker_ids` whose last heartbeat has not expired.
   virtual absl::StatusOr<std::set<std::string>> Alive(
       const std::vector<std::string>& worker_ids) = 0;
+};
+
+// The leader lease: one scheduler replica at a time holds it and acts; the others wait.
+// Holders are opaque strings unique to each process.
+class LeaderLease {
+ public:
+  virtual ~LeaderLease() = default;
+  // Takes the lease for ttl_ms when it is free (never held, expired, released, or lost with a
+  // Redis flush), or renews it when `holder` has it. False when another holder has it.
+  virtual absl::StatusOr<bool> Hold(const std::string& holder, int64_t ttl_ms) = 0;
+  // Gives the lease up if `holder` has it, so a standby takes over at once; else does nothing.
+  virtual absl::Status Release(const std::string& holder) = 0;
 };
 
 // Job events fanned out to every scheduler replica (for WatchJob).

@@ -6,6 +6,7 @@
 namespace ringmaster::scheduler {
 
 using store_internal::CheckBeat;
+using store_internal::CheckLease;
 using store_internal::CheckQueueEntry;
 
 absl::Status InMemoryPendingQueue::Push(const QueueEntry& entry) {
@@ -90,6 +91,26 @@ absl::StatusOr<std::set<std::string>> InMemoryLiveness::Alive(
     if (it != expires_at_ms_.end() && now < it->second) alive.insert(id);
   }
   return alive;
+}
+
+InMemoryLeaderLease::InMemoryLeaderLease(const Clock* clock) : clock_(clock) {
+  RM_CHECK(clock != nullptr);
+}
+
+absl::StatusOr<bool> InMemoryLeaderLease::Hold(const std::string& holder, int64_t ttl_ms) {
+  RM_RETURN_IF_ERROR(CheckLease(holder, ttl_ms));
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_->NowMs();
+  if (holder_ != holder && !holder_.empty() && now < expires_at_ms_) return false;
+  holder_ = holder;
+  expires_at_ms_ = now + ttl_ms;
+  return true;
+}
+
+absl::Status InMemoryLeaderLease::Release(const std::string& holder) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (holder_ == holder) holder_.clear();
+  return absl::OkStatus();
 }
 
 InMemoryEventBus::InMemoryEventBus() : thread_([this] { Dispatch(); }) {}

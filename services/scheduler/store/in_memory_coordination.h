@@ -59,6 +59,21 @@ class InMemoryLiveness : public Liveness {
   std::map<std::string, int64_t> expires_at_ms_;
 };
 
+// Lease expiry by a Clock (FakeClock in tests). `clock` must outlive the object.
+class InMemoryLeaderLease : public LeaderLease {
+ public:
+  explicit InMemoryLeaderLease(const Clock* clock);
+
+  absl::StatusOr<bool> Hold(const std::string& holder, int64_t ttl_ms) override;
+  absl::Status Release(const std::string& holder) override;
+
+ private:
+  const Clock* clock_;
+  std::mutex mu_;
+  std::string holder_;
+  int64_t expires_at_ms_ = 0;
+};
+
 // Delivers events to every subscribed handler, in publish order, on one dispatch thread of the
 // bus (never on the publisher's thread, as with Redis). Several Subscribe calls each add a
 // handler. The destructor delivers what was already published, then stops the thread.

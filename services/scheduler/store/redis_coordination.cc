@@ -13,6 +13,7 @@ namespace ringmaster::scheduler {
 namespace {
 
 using store_internal::CheckBeat;
+using store_internal::CheckLease;
 using store_internal::CheckQueueEntry;
 
 // Rebuild sends ZADD in pieces of this many members to bound one command's size.
@@ -149,6 +150,29 @@ absl::StatusOr<std::set<std::string>> RedisLiveness::Alive(
     if (reply->element[i]->type != REDIS_REPLY_NIL) alive.insert(worker_ids[i]);
   }
   return alive;
+}
+
+RedisLeaderLease::RedisLeaderLease(std::shared_ptr<RedisConnection> redis)
+    : redis_(std::move(redis)), key_(redis_->Key("leader")) {}
+
+absl::StatusOr<bool> RedisLeaderLease::Hold(const std::string& holder, int64_t ttl_ms) {
+  RM_RETURN_IF_ERROR(CheckLease(holder, ttl_ms));
+  constexpr const char* kHold =
+      "local v = redis.call('GET', KEYS[1])\n"
+      "if v and v ~= ARGV[1] then return 0 end\n"
+      "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+      "return 1\n";
+  RM_ASSIGN_OR_RETURN(RedisReply reply,
+                      redis_->Command({"EVAL", kHold, "1", key_, holder, std::to_string(ttl_ms)}));
+  if (reply->type != REDIS_REPLY_INTEGER) return absl::InternalError("lease EVAL: unexpected reply");
+  return reply->integer == 1;
+}
+
+absl::Status RedisLeaderLease::Release(const std::string& holder) {
+  constexpr const char* kRelease =
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end\n"
+      "return 0\n";
+  return redis_->Command({"EVAL", kRelease, "1", key_, holder}).status();
 }
 
 RedisEventBus::RedisEventBus(std::shared_ptr<RedisConnection> redis)

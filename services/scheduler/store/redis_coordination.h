@@ -66,6 +66,20 @@ class RedisLiveness : public Liveness {
   std::shared_ptr<RedisConnection> redis_;
 };
 
+// The lease is one key holding the holder's name, with a TTL. Hold and Release are Lua scripts
+// (EVAL), so reading the holder and changing the key are one atomic step in Redis.
+class RedisLeaderLease : public LeaderLease {
+ public:
+  explicit RedisLeaderLease(std::shared_ptr<RedisConnection> redis);
+
+  absl::StatusOr<bool> Hold(const std::string& holder, int64_t ttl_ms) override;
+  absl::Status Release(const std::string& holder) override;
+
+ private:
+  std::shared_ptr<RedisConnection> redis_;
+  std::string key_;
+};
+
 // PUBLISH on one channel; Subscribe opens its own connection (a subscribed connection can do
 // nothing else) and runs one thread that calls the handlers per message, in publish order.
 // When the subscription breaks (Redis restarted) the thread re-subscribes, retrying every

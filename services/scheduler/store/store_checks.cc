@@ -50,4 +50,13 @@ absl::Status CheckBeat(const std::string& worker_id, int64_t ttl_ms) {
   return absl::OkStatus();
 }
 
+absl::Status CheckLease(const std::string& holder, int64_t ttl_ms) {
+  if (holder.empty()) return absl::InvalidArgumentError("lease holder is empty");
+  if (ttl_ms <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lease of ", holder, ": ttl ", ttl_ms, " ms is not positive"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ringmaster::scheduler::store_internal

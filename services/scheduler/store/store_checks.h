@@ -29,6 +29,7 @@ absl::Status CheckQueueEntry(const QueueEntry& entry);
 
 // INVALID_ARGUMENT for an empty worker id or a ttl that is not positive.
 absl::Status CheckBeat(const std::string& worker_id, int64_t ttl_ms);
+absl::Status CheckLease(const std::string& holder, int64_t ttl_ms);
 
 }  // namespace ringmaster::scheduler::store_internal
 
