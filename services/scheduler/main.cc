@@ -89,6 +89,10 @@ int main(int argc, char** argv) {
                  flags.GetInt("lease-ttl-ms", &lease_ttl_ms)}) {
     if (!s.ok()) return Fail(s);
   }
+  if (lease_ttl_ms < 300) {
+    return Fail(absl::InvalidArgumentError(
+        "--lease-ttl-ms (or RINGMASTER_LEASE_TTL_MS) must be at least 300"));
+  }
   std::string redis_host;
   int redis_port = 0;
   if (auto s = SplitHostPort(flags.Get("redis-addr"), "--redis-addr", &redis_host, &redis_port);
@@ -111,10 +115,6 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   if (!store.ok()) return Fail(store.status());
-  if (lease_ttl_ms < 300) {
-    return Fail(absl::InvalidArgumentError(
-        "--lease-ttl-ms (or RINGMASTER_LEASE_TTL_MS) must be at least 300"));
-  }
 
   RedisOptions redis_options;
   redis_options.host = redis_host;

@@ -41,22 +41,27 @@ absl::Status CheckQueueEntry(const QueueEntry& entry) {
   return absl::OkStatus();
 }
 
-absl::Status CheckBeat(const std::string& worker_id, int64_t ttl_ms) {
-  if (worker_id.empty()) return absl::InvalidArgumentError("heartbeat has no worker id");
+namespace {
+
+// A named key with an expiry: `what` ("heartbeat", "lease") names it in the messages.
+absl::Status CheckExpiring(const char* what, const char* name_field, const std::string& name,
+                           int64_t ttl_ms) {
+  if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " has no ", name_field));
   if (ttl_ms <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("heartbeat of ", worker_id, ": ttl ", ttl_ms, " ms is not positive"));
+        absl::StrCat(what, " of ", name, ": ttl ", ttl_ms, " ms is not positive"));
   }
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status CheckBeat(const std::string& worker_id, int64_t ttl_ms) {
+  return CheckExpiring("heartbeat", "worker id", worker_id, ttl_ms);
+}
+
 absl::Status CheckLease(const std::string& holder, int64_t ttl_ms) {
-  if (holder.empty()) return absl::InvalidArgumentError("lease holder is empty");
-  if (ttl_ms <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lease of ", holder, ": ttl ", ttl_ms, " ms is not positive"));
-  }
-  return absl::OkStatus();
+  return CheckExpiring("lease", "holder", holder, ttl_ms);
 }
 
 }  // namespace ringmaster::scheduler::store_internal

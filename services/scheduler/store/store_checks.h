@@ -27,7 +27,7 @@ inline constexpr int32_t kMaxPriority = 1000;
 inline constexpr int64_t kSeqLimit = int64_t{1} << 40;  // seq < 2^40
 absl::Status CheckQueueEntry(const QueueEntry& entry);
 
-// INVALID_ARGUMENT for an empty worker id or a ttl that is not positive.
+// INVALID_ARGUMENT for an empty worker id / lease holder or a ttl that is not positive.
 absl::Status CheckBeat(const std::string& worker_id, int64_t ttl_ms);
 absl::Status CheckLease(const std::string& holder, int64_t ttl_ms);
 
