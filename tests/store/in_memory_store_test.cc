@@ -1,9 +1,11 @@
 // Unit tests of the store module: the conformance suites on the in-memory implementations, the
 // in-memory specifics, and the pure helpers of the Postgres and Redis adapters.
+#include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "coordination_conformance.h"
+#include "fault_injecting_job_store.h"
 #include "core/clock.h"
 #include "gmock/gmock.h"
 #include "job_store_conformance.h"
@@ -19,44 +21,19 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using test::StatusIs;
+using test::WaitFor;
 
-// One InMemoryJobStore; "new" stores are more handles on it.
+// One InMemoryJobStore; "new" stores are more handles on it. Each handle is a
+// FaultInjectingJobStore without faults, so the suite also holds the wrapper to the contract.
 class InMemoryJobStoreBackend : public JobStoreBackend {
  public:
   absl::StatusOr<std::unique_ptr<JobStore>> NewStore() override {
-    return std::unique_ptr<JobStore>(new SharedHandle(store_));
+    return std::unique_ptr<JobStore>(new FaultInjectingJobStore(store_.get()));
   }
 
  private:
-  // Forwards to the shared store, so the suite can own each handle.
-  class SharedHandle : public JobStore {
-   public:
-    explicit SharedHandle(std::shared_ptr<InMemoryJobStore> store) : store_(std::move(store)) {}
-    absl::StatusOr<CreateJobResult> CreateJob(const Job& job, const JobEvent& event) override {
-      return store_->CreateJob(job, event);
-    }
-    absl::StatusOr<Job> GetJob(const std::string& id) override { return store_->GetJob(id); }
-    absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter) override {
-      return store_->ListJobs(filter);
-    }
-    absl::StatusOr<std::vector<Job>> ListActiveJobs() override { return store_->ListActiveJobs(); }
-    absl::Status UpdateJob(const Job& job, const std::optional<JobEvent>& event) override {
-      return store_->UpdateJob(job, event);
-    }
-    absl::StatusOr<std::vector<JobEvent>> ListEvents(const std::string& job_id,
-                                                     int64_t after_seq) override {
-      return store_->ListEvents(job_id, after_seq);
-    }
-    absl::Status UpsertWorker(const Worker& worker) override {
-      return store_->UpsertWorker(worker);
-    }
-    absl::StatusOr<std::vector<Worker>> ListWorkers() override { return store_->ListWorkers(); }
-
-   private:
-    std::shared_ptr<InMemoryJobStore> store_;
-  };
-
-  std::shared_ptr<InMemoryJobStore> store_ = std::make_shared<InMemoryJobStore>();
+  std::unique_ptr<InMemoryJobStore> store_ = std::make_unique<InMemoryJobStore>();
 };
 
 INSTANTIATE_TEST_SUITE_P(InMemory, JobStoreConformanceTest,
@@ -64,6 +41,39 @@ INSTANTIATE_TEST_SUITE_P(InMemory, JobStoreConformanceTest,
                              "InMemory",
                              [] { return std::make_unique<InMemoryJobStoreBackend>(); }}),
                          JobStoreBackendName);
+
+TEST(FaultInjectingJobStoreTest, AFailedCommitReachesNothingAndHealingLetsItThrough) {
+  InMemoryJobStore memory;
+  FaultInjectingJobStore store(&memory);
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store.TakeLeadership());
+  WriteBatch batch;
+  Job job = MakeJob("j-1");
+  batch.jobs.push_back({JobWrite::Kind::kCreate, job, FirstEvent(job), false});
+  store.Fail(FaultInjectingJobStore::Call::kCommit, absl::UnavailableError("postgres gone"), 2);
+  EXPECT_THAT(store.Commit(batch, epoch), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(store.Commit(batch, epoch), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(memory.GetJob("j-1"), StatusIs(absl::StatusCode::kNotFound));
+  RM_ASSERT_OK(store.Commit(batch, epoch));  // the two failures are used up
+  RM_ASSERT_OK(memory.GetJob("j-1"));
+  EXPECT_EQ(store.calls(FaultInjectingJobStore::Call::kCommit), 3);
+}
+
+TEST(FaultInjectingJobStoreTest, AHungCallWaitsForHeal) {
+  InMemoryJobStore memory;
+  FaultInjectingJobStore store(&memory);
+  store.Hang(FaultInjectingJobStore::Call::kListWorkers);
+  std::atomic<bool> returned{false};
+  std::thread caller([&] {
+    (void)store.ListWorkers();
+    returned = true;
+  });
+  ASSERT_TRUE(WaitFor([&] { return store.hung() == 1; }, std::chrono::seconds(5)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(returned);
+  store.Heal();
+  caller.join();
+  EXPECT_TRUE(returned);
+}
 
 // One in-memory queue, liveness and clock; "new" objects are handles on them. Event buses are
 // separate (an in-memory bus is one process's fan-out).

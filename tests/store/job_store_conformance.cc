@@ -560,3 +560,199 @@ TEST_P(JobStoreConformanceTest, AWorkerWithoutIdIsInvalidArgument) {
 
 }  // namespace store_test
 }  // namespace ringmaster::scheduler
+
+namespace ringmaster::scheduler::store_test {
+namespace {
+
+JobWrite CreateWrite(const Job& job) {
+  return {JobWrite::Kind::kCreate, job, FirstEvent(job), false};
+}
+
+JobWrite UpdateWrite(const Job& job, int64_t seq, const std::string& reason,
+                     bool placement_changed) {
+  Job next = job;
+  next.last_event_seq = seq;
+  return {JobWrite::Kind::kUpdate, next, Event(job, seq, job.state, reason), placement_changed};
+}
+
+}  // namespace
+
+// --- Batches and fencing -----------------------------------------------------------------
+
+TEST_P(JobStoreConformanceTest, EachTakenEpochIsNewerThanTheLast) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t first, store().TakeLeadership());
+  RM_ASSERT_OK_AND_ASSIGN(auto other, backend().NewStore());
+  RM_ASSERT_OK_AND_ASSIGN(int64_t second, other->TakeLeadership());
+  EXPECT_GE(first, 1);
+  EXPECT_GT(second, first);
+}
+
+TEST_P(JobStoreConformanceTest, ACommitStoresCreatesUpdatesEventsAndWorkersTogether) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job old = MakeJob("j-old");
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, store().CreateJob(old, FirstEvent(old)));
+  Job started = Started(created.job);
+  started.last_event_seq = 2;
+  Worker worker;
+  worker.id = "w1";
+  worker.address = "127.0.0.2";
+  worker.port = 7071;
+  worker.cpu_slots = 4;
+  worker.gpus = {Gpu{0, "t4", 16LL << 30, true}};
+
+  WriteBatch batch;
+  batch.jobs.push_back(CreateWrite(MakeJob("j-a", "default", 0, "req-a")));
+  batch.jobs.push_back(UpdateWrite(started, 2, "placed", true));
+  batch.jobs.push_back(CreateWrite(MakeJob("j-b")));
+  batch.workers.push_back(worker);
+  RM_ASSERT_OK_AND_ASSIGN(CommitResult result, store().Commit(batch, epoch));
+
+  ASSERT_THAT(result.created, SizeIs(2));
+  RM_ASSERT_OK(result.created[0].status());
+  RM_ASSERT_OK(result.created[1].status());
+  EXPECT_FALSE(result.created[0]->existing);
+  EXPECT_EQ(result.created[0]->job.id, "j-a");
+  EXPECT_GT(result.created[1]->job.seq, result.created[0]->job.seq);
+  EXPECT_THAT(result.skipped, IsEmpty());
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-a"));
+  EXPECT_EQ(got.seq, result.created[0]->job.seq);
+  EXPECT_EQ(got.request_id, "req-a");
+  RM_ASSERT_OK_AND_ASSIGN(got, store().GetJob("j-old"));
+  ExpectSameJob(got, started);
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-old", 1));
+  EXPECT_THAT(events, ElementsAre(Event(started, 2, started.state, "placed")));
+  RM_ASSERT_OK_AND_ASSIGN(auto b_events, store().ListEvents("j-b", 0));
+  EXPECT_THAT(b_events, SizeIs(1));
+  RM_ASSERT_OK_AND_ASSIGN(auto workers, store().ListWorkers());
+  ASSERT_THAT(workers, SizeIs(1));
+  EXPECT_EQ(workers[0].gpus, worker.gpus);
+}
+
+TEST_P(JobStoreConformanceTest, ACommitWithARepeatedRequestIdMakesOneJob) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job earlier = MakeJob("j-1", "default", 0, "req-1");
+  RM_ASSERT_OK(store().CreateJob(earlier, FirstEvent(earlier)));
+  WriteBatch batch;
+  batch.jobs.push_back(CreateWrite(MakeJob("j-2", "default", 0, "req-2")));
+  batch.jobs.push_back(CreateWrite(MakeJob("j-3", "default", 0, "req-2")));
+  batch.jobs.push_back(CreateWrite(MakeJob("j-4", "default", 0, "req-1")));
+  batch.jobs.push_back(CreateWrite(MakeJob("j-1")));  // job id taken, no request id
+  RM_ASSERT_OK_AND_ASSIGN(CommitResult result, store().Commit(batch, epoch));
+  ASSERT_THAT(result.created, SizeIs(4));
+  EXPECT_FALSE(result.created[0]->existing);
+  EXPECT_TRUE(result.created[1]->existing);
+  EXPECT_EQ(result.created[1]->job.id, "j-2");
+  EXPECT_TRUE(result.created[2]->existing);
+  EXPECT_EQ(result.created[2]->job.id, "j-1");
+  EXPECT_THAT(result.created[3], StatusIs(absl::StatusCode::kAborted));
+  EXPECT_THAT(store().GetJob("j-3"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(store().GetJob("j-4"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_P(JobStoreConformanceTest, ACommitUnderAnOlderEpochIsFencedAndWritesNothing) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t old_epoch, store().TakeLeadership());
+  RM_ASSERT_OK_AND_ASSIGN(auto successor, backend().NewStore());
+  RM_ASSERT_OK_AND_ASSIGN(int64_t new_epoch, successor->TakeLeadership());
+  WriteBatch batch;
+  batch.jobs.push_back(CreateWrite(MakeJob("j-1")));
+  Worker worker;
+  worker.id = "w1";
+  worker.address = "127.0.0.2";
+  batch.workers.push_back(worker);
+  auto stale = store().Commit(batch, old_epoch);
+  EXPECT_THAT(stale, StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_TRUE(IsFenced(stale.status()));
+  EXPECT_THAT(store().GetJob("j-1"), StatusIs(absl::StatusCode::kNotFound));
+  RM_ASSERT_OK_AND_ASSIGN(auto workers, store().ListWorkers());
+  EXPECT_THAT(workers, IsEmpty());
+  RM_ASSERT_OK(successor->Commit(batch, new_epoch));
+  RM_ASSERT_OK(store().GetJob("j-1"));
+}
+
+TEST_P(JobStoreConformanceTest, ACommitWithoutAnEpochIsInvalidArgument) {
+  WriteBatch batch;
+  batch.jobs.push_back(CreateWrite(MakeJob("j-1")));
+  EXPECT_THAT(store().Commit(batch, 0), StatusIs(absl::StatusCode::kInvalidArgument));
+  batch.jobs[0].job.id.clear();
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  EXPECT_THAT(store().Commit(batch, epoch), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_P(JobStoreConformanceTest, UpdatesOfAnEndedJobAreSkippedAndTheRestLands) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job ended = MakeJob("j-ended");
+  Job live = MakeJob("j-live");
+  RM_ASSERT_OK(store().CreateJob(ended, FirstEvent(ended)));
+  RM_ASSERT_OK(store().CreateJob(live, FirstEvent(live)));
+  Job cancelled = ended;
+  cancelled.state = JobState::kCancelled;
+  cancelled.last_event_seq = 2;
+  RM_ASSERT_OK(store().UpdateJob(cancelled, Event(ended, 2, JobState::kCancelled, "cancelled")));
+  WriteBatch batch;
+  Job restarted = ended;
+  restarted.attempt = 1;
+  batch.jobs.push_back(UpdateWrite(restarted, 3, "restarted", false));
+  Job started = Started(live);
+  batch.jobs.push_back(UpdateWrite(started, 2, "placed", true));
+  RM_ASSERT_OK_AND_ASSIGN(CommitResult result, store().Commit(batch, epoch));
+  EXPECT_THAT(result.skipped, ElementsAre("j-ended"));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-ended"));
+  EXPECT_EQ(got.state, JobState::kCancelled);
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-ended", 2));
+  EXPECT_THAT(events, IsEmpty());
+  RM_ASSERT_OK_AND_ASSIGN(got, store().GetJob("j-live"));
+  EXPECT_EQ(got.placement, started.placement);
+}
+
+TEST_P(JobStoreConformanceTest, SeveralUpdatesOfOneJobInABatchKeepEveryEventAndTheLastRow) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  // A 64-rank placement, then RUNNING without touching it.
+  Job placed = job;
+  placed.state = JobState::kStarting;
+  for (int r = 0; r < 64; ++r) {
+    placed.placement.push_back(RankPlacement{r, "w" + std::to_string(r / 8),
+                                             "127.0.0." + std::to_string(2 + r / 8), {r % 8}, 7071});
+  }
+  Job running = placed;
+  running.state = JobState::kRunning;
+  running.started_at_ms = kT0 + 5;
+  WriteBatch batch;
+  batch.jobs.push_back(UpdateWrite(placed, 2, "placed", true));
+  batch.jobs.push_back(UpdateWrite(running, 3, "all 64 ranks started", false));
+  RM_ASSERT_OK(store().Commit(batch, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
+  EXPECT_EQ(got.state, JobState::kRunning);
+  EXPECT_EQ(got.last_event_seq, 3);
+  EXPECT_EQ(got.placement, placed.placement);
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-1", 1));
+  EXPECT_THAT(events, SizeIs(2));
+
+  // A state change that leaves the placement as it is keeps its rows.
+  Job succeeded = running;
+  succeeded.state = JobState::kSucceeded;
+  WriteBatch end;
+  end.jobs.push_back(UpdateWrite(succeeded, 4, "all 64 ranks exited 0", false));
+  RM_ASSERT_OK(store().Commit(end, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(got, store().GetJob("j-1"));
+  EXPECT_EQ(got.placement, placed.placement);
+}
+
+TEST_P(JobStoreConformanceTest, ACommitNamingAnUnknownJobOrARepeatedEventWritesNothing) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  WriteBatch unknown;
+  unknown.jobs.push_back(CreateWrite(MakeJob("j-2")));
+  unknown.jobs.push_back(UpdateWrite(MakeJob("j-nobody"), 2, "placed", false));
+  EXPECT_THAT(store().Commit(unknown, epoch), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(store().GetJob("j-2"), StatusIs(absl::StatusCode::kNotFound));
+  WriteBatch repeated;
+  repeated.jobs.push_back(CreateWrite(MakeJob("j-3")));
+  repeated.jobs.push_back(UpdateWrite(job, 1, "again", false));
+  EXPECT_THAT(store().Commit(repeated, epoch), StatusIs(absl::StatusCode::kAlreadyExists));
+  EXPECT_THAT(store().GetJob("j-3"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+}  // namespace ringmaster::scheduler::store_test

@@ -1,5 +1,8 @@
 #include "store/in_memory_job_store.h"
 
+#include <set>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "store/store_checks.h"
@@ -15,6 +18,21 @@ constexpr int kDefaultListLimit = 100;
 JobEvent ForJob(const Job& job, JobEvent event) {
   event.job_id = job.id;
   return event;
+}
+
+// Only the mutable fields; spec, request id, seq and creation time stay as created.
+void CopyMutableFields(const Job& from, std::vector<RankPlacement> placement, Job& to) {
+  to.state = from.state;
+  to.attempt = from.attempt;
+  to.pending_reason = from.pending_reason;
+  to.placement = std::move(placement);
+  to.token = from.token;
+  to.last_event_seq = from.last_event_seq;
+  to.updated_at_ms = from.updated_at_ms;
+  to.started_at_ms = from.started_at_ms;
+  to.finished_at_ms = from.finished_at_ms;
+  to.exit_code = from.exit_code;
+  to.message = from.message;
 }
 
 }  // namespace
@@ -87,21 +105,78 @@ absl::Status InMemoryJobStore::UpdateJob(const Job& job, const std::optional<Job
     return absl::AlreadyExistsError(
         absl::StrCat("job ", job.id, " already has an event with seq ", event->seq));
   }
-  // Only the mutable fields; spec, request id, seq and creation time stay as created.
-  Job& s = stored.job;
-  s.state = job.state;
-  s.attempt = job.attempt;
-  s.pending_reason = job.pending_reason;
-  s.placement = std::move(placement);
-  s.token = job.token;
-  s.last_event_seq = job.last_event_seq;
-  s.updated_at_ms = job.updated_at_ms;
-  s.started_at_ms = job.started_at_ms;
-  s.finished_at_ms = job.finished_at_ms;
-  s.exit_code = job.exit_code;
-  s.message = job.message;
+  CopyMutableFields(job, std::move(placement), stored.job);
   if (event.has_value()) stored.events.emplace(event->seq, ForJob(job, *event));
   return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> InMemoryJobStore::TakeLeadership() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ++epoch_;
+}
+
+absl::StatusOr<CommitResult> InMemoryJobStore::Commit(const WriteBatch& batch, int64_t epoch) {
+  RM_RETURN_IF_ERROR(store_internal::CheckBatch(batch, epoch));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (epoch != epoch_) return FencedError(epoch, epoch_);
+  // All or nothing, as one Postgres transaction: everything that can refuse the whole batch is
+  // checked before anything changes.
+  std::set<std::pair<std::string, int64_t>> new_events;
+  std::set<std::string> new_ids;
+  for (const JobWrite& w : batch.jobs) {
+    if (w.kind == JobWrite::Kind::kCreate) {
+      new_ids.insert(w.job.id);
+      continue;
+    }
+    RM_RETURN_IF_ERROR(SortedPlacement(w.job.placement).status());
+    auto it = jobs_.find(w.job.id);
+    if (it == jobs_.end() && !new_ids.contains(w.job.id)) {
+      return absl::NotFoundError(absl::StrCat("no job ", w.job.id));
+    }
+    if ((it != jobs_.end() && it->second.events.contains(w.event.seq)) ||
+        !new_events.insert({w.job.id, w.event.seq}).second) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("job ", w.job.id, " already has an event with seq ", w.event.seq));
+    }
+  }
+  CommitResult result;
+  std::set<std::string> skipped;
+  for (const JobWrite& w : batch.jobs) {
+    if (w.kind == JobWrite::Kind::kCreate) {
+      if (!w.job.request_id.empty()) {
+        auto it = ids_by_request_.find(w.job.request_id);
+        if (it != ids_by_request_.end()) {
+          result.created.push_back(CreateJobResult{jobs_.at(it->second).job, true});
+          continue;
+        }
+      }
+      if (jobs_.contains(w.job.id)) {
+        result.created.push_back(
+            absl::AbortedError(absl::StrCat("job id ", w.job.id, " is taken; choose another")));
+        continue;
+      }
+      StoredJob stored;
+      stored.job = w.job;
+      stored.job.seq = next_seq_++;
+      stored.events.emplace(w.event.seq, ForJob(w.job, w.event));
+      ids_by_seq_.emplace(stored.job.seq, w.job.id);
+      if (!w.job.request_id.empty()) ids_by_request_.emplace(w.job.request_id, w.job.id);
+      result.created.push_back(CreateJobResult{stored.job, false});
+      jobs_.emplace(w.job.id, std::move(stored));
+      continue;
+    }
+    StoredJob& stored = jobs_.at(w.job.id);
+    if (skipped.contains(w.job.id) || IsTerminal(stored.job.state)) {
+      if (skipped.insert(w.job.id).second) result.skipped.push_back(w.job.id);
+      continue;
+    }
+    std::vector<RankPlacement> placement =
+        w.placement_changed ? *SortedPlacement(w.job.placement) : stored.job.placement;
+    CopyMutableFields(w.job, std::move(placement), stored.job);
+    stored.events.emplace(w.event.seq, ForJob(w.job, w.event));
+  }
+  for (const Worker& worker : batch.workers) workers_[worker.id] = worker;
+  return result;
 }
 
 absl::StatusOr<std::vector<JobEvent>> InMemoryJobStore::ListEvents(const std::string& job_id,

@@ -26,6 +26,8 @@ class InMemoryJobStore : public JobStore {
   absl::Status UpdateJob(const Job& job, const std::optional<JobEvent>& event) override;
   absl::StatusOr<std::vector<JobEvent>> ListEvents(const std::string& job_id,
                                                    int64_t after_seq) override;
+  absl::StatusOr<int64_t> TakeLeadership() override;
+  absl::StatusOr<CommitResult> Commit(const WriteBatch& batch, int64_t epoch) override;
   absl::Status UpsertWorker(const Worker& worker) override;
   absl::StatusOr<std::vector<Worker>> ListWorkers() override;
 
@@ -37,6 +39,7 @@ class InMemoryJobStore : public JobStore {
 
   std::mutex mu_;
   int64_t next_seq_ = 1;
+  int64_t epoch_ = 0;  // the newest leader epoch taken
   std::map<std::string, StoredJob> jobs_;              // by id
   std::map<int64_t, std::string> ids_by_seq_;          // submit order
   std::map<std::string, std::string> ids_by_request_;  // request id -> job id

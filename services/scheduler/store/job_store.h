@@ -21,6 +21,40 @@ struct CreateJobResult {
   bool existing = false;
 };
 
+// One durable change of a job, part of a WriteBatch.
+struct JobWrite {
+  enum class Kind {
+    kCreate,  // a new job (PENDING, no placement) and its first event
+    kUpdate,  // the job's mutable fields after a transition, and the transition's event
+  };
+  Kind kind = Kind::kUpdate;
+  Job job;
+  JobEvent event;
+  // kUpdate: true when the transition placed or released the job, so its placement rows are
+  // rewritten; otherwise they are left alone (a state change of a 64-rank job stays a few
+  // statements).
+  bool placement_changed = false;
+};
+
+// Everything the scheduler decided since its last commit, stored in one transaction.
+struct WriteBatch {
+  std::vector<JobWrite> jobs;  // in decision order; several may name one job
+  std::vector<Worker> workers;  // upserts
+  bool empty() const { return jobs.empty() && workers.empty(); }
+};
+
+struct CommitResult {
+  // One entry per kCreate write, in batch order: the job as stored (or the earlier job of its
+  // request id, existing = true), or ABORTED when its job id was taken (choose another).
+  std::vector<absl::StatusOr<CreateJobResult>> created;
+  // Jobs whose kUpdate writes were skipped because the stored job had already ended.
+  std::vector<std::string> skipped;
+};
+
+// The status of a write refused because a newer leader epoch was taken (see TakeLeadership).
+absl::Status FencedError(int64_t epoch, int64_t current);
+bool IsFenced(const absl::Status& status);
+
 struct JobFilter {
   std::optional<JobState> state;
   std::string queue;  // empty: any
@@ -52,6 +86,17 @@ class JobStore {
   // Events of a job with seq > after_seq, in seq order.
   virtual absl::StatusOr<std::vector<JobEvent>> ListEvents(const std::string& job_id,
                                                            int64_t after_seq) = 0;
+
+  // Fencing. A scheduler that becomes leader calls TakeLeadership before it reads any state;
+  // it returns a new epoch, greater than every earlier one. Commit stores a batch only while
+  // `epoch` is still the newest: a leader that lost its lease (stalled, cut off from Redis)
+  // gets FencedError (FAILED_PRECONDITION, IsFenced) and writes nothing, so it cannot act
+  // beside its successor. Taking an epoch waits for commits under the old one to finish.
+  virtual absl::StatusOr<int64_t> TakeLeadership() = 0;
+
+  // Stores the whole batch in one transaction, or nothing. INVALID_ARGUMENT for a malformed
+  // write (see UpdateJob); UNAVAILABLE (and other retryable codes) leave nothing written.
+  virtual absl::StatusOr<CommitResult> Commit(const WriteBatch& batch, int64_t epoch) = 0;
 
   // Inserts or replaces a worker by id.
   virtual absl::Status UpsertWorker(const Worker& worker) = 0;

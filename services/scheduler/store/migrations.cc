@@ -82,6 +82,14 @@ CREATE INDEX placements_worker ON placements (worker_id);
     {2, "placements.worker_port (ringmaster-rsh reaches each worker's agent)", R"sql(
 ALTER TABLE placements ADD COLUMN worker_port integer NOT NULL DEFAULT 0;
 )sql"},
+    {3, "leader_fence: the leader epoch that every scheduler write is checked against", R"sql(
+CREATE TABLE leader_fence (
+  id        integer PRIMARY KEY CHECK (id = 1),  -- one row
+  epoch     bigint NOT NULL,                     -- the newest leader's; writes of older ones fail
+  taken_at  timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO leader_fence (id, epoch) VALUES (1, 0);
+)sql"},
 };
 
 bool MigrationsAreOrdered() {

@@ -1,6 +1,7 @@
 #include "store/postgres_job_store.h"
 
 #include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -60,6 +61,39 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
      "VALUES ($1, $2, $3, $4, $5, $6, $7)"},
     {"job_exists", "SELECT 1 FROM jobs WHERE id = $1"},
+    // Batch commits: one statement per kind of row, whatever the batch's size. FOR SHARE keeps
+    // a new leader's epoch update waiting until this transaction ends.
+    {"check_fence", "SELECT epoch FROM leader_fence WHERE id = 1 FOR SHARE"},
+    {"take_fence", "UPDATE leader_fence SET epoch = epoch + 1, taken_at = now() WHERE id = 1 "
+                   "RETURNING epoch"},
+    {"insert_new_job",
+     "INSERT INTO jobs (id, request_id, name, queue, priority, spec, state, attempt, "
+     "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "
+     "finished_at_ms, exit_code, message) "
+     "VALUES ($1, NULLIF($2, ''), $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, "
+     "$15, $16, $17) "
+     "ON CONFLICT DO NOTHING RETURNING seq"},
+    {"lock_jobs", "SELECT id, state FROM jobs WHERE id = ANY($1::text[]) FOR UPDATE"},
+    {"update_jobs",
+     "UPDATE jobs SET state = v.state, attempt = v.attempt, pending_reason = v.pending_reason, "
+     "token = v.token, last_event_seq = v.last_event_seq, updated_at_ms = v.updated_at_ms, "
+     "started_at_ms = v.started_at_ms, finished_at_ms = v.finished_at_ms, "
+     "exit_code = v.exit_code, message = v.message "
+     "FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::bigint[], "
+     "$7::bigint[], $8::bigint[], $9::bigint[], $10::integer[], $11::text[]) "
+     "AS v(id, state, attempt, pending_reason, token, last_event_seq, updated_at_ms, "
+     "started_at_ms, finished_at_ms, exit_code, message) WHERE jobs.id = v.id"},
+    {"delete_placements_of", "DELETE FROM placements WHERE job_id = ANY($1::text[])"},
+    {"insert_placements",
+     "INSERT INTO placements (job_id, rank, worker_id, worker_address, gpu_indices, worker_port) "
+     "SELECT v.job_id, v.rank, v.worker_id, v.worker_address, "
+     "string_to_array(v.gpus, ',')::integer[], v.worker_port "
+     "FROM unnest($1::text[], $2::integer[], $3::text[], $4::text[], $5::text[], $6::integer[]) "
+     "AS v(job_id, rank, worker_id, worker_address, gpus, worker_port)"},
+    {"insert_events",
+     "INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
+     "SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::integer[], $5::text[], "
+     "$6::integer[], $7::bigint[])"},
     {"select_events",
      "SELECT seq, state, attempt, reason, exit_code, time_ms FROM job_events "
      "WHERE job_id = $1 AND seq > $2 ORDER BY seq"},
@@ -233,9 +267,10 @@ void InsertEvent(pqxx::work& tx, const std::string& job_id, const JobEvent& even
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<PostgresJobStore>> PostgresJobStore::Connect(const std::string& url,
-                                                                            int pool_size) {
-  RM_ASSIGN_OR_RETURN(auto pool, PostgresPool::Connect(url, pool_size, PrepareStatements));
+absl::StatusOr<std::unique_ptr<PostgresJobStore>> PostgresJobStore::Connect(
+    const std::string& url, int pool_size, PostgresPoolOptions options) {
+  RM_ASSIGN_OR_RETURN(auto pool,
+                      PostgresPool::Connect(url, pool_size, PrepareStatements, options));
   RM_ASSIGN_OR_RETURN(int applied,
                       pool->Run<int>([](pqxx::connection& conn) -> absl::StatusOr<int> {
                         return ApplyMigrations(conn);
@@ -372,6 +407,161 @@ absl::Status PostgresJobStore::UpdateJob(const Job& job, const std::optional<Job
     if (event.has_value()) InsertEvent(tx, job.id, *event);
     tx.commit();
     return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<int64_t> PostgresJobStore::TakeLeadership() {
+  return pool_->Run<int64_t>([&](pqxx::connection& conn) -> absl::StatusOr<int64_t> {
+    pqxx::work tx(conn);
+    pqxx::result r = tx.exec_prepared("take_fence");
+    if (r.empty()) return absl::DataLossError("leader_fence has no row (schema migration 3)");
+    int64_t epoch = r[0][0].as<int64_t>();
+    tx.commit();
+    return epoch;
+  });
+}
+
+namespace {
+
+// Columns of many rows, sent as one array parameter each (see the unnest statements).
+struct Columns {
+  std::vector<std::vector<std::string>> text;
+  explicit Columns(size_t n) : text(n) {}
+  void Add(size_t column, std::string value) { text[column].push_back(std::move(value)); }
+  std::string Array(size_t column) const { return TextArrayLiteral(text[column]); }
+  bool empty() const { return text[0].empty(); }
+};
+
+}  // namespace
+
+absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, int64_t epoch) {
+  RM_RETURN_IF_ERROR(store_internal::CheckBatch(batch, epoch));
+  // The newest write of each job gives its row; every write gives its event.
+  std::map<std::string, const JobWrite*> last_update;
+  std::set<std::string> placement_changed;
+  for (const JobWrite& w : batch.jobs) {
+    if (w.kind != JobWrite::Kind::kUpdate) continue;
+    RM_RETURN_IF_ERROR(SortedPlacement(w.job.placement).status());
+    last_update[w.job.id] = &w;
+    if (w.placement_changed) placement_changed.insert(w.job.id);
+  }
+  return pool_->Run<CommitResult>([&](pqxx::connection& conn) -> absl::StatusOr<CommitResult> {
+    pqxx::work tx(conn);
+    pqxx::result fence = tx.exec_prepared("check_fence");
+    if (fence.empty()) return absl::DataLossError("leader_fence has no row (schema migration 3)");
+    const int64_t current = fence[0][0].as<int64_t>();
+    if (current != epoch) return FencedError(epoch, current);
+
+    CommitResult result;
+    Columns events(7);
+    auto add_event = [&](const std::string& job_id, const JobEvent& e) {
+      events.Add(0, job_id);
+      events.Add(1, absl::StrCat(e.seq));
+      events.Add(2, JobStateName(e.state));
+      events.Add(3, absl::StrCat(e.attempt));
+      events.Add(4, e.reason);
+      events.Add(5, absl::StrCat(e.exit_code));
+      events.Add(6, absl::StrCat(e.time_ms));
+    };
+    for (const JobWrite& w : batch.jobs) {
+      if (w.kind != JobWrite::Kind::kCreate) continue;
+      const Job& job = w.job;
+      pqxx::result inserted = tx.exec_prepared(
+          "insert_new_job", job.id, job.request_id, job.spec.name, job.spec.queue,
+          job.spec.priority, SpecToJson(job.spec), JobStateName(job.state), job.attempt,
+          job.pending_reason, job.token, job.last_event_seq, job.created_at_ms,
+          job.updated_at_ms, job.started_at_ms, job.finished_at_ms, job.exit_code, job.message);
+      if (!inserted.empty()) {
+        Job created = job;
+        created.seq = inserted[0][0].as<int64_t>();
+        add_event(job.id, w.event);
+        result.created.push_back(CreateJobResult{std::move(created), false});
+        continue;
+      }
+      if (!job.request_id.empty()) {
+        pqxx::result existing = tx.exec_prepared("select_job_by_request", job.request_id);
+        if (!existing.empty()) {
+          RM_ASSIGN_OR_RETURN(std::vector<Job> found, JobsFromResult(existing));
+          RM_RETURN_IF_ERROR(AttachPlacements(tx, &found));
+          result.created.push_back(CreateJobResult{std::move(found.front()), true});
+          continue;
+        }
+      }
+      result.created.push_back(
+          absl::AbortedError(absl::StrCat("job id ", job.id, " is taken; choose another")));
+    }
+
+    if (!last_update.empty()) {
+      std::vector<std::string> ids;
+      for (const auto& [id, w] : last_update) ids.push_back(id);
+      std::map<std::string, JobState> stored;
+      for (const auto& row : tx.exec_prepared("lock_jobs", TextArrayLiteral(ids))) {
+        auto id = row[0].as<std::string>();
+        RM_ASSIGN_OR_RETURN(stored[id], StateFromColumn(row[1], absl::StrCat("job ", id)));
+      }
+      Columns rows(11);
+      std::vector<std::string> replaced;
+      Columns ranks(6);
+      for (const auto& [id, w] : last_update) {
+        auto it = stored.find(id);
+        if (it == stored.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+        if (IsTerminal(it->second)) {
+          result.skipped.push_back(id);
+          continue;
+        }
+        const Job& job = w->job;
+        rows.Add(0, id);
+        rows.Add(1, JobStateName(job.state));
+        rows.Add(2, absl::StrCat(job.attempt));
+        rows.Add(3, job.pending_reason);
+        rows.Add(4, job.token);
+        rows.Add(5, absl::StrCat(job.last_event_seq));
+        rows.Add(6, absl::StrCat(job.updated_at_ms));
+        rows.Add(7, absl::StrCat(job.started_at_ms));
+        rows.Add(8, absl::StrCat(job.finished_at_ms));
+        rows.Add(9, absl::StrCat(job.exit_code));
+        rows.Add(10, job.message);
+        if (!placement_changed.contains(id)) continue;
+        replaced.push_back(id);
+        for (const RankPlacement& r : job.placement) {
+          ranks.Add(0, id);
+          ranks.Add(1, absl::StrCat(r.rank));
+          ranks.Add(2, r.worker_id);
+          ranks.Add(3, r.worker_address);
+          ranks.Add(4, absl::StrJoin(r.gpu_indices, ","));
+          ranks.Add(5, absl::StrCat(r.worker_port));
+        }
+      }
+      std::set<std::string> skipped(result.skipped.begin(), result.skipped.end());
+      for (const JobWrite& w : batch.jobs) {
+        if (w.kind == JobWrite::Kind::kUpdate && !skipped.contains(w.job.id)) {
+          add_event(w.job.id, w.event);
+        }
+      }
+      if (!rows.empty()) {
+        tx.exec_prepared("update_jobs", rows.Array(0), rows.Array(1), rows.Array(2),
+                         rows.Array(3), rows.Array(4), rows.Array(5), rows.Array(6),
+                         rows.Array(7), rows.Array(8), rows.Array(9), rows.Array(10));
+      }
+      if (!replaced.empty()) {
+        tx.exec_prepared("delete_placements_of", TextArrayLiteral(replaced));
+      }
+      if (!ranks.empty()) {
+        tx.exec_prepared("insert_placements", ranks.Array(0), ranks.Array(1), ranks.Array(2),
+                         ranks.Array(3), ranks.Array(4), ranks.Array(5));
+      }
+    }
+    if (!events.empty()) {
+      tx.exec_prepared("insert_events", events.Array(0), events.Array(1), events.Array(2),
+                       events.Array(3), events.Array(4), events.Array(5), events.Array(6));
+    }
+    for (const Worker& worker : batch.workers) {
+      tx.exec_prepared("upsert_worker", worker.id, worker.address, worker.port,
+                       GpusJson(worker.gpus), worker.cpu_slots, WorkerStateName(worker.state),
+                       worker.registered_at_ms, worker.last_heartbeat_ms);
+    }
+    tx.commit();
+    return result;
   });
 }
 

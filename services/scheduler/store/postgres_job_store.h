@@ -19,8 +19,8 @@ class PostgresJobStore : public JobStore {
  public:
   // Connects `pool_size` (>= 1) connections to `url` (a libpq URL or key=value conninfo) and
   // applies the migrations this database lacks. UNAVAILABLE when Postgres cannot be reached.
-  static absl::StatusOr<std::unique_ptr<PostgresJobStore>> Connect(const std::string& url,
-                                                                   int pool_size);
+  static absl::StatusOr<std::unique_ptr<PostgresJobStore>> Connect(
+      const std::string& url, int pool_size, PostgresPoolOptions options = {});
 
   absl::StatusOr<CreateJobResult> CreateJob(const Job& job, const JobEvent& event) override;
   absl::StatusOr<Job> GetJob(const std::string& id) override;
@@ -29,6 +29,8 @@ class PostgresJobStore : public JobStore {
   absl::Status UpdateJob(const Job& job, const std::optional<JobEvent>& event) override;
   absl::StatusOr<std::vector<JobEvent>> ListEvents(const std::string& job_id,
                                                    int64_t after_seq) override;
+  absl::StatusOr<int64_t> TakeLeadership() override;
+  absl::StatusOr<CommitResult> Commit(const WriteBatch& batch, int64_t epoch) override;
   absl::Status UpsertWorker(const Worker& worker) override;
   absl::StatusOr<std::vector<Worker>> ListWorkers() override;
 

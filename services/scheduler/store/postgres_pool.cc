@@ -1,5 +1,7 @@
 #include "store/postgres_pool.h"
 
+#include <sys/socket.h>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -113,30 +115,70 @@ std::string DescribePostgresUrl(const std::string& url) {
 
 absl::StatusOr<std::unique_ptr<PostgresPool>> PostgresPool::Connect(const std::string& url,
                                                                     int size, Setup setup,
-                                                                    int connect_timeout_s) {
+                                                                    PostgresPoolOptions options) {
   if (size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("postgres pool size must be at least 1, got ", size));
   }
-  std::unique_ptr<PostgresPool> pool(new PostgresPool(WithConnectTimeout(url, connect_timeout_s),
-                                                      DescribePostgresUrl(url), size,
-                                                      std::move(setup)));
+  if (options.acquire_timeout_ms < 1 || options.statement_timeout_ms < 1 ||
+      options.call_timeout_ms < 1 || options.connect_timeout_s < 1) {
+    return absl::InvalidArgumentError("postgres pool timeouts must be positive");
+  }
+  std::unique_ptr<PostgresPool> pool(
+      new PostgresPool(WithConnectTimeout(url, options.connect_timeout_s),
+                       DescribePostgresUrl(url), size, std::move(setup), options));
   RM_ASSIGN_OR_RETURN(pool->slots_[0], pool->Open());
   return pool;
 }
 
-PostgresPool::PostgresPool(std::string url, std::string database, int size, Setup setup)
-    : url_(std::move(url)), database_(std::move(database)), setup_(std::move(setup)), slots_(size) {
+PostgresPool::PostgresPool(std::string url, std::string database, int size, Setup setup,
+                           PostgresPoolOptions options)
+    : url_(std::move(url)),
+      database_(std::move(database)),
+      setup_(std::move(setup)),
+      options_(options),
+      slots_(size),
+      lent_(size) {
   for (int i = size - 1; i >= 0; --i) free_.push_back(i);
+  watchdog_ = std::thread([this] { Watchdog(); });
+}
+
+PostgresPool::~PostgresPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  watchdog_cv_.notify_all();
+  watchdog_.join();
+}
+
+// A server that hangs (SIGSTOP, a host gone without a reset) never answers, and libpq waits
+// for it without limit. Shutting the socket down makes that wait end with a broken connection,
+// which the caller's Run() turns into UNAVAILABLE and drops. The socket is only touched while
+// its call is registered in lent_, so a closed and reused descriptor is never shut.
+void PostgresPool::Watchdog() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    watchdog_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& lent : lent_) {
+      if (!lent || lent->timed_out || lent->socket < 0 || now < lent->deadline) continue;
+      lent->timed_out = true;
+      ::shutdown(lent->socket, SHUT_RDWR);
+    }
+  }
 }
 
 absl::StatusOr<std::unique_ptr<pqxx::connection>> PostgresPool::Open() {
   try {
     auto conn = std::make_unique<pqxx::connection>(url_);
     {
-      // NOTICEs such as "relation already exists, skipping" are noise in our logs.
+      // NOTICEs such as "relation already exists, skipping" are noise in our logs. The server
+      // ends a statement (or a wait for a row lock) that runs too long.
       pqxx::nontransaction tx(*conn);
       tx.exec("SET client_min_messages TO warning");
+      tx.exec(absl::StrCat("SET statement_timeout = ", options_.statement_timeout_ms));
+      tx.exec(absl::StrCat("SET lock_timeout = ", options_.statement_timeout_ms));
     }
     if (setup_) setup_(*conn);
     return conn;
@@ -153,7 +195,12 @@ absl::Status PostgresPool::Run(const std::function<absl::Status(pqxx::connection
   int slot;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    free_cv_.wait(lock, [this] { return !free_.empty(); });
+    if (!free_cv_.wait_for(lock, std::chrono::milliseconds(options_.acquire_timeout_ms),
+                           [this] { return !free_.empty(); })) {
+      return absl::UnavailableError(
+          absl::StrCat("postgres at ", database_, ": all ", slots_.size(),
+                       " connections busy for ", options_.acquire_timeout_ms, " ms"));
+    }
     slot = free_.back();
     free_.pop_back();
   }
@@ -170,11 +217,29 @@ absl::Status PostgresPool::Run(const std::function<absl::Status(pqxx::connection
     }
   }
   if (conn != nullptr) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      lent_[slot] = Lent{conn->sock(), std::chrono::steady_clock::now() +
+                                           std::chrono::milliseconds(options_.call_timeout_ms),
+                         false};
+    }
     bool broken = false;
     try {
       status = fn(*conn);
     } catch (...) {
       status = StatusFromCurrentException(database_, &broken);
+    }
+    bool timed_out;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      timed_out = lent_[slot]->timed_out;
+      lent_[slot].reset();
+    }
+    if (timed_out) {
+      broken = true;
+      status = absl::UnavailableError(absl::StrCat("postgres at ", database_, ": no answer within ",
+                                                   options_.call_timeout_ms,
+                                                   " ms; connection dropped"));
     }
     if (broken) conn.reset();
   }

@@ -15,6 +15,22 @@ absl::Status CheckJobAndEvent(const Job& job, const JobEvent* event) {
   return absl::OkStatus();
 }
 
+absl::Status CheckBatch(const WriteBatch& batch, int64_t epoch) {
+  if (epoch < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("leader epoch must be at least 1, got ", epoch));
+  }
+  for (const JobWrite& w : batch.jobs) {
+    if (auto s = CheckJobAndEvent(w.job, &w.event); !s.ok()) return s;
+    if (w.kind == JobWrite::Kind::kCreate && !w.job.placement.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("new job ", w.job.id, " has a placement"));
+    }
+  }
+  for (const Worker& w : batch.workers) {
+    if (w.id.empty()) return absl::InvalidArgumentError("worker id is empty");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<RankPlacement>> SortedPlacement(std::vector<RankPlacement> placement) {
   std::sort(placement.begin(), placement.end(),
             [](const RankPlacement& a, const RankPlacement& b) { return a.rank < b.rank; });
@@ -65,3 +81,22 @@ absl::Status CheckLease(const std::string& holder, int64_t ttl_ms) {
 }
 
 }  // namespace ringmaster::scheduler::store_internal
+
+namespace ringmaster::scheduler {
+namespace {
+constexpr const char* kFencedPayload = "type.ringmaster.dev/fenced";
+}  // namespace
+
+absl::Status FencedError(int64_t epoch, int64_t current) {
+  absl::Status s = absl::FailedPreconditionError(
+      absl::StrCat("fenced: another scheduler leads (epoch ", current, ", this one holds ", epoch,
+                   "); nothing was written"));
+  s.SetPayload(kFencedPayload, absl::Cord(absl::StrCat(current)));
+  return s;
+}
+
+bool IsFenced(const absl::Status& status) {
+  return status.GetPayload(kFencedPayload).has_value();
+}
+
+}  // namespace ringmaster::scheduler

@@ -11,11 +11,16 @@
 #include "absl/status/statusor.h"
 #include "core/types.h"
 #include "store/coordination.h"
+#include "store/job_store.h"
 
 namespace ringmaster::scheduler::store_internal {
 
 // INVALID_ARGUMENT when the job has no id or the event names another job.
 absl::Status CheckJobAndEvent(const Job& job, const JobEvent* event);
+
+// INVALID_ARGUMENT for an epoch below 1 or any malformed write of the batch (as above, or a
+// worker without an id).
+absl::Status CheckBatch(const WriteBatch& batch, int64_t epoch);
 
 // The placement sorted by rank (the order every store returns it in); INVALID_ARGUMENT when a
 // rank appears twice.
