@@ -43,6 +43,12 @@ ringmaster::Flags MakeFlags() {
   flags.Add("heartbeat-interval-ms", "2000", "how often workers are told to send heartbeats");
   flags.Add("pass-interval-ms", "500", "placement pass period (passes also run on every change)");
   flags.Add("connect-timeout-s", "60", "how long to wait for PostgreSQL at start");
+  flags.Add("postgres-timeout-ms", "5000",
+            "PostgreSQL statement timeout; a call (all its statements) is cut after twice this, "
+            "even when the server answers nothing");
+  flags.Add("write-wait-ms", "10000",
+            "how long SubmitJob and CancelJob wait for their write to be stored before "
+            "UNAVAILABLE");
   flags.Add("lease-ttl-ms", "10000",
             "leader lease in Redis: one replica serves, others wait; a dead leader's lease "
             "passes on after this long");
@@ -79,20 +85,30 @@ int main(int argc, char** argv) {
                  : level == "warning" ? LogLevel::kWarning
                  : level == "error" ? LogLevel::kError
                                     : LogLevel::kInfo);
-  int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0;
+  int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0, pg_timeout_ms = 0;
   SchedulerOptions options;
   for (auto s : {flags.GetInt("postgres-pool", &pool), flags.GetInt("redis-db", &redis_db),
                  flags.GetInt("heartbeat-timeout-ms", &options.heartbeat_timeout_ms),
                  flags.GetInt("heartbeat-interval-ms", &options.heartbeat_interval_ms),
                  flags.GetInt("pass-interval-ms", &options.pass_interval_ms),
                  flags.GetInt("connect-timeout-s", &connect_timeout_s),
-                 flags.GetInt("lease-ttl-ms", &lease_ttl_ms)}) {
+                 flags.GetInt("lease-ttl-ms", &lease_ttl_ms),
+                 flags.GetInt("postgres-timeout-ms", &pg_timeout_ms),
+                 flags.GetInt("write-wait-ms", &options.write_wait_ms)}) {
     if (!s.ok()) return Fail(s);
   }
   if (lease_ttl_ms < 300) {
     return Fail(absl::InvalidArgumentError(
         "--lease-ttl-ms (or RINGMASTER_LEASE_TTL_MS) must be at least 300"));
   }
+  if (pg_timeout_ms < 100 || options.write_wait_ms < 100) {
+    return Fail(absl::InvalidArgumentError(
+        "--postgres-timeout-ms and --write-wait-ms must be at least 100"));
+  }
+  PostgresPoolOptions pool_options;
+  pool_options.statement_timeout_ms = pg_timeout_ms;
+  pool_options.acquire_timeout_ms = pg_timeout_ms;
+  pool_options.call_timeout_ms = 2 * pg_timeout_ms;
   std::string redis_host;
   int redis_port = 0;
   if (auto s = SplitHostPort(flags.Get("redis-addr"), "--redis-addr", &redis_host, &redis_port);
@@ -106,7 +122,8 @@ int main(int argc, char** argv) {
   SystemClock clock;
   const int64_t deadline = clock.NowMs() + connect_timeout_s * 1000;
   while (true) {
-    store = PostgresJobStore::Connect(flags.Get("postgres-url"), static_cast<int>(pool));
+    store = PostgresJobStore::Connect(flags.Get("postgres-url"), static_cast<int>(pool),
+                                      pool_options);
     if (store.ok() || store.status().code() != absl::StatusCode::kUnavailable ||
         clock.NowMs() > deadline) {
       break;
@@ -126,7 +143,6 @@ int main(int argc, char** argv) {
   auto redis = std::make_shared<RedisConnection>(redis_options);
   RedisPendingQueue queue(redis);
   RedisLiveness liveness(redis);
-  RedisEventBus bus(redis);
   RedisLeaderLease lease(redis);
   const std::string holder = LeaseHolder();
   const auto renew_every = std::chrono::milliseconds(lease_ttl_ms / 3);
@@ -150,7 +166,9 @@ int main(int argc, char** argv) {
   //  2. as leader, renew it every ttl/3; a failed renewal (Redis down) is only logged, since no
   //     replica can take the lease without Redis either;
   //  3. a renewal that finds another holder (this process stalled past the ttl) ends the
-  //     process at once: two leaders would place the same capacity twice;
+  //     process at once: two leaders would place the same capacity twice. The lease alone cannot
+  //     stop a stalled leader's writes in flight; the Postgres fence does (Scheduler::Start takes
+  //     a new epoch, every commit checks it, and a fenced scheduler exits through on_fenced);
   //  4. on SIGTERM release it, so a standby takes over without waiting for the ttl.
   bool standby_logged = false;
   while (!g_stop) {
@@ -167,7 +185,12 @@ int main(int argc, char** argv) {
   if (g_stop) return 0;
   RM_LOG(kInfo) << "holding the leader lease as " << holder;
 
-  Scheduler scheduler(store->get(), &queue, &liveness, &bus, &clock, options, registry.get());
+  // A newer leader fenced us off in Postgres: whatever this process still holds is stale.
+  options.on_fenced = [](const absl::Status& s) {
+    RM_LOG(kError) << "exiting: " << s;
+    _exit(3);
+  };
+  Scheduler scheduler(store->get(), &queue, &liveness, &clock, options, registry.get());
   if (auto s = scheduler.Start(); !s.ok()) return Fail(s);
 
   JobServiceImpl job_service(&scheduler);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
+#include "core/queue_order.h"
 #include "core/validation.h"
 
 namespace ringmaster::scheduler {
@@ -20,6 +21,20 @@ namespace ringmaster::scheduler {
 namespace {
 constexpr int kMaxListLimit = 1000;
 constexpr size_t kMaxReasonBytes = 256;
+
+bool Retryable(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnknown:
+      return true;
+    default:
+      return false;
+  }
+}
 }  // namespace
 
 // Prometheus families of the scheduler. Names follow the platform's convention: ringmaster_
@@ -65,23 +80,28 @@ struct Scheduler::Metrics {
   std::set<std::string> gpu_labels;
 };
 
-Scheduler::Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness, EventBus* bus,
+Scheduler::Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness,
                      const Clock* clock, SchedulerOptions options, prometheus::Registry* registry)
     : store_(store),
       queue_(queue),
       liveness_(liveness),
-      bus_(bus),
       clock_(clock),
-      options_(options),
+      options_(std::move(options)),
       metrics_(registry ? std::make_unique<Metrics>(*registry) : nullptr) {}
 
 Scheduler::~Scheduler() { Stop(); }
 
 absl::Status Scheduler::Start() {
+  // The epoch first: from here on the previous leader can write nothing, so what we load next
+  // is final.
+  auto epoch = store_->TakeLeadership();
+  if (!epoch.ok()) return epoch.status();
+  epoch_ = *epoch;
   auto active = store_->ListActiveJobs();
   if (!active.ok()) return active.status();
   auto workers = store_->ListWorkers();
   if (!workers.ok()) return workers.status();
+  std::vector<std::string> beats;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const int64_t now = clock_->NowMs();
@@ -92,11 +112,10 @@ absl::Status Scheduler::Start() {
       if (w.state == WorkerState::kReady) {
         // One full timeout to reconnect after our restart.
         w.last_heartbeat_ms = now;
-        (void)liveness_->Beat(w.id, options_.heartbeat_timeout_ms);
+        beats.push_back(w.id);
       }
       workers_[w.id] = std::move(w);
     }
-    std::vector<QueueEntry> entries;
     for (Job& job : *active) {
       if (!job.placement.empty()) {
         if (auto s = cluster_.Allocate(job.placement); !s.ok()) {
@@ -104,20 +123,19 @@ absl::Status Scheduler::Start() {
         }
         trackers_[job.id] = RankTracker(static_cast<int32_t>(job.placement.size()));
       }
-      if (job.state == JobState::kPending) {
-        entries.push_back({job.id, job.spec.priority, job.seq});
-        pending_since_ms_[job.id] = now;
-      }
-      jobs_[job.id] = std::move(job);
+      if (job.state == JobState::kPending) pending_since_ms_[job.id] = now;
+      jobs_[job.id] = job;
     }
-    if (auto s = queue_->Rebuild(entries); !s.ok()) {
-      RM_LOG(kWarning) << "pending queue not rebuilt yet: " << s;
+    {
+      std::lock_guard<std::mutex> view(view_mu_);
+      for (const auto& [id, job] : jobs_) stored_[id] = job;
     }
-    RM_LOG(kInfo) << "loaded " << jobs_.size() << " live jobs (" << entries.size()
-                  << " pending) and " << workers_.size() << " workers";
+    RM_LOG(kInfo) << "leader epoch " << epoch_ << ": loaded " << jobs_.size() << " live jobs and "
+                  << workers_.size() << " workers";
     UpdateGaugesLocked();
   }
-  SubscribeIfNeeded();
+  for (const std::string& id : beats) (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
+  writer_ = std::thread([this] { WriterLoop(); });
   loop_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }
@@ -129,6 +147,12 @@ void Scheduler::Stop() {
   }
   loop_cv_.notify_all();
   if (loop_.joinable()) loop_.join();
+  {
+    std::lock_guard<std::mutex> lock(out_mu_);
+    writer_stopping_ = true;
+  }
+  out_cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
 }
 
 void Scheduler::Wake() {
@@ -142,7 +166,7 @@ void Scheduler::Wake() {
 void Scheduler::Loop() {
   while (true) {
     const auto pass_start = std::chrono::steady_clock::now();
-    Pass();
+    RunPass();
     std::unique_lock<std::mutex> lock(loop_mu_);
     if (loop_cv_.wait_until(lock, pass_start + std::chrono::milliseconds(options_.min_pass_gap_ms),
                             [this] { return stopping_; })) {
@@ -155,61 +179,52 @@ void Scheduler::Loop() {
   }
 }
 
-void Scheduler::SubscribeIfNeeded() {
-  if (subscribed_) return;
-  auto s = bus_->Subscribe([this](const JobEvent& e) { OnBusEvent(e); });
-  subscribed_ = s.ok();
-  if (!s.ok()) RM_LOG(kWarning) << "event bus not subscribed yet (watchers poll Postgres): " << s;
-}
-
-void Scheduler::Pass() {
-  SubscribeIfNeeded();
-  std::lock_guard<std::mutex> lock(mu_);
-  CheckQueueLocked();
-  SweepWorkersLocked();
-  CheckDeadlinesLocked();
-  PlaceLocked();
-  UpdateGaugesLocked();
-}
-
-void Scheduler::CheckQueueLocked() {
-  auto intact = queue_->Intact();
-  if (!intact.ok() || *intact) return;
-  RM_LOG(kWarning) << "pending queue lost its contents (Redis flushed or restarted); rebuilding";
-  std::vector<QueueEntry> entries;
-  for (const auto& [id, job] : jobs_) {
-    if (job.state == JobState::kPending) entries.push_back({id, job.spec.priority, job.seq});
-  }
-  if (auto s = queue_->Rebuild(entries); !s.ok()) {
-    RM_LOG(kWarning) << "queue rebuild failed: " << s;
-    return;
-  }
-  capacity_grew_ = true;  // the next pass reads the rebuilt queue whole
-  // Heartbeat keys went with it: connected workers get a fresh lease; others must reconnect.
-  for (const auto& [id, link] : links_) (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
-}
-
-void Scheduler::SweepWorkersLocked() {
+void Scheduler::RunPass() {
+  if (fenced_) return;
+  // Liveness is read from Redis before the lock, and renewed after it.
   std::vector<std::string> ready;
-  for (const auto& [id, w] : workers_) {
-    if (w.state == WorkerState::kReady) ready.push_back(id);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, w] : workers_) {
+      if (w.state == WorkerState::kReady) ready.push_back(id);
+    }
   }
-  if (ready.empty()) return;
-  auto alive = liveness_->Alive(ready);
-  if (!alive.ok()) {
-    // Without Redis nobody can tell; losing every worker on a Redis outage would be worse.
-    RM_LOG(kWarning) << "liveness unknown: " << alive.status();
-    return;
+  std::optional<std::set<std::string>> alive;
+  if (!ready.empty()) {
+    auto read = liveness_->Alive(ready);
+    if (read.ok()) {
+      alive = std::move(*read);
+    } else {
+      // Without Redis nobody can tell; losing every worker on a Redis outage would be worse.
+      RM_LOG(kWarning) << "liveness unknown: " << read.status();
+    }
   }
+  std::vector<std::string> beats;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (alive.has_value()) SweepWorkersLocked(*alive, &beats);
+    CheckDeadlinesLocked();
+    PlaceLocked();
+    UpdateGaugesLocked();
+  }
+  for (const std::string& id : beats) (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
+}
+
+void Scheduler::SweepWorkersLocked(const std::set<std::string>& alive,
+                                   std::vector<std::string>* beats) {
   const int64_t now = clock_->NowMs();
-  for (const std::string& id : ready) {
-    if (alive->count(id) > 0) continue;
-    // A key can also vanish with a Redis flush or restart, before the queue's rebuild notices;
-    // a heartbeat this process saw within the timeout proves the worker alive.
-    if (now - workers_[id].last_heartbeat_ms < options_.heartbeat_timeout_ms) {
-      (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
+  std::vector<std::string> lost;
+  for (const auto& [id, w] : workers_) {
+    if (w.state != WorkerState::kReady || alive.count(id) > 0) continue;
+    // A key can also vanish with a Redis flush or restart; a heartbeat this process saw within
+    // the timeout proves the worker alive.
+    if (now - w.last_heartbeat_ms < options_.heartbeat_timeout_ms) {
+      beats->push_back(id);
       continue;
     }
+    lost.push_back(id);
+  }
+  for (const std::string& id : lost) {
     MarkLostLocked(id, absl::StrCat("no heartbeat for ", options_.heartbeat_timeout_ms, " ms"));
   }
 }
@@ -218,7 +233,9 @@ void Scheduler::MarkLostLocked(const std::string& worker_id, const std::string& 
   Worker& w = workers_[worker_id];
   RM_LOG(kWarning) << "worker " << worker_id << " lost: " << why;
   w.state = WorkerState::kLost;
-  if (auto s = store_->UpsertWorker(w); !s.ok()) RM_LOG(kWarning) << "store worker: " << s;
+  Write write;
+  write.worker = w;
+  Enqueue(std::move(write));
   cluster_.SetWorkerState(worker_id, WorkerState::kLost);
   if (auto it = links_.find(worker_id); it != links_.end()) {
     it->second->Close();
@@ -268,63 +285,24 @@ void Scheduler::CheckDeadlinesLocked() {
 
 void Scheduler::PlaceLocked() {
   const int64_t now = clock_->NowMs();
+  std::vector<const Job*> candidates;
   if (!capacity_grew_ && now - last_full_pass_ms_ < 5000) {
-    PlaceNewlyPendingLocked();
-    return;
-  }
-  capacity_grew_ = false;
-  newly_pending_.clear();
-  last_full_pass_ms_ = now;
-  std::vector<std::string> order;
-  auto listed = queue_->List();
-  std::set<std::string> seen;
-  if (listed.ok()) {
-    for (const std::string& id : *listed) {
+    // Nothing freed up: only jobs that became pending since the last pass can fit.
+    for (const std::string& id : newly_pending_) {
       auto it = jobs_.find(id);
-      if (it == jobs_.end() || it->second.state != JobState::kPending) {
-        (void)queue_->Remove(id);  // stale entry from an earlier life
-        continue;
+      if (it != jobs_.end() && it->second.state == JobState::kPending) {
+        candidates.push_back(&it->second);
       }
-      order.push_back(id);
-      seen.insert(id);
+    }
+  } else {
+    capacity_grew_ = false;
+    last_full_pass_ms_ = now;
+    for (const auto& [id, job] : jobs_) {
+      if (job.state == JobState::kPending) candidates.push_back(&job);
     }
   }
-  // A pending job missing from the queue (a push lost to a Redis outage) is put back; if Redis
-  // cannot be read at all, the same order is derived here.
-  std::vector<const Job*> missing;
-  for (const auto& [id, job] : jobs_) {
-    if (job.state == JobState::kPending && seen.count(id) == 0) missing.push_back(&job);
-  }
-  std::sort(missing.begin(), missing.end(), [](const Job* a, const Job* b) {
-    return a->spec.priority != b->spec.priority ? a->spec.priority > b->spec.priority
-                                                : a->seq < b->seq;
-  });
-  for (const Job* job : missing) {
-    if (listed.ok()) (void)queue_->Push({job->id, job->spec.priority, job->seq});
-    order.push_back(job->id);
-  }
-  if (!missing.empty() && listed.ok()) {
-    // They belong in priority order with the rest; the next pass has it.
-    Wake();
-  }
-
-  TryPlaceLocked(order);
-}
-
-void Scheduler::PlaceNewlyPendingLocked() {
-  std::vector<const Job*> fresh;
-  for (const std::string& id : newly_pending_) {
-    auto it = jobs_.find(id);
-    if (it != jobs_.end() && it->second.state == JobState::kPending) fresh.push_back(&it->second);
-  }
   newly_pending_.clear();
-  std::sort(fresh.begin(), fresh.end(), [](const Job* a, const Job* b) {
-    return a->spec.priority != b->spec.priority ? a->spec.priority > b->spec.priority
-                                                : a->seq < b->seq;
-  });
-  std::vector<std::string> order;
-  for (const Job* job : fresh) order.push_back(job->id);
-  TryPlaceLocked(order);
+  TryPlaceLocked(QueueOrder(std::move(candidates)));
 }
 
 void Scheduler::TryPlaceLocked(const std::vector<std::string>& order) {
@@ -344,41 +322,37 @@ void Scheduler::TryPlaceLocked(const std::vector<std::string>& order) {
       }
       continue;
     }
-    // Derived state, recomputed every pass and served from memory: writing it to Postgres
-    // here would put a commit per waiting job under the lock every submit waits on.
+    // Derived state, recomputed every pass and served from memory, never stored.
     job.pending_reason = d.kind == PlacementDecision::Kind::kInfeasible
                              ? absl::StrCat("unschedulable: ", d.reason)
                              : d.reason;
   }
 }
 
-absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& input) {
+absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& input,
+                                     std::shared_ptr<Waiter> waiter) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", job_id, " is not live"));
   Job next = it->second;
   const JobState from = next.state;
+  const int32_t from_attempt = next.attempt;
   const int64_t now = clock_->NowMs();
   auto t = ApplyInput(next, input, now);
   if (!t.ok()) return t.status();
   if (input.kind == JobInput::Kind::kPlaced) {
-    // Never hand out GPUs twice, even if a store write below fails.
+    // Never hand out GPUs twice.
     if (auto s = cluster_.Allocate(next.placement); !s.ok()) return s;
   }
-  if (auto s = store_->UpdateJob(next, t->event); !s.ok()) {
-    if (input.kind == JobInput::Kind::kPlaced) cluster_.Release(next.placement);
-    return s;
-  }
-  // Stored: now act on it.
+  // Decided: memory moves now, the store and the workers hear of it through the writer.
+  Write write;
+  write.job_write = {JobWrite::Kind::kUpdate, next, t->event,
+                     input.kind == JobInput::Kind::kPlaced || !t->released.empty()};
+  write.waiter = std::move(waiter);
   cluster_.Release(t->released);
   if (!t->released.empty()) capacity_grew_ = true;
-  std::set<std::string> stop_on;
-  for (const auto& r : t->released) stop_on.insert(r.worker_id);
-  for (const std::string& w : stop_on) {
-    auto link = links_.find(w);
-    if (link != links_.end()) link->second->SendStop(job_id, it->second.attempt, t->event.reason);
-  }
+  for (const auto& r : t->released) write.stop_on.insert(r.worker_id);
+  write.stop_attempt = from_attempt;
   if (from == JobState::kPending && next.state != JobState::kPending) {
-    (void)queue_->Remove(job_id);
     if (metrics_ && next.state == JobState::kStarting) {
       metrics_->placement_latency.Observe(
           static_cast<double>(now - pending_since_ms_[job_id]) / 1000.0);
@@ -387,20 +361,12 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
   }
   if (next.state == JobState::kStarting) {
     trackers_[job_id] = RankTracker(static_cast<int32_t>(next.placement.size()));
-    std::set<std::string> sent;
-    for (const auto& r : next.placement) {
-      if (!sent.insert(r.worker_id).second) continue;
-      auto link = links_.find(r.worker_id);
-      if (link != links_.end()) link->second->SendAssignment(next);
-    }
+    write.assign = true;
   }
   if (next.state == JobState::kPending) {
     trackers_.erase(job_id);
     newly_pending_.insert(job_id);
     pending_since_ms_[job_id] = now;
-    if (auto s = queue_->Push({job_id, next.spec.priority, next.seq}); !s.ok()) {
-      RM_LOG(kWarning) << "queue push of " << job_id << " (healed on a later pass): " << s;
-    }
     Wake();
   }
   RM_LOG(kInfo) << "job " << job_id << " " << JobStateName(from) << " -> "
@@ -417,10 +383,276 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
   } else {
     it->second = std::move(next);
   }
-  if (auto s = bus_->Publish(t->event); !s.ok()) {
-    RM_LOG(kWarning) << "event fan-out (watchers fall back to Postgres): " << s;
+  Enqueue(std::move(write));
+  return absl::OkStatus();
+}
+
+void Scheduler::Enqueue(Write write) {
+  {
+    std::lock_guard<std::mutex> lock(out_mu_);
+    outbox_.push_back(std::move(write));
+    ++enqueued_;
+  }
+  out_cv_.notify_all();
+}
+
+// The writer:
+//  1. take what the outbox holds (up to max_batch writes);
+//  2. store it as one transaction under this leader's epoch; while Postgres is away or hung,
+//     retry with backoff (the pool bounds every try), and keep the batch: decisions stand;
+//  3. fenced: tell on_fenced and stop, storing and acting on nothing more;
+//  4. stored: act on it (AfterCommit), then mirror the pending queue into Redis.
+void Scheduler::WriterLoop() {
+  while (true) {
+    std::vector<Write> batch;
+    {
+      std::unique_lock<std::mutex> lock(out_mu_);
+      out_cv_.wait_for(lock, std::chrono::seconds(1),
+                       [this] { return !outbox_.empty() || writer_stopping_; });
+      if (writer_stopping_) return;
+      while (!outbox_.empty() && batch.size() < options_.max_batch) {
+        batch.push_back(std::move(outbox_.front()));
+        outbox_.pop_front();
+      }
+    }
+    CommitResult result;
+    if (!batch.empty()) {
+      if (!StoreBatch(batch, &result)) return;
+      AfterCommit(batch, result);
+    }
+    MirrorQueue(batch, result);
+  }
+}
+
+bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
+  WriteBatch wb;
+  for (const Write& w : batch) {
+    if (!w.job_write.job.id.empty()) wb.jobs.push_back(w.job_write);
+    if (w.worker) wb.workers.push_back(*w.worker);
+  }
+  int64_t backoff = options_.retry_min_ms;
+  while (true) {
+    auto stored = store_->Commit(wb, epoch_);
+    if (stored.ok()) {
+      if (store_down_.exchange(false)) RM_LOG(kInfo) << "postgres is back; writes caught up";
+      *result = std::move(*stored);
+      return true;
+    }
+    const absl::Status& s = stored.status();
+    if (IsFenced(s)) {
+      RM_LOG(kError) << "this scheduler was fenced off: " << s;
+      fenced_ = true;
+      for (Write& w : batch) {
+        if (!w.waiter) continue;
+        std::lock_guard<std::mutex> lock(w.waiter->mu);
+        w.waiter->result = absl::UnavailableError("this scheduler is no longer the leader; retry");
+        w.waiter->done = true;
+        w.waiter->cv.notify_all();
+      }
+      if (options_.on_fenced) options_.on_fenced(s);
+      return false;
+    }
+    if (!Retryable(s)) {
+      // A malformed write is a bug; it must not hold back every decision behind it: the batch
+      // is stored one write at a time, and only the refused ones are dropped.
+      RM_LOG(kError) << "batch of " << batch.size() << " writes refused: " << s;
+      if (batch.size() == 1) {
+        if (Waiter* waiter = batch[0].waiter.get()) {
+          std::lock_guard<std::mutex> lock(waiter->mu);
+          waiter->result = s;
+          waiter->done = true;
+          waiter->cv.notify_all();
+        }
+        RM_LOG(kError) << "dropped the write of "
+                       << (batch[0].worker ? "worker " + batch[0].worker->id
+                                           : "job " + batch[0].job_write.job.id);
+        batch.clear();
+        {
+          std::lock_guard<std::mutex> lock(out_mu_);
+          ++written_;
+        }
+        out_cv_.notify_all();
+        *result = {};
+        return true;
+      }
+      for (Write& w : batch) {
+        std::vector<Write> one;
+        one.push_back(std::move(w));
+        CommitResult r;
+        if (!StoreBatch(one, &r)) return false;
+        if (!one.empty()) AfterCommit(one, r);
+      }
+      batch.clear();
+      *result = {};
+      return true;
+    }
+    if (!store_down_.exchange(true)) {
+      RM_LOG(kWarning) << "cannot store " << batch.size()
+                       << " decisions; retrying until postgres answers: " << s;
+    }
+    {
+      std::unique_lock<std::mutex> lock(out_mu_);
+      if (out_cv_.wait_for(lock, std::chrono::milliseconds(backoff),
+                           [this] { return writer_stopping_; })) {
+        return false;
+      }
+    }
+    backoff = std::min(backoff * 2, options_.retry_max_ms);
+  }
+}
+
+void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& result) {
+  std::vector<JobEvent> events;
+  size_t created_index = 0;
+  bool woke = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> view(view_mu_);
+    for (Write& w : batch) {
+      if (w.job_write.job.id.empty()) continue;
+      const Job& job = w.job_write.job;
+      if (w.job_write.kind == JobWrite::Kind::kCreate) {
+        const auto& created = result.created[created_index++];
+        if (w.waiter) {
+          std::lock_guard<std::mutex> wl(w.waiter->mu);
+          w.waiter->result = created;
+        }
+        if (!created.ok() || created->existing) continue;
+        const Job& stored = created->job;
+        jobs_[stored.id] = stored;
+        stored_[stored.id] = stored;
+        newly_pending_.insert(stored.id);
+        pending_since_ms_[stored.id] = clock_->NowMs();
+        if (metrics_) metrics_->submissions.Add({{"queue", stored.spec.queue}}).Increment();
+        events.push_back(w.job_write.event);
+        woke = true;
+        continue;
+      }
+      if (std::find(result.skipped.begin(), result.skipped.end(), job.id) !=
+          result.skipped.end()) {
+        RM_LOG(kError) << "job " << job.id << " had already ended in the store; write skipped";
+        if (w.waiter) {
+          std::lock_guard<std::mutex> wl(w.waiter->mu);
+          w.waiter->result = absl::FailedPreconditionError(
+              absl::StrCat("job ", job.id, " already ended"));
+        }
+        continue;
+      }
+      if (IsTerminal(job.state)) {
+        stored_.erase(job.id);
+      } else {
+        stored_[job.id] = job;
+      }
+      events.push_back(w.job_write.event);
+      if (w.waiter) {
+        std::lock_guard<std::mutex> wl(w.waiter->mu);
+        w.waiter->result = CreateJobResult{job, false};
+      }
+      for (const std::string& worker : w.stop_on) {
+        auto link = links_.find(worker);
+        if (link != links_.end()) link->second->SendStop(job.id, w.stop_attempt, w.job_write.event.reason);
+      }
+      if (w.assign) {
+        std::set<std::string> sent;
+        for (const auto& r : job.placement) {
+          if (!sent.insert(r.worker_id).second) continue;
+          auto link = links_.find(r.worker_id);
+          if (link != links_.end()) link->second->SendAssignment(job);
+        }
+      }
+    }
+  }
+  for (Write& w : batch) {
+    if (!w.waiter) continue;
+    std::lock_guard<std::mutex> wl(w.waiter->mu);
+    w.waiter->done = true;
+    w.waiter->cv.notify_all();
+  }
+  if (!events.empty()) {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    for (Watcher* watcher : watchers_) {
+      bool any = false;
+      for (const JobEvent& e : events) {
+        if (e.job_id != watcher->job_id) continue;
+        watcher->events.push_back(e);
+        any = true;
+      }
+      if (any) watcher->cv.notify_all();
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(out_mu_);
+    written_ += batch.size();
+  }
+  out_cv_.notify_all();
+  if (woke) Wake();
+}
+
+// The Redis queue mirrors the stored pending jobs for outside readers; the scheduler itself
+// orders from memory. It is kept by this thread alone, after commits, so Redis is never waited
+// on under the lock and never shows a pending job that is not stored.
+void Scheduler::MirrorQueue(const std::vector<Write>& batch, const CommitResult& result) {
+  auto intact = queue_->Intact();
+  if (!intact.ok()) return;  // Redis away: rebuilt when it is back
+  if (!*intact || !queue_intact_checked_) {
+    std::vector<QueueEntry> entries;
+    {
+      std::lock_guard<std::mutex> view(view_mu_);
+      for (const auto& [id, job] : stored_) {
+        if (job.state == JobState::kPending) entries.push_back({id, job.spec.priority, job.seq});
+      }
+    }
+    if (queue_intact_checked_) {
+      RM_LOG(kWarning) << "pending queue lost its contents (Redis flushed or restarted); rebuilt";
+    }
+    if (auto s = queue_->Rebuild(entries); !s.ok()) return;
+    queue_intact_checked_ = true;
+    // Heartbeat keys went with it: connected workers get a fresh lease; others must reconnect.
+    std::vector<std::string> connected;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [id, link] : links_) connected.push_back(id);
+    }
+    for (const std::string& id : connected) (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
+    return;
+  }
+  size_t created_index = 0;
+  for (const Write& w : batch) {
+    const JobWrite& jw = w.job_write;
+    if (jw.job.id.empty()) continue;
+    if (jw.kind == JobWrite::Kind::kCreate) {
+      const auto& created = result.created[created_index++];
+      if (created.ok() && !created->existing) {
+        (void)queue_->Push({created->job.id, created->job.spec.priority, created->job.seq});
+      }
+    } else if (jw.job.state == JobState::kPending) {
+      (void)queue_->Push({jw.job.id, jw.job.spec.priority, jw.job.seq});
+    } else {
+      (void)queue_->Remove(jw.job.id);
+    }
+  }
+}
+
+absl::Status Scheduler::Flush(int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(out_mu_);
+  const uint64_t target = enqueued_;
+  if (!out_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                        [&] { return written_ >= target; })) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(target - written_, " decisions not stored within ", timeout_ms, " ms"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<CreateJobResult> Scheduler::Wait(Waiter& waiter, const std::string& what) {
+  std::unique_lock<std::mutex> lock(waiter.mu);
+  if (!waiter.cv.wait_for(lock, std::chrono::milliseconds(options_.write_wait_ms),
+                          [&] { return waiter.done; })) {
+    return absl::UnavailableError(absl::StrCat(
+        what, " not stored within ", options_.write_wait_ms,
+        " ms (postgres slow or away); it may still be stored: retry with the same request"));
+  }
+  return waiter.result;
 }
 
 absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
@@ -428,46 +660,56 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
   if (auto s = ValidateRequestId(request_id); !s.ok()) return s;
   auto valid = ValidateJobSpec(spec);
   if (!valid.ok()) return valid.status();
+  if (fenced_) return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  if (store_down_) {
+    return absl::UnavailableError(
+        "postgres is unavailable: the job was not accepted; retry with the same request_id");
+  }
   const int64_t now = clock_->NowMs();
   Job job;
-  job.id = NewJobId();
   job.spec = *std::move(valid);
   job.request_id = request_id;
   job.state = JobState::kPending;
   job.created_at_ms = job.updated_at_ms = now;
   job.last_event_seq = 1;
-  JobEvent event{job.id, 1, JobState::kPending, 0, "submitted", 0, now};
-  auto created = store_->CreateJob(job, event);
-  if (!created.ok()) return created.status();
-  if (created->existing) {
-    if (!(created->job.spec == job.spec)) {
+  for (int tries = 0;; ++tries) {
+    job.id = NewJobId();
+    auto waiter = std::make_shared<Waiter>();
+    Write write;
+    write.job_write = {JobWrite::Kind::kCreate, job,
+                       JobEvent{job.id, 1, JobState::kPending, 0, "submitted", 0, now}, false};
+    write.waiter = waiter;
+    Enqueue(std::move(write));
+    auto created = Wait(*waiter, absl::StrCat("job ", job.id));
+    if (created.status().code() == absl::StatusCode::kAborted && tries < 3) continue;  // id taken
+    if (!created.ok()) return created.status();
+    if (created->existing && !(created->job.spec == job.spec)) {
       return absl::AlreadyExistsError(absl::StrCat("request_id ", request_id,
                                                    " was already used for a different spec (job ",
                                                    created->job.id, ")"));
     }
+    if (created->existing) {
+      // The earlier job, as live now if it is.
+      std::lock_guard<std::mutex> view(view_mu_);
+      if (auto it = stored_.find(created->job.id); it != stored_.end()) created->job = it->second;
+    }
     return created;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    jobs_[created->job.id] = created->job;
-    newly_pending_.insert(created->job.id);
-    pending_since_ms_[created->job.id] = now;
-    if (auto s = queue_->Push({created->job.id, job.spec.priority, created->job.seq}); !s.ok()) {
-      RM_LOG(kWarning) << "queue push of " << created->job.id << " (healed on a later pass): " << s;
-    }
-    if (metrics_) metrics_->submissions.Add({{"queue", job.spec.queue}}).Increment();
-  }
-  if (auto s = bus_->Publish(event); !s.ok()) RM_LOG(kWarning) << "event fan-out: " << s;
-  Wake();
-  return created;
 }
 
 absl::StatusOr<Job> Scheduler::GetJob(const std::string& job_id) {
   if (auto s = ValidateJobId(job_id); !s.ok()) return s;
+  std::optional<Job> live;
   {
+    std::lock_guard<std::mutex> view(view_mu_);
+    auto it = stored_.find(job_id);
+    if (it != stored_.end()) live = it->second;
+  }
+  if (live) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(job_id);
-    if (it != jobs_.end()) return it->second;
+    if (it != jobs_.end()) live->pending_reason = it->second.pending_reason;
+    return *live;
   }
   return store_->GetJob(job_id);
 }
@@ -487,7 +729,7 @@ absl::StatusOr<std::vector<Job>> Scheduler::ListJobs(const JobFilter& filter) {
   std::lock_guard<std::mutex> lock(mu_);
   for (Job& job : *jobs) {
     auto it = jobs_.find(job.id);
-    if (it != jobs_.end()) job = it->second;  // fresher than the row (pending reason)
+    if (it != jobs_.end()) job.pending_reason = it->second.pending_reason;  // never stored
   }
   return jobs;
 }
@@ -498,26 +740,36 @@ absl::StatusOr<Job> Scheduler::Cancel(const std::string& job_id, const std::stri
     return absl::InvalidArgumentError(absl::StrCat("reason: must be at most ", kMaxReasonBytes,
                                                    " bytes, got ", reason.size()));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (jobs_.count(job_id) == 0) {
+  if (fenced_) return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  const std::string why =
+      reason.empty() ? "cancelled by request" : absl::StrCat("cancelled: ", reason);
+  auto waiter = std::make_shared<Waiter>();
+  absl::Status decided;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    decided = jobs_.count(job_id) > 0 ? CommitLocked(job_id, {JobInput::Kind::kCancel, why}, waiter)
+                                      : absl::NotFoundError("not live");
+  }
+  if (decided.code() == absl::StatusCode::kNotFound) {
+    // Not live here: ended (or never existed); the store says which.
     auto stored = store_->GetJob(job_id);
     if (!stored.ok()) return stored.status();
     if (IsTerminal(stored->state)) {
       return absl::FailedPreconditionError(absl::StrCat(
           "job ", job_id, " already ended (", JobStateName(stored->state), ")"));
     }
-    jobs_[job_id] = *stored;
+    return absl::UnavailableError(absl::StrCat("job ", job_id, " is being stored; retry"));
   }
-  const std::string why = reason.empty() ? "cancelled by request" : absl::StrCat("cancelled: ", reason);
-  if (auto s = CommitLocked(job_id, {JobInput::Kind::kCancel, why}); !s.ok()) return s;
-  return store_->GetJob(job_id);
+  if (!decided.ok()) return decided;
+  auto done = Wait(*waiter, absl::StrCat("cancellation of ", job_id));
+  if (!done.ok()) return done.status();
+  return done->job;
 }
 
 absl::Status Scheduler::Watch(const std::string& job_id,
                               const std::function<bool(const JobEvent&)>& send,
                               const std::function<bool()>& cancelled) {
   if (auto s = ValidateJobId(job_id); !s.ok()) return s;
-  if (auto job = GetJob(job_id); !job.ok()) return job.status();
   Watcher watcher;
   watcher.job_id = job_id;
   {
@@ -526,8 +778,8 @@ absl::Status Scheduler::Watch(const std::string& job_id,
   }
   int64_t last = 0;
   bool done = false;
-  absl::Status status;
-  // Sends stored events after `last`; the store is the truth, the bus only a doorbell.
+  // Sends stored events after `last`. Registered first, so nothing stored after this read is
+  // missed: it is in watcher.events too, and skipped there by its seq.
   auto catch_up = [&]() {
     auto events = store_->ListEvents(job_id, last);
     if (!events.ok()) return events.status();
@@ -544,15 +796,16 @@ absl::Status Scheduler::Watch(const std::string& job_id,
     }
     return absl::OkStatus();
   };
-  status = catch_up();
+  absl::Status status = catch_up();
   while (status.ok() && !done && !cancelled()) {
     std::vector<JobEvent> fresh;
     {
       std::unique_lock<std::mutex> lock(watch_mu_);
+      // Wakes for new events, and once a second to notice a caller that went away.
       watcher.cv.wait_for(lock, std::chrono::seconds(1), [&] { return !watcher.events.empty(); });
       fresh.swap(watcher.events);
     }
-    bool gap = fresh.empty();  // a quiet second: poll, in case the bus is down
+    bool gap = false;
     for (const JobEvent& e : fresh) {
       if (e.seq <= last) continue;
       if (e.seq != last + 1) {
@@ -576,63 +829,59 @@ absl::Status Scheduler::Watch(const std::string& job_id,
   return status;
 }
 
-void Scheduler::OnBusEvent(const JobEvent& event) {
-  std::lock_guard<std::mutex> lock(watch_mu_);
-  for (Watcher* w : watchers_) {
-    if (w->job_id != event.job_id) continue;
-    w->events.push_back(event);
-    w->cv.notify_all();
-  }
-}
-
 absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<HeldRank>& held,
                                        std::shared_ptr<WorkerLink> link) {
   if (auto s = ValidateWorker(worker); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
-  const int64_t now = clock_->NowMs();
-  Worker w = worker;
-  w.state = WorkerState::kReady;
-  w.registered_at_ms = now;
-  w.last_heartbeat_ms = now;
-  if (auto s = store_->UpsertWorker(w); !s.ok()) return s;
-  if (auto s = liveness_->Beat(w.id, options_.heartbeat_timeout_ms); !s.ok()) {
-    RM_LOG(kWarning) << "liveness of " << w.id << ": " << s;
-  }
-  cluster_.UpsertWorker(w);
-  cluster_.SetWorkerState(w.id, WorkerState::kReady);
-  capacity_grew_ = true;
-  workers_[w.id] = w;
-  links_[w.id] = link;
-  RM_LOG(kInfo) << "worker " << w.id << " registered at " << w.address << ":" << w.port << " with "
-                << w.gpus.size() << " GPUs, " << w.cpu_slots << " CPU slots, " << held.size()
-                << " held ranks";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t now = clock_->NowMs();
+    Worker w = worker;
+    w.state = WorkerState::kReady;
+    w.registered_at_ms = now;
+    w.last_heartbeat_ms = now;
+    // Stored by the writer ahead of any assignment to it; nothing waits for it here.
+    Write write;
+    write.worker = w;
+    Enqueue(std::move(write));
+    cluster_.UpsertWorker(w);
+    cluster_.SetWorkerState(w.id, WorkerState::kReady);
+    capacity_grew_ = true;
+    workers_[w.id] = w;
+    links_[w.id] = link;
+    RM_LOG(kInfo) << "worker " << w.id << " registered at " << w.address << ":" << w.port
+                  << " with " << w.gpus.size() << " GPUs, " << w.cpu_slots << " CPU slots, "
+                  << held.size() << " held ranks";
 
-  // Reconcile what the worker holds with what we placed there.
-  std::set<std::tuple<std::string, int32_t, int32_t>> held_here;
-  for (const HeldRank& h : held) {
-    auto it = jobs_.find(h.job_id);
-    bool placed_here = false;
-    if (it != jobs_.end() && it->second.attempt == h.attempt) {
-      for (const auto& r : it->second.placement) {
-        placed_here = placed_here || (r.rank == h.rank && r.worker_id == w.id);
+    // Reconcile what the worker holds with what we placed there.
+    std::set<std::tuple<std::string, int32_t, int32_t>> held_here;
+    for (const HeldRank& h : held) {
+      auto it = jobs_.find(h.job_id);
+      bool placed_here = false;
+      if (it != jobs_.end() && it->second.attempt == h.attempt) {
+        for (const auto& r : it->second.placement) {
+          placed_here = placed_here || (r.rank == h.rank && r.worker_id == w.id);
+        }
+      }
+      if (!placed_here) {
+        link->SendStop(h.job_id, h.attempt, "no live attempt holds this rank");
+        continue;
+      }
+      held_here.insert({h.job_id, h.attempt, h.rank});
+    }
+    FailJobsOnWorkerLocked(w.id, absl::StrCat("worker ", w.id, " re-registered"), &held_here);
+    for (const HeldRank& h : held) {
+      if (held_here.count({h.job_id, h.attempt, h.rank}) == 0) continue;
+      RankReport report{h.job_id, h.attempt, h.rank, RankReport::Kind::kStarted, 0, 0, ""};
+      HandleRankLocked(w.id, report);
+      if (h.exited) {
+        report.kind = RankReport::Kind::kExited;
+        report.exit_code = h.exit_code;
+        HandleRankLocked(w.id, report);
       }
     }
-    if (!placed_here) {
-      link->SendStop(h.job_id, h.attempt, "no live attempt holds this rank");
-      continue;
-    }
-    held_here.insert({h.job_id, h.attempt, h.rank});
   }
-  FailJobsOnWorkerLocked(w.id, absl::StrCat("worker ", w.id, " re-registered"), &held_here);
-  for (const HeldRank& h : held) {
-    if (held_here.count({h.job_id, h.attempt, h.rank}) == 0) continue;
-    RankReport report{h.job_id, h.attempt, h.rank, RankReport::Kind::kStarted, 0, 0, ""};
-    HandleRankLocked(w.id, report);
-    if (h.exited) {
-      report.kind = RankReport::Kind::kExited;
-      report.exit_code = h.exit_code;
-      HandleRankLocked(w.id, report);
-    }
+  if (auto s = liveness_->Beat(worker.id, options_.heartbeat_timeout_ms); !s.ok()) {
+    RM_LOG(kWarning) << "liveness of " << worker.id << ": " << s;
   }
   Wake();
   return absl::OkStatus();

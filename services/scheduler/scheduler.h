@@ -3,36 +3,58 @@
 // It owns the in-memory view of live jobs, workers and allocations, and keeps Postgres (the
 // JobStore) the system of record: every change is stored before anyone hears of it.
 //
+// Locking and storage (the rule everything else leans on):
+//   - one mutex (mu_) guards the live state; under it the scheduler only decides: it applies a
+//     transition to memory at once (so the next decision sees the GPUs taken) and appends the
+//     write to the outbox. No Postgres or Redis round trip ever happens under it, so heartbeats,
+//     GetJob, ListJobs, WatchJob and registrations answer while a write is slow;
+//   - one writer thread stores the outbox in batches, each batch one transaction (group commit:
+//     a burst of submits shares one fsync), fenced by the leader epoch;
+//   - only after the commit does the writer act: assignments and stops go to the workers,
+//     waiting Submit/Cancel calls return, watchers get the events, the Redis queue mirror is
+//     updated. A batch that cannot be stored (Postgres gone or hung) is retried with backoff
+//     until it is; the decisions stand meanwhile, and nothing of them is told to anyone;
+//   - a batch refused by the fence (a newer leader took over) is never retried: the scheduler
+//     calls on_fenced (main exits) and writes nothing more.
+// Why this and not a lock around each transaction: submits and passes were serialised behind one
+// lock held across fsyncs, and a hung Postgres froze every RPC. Decisions are cheap and ordered;
+// only their storage is slow, so it alone moves off the lock.
+//
 // Protocols (written once, here):
-// Submit  1. validate the spec; 2. store the job and its first event in one transaction
-//         (a repeated request id returns the stored job); 3. add it to the pending queue;
-//         4. wake the placement loop.
-// Place   1. take pending jobs in queue order (priority, then submit order); 2. place each as
-//         a gang or record why it waits; 3. store the placement and the STARTING event;
-//         4. only then send the assignment to every worker of the gang.
+// Submit  1. validate the spec; 2. hand the new job to the writer and wait (bounded) for its
+//         commit (a repeated request id returns the stored job); 3. the writer adds it to the
+//         live jobs and wakes the placement loop. UNAVAILABLE at once while Postgres is known to
+//         be down.
+// Place   1. take pending jobs in queue order (core/queue_order.h); 2. place each as a gang or
+//         record why it waits; 3. the placement and the STARTING event go to the writer;
+//         4. only after their commit is the assignment sent to every worker of the gang.
 // Workers 1. a worker registers with its inventory and the ranks it holds; ranks it does not
 //         hold fail their job attempt, ranks of no live attempt are stopped; 2. heartbeats
-//         renew its liveness key (TTL = heartbeat timeout); 3. a worker whose key expired is
-//         marked lost, its stream is closed (so a live one re-registers) and every job placed
-//         on it fails (and restarts under OnFailure).
+//         renew its liveness key (TTL = heartbeat timeout); 3. a worker whose key expired and
+//         whose heartbeats this process has not seen within the timeout is marked lost, its
+//         stream is closed (so a live one re-registers) and every job placed on it fails (and
+//         restarts under OnFailure). Postgres plays no part in liveness.
 // Ranks   every rank started: RUNNING; every rank exited 0: SUCCEEDED; one rank failed: the
 //         job fails or restarts; every release of a placement sends StopJob to its workers.
-// Restart at Start() live jobs, placements and workers are loaded from the JobStore, the queue
-//         is rebuilt, and known workers get one heartbeat timeout to reconnect.
-// Rebuild whenever the pending queue reports it lost its contents (a Redis flush or restart),
-//         it is rebuilt from the live jobs and connected workers' liveness is renewed.
+// Restart at Start() a new leader epoch is taken, then live jobs, placements and workers are
+//         loaded from the JobStore, and known workers get one heartbeat timeout to reconnect.
+// Rebuild whenever the Redis queue mirror reports it lost its contents (a flush or restart),
+//         it is rebuilt from the stored pending jobs and connected workers' liveness is renewed.
 //
-// Thread-safe: RPC threads call in concurrently; one mutex guards the state, and one loop
-// thread runs placement passes.
+// Thread-safe: RPC threads call in concurrently; the loop thread runs placement passes and the
+// writer thread stores and acts.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_SCHEDULER_H_
 #define RINGMASTER_SERVICES_SCHEDULER_SCHEDULER_H_
 
+#include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -93,6 +115,15 @@ struct WorkerView {
 
 struct SchedulerOptions {
   int64_t heartbeat_timeout_ms = 10'000;
+  // How long Submit and Cancel wait for their write to be stored before UNAVAILABLE (the write
+  // may still land later: a retry with the same request id then returns the job).
+  int64_t write_wait_ms = 10'000;
+  // The writer's backoff between tries of a batch that could not be stored.
+  int64_t retry_min_ms = 50;
+  int64_t retry_max_ms = 2'000;
+  size_t max_batch = 1'000;  // writes per transaction
+  // Called once, from the writer thread, when a newer leader fenced this one off.
+  std::function<void(const absl::Status&)> on_fenced;
   int64_t heartbeat_interval_ms = 2'000;
   int64_t pass_interval_ms = 500;
   // Passes run on every change, but at most once per this many ms: a burst of submits then
@@ -103,23 +134,31 @@ struct SchedulerOptions {
 class Scheduler {
  public:
   // The stores and clock must outlive the scheduler; `registry` may be null (no metrics).
-  Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness, EventBus* bus,
-            const Clock* clock, SchedulerOptions options, prometheus::Registry* registry);
+  Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness, const Clock* clock,
+            SchedulerOptions options, prometheus::Registry* registry);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Loads state from the store and starts the placement loop.
+  // Takes a new leader epoch, loads state from the store and starts the loop and the writer.
   absl::Status Start();
+  // Stops the threads; what the writer could not store by then is dropped (as in a crash: the
+  // next leader reconciles from Postgres and the workers).
   void Stop();
+
+  // Runs one pass (liveness sweep, runtime limits, placement) now; the loop runs them anyway.
+  void RunPass();
+  // Waits until everything decided before the call is stored and acted on. DEADLINE_EXCEEDED
+  // after `timeout_ms`.
+  absl::Status Flush(int64_t timeout_ms);
 
   absl::StatusOr<CreateJobResult> Submit(const JobSpec& spec, const std::string& request_id);
   absl::StatusOr<Job> GetJob(const std::string& job_id);
   absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter);
   absl::StatusOr<Job> Cancel(const std::string& job_id, const std::string& reason);
-  // Calls `send` with every event of the job in order: the stored ones, then new ones, until
-  // the job has ended, `send` returns false, or `cancelled` returns true (polled about once a
-  // second).
+  // Calls `send` with every event of the job in order: the stored ones, then new ones as they
+  // are stored, until the job has ended, `send` returns false, or `cancelled` returns true
+  // (polled about once a second). An idle watcher costs no database round trip.
   absl::Status Watch(const std::string& job_id, const std::function<bool(const JobEvent&)>& send,
                      const std::function<bool()>& cancelled);
 
@@ -141,38 +180,60 @@ class Scheduler {
     std::condition_variable cv;
   };
   struct Metrics;
+  // Completes a Submit or Cancel waiting for its write.
+  struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    absl::StatusOr<CreateJobResult> result = absl::UnknownError("not stored yet");
+  };
+  // One decision on its way to Postgres, and what to do once it is there.
+  struct Write {
+    JobWrite job_write;  // unset kind with empty job id: a worker upsert only
+    std::optional<Worker> worker;
+    std::set<std::string> stop_on;  // workers whose ranks of job_write's attempt must stop
+    int32_t stop_attempt = 0;
+    bool assign = false;  // send the job's assignment to every worker of its placement
+    std::shared_ptr<Waiter> waiter;
+  };
 
   void Loop();
-  void Pass();
-  void CheckQueueLocked();
-  void SweepWorkersLocked();
+  void WriterLoop();
+  // Stores `batch` (retrying while Postgres is away); false when fenced or stopping.
+  bool StoreBatch(std::vector<Write>& batch, CommitResult* result);
+  void AfterCommit(std::vector<Write>& batch, const CommitResult& result);
+  void MirrorQueue(const std::vector<Write>& batch, const CommitResult& result);
+  void Enqueue(Write write);
+  void SweepWorkersLocked(const std::set<std::string>& alive,
+                          std::vector<std::string>* beats);
   void CheckDeadlinesLocked();
   void PlaceLocked();
-  void PlaceNewlyPendingLocked();
   void TryPlaceLocked(const std::vector<std::string>& order);
-  // Applies `input` to the live job `id`: stores the change and event, then acts on it.
-  absl::Status CommitLocked(const std::string& job_id, const JobInput& input);
+  // Applies `input` to the live job `id` in memory and hands the write to the writer.
+  absl::Status CommitLocked(const std::string& job_id, const JobInput& input,
+                            std::shared_ptr<Waiter> waiter = nullptr);
   void MarkLostLocked(const std::string& worker_id, const std::string& why);
   void FailJobsOnWorkerLocked(const std::string& worker_id, const std::string& reason,
                               const std::set<std::tuple<std::string, int32_t, int32_t>>* held);
   void HandleRankLocked(const std::string& worker_id, const RankReport& report);
   void UpdateGaugesLocked();
-  void OnBusEvent(const JobEvent& event);
-  void SubscribeIfNeeded();
   void Wake();
+  absl::StatusOr<CreateJobResult> Wait(Waiter& waiter, const std::string& what);
   std::string NewJobId();
   std::string NewToken();
 
   JobStore* store_;
   PendingQueue* queue_;
   Liveness* liveness_;
-  EventBus* bus_;
   const Clock* clock_;
   SchedulerOptions options_;
   std::unique_ptr<Metrics> metrics_;
+  int64_t epoch_ = 0;  // the leader epoch every write is fenced with; set by Start()
 
+  // The live state, under mu_. jobs_ holds the decided state of every live job, which may be
+  // ahead of Postgres by the writes in the outbox.
   std::mutex mu_;
-  std::unordered_map<std::string, Job> jobs_;  // live (non-terminal) jobs
+  std::unordered_map<std::string, Job> jobs_;
   std::unordered_map<std::string, RankTracker> trackers_;
   std::unordered_map<std::string, int64_t> pending_since_ms_;
   std::map<std::string, Worker> workers_;
@@ -184,7 +245,22 @@ class Scheduler {
   std::set<std::string> newly_pending_;
   int64_t last_full_pass_ms_ = 0;
 
-  bool subscribed_ = false;  // loop thread only, after Start()
+  // What readers see: each live job as last stored (GetJob, ListJobs), under view_mu_.
+  std::mutex view_mu_;
+  std::unordered_map<std::string, Job> stored_;
+
+  // The writer's queue, under out_mu_. written_ counts writes stored and acted on, enqueued_
+  // writes handed over (Flush waits for the one to reach the other).
+  std::mutex out_mu_;
+  std::condition_variable out_cv_;
+  std::deque<Write> outbox_;
+  uint64_t enqueued_ = 0;
+  uint64_t written_ = 0;
+  bool writer_stopping_ = false;
+  std::atomic<bool> store_down_{false};  // the last commit failed for want of Postgres
+  std::atomic<bool> fenced_{false};
+  std::thread writer_;
+  bool queue_intact_checked_ = false;  // writer thread only
 
   std::mutex watch_mu_;
   std::list<Watcher*> watchers_;

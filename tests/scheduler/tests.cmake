@@ -13,3 +13,9 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
     LIBS ringmaster_test_support ringmaster_proto gRPC::grpc++ PkgConfig::PQXX)
   add_dependencies(scheduler_integration_test ringmaster-scheduler)
 endif()
+
+ringmaster_test(scheduler_unit_test unit
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/scheduler_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/../store/fault_injecting_job_store.cc
+  LIBS ringmaster_scheduler_lib ringmaster_test_support)

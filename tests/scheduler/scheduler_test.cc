@@ -1,0 +1,350 @@
+// Unit tests of Scheduler on the in-memory stores, a FakeClock and a FaultInjectingJobStore:
+// heartbeat expiry, runtime limits and retries on simulated time, and what happens while the
+// store is slow, failing or hung, without a real Postgres or any sleep-and-hope.
+#include "scheduler.h"
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "store/fault_injecting_job_store.h"
+#include "store/in_memory_coordination.h"
+#include "store/in_memory_job_store.h"
+#include "support/status_test_util.h"
+#include "support/wait_for.h"
+
+namespace ringmaster::scheduler {
+namespace {
+
+using Call = FaultInjectingJobStore::Call;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+using test::StatusIs;
+using test::WaitFor;
+
+constexpr int64_t kHeartbeatTimeoutMs = 10'000;
+
+// Records what the scheduler sends to one worker.
+class RecordingLink : public WorkerLink {
+ public:
+  void SendAssignment(const Job& job) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    assignments_.push_back(job);
+  }
+  void SendStop(const std::string& job_id, int32_t attempt, const std::string&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    stops_.emplace_back(job_id, attempt);
+  }
+  void Close() override { closed_ = true; }
+  std::vector<Job> assignments() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return assignments_;
+  }
+  std::vector<std::pair<std::string, int32_t>> stops() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stops_;
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  std::mutex mu_;
+  std::vector<Job> assignments_;
+  std::vector<std::pair<std::string, int32_t>> stops_;
+  std::atomic<bool> closed_{false};
+};
+
+Worker CpuWorker(const std::string& id, int slots) {
+  Worker w;
+  w.id = id;
+  w.address = "127.0.0.2";
+  w.port = 7071;
+  w.cpu_slots = slots;
+  return w;
+}
+
+JobSpec CommandSpec(int replicas, int64_t max_runtime_seconds = 0) {
+  JobSpec spec;
+  spec.name = "job";
+  spec.queue = "default";
+  spec.replicas = replicas;
+  spec.command = CommandWorkload{{"true"}, {}};
+  spec.restart_policy = RestartPolicy::kOnFailure;
+  spec.backoff_limit = 2;
+  spec.max_runtime_seconds = max_runtime_seconds;
+  return spec;
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  SchedulerTest() : store_(&memory_), liveness_(&clock_) {}
+
+  void SetUp() override { Start(); }
+
+  void Start(SchedulerOptions options = {}) {
+    options.heartbeat_timeout_ms = kHeartbeatTimeoutMs;
+    options.write_wait_ms = 2'000;
+    options.retry_min_ms = 5;
+    options.retry_max_ms = 20;
+    options.on_fenced = [this](const absl::Status&) { fenced_ = true; };
+    scheduler_ = std::make_unique<Scheduler>(&store_, &queue_, &liveness_, &clock_, options,
+                                             nullptr);
+    RM_ASSERT_OK(scheduler_->Start());
+  }
+
+  // Registers a worker, and waits until its registration is stored.
+  std::shared_ptr<RecordingLink> Register(const Worker& worker) {
+    auto link = std::make_shared<RecordingLink>();
+    EXPECT_TRUE(scheduler_->RegisterWorker(worker, {}, link).ok());
+    EXPECT_TRUE(scheduler_->Flush(5'000).ok());
+    return link;
+  }
+
+  // Submits, runs a pass, waits until the placement is stored and sent.
+  std::string SubmitAndPlace(const JobSpec& spec) {
+    auto created = scheduler_->Submit(spec, "");
+    EXPECT_TRUE(created.ok()) << created.status();
+    if (!created.ok()) return "";
+    scheduler_->RunPass();
+    EXPECT_TRUE(scheduler_->Flush(5'000).ok());
+    return created->job.id;
+  }
+
+  JobState StoredState(const std::string& id) {
+    auto job = memory_.GetJob(id);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? job->state : JobState::kPending;
+  }
+
+  void Report(const std::string& worker, const Job& job, int rank, RankReport::Kind kind,
+              int exit_code = 0) {
+    scheduler_->ReportRank(worker, {job.id, job.attempt, rank, kind, exit_code, 0, ""});
+  }
+
+  FakeClock clock_;
+  InMemoryJobStore memory_;
+  FaultInjectingJobStore store_;
+  InMemoryPendingQueue queue_;
+  InMemoryLiveness liveness_;
+  std::atomic<bool> fenced_{false};
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(SchedulerTest, ASubmittedJobIsStoredBeforeSubmitReturns) {
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, scheduler_->Submit(CommandSpec(1), "req-1"));
+  RM_ASSERT_OK_AND_ASSIGN(Job stored, memory_.GetJob(created.job.id));
+  EXPECT_EQ(stored.state, JobState::kPending);
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult again, scheduler_->Submit(CommandSpec(1), "req-1"));
+  EXPECT_TRUE(again.existing);
+  EXPECT_EQ(again.job.id, created.job.id);
+}
+
+TEST_F(SchedulerTest, ABurstOfSubmitsSharesTransactions) {
+  // Each commit takes 20 ms, as an fsync would: 64 concurrent submits must not take 64 of them.
+  store_.Delay(Call::kCommit, 20);
+  const int before = store_.calls(Call::kCommit);
+  std::vector<std::thread> clients;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 64; ++i) {
+    clients.emplace_back([&, i] {
+      if (scheduler_->Submit(CommandSpec(1), "burst-" + std::to_string(i)).ok()) ++ok;
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok, 64);
+  RM_ASSERT_OK_AND_ASSIGN(auto jobs, memory_.ListActiveJobs());
+  EXPECT_THAT(jobs, SizeIs(64));
+  EXPECT_LT(store_.calls(Call::kCommit) - before, 32);
+}
+
+TEST_F(SchedulerTest, AssignmentsAreSentOnlyAfterThePlacementIsStored) {
+  auto link = Register(CpuWorker("w1", 4));
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, scheduler_->Submit(CommandSpec(2), ""));
+  store_.Hang(Call::kCommit);
+  scheduler_->RunPass();
+  ASSERT_TRUE(WaitFor([&] { return store_.hung() == 1; }, std::chrono::seconds(5)));
+  EXPECT_THAT(link->assignments(), IsEmpty());
+  EXPECT_EQ(StoredState(created.job.id), JobState::kPending);
+  // Readers see what is stored, not what is decided.
+  RM_ASSERT_OK_AND_ASSIGN(Job seen, scheduler_->GetJob(created.job.id));
+  EXPECT_EQ(seen.state, JobState::kPending);
+  store_.Heal();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_THAT(link->assignments(), SizeIs(1));
+  EXPECT_EQ(link->assignments()[0].id, created.job.id);
+  EXPECT_EQ(StoredState(created.job.id), JobState::kStarting);
+}
+
+TEST_F(SchedulerTest, EveryReadAndHeartbeatAnswersWhileAWriteHangs) {
+  auto link = Register(CpuWorker("w1", 4));
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, scheduler_->Submit(CommandSpec(1), ""));
+  store_.Hang(Call::kCommit);
+  scheduler_->RunPass();  // the placement's write now hangs
+  ASSERT_TRUE(WaitFor([&] { return store_.hung() == 1; }, std::chrono::seconds(5)));
+  const auto start = std::chrono::steady_clock::now();
+  scheduler_->Heartbeat("w1");
+  RM_ASSERT_OK(scheduler_->GetJob(created.job.id));
+  RM_ASSERT_OK(scheduler_->ListJobs({}));
+  EXPECT_THAT(scheduler_->ListWorkers(), SizeIs(1));
+  RM_ASSERT_OK(scheduler_->RegisterWorker(CpuWorker("w2", 4), {}, std::make_shared<RecordingLink>()));
+  scheduler_->RunPass();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+  // A submit cannot be stored meanwhile: it says so instead of hanging.
+  EXPECT_THAT(scheduler_->Submit(CommandSpec(1), "late"), StatusIs(absl::StatusCode::kUnavailable));
+  store_.Heal();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(created.job.id), JobState::kStarting);
+}
+
+// Regression: a rank report whose commit failed updated the rank tracker and was only logged,
+// so the job stayed RUNNING and held its GPUs forever.
+TEST_F(SchedulerTest, ARankExitThatCannotBeStoredIsRetriedUntilItIs) {
+  auto link = Register(CpuWorker("w1", 4));
+  const std::string id = SubmitAndPlace(CommandSpec(2));
+  Job job = link->assignments().at(0);
+  Report("w1", job, 0, RankReport::Kind::kStarted);
+  Report("w1", job, 1, RankReport::Kind::kStarted);
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_EQ(StoredState(id), JobState::kRunning);
+
+  store_.Fail(Call::kCommit, absl::UnavailableError("postgres restarting"));
+  Report("w1", job, 0, RankReport::Kind::kExited);
+  Report("w1", job, 1, RankReport::Kind::kExited);
+  ASSERT_TRUE(WaitFor([&] { return store_.calls(Call::kCommit) > 5; }, std::chrono::seconds(5)));
+  EXPECT_EQ(StoredState(id), JobState::kRunning);
+  // While Postgres is known to be down, new submits fail at once.
+  EXPECT_THAT(scheduler_->Submit(CommandSpec(1), ""), StatusIs(absl::StatusCode::kUnavailable));
+
+  store_.Heal();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(id), JobState::kSucceeded);
+  EXPECT_THAT(scheduler_->ListWorkers().at(0).cpu_slots_used, 0);
+  RM_ASSERT_OK(scheduler_->Submit(CommandSpec(1), ""));
+}
+
+TEST_F(SchedulerTest, AWorkerSilentPastTheTimeoutIsLostAndItsJobRestarts) {
+  auto link = Register(CpuWorker("w1", 4));
+  const std::string id = SubmitAndPlace(CommandSpec(1));
+  ASSERT_EQ(StoredState(id), JobState::kStarting);
+  clock_.Advance(kHeartbeatTimeoutMs - 1);
+  scheduler_->RunPass();
+  EXPECT_EQ(scheduler_->ListWorkers().at(0).worker.state, WorkerState::kReady);
+  clock_.Advance(2);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(scheduler_->ListWorkers().at(0).worker.state, WorkerState::kLost);
+  EXPECT_TRUE(link->closed());
+  RM_ASSERT_OK_AND_ASSIGN(Job stored, memory_.GetJob(id));
+  EXPECT_EQ(stored.state, JobState::kPending);
+  EXPECT_EQ(stored.attempt, 1);
+  RM_ASSERT_OK_AND_ASSIGN(auto workers, memory_.ListWorkers());
+  EXPECT_EQ(workers.at(0).state, WorkerState::kLost);
+}
+
+TEST_F(SchedulerTest, HeartbeatsKeepAWorkerWhilePostgresIsDown) {
+  Register(CpuWorker("w1", 4));
+  store_.Fail(Call::kCommit, absl::UnavailableError("postgres gone"));
+  store_.Fail(Call::kListJobs, absl::UnavailableError("postgres gone"));
+  for (int i = 0; i < 10; ++i) {
+    clock_.Advance(kHeartbeatTimeoutMs / 2);
+    scheduler_->Heartbeat("w1");
+    scheduler_->RunPass();
+  }
+  EXPECT_EQ(scheduler_->ListWorkers().at(0).worker.state, WorkerState::kReady);
+  EXPECT_THAT(scheduler_->ListJobs({}), StatusIs(absl::StatusCode::kUnavailable));
+}
+
+TEST_F(SchedulerTest, ARuntimeLimitEndsTheJobOnSimulatedTime) {
+  auto link = Register(CpuWorker("w1", 4));
+  const std::string id = SubmitAndPlace(CommandSpec(1, /*max_runtime_seconds=*/60));
+  Job job = link->assignments().at(0);
+  Report("w1", job, 0, RankReport::Kind::kStarted);
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  clock_.Advance(59'000);
+  scheduler_->Heartbeat("w1");
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(id), JobState::kRunning);
+  clock_.Advance(2'000);
+  scheduler_->Heartbeat("w1");
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(id), JobState::kFailed);
+  EXPECT_THAT(link->stops(), SizeIs(1));
+}
+
+TEST_F(SchedulerTest, AFencedLeaderWritesNothingMore) {
+  auto link = Register(CpuWorker("w1", 4));
+  // A second scheduler takes over the same store: a newer epoch.
+  InMemoryPendingQueue queue;
+  SchedulerOptions options;
+  options.on_fenced = [](const absl::Status&) {};
+  Scheduler successor(&store_, &queue, &liveness_, &clock_, options, nullptr);
+  RM_ASSERT_OK(successor.Start());
+
+  EXPECT_THAT(scheduler_->Submit(CommandSpec(1), "from-old"),
+              StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_TRUE(fenced_);
+  RM_ASSERT_OK_AND_ASSIGN(auto jobs, memory_.ListActiveJobs());
+  EXPECT_THAT(jobs, IsEmpty());
+  // Its later decisions reach neither the store nor the workers.
+  EXPECT_THAT(scheduler_->Submit(CommandSpec(1), "again"), StatusIs(absl::StatusCode::kUnavailable));
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, successor.Submit(CommandSpec(1), "from-new"));
+  EXPECT_FALSE(created.existing);
+  successor.Stop();
+}
+
+TEST_F(SchedulerTest, AnIdleWatcherCostsNoStoreRoundTrip) {
+  auto link = Register(CpuWorker("w1", 4));
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, scheduler_->Submit(CommandSpec(1), ""));
+  std::vector<JobEvent> seen;
+  std::mutex mu;
+  std::atomic<bool> stop{false};
+  std::thread watcher([&] {
+    (void)scheduler_->Watch(
+        created.job.id,
+        [&](const JobEvent& e) {
+          std::lock_guard<std::mutex> lock(mu);
+          seen.push_back(e);
+          return true;
+        },
+        [&] { return stop.load(); });
+  });
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return seen.size() == 1;
+  }, std::chrono::seconds(5)));
+  const int reads = store_.calls(Call::kListEvents);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2'500));  // idle: the watcher waits
+  EXPECT_EQ(store_.calls(Call::kListEvents), reads);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  Report("w1", link->assignments().at(0), 0, RankReport::Kind::kStarted);
+  Report("w1", link->assignments().at(0), 0, RankReport::Kind::kExited);
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return seen.size() == 4;
+  }, std::chrono::seconds(5)));
+  watcher.join();  // the job ended: Watch returns by itself
+  EXPECT_EQ(store_.calls(Call::kListEvents), reads);
+  EXPECT_EQ(seen.back().state, JobState::kSucceeded);
+  stop = true;
+}
+
+TEST_F(SchedulerTest, CancelReturnsTheStoredCancelledJobAndStopsItsRanks) {
+  auto link = Register(CpuWorker("w1", 4));
+  const std::string id = SubmitAndPlace(CommandSpec(2));
+  RM_ASSERT_OK_AND_ASSIGN(Job cancelled, scheduler_->Cancel(id, "changed my mind"));
+  EXPECT_EQ(cancelled.state, JobState::kCancelled);
+  EXPECT_EQ(StoredState(id), JobState::kCancelled);
+  EXPECT_THAT(link->stops(), SizeIs(1));
+  EXPECT_THAT(scheduler_->Cancel(id, ""), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(scheduler_->Cancel("j-000000000000", ""), StatusIs(absl::StatusCode::kNotFound));
+}
+
+}  // namespace
+}  // namespace ringmaster::scheduler
