@@ -27,9 +27,11 @@ bool PortOpen(const std::string& addr) {
 }
 
 absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(
-    const std::string& postgres_url, const std::string& redis_addr, int heartbeat_timeout_ms) {
+    const std::string& postgres_url, const std::string& redis_addr, int heartbeat_timeout_ms,
+    std::vector<std::string> extra_args) {
   auto p = Create(postgres_url, redis_addr, heartbeat_timeout_ms);
   if (!p.ok()) return p.status();
+  (*p)->extra_args_ = std::move(extra_args);
   if (auto s = (*p)->Launch(); !s.ok()) return s;
   return p;
 }
@@ -79,6 +81,7 @@ absl::Status SchedulerProcess::Spawn() {
                   "--pass-interval-ms", "100",
                   // A killed scheduler's lease passes on within a second (Restart, standbys).
                   "--lease-ttl-ms", "1000"};
+  options.argv.insert(options.argv.end(), extra_args_.begin(), extra_args_.end());
   options.log_path = log_path_;
   auto process = Subprocess::Start(options);
   if (!process.ok()) return process.status();

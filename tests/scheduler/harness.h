@@ -30,9 +30,10 @@ namespace ringmaster::test {
 // same database, Redis and ports.
 class SchedulerProcess {
  public:
+  // `extra_args` are appended to the command line (e.g. {"--postgres-timeout-ms", "500"}).
   static absl::StatusOr<std::unique_ptr<SchedulerProcess>> Start(
       const std::string& postgres_url, const std::string& redis_addr,
-      int heartbeat_timeout_ms = 1500);
+      int heartbeat_timeout_ms = 1500, std::vector<std::string> extra_args = {});
   // Starts one more scheduler on the same database and Redis without waiting for it to serve:
   // it stays a standby while another holds the leader lease.
   static absl::StatusOr<std::unique_ptr<SchedulerProcess>> StartStandby(
@@ -57,6 +58,7 @@ class SchedulerProcess {
   std::string postgres_url_;
   std::string redis_addr_;
   int heartbeat_timeout_ms_ = 1500;
+  std::vector<std::string> extra_args_;
   std::string addr_;
   int metrics_port_ = 0;
   std::string log_path_;

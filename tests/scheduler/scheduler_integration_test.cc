@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scheduler/harness.h"
+#include "support/postgres_server.h"
 #include "support/wait_for.h"
 
 namespace ringmaster::test {
@@ -432,6 +433,73 @@ TEST_F(SchedulerTest, LeaderWhoseLeaseWasTakenExits) {
   EXPECT_THAT(scheduler_->LogTail(), HasSubstr("another scheduler took the leader lease"));
 }
 
+TEST_F(SchedulerTest, AStalledLeaderResumingAfterATakeoverWritesNothingAndExits) {
+  auto standby = SchedulerProcess::StartStandby(db_->url(), redis_->addr());
+  ASSERT_TRUE(standby.ok()) << standby.status();
+  SchedulerProcess& second = **standby;
+  // The leader stalls past its lease ttl (1 s); the standby takes over and serves.
+  ASSERT_TRUE(scheduler_->process().Kill(SIGSTOP).ok());
+  ASSERT_TRUE(second.WaitServing(10s).ok()) << second.LogTail();
+  v1::SubmitJobResponse fresh;
+  {
+    grpc::ClientContext ctx;
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = TrainerSpec("new-leader", 1);
+    req.set_request_id("from-new-leader");
+    ASSERT_TRUE(second.jobs().SubmitJob(&ctx, req, &fresh).ok());
+  }
+  // Clients still talking to the old leader: their calls wait on its socket, and reach it the
+  // moment it resumes, racing its own lease check.
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 8; ++i) {
+    clients.emplace_back([&, i] {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+      v1::SubmitJobRequest req;
+      *req.mutable_spec() = TrainerSpec("stale", 1);
+      req.set_request_id(absl::StrCat("stale-", i));
+      v1::SubmitJobResponse resp;
+      (void)scheduler_->jobs().SubmitJob(&ctx, req, &resp);
+    });
+  }
+  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(scheduler_->process().Kill(SIGCONT).ok());
+  auto code = scheduler_->process().Wait(10s);
+  for (auto& t : clients) t.join();
+  ASSERT_TRUE(code.ok()) << "the old leader kept running: " << scheduler_->LogTail();
+  EXPECT_EQ(*code, 3);
+  const std::string log = scheduler_->LogTail();
+  std::cerr << "old leader stopped by: "
+            << (absl::StrContains(log, "fenced") ? "the Postgres fence" : "its lease check")
+            << "\n";
+  pqxx::connection conn(db_->url());
+  pqxx::work tx(conn);
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM jobs WHERE request_id LIKE 'stale-%'")[0].as<int>(), 0)
+      << "the fenced leader stored jobs";
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM jobs")[0].as<int>(), 1);
+  EXPECT_EQ(tx.exec1("SELECT epoch FROM leader_fence")[0].as<int>(), 2);
+}
+
+TEST_F(SchedulerTest, AnOldLeaderThatRetakesALostLeaseIsStillFencedInPostgres) {
+  auto standby = SchedulerProcess::StartStandby(db_->url(), redis_->addr());
+  ASSERT_TRUE(standby.ok()) << standby.status();
+  ASSERT_TRUE(scheduler_->process().Kill(SIGSTOP).ok());
+  ASSERT_TRUE((*standby)->WaitServing(10s).ok()) << (*standby)->LogTail();
+  // Redis loses the lease key (a flush): the old leader, resumed, takes the lease again, so
+  // only the fence in Postgres stands between it and a second writer.
+  ASSERT_TRUE(redis_->Flush().ok());
+  ASSERT_TRUE(scheduler_->process().Kill(SIGCONT).ok());
+  std::this_thread::sleep_for(500ms);
+  v1::SubmitJobResponse resp;
+  grpc::Status s = Submit(TrainerSpec("stale", 1), &resp, "stale-after-flush");
+  EXPECT_FALSE(s.ok());
+  auto code = scheduler_->process().Wait(10s);
+  ASSERT_TRUE(code.ok()) << "the fenced leader kept running: " << scheduler_->LogTail();
+  EXPECT_EQ(*code, 3);
+  EXPECT_THAT(scheduler_->LogTail(), HasSubstr("fenced"));
+  EXPECT_EQ(CountRows("jobs"), 0) << "the fenced leader stored a job";
+}
+
 TEST_F(SchedulerTest, MaxRuntimeFailsTheJobAndStopsItsRanks) {
   TestWorker& w = AddWorker(CpuWorker("w1", "127.0.0.2", 1));
   v1::JobSpec spec = TrainerSpec("slow", 1);
@@ -582,6 +650,111 @@ TEST_F(SchedulerTest, MalformedWorkerRegistrationIsRefused) {
   stream2->WritesDone();
   EXPECT_FALSE(stream2->Read(&reply));
   EXPECT_EQ(stream2->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace ringmaster::test
+
+namespace ringmaster::test {
+namespace {
+
+// The database itself misbehaves: a Postgres of the test's own, frozen (SIGSTOP) for 30 s and
+// restarted, under a scheduler with short store timeouts and a worker that keeps beating.
+TEST(SchedulerDatabaseOutageTest, AHungAndARestartedPostgresLoseNothingAndCatchUpByThemselves) {
+  auto pg = PostgresServer::Start();
+  ASSERT_TRUE(pg.ok()) << pg.status();
+  auto redis = RedisServer::StartNew();
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  auto started = SchedulerProcess::Start((*pg)->admin_url(), (*redis)->addr(), 1500,
+                                         {"--postgres-timeout-ms", "500", "--write-wait-ms",
+                                          "1500"});
+  ASSERT_TRUE(started.ok()) << started.status();
+  SchedulerProcess& scheduler = **started;
+  TestWorker w(scheduler.channel(), CpuWorker("w1", "127.0.0.2", 2));
+  ASSERT_TRUE(w.Connect());
+  auto submit = [&](const std::string& name, v1::SubmitJobResponse* resp) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = TrainerSpec(name, 1);
+    req.set_request_id(name);
+    return scheduler.jobs().SubmitJob(&ctx, req, resp);
+  };
+  auto run = [&](const std::string& name) -> absl::StatusOr<v1::Assignment> {
+    v1::SubmitJobResponse resp;
+    grpc::Status s = submit(name, &resp);
+    if (!s.ok()) return absl::UnavailableError(s.error_message());
+    auto a = w.WaitAssignment(resp.job().id(), 10s);
+    if (!a.ok()) return a.status();
+    w.ReportStarted(a->job_id(), a->attempt(), 0);
+    WaitForState(scheduler.jobs(), a->job_id(), v1::JOB_STATE_RUNNING);
+    return a;
+  };
+  auto state_of = [&](const std::string& id) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 2s);
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    v1::Job job;
+    grpc::Status s = scheduler.jobs().GetJob(&ctx, req, &job);
+    return s.ok() ? job.state() : v1::JOB_STATE_UNSPECIFIED;
+  };
+  auto worker_ready = [&] {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 2s);
+    v1::ListWorkersResponse resp;
+    if (!scheduler.cluster().ListWorkers(&ctx, v1::ListWorkersRequest(), &resp).ok()) return false;
+    return resp.workers_size() == 1 && resp.workers(0).state() == "READY";
+  };
+
+  // Hung: the server accepts connections and answers nothing.
+  auto hung_job = run("before-hang");
+  ASSERT_TRUE(hung_job.ok()) << hung_job.status();
+  ASSERT_TRUE((*pg)->Pause().ok());
+  w.ReportExited(hung_job->job_id(), hung_job->attempt(), 0, 0);  // cannot be stored now
+  const auto hang_start = std::chrono::steady_clock::now();
+  v1::SubmitJobResponse refused;
+  const auto submit_start = std::chrono::steady_clock::now();
+  grpc::Status during = submit("during-hang", &refused);
+  EXPECT_EQ(during.error_code(), grpc::StatusCode::UNAVAILABLE) << during.error_message();
+  EXPECT_LT(std::chrono::steady_clock::now() - submit_start, 5s);
+  int checks = 0;
+  while (std::chrono::steady_clock::now() - hang_start < 30s) {
+    EXPECT_TRUE(worker_ready()) << "a hung database must not make workers lost";
+    EXPECT_EQ(state_of(hung_job->job_id()), v1::JOB_STATE_RUNNING) << "shown before stored";
+    ++checks;
+    std::this_thread::sleep_for(1s);
+  }
+  EXPECT_GE(checks, 20);
+  ASSERT_TRUE((*pg)->Resume().ok());
+  EXPECT_EQ(WaitForState(scheduler.jobs(), hung_job->job_id(), v1::JOB_STATE_SUCCEEDED, 20s).state(),
+            v1::JOB_STATE_SUCCEEDED)
+      << scheduler.LogTail();
+  // The refused submit's write stayed queued and may have landed after the resume: a retry with
+  // its request id returns that job or makes it, never a second one.
+  v1::SubmitJobResponse retried;
+  grpc::Status again = submit("during-hang", &retried);
+  EXPECT_TRUE(again.ok()) << again.error_message();
+  {
+    pqxx::connection conn((*pg)->admin_url());
+    pqxx::work tx(conn);
+    EXPECT_EQ(tx.exec1("SELECT count(*) FROM jobs WHERE name = 'during-hang'")[0].as<int>(), 1);
+  }
+
+  // Gone: a restart breaks every connection.
+  auto restarted_job = run("before-restart");
+  ASSERT_TRUE(restarted_job.ok()) << restarted_job.status();
+  ASSERT_TRUE((*pg)->Restart().ok());
+  w.ReportExited(restarted_job->job_id(), restarted_job->attempt(), 0, 0);
+  EXPECT_EQ(WaitForState(scheduler.jobs(), restarted_job->job_id(), v1::JOB_STATE_SUCCEEDED, 20s)
+                .state(),
+            v1::JOB_STATE_SUCCEEDED)
+      << scheduler.LogTail();
+  EXPECT_TRUE(worker_ready());
+  v1::SubmitJobResponse after;
+  grpc::Status ok = submit("after-restart", &after);
+  EXPECT_TRUE(ok.ok()) << ok.error_message();
+  if (HasFailure()) std::cerr << scheduler.LogTail() << "\n";
 }
 
 }  // namespace
