@@ -9,7 +9,7 @@ clients=${1:-16}
 jobs=${2:-20000}
 source "$root/scripts/lib/pg.sh"
 
-cmake --build "$build" --target ringmaster-scheduler submit_bench >/dev/null
+[ -n "${RINGMASTER_BENCH_NO_BUILD:-}" ] || cmake --build "$build" --target ringmaster-scheduler submit_bench >/dev/null
 tmp=$(mktemp -d /tmp/ringmaster-bench.XXXXXX)
 chmod 755 "$tmp"
 pids=()
@@ -37,4 +37,9 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 echo "machine: $(nproc) cores; Postgres 15 with fsync on; scheduler pool $clients connections"
-"$build/bench/submit_bench" "127.0.0.1:$grpc_port" "$url" "$clients" "$jobs"
+"$build/bench/submit_bench" "127.0.0.1:$grpc_port" "$url" "$clients" "$jobs" || { tail -20 "$tmp/scheduler.log"; exit 1; }
+# Where the scheduler's time went: its own histograms of group commits.
+curl -s "http://127.0.0.1:$metrics_port/metrics" | awk '
+  /^ringmaster_store_commit_seconds_sum/ {cs=$2} /^ringmaster_store_commit_seconds_count/ {cc=$2}
+  /^ringmaster_store_batch_writes_sum/ {bs=$2} /^ringmaster_store_batch_writes_count/ {bc=$2}
+  END { if (cc > 0) printf "  scheduler: %d transactions, %.1f writes each, %.2f ms each (mean)\n", cc, bs/bc, 1000*cs/cc }'

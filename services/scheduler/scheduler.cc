@@ -58,6 +58,17 @@ struct Scheduler::Metrics {
         submissions(prometheus::BuildCounter().Name("ringmaster_job_submissions_total")
                         .Help("Jobs accepted by SubmitJob (repeats of a request id excluded)")
                         .Register(r)),
+        commit_seconds(prometheus::BuildHistogram().Name("ringmaster_store_commit_seconds")
+                           .Help("Time to store one batch of decisions (one transaction)")
+                           .Register(r)
+                           .Add({}, prometheus::Histogram::BucketBoundaries{
+                                        0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5,
+                                        1, 2.5, 5, 10})),
+        batch_writes(prometheus::BuildHistogram().Name("ringmaster_store_batch_writes")
+                         .Help("Decisions stored per transaction (group commit)")
+                         .Register(r)
+                         .Add({}, prometheus::Histogram::BucketBoundaries{
+                                      1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024})),
         placement_latency(prometheus::BuildHistogram().Name("ringmaster_placement_latency_seconds")
                               .Help("Time from a job entering PENDING to its placement")
                               .Register(r)
@@ -73,6 +84,8 @@ struct Scheduler::Metrics {
   prometheus::Family<prometheus::Gauge>& cpu_slots;
   prometheus::Family<prometheus::Gauge>& workers;
   prometheus::Family<prometheus::Counter>& submissions;
+  prometheus::Histogram& commit_seconds;
+  prometheus::Histogram& batch_writes;
   prometheus::Histogram& placement_latency;
   // Label sets set before, so a vanished one is set back to 0 rather than left stale.
   std::set<std::pair<std::string, std::string>> job_labels;
@@ -135,7 +148,11 @@ absl::Status Scheduler::Start() {
     UpdateGaugesLocked();
   }
   for (const std::string& id : beats) (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
-  writer_ = std::thread([this] { WriterLoop(); });
+  writers_.emplace_back([this] { WriterLoop(false); });
+  for (int i = 0; i < options_.create_writers; ++i) {
+    writers_.emplace_back([this] { WriterLoop(true); });
+  }
+  mirror_ = std::thread([this] { MirrorLoop(); });
   loop_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }
@@ -152,7 +169,14 @@ void Scheduler::Stop() {
     writer_stopping_ = true;
   }
   out_cv_.notify_all();
-  if (writer_.joinable()) writer_.join();
+  for (std::thread& writer : writers_) writer.join();
+  writers_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mirror_mu_);
+    mirror_stopping_ = true;
+  }
+  mirror_cv_.notify_all();
+  if (mirror_.joinable()) mirror_.join();
 }
 
 void Scheduler::Wake() {
@@ -390,37 +414,42 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
 void Scheduler::Enqueue(Write write) {
   {
     std::lock_guard<std::mutex> lock(out_mu_);
-    outbox_.push_back(std::move(write));
+    const bool create = !write.job_write.job.id.empty() &&
+                        write.job_write.kind == JobWrite::Kind::kCreate;
+    (create ? creates_ : outbox_).push_back(std::move(write));
     ++enqueued_;
   }
   out_cv_.notify_all();
 }
 
-// The writer:
-//  1. take what the outbox holds (up to max_batch writes);
+// The writers. One stores every change of existing jobs and workers, in decision order (a
+// release must be stored before the placement that reuses its GPUs). New jobs depend on nothing
+// and nothing depends on them until they are stored, so several more writers store them in
+// parallel: a submit then waits for one commit's latency, not for the queue of them.
+//  1. take what the outbox (or, for the create writers, the create queue) holds, up to
+//     max_batch writes;
 //  2. store it as one transaction under this leader's epoch; while Postgres is away or hung,
 //     retry with backoff (the pool bounds every try), and keep the batch: decisions stand;
 //  3. fenced: tell on_fenced and stop, storing and acting on nothing more;
-//  4. stored: act on it (AfterCommit), then mirror the pending queue into Redis.
-void Scheduler::WriterLoop() {
+//  4. stored: act on it (AfterCommit), and hand the queue changes to the Redis mirror.
+void Scheduler::WriterLoop(bool creates) {
+  std::deque<Write>& queue = creates ? creates_ : outbox_;
   while (true) {
     std::vector<Write> batch;
     {
       std::unique_lock<std::mutex> lock(out_mu_);
       out_cv_.wait_for(lock, std::chrono::seconds(1),
-                       [this] { return !outbox_.empty() || writer_stopping_; });
+                       [&] { return !queue.empty() || writer_stopping_; });
       if (writer_stopping_) return;
-      while (!outbox_.empty() && batch.size() < options_.max_batch) {
-        batch.push_back(std::move(outbox_.front()));
-        outbox_.pop_front();
+      while (!queue.empty() && batch.size() < options_.max_batch) {
+        batch.push_back(std::move(queue.front()));
+        queue.pop_front();
       }
     }
+    if (batch.empty()) continue;
     CommitResult result;
-    if (!batch.empty()) {
-      if (!StoreBatch(batch, &result)) return;
-      AfterCommit(batch, result);
-    }
-    MirrorQueue(batch, result);
+    if (!StoreBatch(batch, &result)) return;
+    AfterCommit(batch, result);
   }
 }
 
@@ -432,7 +461,13 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
   }
   int64_t backoff = options_.retry_min_ms;
   while (true) {
+    const auto start = std::chrono::steady_clock::now();
     auto stored = store_->Commit(wb, epoch_);
+    if (metrics_) {
+      metrics_->commit_seconds.Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      metrics_->batch_writes.Observe(static_cast<double>(batch.size()));
+    }
     if (stored.ok()) {
       if (store_down_.exchange(false)) RM_LOG(kInfo) << "postgres is back; writes caught up";
       *result = std::move(*stored);
@@ -440,8 +475,8 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
     }
     const absl::Status& s = stored.status();
     if (IsFenced(s)) {
-      RM_LOG(kError) << "this scheduler was fenced off: " << s;
-      fenced_ = true;
+      const bool first = !fenced_.exchange(true);
+      if (first) RM_LOG(kError) << "this scheduler was fenced off: " << s;
       for (Write& w : batch) {
         if (!w.waiter) continue;
         std::lock_guard<std::mutex> lock(w.waiter->mu);
@@ -449,7 +484,7 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
         w.waiter->done = true;
         w.waiter->cv.notify_all();
       }
-      if (options_.on_fenced) options_.on_fenced(s);
+      if (first && options_.on_fenced) options_.on_fenced(s);
       return false;
     }
     if (!Retryable(s)) {
@@ -503,6 +538,7 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
 
 void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& result) {
   std::vector<JobEvent> events;
+  std::vector<std::pair<std::string, std::optional<QueueEntry>>> mirror;
   size_t created_index = 0;
   bool woke = false;
   {
@@ -524,6 +560,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         newly_pending_.insert(stored.id);
         pending_since_ms_[stored.id] = clock_->NowMs();
         if (metrics_) metrics_->submissions.Add({{"queue", stored.spec.queue}}).Increment();
+        mirror.emplace_back(stored.id, QueueEntry{stored.id, stored.spec.priority, stored.seq});
         events.push_back(w.job_write.event);
         woke = true;
         continue;
@@ -542,6 +579,11 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         stored_.erase(job.id);
       } else {
         stored_[job.id] = job;
+      }
+      if (job.state == JobState::kPending) {
+        mirror.emplace_back(job.id, QueueEntry{job.id, job.spec.priority, job.seq});
+      } else {
+        mirror.emplace_back(job.id, std::nullopt);
       }
       events.push_back(w.job_write.event);
       if (w.waiter) {
@@ -580,6 +622,13 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
       if (any) watcher->cv.notify_all();
     }
   }
+  if (!mirror.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(mirror_mu_);
+      for (auto& [id, entry] : mirror) mirror_ops_[id] = std::move(entry);
+    }
+    mirror_cv_.notify_all();
+  }
   {
     std::lock_guard<std::mutex> lock(out_mu_);
     written_ += batch.size();
@@ -589,46 +638,58 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
 }
 
 // The Redis queue mirrors the stored pending jobs for outside readers; the scheduler itself
-// orders from memory. It is kept by this thread alone, after commits, so Redis is never waited
-// on under the lock and never shows a pending job that is not stored.
-void Scheduler::MirrorQueue(const std::vector<Write>& batch, const CommitResult& result) {
-  auto intact = queue_->Intact();
-  if (!intact.ok()) return;  // Redis away: rebuilt when it is back
-  if (!*intact || !queue_intact_checked_) {
-    std::vector<QueueEntry> entries;
+// orders from memory. It is fed only after commits, so it never shows a pending job that is not
+// stored, and kept by this thread alone, so Redis is never waited on by the lock or the writer.
+//  1. wait (at most a second) for stored queue changes;
+//  2. when the queue lost its contents (first run, a Redis flush or an empty restart), rebuild it
+//     from the stored pending jobs and renew the liveness keys of connected workers, which went
+//     with it;
+//  3. else apply the changes; while Redis is away keep them (newer ones replace older).
+void Scheduler::MirrorLoop() {
+  bool rebuilt = false;
+  while (true) {
+    std::map<std::string, std::optional<QueueEntry>> ops;
     {
-      std::lock_guard<std::mutex> view(view_mu_);
-      for (const auto& [id, job] : stored_) {
-        if (job.state == JobState::kPending) entries.push_back({id, job.spec.priority, job.seq});
+      std::unique_lock<std::mutex> lock(mirror_mu_);
+      mirror_cv_.wait_for(lock, std::chrono::seconds(1),
+                          [this] { return !mirror_ops_.empty() || mirror_stopping_; });
+      if (mirror_stopping_) return;
+      ops.swap(mirror_ops_);
+    }
+    auto intact = queue_->Intact();
+    bool applied = intact.ok();
+    if (intact.ok() && (!*intact || !rebuilt)) {
+      std::vector<QueueEntry> entries;
+      {
+        std::lock_guard<std::mutex> view(view_mu_);
+        for (const auto& [id, job] : stored_) {
+          if (job.state == JobState::kPending) entries.push_back({id, job.spec.priority, job.seq});
+        }
+      }
+      if (rebuilt) {
+        RM_LOG(kWarning) << "pending queue lost its contents (Redis flushed or restarted); rebuilt";
+      }
+      applied = queue_->Rebuild(entries).ok();
+      if (applied) {
+        rebuilt = true;
+        std::vector<std::string> connected;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          for (const auto& [id, link] : links_) connected.push_back(id);
+        }
+        for (const std::string& id : connected) {
+          (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
+        }
+      }
+    } else if (intact.ok()) {
+      for (const auto& [id, entry] : ops) {
+        absl::Status s = entry ? queue_->Push(*entry) : queue_->Remove(id);
+        applied = applied && s.ok();
       }
     }
-    if (queue_intact_checked_) {
-      RM_LOG(kWarning) << "pending queue lost its contents (Redis flushed or restarted); rebuilt";
-    }
-    if (auto s = queue_->Rebuild(entries); !s.ok()) return;
-    queue_intact_checked_ = true;
-    // Heartbeat keys went with it: connected workers get a fresh lease; others must reconnect.
-    std::vector<std::string> connected;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& [id, link] : links_) connected.push_back(id);
-    }
-    for (const std::string& id : connected) (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
-    return;
-  }
-  size_t created_index = 0;
-  for (const Write& w : batch) {
-    const JobWrite& jw = w.job_write;
-    if (jw.job.id.empty()) continue;
-    if (jw.kind == JobWrite::Kind::kCreate) {
-      const auto& created = result.created[created_index++];
-      if (created.ok() && !created->existing) {
-        (void)queue_->Push({created->job.id, created->job.spec.priority, created->job.seq});
-      }
-    } else if (jw.job.state == JobState::kPending) {
-      (void)queue_->Push({jw.job.id, jw.job.spec.priority, jw.job.seq});
-    } else {
-      (void)queue_->Remove(jw.job.id);
+    if (!applied) {
+      std::lock_guard<std::mutex> lock(mirror_mu_);
+      for (auto& [id, entry] : ops) mirror_ops_.try_emplace(id, std::move(entry));
     }
   }
 }

@@ -9,7 +9,9 @@
 //     write to the outbox. No Postgres or Redis round trip ever happens under it, so heartbeats,
 //     GetJob, ListJobs, WatchJob and registrations answer while a write is slow;
 //   - one writer thread stores the outbox in batches, each batch one transaction (group commit:
-//     a burst of submits shares one fsync), fenced by the leader epoch;
+//     a burst of decisions shares one fsync), fenced by the leader epoch; new jobs, which nothing
+//     else depends on until they are stored, are stored the same way by a few writers in
+//     parallel, so submits are not held behind one commit at a time;
 //   - only after the commit does the writer act: assignments and stops go to the workers,
 //     waiting Submit/Cancel calls return, watchers get the events, the Redis queue mirror is
 //     updated. A batch that cannot be stored (Postgres gone or hung) is retried with backoff
@@ -41,8 +43,8 @@
 // Rebuild whenever the Redis queue mirror reports it lost its contents (a flush or restart),
 //         it is rebuilt from the stored pending jobs and connected workers' liveness is renewed.
 //
-// Thread-safe: RPC threads call in concurrently; the loop thread runs placement passes and the
-// writer thread stores and acts.
+// Thread-safe: RPC threads call in concurrently; the loop thread runs placement passes, the
+// writer threads store and act, the mirror thread keeps the Redis queue.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_SCHEDULER_H_
 #define RINGMASTER_SERVICES_SCHEDULER_SCHEDULER_H_
 
@@ -122,7 +124,8 @@ struct SchedulerOptions {
   int64_t retry_min_ms = 50;
   int64_t retry_max_ms = 2'000;
   size_t max_batch = 1'000;  // writes per transaction
-  // Called once, from the writer thread, when a newer leader fenced this one off.
+  int create_writers = 3;    // writers that store new jobs in parallel (each holds a connection)
+  // Called once, from a writer thread, when a newer leader fenced this one off.
   std::function<void(const absl::Status&)> on_fenced;
   int64_t heartbeat_interval_ms = 2'000;
   int64_t pass_interval_ms = 500;
@@ -198,11 +201,11 @@ class Scheduler {
   };
 
   void Loop();
-  void WriterLoop();
+  void WriterLoop(bool creates);
   // Stores `batch` (retrying while Postgres is away); false when fenced or stopping.
   bool StoreBatch(std::vector<Write>& batch, CommitResult* result);
   void AfterCommit(std::vector<Write>& batch, const CommitResult& result);
-  void MirrorQueue(const std::vector<Write>& batch, const CommitResult& result);
+  void MirrorLoop();
   void Enqueue(Write write);
   void SweepWorkersLocked(const std::set<std::string>& alive,
                           std::vector<std::string>* beats);
@@ -253,14 +256,23 @@ class Scheduler {
   // writes handed over (Flush waits for the one to reach the other).
   std::mutex out_mu_;
   std::condition_variable out_cv_;
-  std::deque<Write> outbox_;
+  std::deque<Write> outbox_;   // changes of existing jobs and workers, in decision order
+  std::deque<Write> creates_;  // new jobs
   uint64_t enqueued_ = 0;
   uint64_t written_ = 0;
   bool writer_stopping_ = false;
   std::atomic<bool> store_down_{false};  // the last commit failed for want of Postgres
   std::atomic<bool> fenced_{false};
-  std::thread writer_;
-  bool queue_intact_checked_ = false;  // writer thread only
+  std::vector<std::thread> writers_;
+
+  // The Redis queue mirror, kept by its own thread so Redis round trips never slow commits.
+  // mirror_ops_ holds, per job, the latest stored change not yet applied: its queue entry while
+  // it is pending, nullopt once it left the queue.
+  std::mutex mirror_mu_;
+  std::condition_variable mirror_cv_;
+  std::map<std::string, std::optional<QueueEntry>> mirror_ops_;
+  bool mirror_stopping_ = false;
+  std::thread mirror_;
 
   std::mutex watch_mu_;
   std::list<Watcher*> watchers_;

@@ -19,43 +19,9 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
-constexpr auto kDeliveryTimeout = std::chrono::seconds(10);
-
 QueueEntry Entry(const std::string& id, int32_t priority, int64_t seq) {
   return QueueEntry{id, priority, seq};
 }
-
-JobEvent MakeEvent(int64_t seq) {
-  JobEvent event;
-  event.job_id = "j-bus";
-  event.seq = seq;
-  event.state = seq % 2 == 0 ? JobState::kRunning : JobState::kPending;
-  event.attempt = static_cast<int32_t>(seq / 10);
-  event.reason = absl::StrCat("reason ", seq, " \"quoted\"\n");
-  event.exit_code = static_cast<int32_t>(seq % 7) - 3;
-  event.time_ms = 1'700'000'000'000 + seq;
-  return event;
-}
-
-// Collects what a handler receives; thread-safe.
-class Received {
- public:
-  std::function<void(const JobEvent&)> Handler() {
-    return [this](const JobEvent& event) {
-      std::lock_guard<std::mutex> lock(mu_);
-      events_.push_back(event);
-    };
-  }
-  std::vector<JobEvent> events() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return events_;
-  }
-  size_t size() { return events().size(); }
-
- private:
-  std::mutex mu_;
-  std::vector<JobEvent> events_;
-};
 
 }  // namespace
 
@@ -272,50 +238,6 @@ TEST_P(CoordinationConformanceTest, BadLeaseArgumentsAreInvalidArgument) {
   RM_ASSERT_OK_AND_ASSIGN(auto a, backend().NewLease());
   EXPECT_THAT(a->Hold("", 1000), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(a->Hold("s1", 0), StatusIs(absl::StatusCode::kInvalidArgument));
-}
-
-// --- EventBus ----------------------------------------------------------------------------
-
-TEST_P(CoordinationConformanceTest, EventBusDeliversEveryEventInPublishOrder) {
-  RM_ASSERT_OK_AND_ASSIGN(auto bus, backend().NewEventBus());
-  Received received;
-  RM_ASSERT_OK(bus->Subscribe(received.Handler()));
-  std::vector<JobEvent> sent;
-  for (int i = 1; i <= 50; ++i) {
-    sent.push_back(MakeEvent(i));
-    RM_ASSERT_OK(bus->Publish(sent.back()));
-  }
-  ASSERT_TRUE(WaitFor([&] { return received.size() >= sent.size(); }, kDeliveryTimeout))
-      << "got " << received.size() << " of " << sent.size();
-  EXPECT_EQ(received.events(), sent);
-}
-
-TEST_P(CoordinationConformanceTest, EverySubscribedHandlerGetsEveryEvent) {
-  RM_ASSERT_OK_AND_ASSIGN(auto bus, backend().NewEventBus());
-  Received first;
-  Received second;
-  RM_ASSERT_OK(bus->Subscribe(first.Handler()));
-  RM_ASSERT_OK(bus->Subscribe(second.Handler()));
-  RM_ASSERT_OK(bus->Publish(MakeEvent(1)));
-  RM_ASSERT_OK(bus->Publish(MakeEvent(2)));
-  ASSERT_TRUE(WaitFor([&] { return first.size() >= 2 && second.size() >= 2; }, kDeliveryTimeout));
-  EXPECT_THAT(first.events(), ElementsAre(MakeEvent(1), MakeEvent(2)));
-  EXPECT_THAT(second.events(), ElementsAre(MakeEvent(1), MakeEvent(2)));
-}
-
-TEST_P(CoordinationConformanceTest, EventsPublishedBeforeSubscribeAreNotDelivered) {
-  RM_ASSERT_OK_AND_ASSIGN(auto bus, backend().NewEventBus());
-  RM_ASSERT_OK(bus->Publish(MakeEvent(1)));
-  Received received;
-  RM_ASSERT_OK(bus->Subscribe(received.Handler()));
-  RM_ASSERT_OK(bus->Publish(MakeEvent(2)));
-  ASSERT_TRUE(WaitFor([&] { return received.size() >= 1; }, kDeliveryTimeout));
-  EXPECT_THAT(received.events(), ElementsAre(MakeEvent(2)));
-}
-
-TEST_P(CoordinationConformanceTest, AnEmptyHandlerIsInvalidArgument) {
-  RM_ASSERT_OK_AND_ASSIGN(auto bus, backend().NewEventBus());
-  EXPECT_THAT(bus->Subscribe(nullptr), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace ringmaster::scheduler::store_test

@@ -1,4 +1,4 @@
-// The conformance suite for PendingQueue, Liveness and EventBus: one set of tests that the
+// The conformance suite for PendingQueue, Liveness and LeaderLease: one set of tests that the
 // in-memory (unit binary) and Redis (integration binary) implementations both pass. An
 // implementation joins with
 //   INSTANTIATE_TEST_SUITE_P(Name, CoordinationConformanceTest,
@@ -26,7 +26,6 @@ class CoordinationBackend {
   virtual ~CoordinationBackend() = default;
   virtual absl::StatusOr<std::unique_ptr<PendingQueue>> NewQueue() = 0;
   virtual absl::StatusOr<std::unique_ptr<Liveness>> NewLiveness() = 0;
-  virtual absl::StatusOr<std::unique_ptr<EventBus>> NewEventBus() = 0;
   // Leases made by one backend share their state, like two replicas on one Redis.
   virtual absl::StatusOr<std::unique_ptr<LeaderLease>> NewLease() = 0;
   // The backing state loses everything, as Redis does on FLUSHALL or an empty restart.

@@ -75,8 +75,7 @@ TEST(FaultInjectingJobStoreTest, AHungCallWaitsForHeal) {
   EXPECT_TRUE(returned);
 }
 
-// One in-memory queue, liveness and clock; "new" objects are handles on them. Event buses are
-// separate (an in-memory bus is one process's fan-out).
+// One in-memory queue, liveness and clock; "new" objects are handles on them.
 class InMemoryCoordinationBackend : public CoordinationBackend {
  public:
   absl::StatusOr<std::unique_ptr<PendingQueue>> NewQueue() override {
@@ -84,9 +83,6 @@ class InMemoryCoordinationBackend : public CoordinationBackend {
   }
   absl::StatusOr<std::unique_ptr<Liveness>> NewLiveness() override {
     return std::unique_ptr<Liveness>(new LivenessHandle(liveness_));
-  }
-  absl::StatusOr<std::unique_ptr<EventBus>> NewEventBus() override {
-    return std::unique_ptr<EventBus>(new InMemoryEventBus());
   }
   absl::StatusOr<std::unique_ptr<LeaderLease>> NewLease() override {
     return std::unique_ptr<LeaderLease>(new LeaseHandle(lease_));
@@ -169,32 +165,6 @@ TEST(InMemoryLivenessTest, ExpiresExactlyWhenTheTtlHasPassed) {
   clock.Advance(1);
   RM_ASSERT_OK_AND_ASSIGN(alive, liveness.Alive({"w1"}));
   EXPECT_THAT(alive, IsEmpty());
-}
-
-TEST(InMemoryEventBusTest, HandlersRunOffThePublishersThread) {
-  InMemoryEventBus bus;
-  std::thread::id handler_thread;
-  std::atomic<bool> done{false};
-  RM_ASSERT_OK(bus.Subscribe([&](const JobEvent&) {
-    handler_thread = std::this_thread::get_id();
-    done = true;
-  }));
-  RM_ASSERT_OK(bus.Publish(JobEvent{}));
-  ASSERT_TRUE(::ringmaster::test::WaitFor([&] { return done.load(); }, std::chrono::seconds(5)));
-  EXPECT_NE(handler_thread, std::this_thread::get_id());
-}
-
-TEST(InMemoryEventBusTest, DestructionDeliversWhatWasPublished) {
-  std::atomic<int> delivered{0};
-  {
-    InMemoryEventBus bus;
-    RM_ASSERT_OK(bus.Subscribe([&](const JobEvent&) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      ++delivered;
-    }));
-    for (int i = 0; i < 20; ++i) RM_ASSERT_OK(bus.Publish(JobEvent{}));
-  }
-  EXPECT_EQ(delivered.load(), 20);
 }
 
 // --- Pure helpers of the adapters --------------------------------------------------------

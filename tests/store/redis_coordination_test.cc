@@ -58,12 +58,6 @@ class RedisCoordinationBackend : public CoordinationBackend {
     if (!start_error_.ok()) return start_error_;
     return std::unique_ptr<Liveness>(new RedisLiveness(redis_));
   }
-  absl::StatusOr<std::unique_ptr<EventBus>> NewEventBus() override {
-    if (!start_error_.ok()) return start_error_;
-    // A bus per replica, each with its own connection.
-    return std::unique_ptr<EventBus>(
-        new RedisEventBus(std::make_shared<RedisConnection>(OptionsFor(*server_))));
-  }
   absl::StatusOr<std::unique_ptr<LeaderLease>> NewLease() override {
     if (!start_error_.ok()) return start_error_;
     return std::unique_ptr<LeaderLease>(new RedisLeaderLease(redis_));
@@ -97,43 +91,9 @@ class RedisCoordinationTest : public ::testing::Test {
   std::shared_ptr<RedisConnection> redis_;
 };
 
-JobEvent MakeEvent(int64_t seq) {
-  JobEvent event;
-  event.job_id = "j-1";
-  event.seq = seq;
-  event.state = JobState::kRunning;
-  event.time_ms = seq;
-  return event;
-}
-
-class Received {
- public:
-  std::function<void(const JobEvent&)> Handler() {
-    return [this](const JobEvent& event) {
-      std::lock_guard<std::mutex> lock(mu_);
-      events_.push_back(event);
-    };
-  }
-  std::vector<JobEvent> events() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return events_;
-  }
-  bool Has(int64_t seq) {
-    for (const auto& event : events()) {
-      if (event.seq == seq) return true;
-    }
-    return false;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<JobEvent> events_;
-};
-
 TEST_F(RedisCoordinationTest, RedisStoppedIsUnavailableAndRecoversWhenItIsBack) {
   RedisPendingQueue queue(redis_);
   RedisLiveness liveness(redis_);
-  RedisEventBus bus(redis_);
   RM_ASSERT_OK(queue.Rebuild({{"a", 0, 1}}));
   RM_ASSERT_OK(server_->Stop());
 
@@ -146,8 +106,6 @@ TEST_F(RedisCoordinationTest, RedisStoppedIsUnavailableAndRecoversWhenItIsBack) 
   EXPECT_THAT(queue.Rebuild({}), StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_THAT(liveness.Beat("w1", 1000), StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_THAT(liveness.Alive({"w1"}), StatusIs(absl::StatusCode::kUnavailable));
-  EXPECT_THAT(bus.Publish(MakeEvent(1)), StatusIs(absl::StatusCode::kUnavailable));
-  EXPECT_THAT(bus.Subscribe([](const JobEvent&) {}), StatusIs(absl::StatusCode::kUnavailable));
 
   RM_ASSERT_OK(server_->Start());
   // Same connection object: it reconnects by itself.
@@ -155,7 +113,6 @@ TEST_F(RedisCoordinationTest, RedisStoppedIsUnavailableAndRecoversWhenItIsBack) 
   RM_ASSERT_OK_AND_ASSIGN(auto ids, queue.List());
   EXPECT_THAT(ids, ElementsAre("b"));
   RM_ASSERT_OK(liveness.Beat("w1", 60'000));
-  RM_ASSERT_OK(bus.Subscribe([](const JobEvent&) {}));
 }
 
 TEST_F(RedisCoordinationTest, ARedisRestartedEmptyLeavesTheQueueNotIntact) {
@@ -235,68 +192,6 @@ TEST_F(RedisCoordinationTest, ErrorRepliesComeBackAsStatusesAndKeepTheConnection
               StatusIs(absl::StatusCode::kInternal));
   RM_ASSERT_OK_AND_ASSIGN(auto reply, redis_->Command({"GET", "rmtest:s"}));
   EXPECT_EQ(std::string(reply->str, reply->len), "x");
-}
-
-TEST_F(RedisCoordinationTest, EventsFanOutToEveryReplica) {
-  RedisEventBus publisher(std::make_shared<RedisConnection>(OptionsFor(*server_)));
-  RedisEventBus replica1(std::make_shared<RedisConnection>(OptionsFor(*server_)));
-  RedisEventBus replica2(std::make_shared<RedisConnection>(OptionsFor(*server_)));
-  Received r1, r2;
-  RM_ASSERT_OK(replica1.Subscribe(r1.Handler()));
-  RM_ASSERT_OK(replica2.Subscribe(r2.Handler()));
-  for (int i = 1; i <= 10; ++i) RM_ASSERT_OK(publisher.Publish(MakeEvent(i)));
-  ASSERT_TRUE(WaitFor([&] { return r1.events().size() >= 10 && r2.events().size() >= 10; },
-                      std::chrono::seconds(10)));
-  EXPECT_EQ(r1.events(), r2.events());
-}
-
-TEST_F(RedisCoordinationTest, BusesWithOtherPrefixesDoNotHearEachOther) {
-  RedisEventBus a(std::make_shared<RedisConnection>(OptionsFor(*server_, 3, "a:")));
-  RedisEventBus b(std::make_shared<RedisConnection>(OptionsFor(*server_, 3, "b:")));
-  Received ra, rb;
-  RM_ASSERT_OK(a.Subscribe(ra.Handler()));
-  RM_ASSERT_OK(b.Subscribe(rb.Handler()));
-  RM_ASSERT_OK(a.Publish(MakeEvent(1)));
-  RM_ASSERT_OK(b.Publish(MakeEvent(2)));
-  ASSERT_TRUE(WaitFor([&] { return ra.Has(1) && rb.Has(2); }, std::chrono::seconds(10)));
-  EXPECT_THAT(ra.events(), ElementsAre(MakeEvent(1)));
-  EXPECT_THAT(rb.events(), ElementsAre(MakeEvent(2)));
-}
-
-TEST_F(RedisCoordinationTest, TheEventBusKeepsDeliveringAfterARedisRestart) {
-  RedisEventBus publisher(std::make_shared<RedisConnection>(OptionsFor(*server_)));
-  RedisEventBus subscriber(std::make_shared<RedisConnection>(OptionsFor(*server_)));
-  Received received;
-  RM_ASSERT_OK(subscriber.Subscribe(received.Handler()));
-  RM_ASSERT_OK(publisher.Publish(MakeEvent(1)));
-  ASSERT_TRUE(WaitFor([&] { return received.Has(1); }, std::chrono::seconds(10)));
-
-  RM_ASSERT_OK(server_->Stop());
-  RM_ASSERT_OK(server_->Start());
-  // The subscriber re-subscribes on its own within a few hundred ms; events published before
-  // it has are lost (pub/sub), so keep publishing until one arrives.
-  int64_t seq = 100;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        (void)publisher.Publish(MakeEvent(++seq));
-        return received.events().back().seq >= 100;
-      },
-      std::chrono::seconds(15), std::chrono::milliseconds(50)))
-      << "no event delivered after the restart";
-  // And it stays subscribed: the next event arrives too.
-  RM_ASSERT_OK(publisher.Publish(MakeEvent(1000)));
-  EXPECT_TRUE(WaitFor([&] { return received.Has(1000); }, std::chrono::seconds(10)));
-}
-
-TEST_F(RedisCoordinationTest, TheEventBusStopsPromptlyEvenWhileRedisIsDown) {
-  auto bus =
-      std::make_unique<RedisEventBus>(std::make_shared<RedisConnection>(OptionsFor(*server_)));
-  RM_ASSERT_OK(bus->Subscribe([](const JobEvent&) {}));
-  RM_ASSERT_OK(server_->Stop());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it start retrying
-  auto start = std::chrono::steady_clock::now();
-  bus.reset();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
 TEST_F(RedisCoordinationTest, AHeartbeatExpiresWithItsRealTtl) {

@@ -61,6 +61,11 @@ std::string TestDatabase::UrlForDatabase(const std::string& admin_url,
 absl::StatusOr<std::unique_ptr<TestDatabase>> TestDatabase::Create() {
   auto admin = AdminUrl();
   if (!admin.ok()) return admin.status();
+  return CreateOn(*admin);
+}
+
+absl::StatusOr<std::unique_ptr<TestDatabase>> TestDatabase::CreateOn(const std::string& admin_url) {
+  const std::string* admin = &admin_url;
   static std::atomic<int> counter{0};
   std::random_device random;
   std::string name = absl::StrCat("rm_test_", getpid(), "_", counter.fetch_add(1), "_",

@@ -22,6 +22,8 @@ class TestDatabase {
   // CREATE DATABASE rm_test_<pid>_<counter>_<random>. FAILED_PRECONDITION when the variable is
   // unset, UNAVAILABLE when the server cannot be reached.
   static absl::StatusOr<std::unique_ptr<TestDatabase>> Create();
+  // The same on the server of `admin_url` (e.g. a PostgresServer of the test's own).
+  static absl::StatusOr<std::unique_ptr<TestDatabase>> CreateOn(const std::string& admin_url);
 
   TestDatabase(const TestDatabase&) = delete;
   TestDatabase& operator=(const TestDatabase&) = delete;

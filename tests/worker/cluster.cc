@@ -71,12 +71,13 @@ void WorkerProcess::Stop() {
   if (process_ && process_->Running()) (void)process_->Stop(std::chrono::seconds(10));
 }
 
-absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start() {
+absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(const std::string& pg_admin_url,
+                                                        std::vector<std::string> scheduler_args) {
   auto c = std::unique_ptr<Cluster>(new Cluster());
   std::string templ = ::testing::TempDir() + "ringmaster-e2e-XXXXXX";
   if (mkdtemp(templ.data()) == nullptr) return absl::InternalError("mkdtemp failed");
   c->dir_ = templ;
-  auto db = TestDatabase::Create();
+  auto db = pg_admin_url.empty() ? TestDatabase::Create() : TestDatabase::CreateOn(pg_admin_url);
   if (!db.ok()) return db.status();
   c->db_ = *std::move(db);
   auto redis = RedisServer::StartNew();
@@ -84,7 +85,8 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start() {
   c->redis_ = *std::move(redis);
   // Real workers, rank processes and a parallel ctest share two cores in CI: a heartbeat
   // timeout of 3 s keeps a busy moment from reading as a lost worker.
-  auto scheduler = SchedulerProcess::Start(c->db_->url(), c->redis_->addr(), 3000);
+  auto scheduler =
+      SchedulerProcess::Start(c->db_->url(), c->redis_->addr(), 3000, std::move(scheduler_args));
   if (!scheduler.ok()) return scheduler.status();
   c->scheduler_ = *std::move(scheduler);
   return c;

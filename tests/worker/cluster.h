@@ -59,8 +59,10 @@ class WorkerProcess {
 
 class Cluster {
  public:
-  // Database, Redis and scheduler; workers come with AddWorker.
-  static absl::StatusOr<std::unique_ptr<Cluster>> Start();
+  // Database, Redis and scheduler; workers come with AddWorker. The database is made on the
+  // shared test server, or on `pg_admin_url`'s; `scheduler_args` go to the scheduler.
+  static absl::StatusOr<std::unique_ptr<Cluster>> Start(
+      const std::string& pg_admin_url = "", std::vector<std::string> scheduler_args = {});
   ~Cluster();
 
   absl::Status AddWorker(const WorkerConfig& config);
@@ -74,6 +76,7 @@ class Cluster {
   WorkerProcess* worker(const std::string& id);
   std::vector<std::unique_ptr<WorkerProcess>>& workers() { return workers_; }
   SchedulerProcess& scheduler() { return *scheduler_; }
+  RedisServer& redis() { return *redis_; }
   const std::string& dir() const { return dir_; }
 
   absl::StatusOr<std::string> Submit(const v1::JobSpec& spec);

@@ -1,5 +1,5 @@
 // The scheduler's rebuildable state, kept in Redis in production: the pending queue, worker
-// liveness, the leader lease and the event fan-out. Everything here can be rebuilt from the JobStore, so losing
+// liveness and the leader lease. Everything here can be rebuilt from the JobStore, so losing
 // it (a Redis flush or restart) loses no job. Implementations: Redis* and InMemory*, both
 // passing tests/store/coordination_conformance.h. All are thread-safe.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_STORE_COORDINATION_H_
@@ -60,16 +60,6 @@ class LeaderLease {
   virtual absl::StatusOr<bool> Hold(const std::string& holder, int64_t ttl_ms) = 0;
   // Gives the lease up if `holder` has it, so a standby takes over at once; else does nothing.
   virtual absl::Status Release(const std::string& holder) = 0;
-};
-
-// Job events fanned out to every scheduler replica (for WatchJob).
-class EventBus {
- public:
-  virtual ~EventBus() = default;
-  virtual absl::Status Publish(const JobEvent& event) = 0;
-  // Calls `handler` for every event published from now on, on a thread of the bus, until the
-  // bus is destroyed. Call once, before publishing.
-  virtual absl::Status Subscribe(std::function<void(const JobEvent&)> handler) = 0;
 };
 
 }  // namespace ringmaster::scheduler

@@ -113,48 +113,4 @@ absl::Status InMemoryLeaderLease::Release(const std::string& holder) {
   return absl::OkStatus();
 }
 
-InMemoryEventBus::InMemoryEventBus() : thread_([this] { Dispatch(); }) {}
-
-InMemoryEventBus::~InMemoryEventBus() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-}
-
-absl::Status InMemoryEventBus::Publish(const JobEvent& event) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    // Like Redis pub/sub: an event nobody listens to is gone.
-    if (handlers_.empty()) return absl::OkStatus();
-    pending_.push_back(event);
-  }
-  cv_.notify_all();
-  return absl::OkStatus();
-}
-
-absl::Status InMemoryEventBus::Subscribe(std::function<void(const JobEvent&)> handler) {
-  if (!handler) return absl::InvalidArgumentError("Subscribe: empty handler");
-  std::lock_guard<std::mutex> lock(mu_);
-  handlers_.push_back(std::move(handler));
-  return absl::OkStatus();
-}
-
-void InMemoryEventBus::Dispatch() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (true) {
-    cv_.wait(lock, [this] { return stop_ || !pending_.empty(); });
-    if (pending_.empty()) return;  // stop_ and nothing left to deliver
-    JobEvent event = std::move(pending_.front());
-    pending_.pop_front();
-    auto handlers = handlers_;
-    // Handlers may publish or take their own locks: call them unlocked.
-    lock.unlock();
-    for (const auto& handler : handlers) handler(event);
-    lock.lock();
-  }
-}
-
 }  // namespace ringmaster::scheduler

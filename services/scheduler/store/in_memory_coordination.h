@@ -1,4 +1,4 @@
-// In-memory PendingQueue, Liveness and EventBus: real implementations with the semantics of the
+// In-memory PendingQueue, Liveness and LeaderLease: real implementations with the semantics of the
 // Redis ones (they pass the same conformance suite), for unit tests and single-process runs.
 // All are thread-safe.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_STORE_IN_MEMORY_COORDINATION_H_
@@ -72,30 +72,6 @@ class InMemoryLeaderLease : public LeaderLease {
   std::mutex mu_;
   std::string holder_;
   int64_t expires_at_ms_ = 0;
-};
-
-// Delivers events to every subscribed handler, in publish order, on one dispatch thread of the
-// bus (never on the publisher's thread, as with Redis). Several Subscribe calls each add a
-// handler. The destructor delivers what was already published, then stops the thread.
-class InMemoryEventBus : public EventBus {
- public:
-  InMemoryEventBus();
-  InMemoryEventBus(const InMemoryEventBus&) = delete;
-  InMemoryEventBus& operator=(const InMemoryEventBus&) = delete;
-  ~InMemoryEventBus() override;
-
-  absl::Status Publish(const JobEvent& event) override;
-  absl::Status Subscribe(std::function<void(const JobEvent&)> handler) override;
-
- private:
-  void Dispatch();
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<JobEvent> pending_;
-  std::vector<std::function<void(const JobEvent&)>> handlers_;
-  bool stop_ = false;
-  std::thread thread_;  // last: starts after the members above exist
 };
 
 }  // namespace ringmaster::scheduler

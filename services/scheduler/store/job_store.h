@@ -24,7 +24,7 @@ struct CreateJobResult {
 // One durable change of a job, part of a WriteBatch.
 struct JobWrite {
   enum class Kind {
-    kCreate,  // a new job (PENDING, no placement) and its first event
+    kCreate,  // a new job (attempt 0, unplaced, created = updated) and its first event (seq 1)
     kUpdate,  // the job's mutable fields after a transition, and the transition's event
   };
   Kind kind = Kind::kUpdate;

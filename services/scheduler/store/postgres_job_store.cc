@@ -66,13 +66,26 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"check_fence", "SELECT epoch FROM leader_fence WHERE id = 1 FOR SHARE"},
     {"take_fence", "UPDATE leader_fence SET epoch = epoch + 1, taken_at = now() WHERE id = 1 "
                    "RETURNING epoch"},
-    {"insert_new_job",
-     "INSERT INTO jobs (id, request_id, name, queue, priority, spec, state, attempt, "
+    // New jobs and their first events in one round trip, whatever their number; rows whose id
+    // or request id is taken are skipped (the caller finds out which from RETURNING).
+    {"insert_new_jobs",
+     "WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], "
+     "$5::integer[], $6::text[], $7::bigint[], $8::text[], $9::bigint[], $10::text[], "
+     "$11::text[]) "
+     "WITH ORDINALITY AS v(id, request_id, name, queue, priority, spec, created_at_ms, reason, "
+     "time_ms, state, pending_reason, ord)), "
+     "ins AS (INSERT INTO jobs (id, request_id, name, queue, priority, spec, state, attempt, "
      "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "
      "finished_at_ms, exit_code, message) "
-     "VALUES ($1, NULLIF($2, ''), $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, "
-     "$15, $16, $17) "
-     "ON CONFLICT DO NOTHING RETURNING seq"},
+     "SELECT id, NULLIF(request_id, ''), name, queue, priority, spec::jsonb, state, 0, "
+     "pending_reason, '', 1, "
+     "created_at_ms, created_at_ms, 0, 0, 0, '' FROM v ORDER BY ord "
+     "ON CONFLICT DO NOTHING RETURNING id, seq), "
+     "ev AS (INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
+     "SELECT v.id, 1, v.state, 0, v.reason, 0, v.time_ms FROM v JOIN ins ON ins.id = v.id) "
+     "SELECT id, seq FROM ins"},
+    {"select_jobs_by_request",
+     "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE request_id = ANY($1::text[])"},
     {"lock_jobs", "SELECT id, state FROM jobs WHERE id = ANY($1::text[]) FOR UPDATE"},
     {"update_jobs",
      "UPDATE jobs SET state = v.state, attempt = v.attempt, pending_reason = v.pending_reason, "
@@ -463,32 +476,67 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
       events.Add(5, absl::StrCat(e.exit_code));
       events.Add(6, absl::StrCat(e.time_ms));
     };
+    std::vector<const JobWrite*> creates;
     for (const JobWrite& w : batch.jobs) {
-      if (w.kind != JobWrite::Kind::kCreate) continue;
-      const Job& job = w.job;
-      pqxx::result inserted = tx.exec_prepared(
-          "insert_new_job", job.id, job.request_id, job.spec.name, job.spec.queue,
-          job.spec.priority, SpecToJson(job.spec), JobStateName(job.state), job.attempt,
-          job.pending_reason, job.token, job.last_event_seq, job.created_at_ms,
-          job.updated_at_ms, job.started_at_ms, job.finished_at_ms, job.exit_code, job.message);
-      if (!inserted.empty()) {
-        Job created = job;
-        created.seq = inserted[0][0].as<int64_t>();
-        add_event(job.id, w.event);
-        result.created.push_back(CreateJobResult{std::move(created), false});
-        continue;
+      if (w.kind == JobWrite::Kind::kCreate) creates.push_back(&w);
+    }
+    if (!creates.empty()) {
+      Columns rows(11);
+      for (const JobWrite* w : creates) {
+        const Job& job = w->job;
+        rows.Add(0, job.id);
+        rows.Add(1, job.request_id);
+        rows.Add(2, job.spec.name);
+        rows.Add(3, job.spec.queue);
+        rows.Add(4, absl::StrCat(job.spec.priority));
+        rows.Add(5, SpecToJson(job.spec));
+        rows.Add(6, absl::StrCat(job.created_at_ms));
+        rows.Add(7, w->event.reason);
+        rows.Add(8, absl::StrCat(w->event.time_ms));
+        rows.Add(9, JobStateName(job.state));
+        rows.Add(10, job.pending_reason);
       }
-      if (!job.request_id.empty()) {
-        pqxx::result existing = tx.exec_prepared("select_job_by_request", job.request_id);
-        if (!existing.empty()) {
-          RM_ASSIGN_OR_RETURN(std::vector<Job> found, JobsFromResult(existing));
-          RM_RETURN_IF_ERROR(AttachPlacements(tx, &found));
-          result.created.push_back(CreateJobResult{std::move(found.front()), true});
-          continue;
+      std::map<std::string, int64_t> inserted;
+      for (const auto& row : tx.exec_prepared("insert_new_jobs", rows.Array(0), rows.Array(1),
+                                              rows.Array(2), rows.Array(3), rows.Array(4),
+                                              rows.Array(5), rows.Array(6), rows.Array(7),
+                                              rows.Array(8), rows.Array(9), rows.Array(10))) {
+        inserted[row[0].as<std::string>()] = row[1].as<int64_t>();
+      }
+      // The rest met a taken request id (the earlier job is the answer) or a taken job id.
+      std::vector<std::string> repeated;
+      for (const JobWrite* w : creates) {
+        if (!inserted.contains(w->job.id) && !w->job.request_id.empty()) {
+          repeated.push_back(w->job.request_id);
         }
       }
-      result.created.push_back(
-          absl::AbortedError(absl::StrCat("job id ", job.id, " is taken; choose another")));
+      std::map<std::string, Job> earlier;  // by request id
+      if (!repeated.empty()) {
+        RM_ASSIGN_OR_RETURN(
+            std::vector<Job> found,
+            JobsFromResult(tx.exec_prepared("select_jobs_by_request", TextArrayLiteral(repeated))));
+        RM_RETURN_IF_ERROR(AttachPlacements(tx, &found));
+        for (Job& job : found) earlier[job.request_id] = std::move(job);
+      }
+      for (const JobWrite* w : creates) {
+        const Job& job = w->job;
+        if (auto it = inserted.find(job.id); it != inserted.end()) {
+          // Its own row, unless an earlier create of this batch took the request id first.
+          auto e = earlier.find(job.request_id);
+          if (e == earlier.end() || e->second.id == job.id) {
+            Job created = job;
+            created.seq = it->second;
+            result.created.push_back(CreateJobResult{std::move(created), false});
+            continue;
+          }
+        }
+        if (auto e = earlier.find(job.request_id); !job.request_id.empty() && e != earlier.end()) {
+          result.created.push_back(CreateJobResult{e->second, true});
+          continue;
+        }
+        result.created.push_back(
+            absl::AbortedError(absl::StrCat("job id ", job.id, " is taken; choose another")));
+      }
     }
 
     if (!last_update.empty()) {

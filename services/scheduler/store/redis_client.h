@@ -1,5 +1,5 @@
-// A small synchronous Redis client over hiredis: RedisConnection for commands (shared by the
-// Redis-backed stores) and RedisSubscription for one pub/sub channel. Every failure comes back
+// A small synchronous Redis client over hiredis: RedisConnection for commands, shared by the
+// Redis-backed stores. Every failure comes back
 // as a Status naming the server: UNAVAILABLE when Redis cannot be reached or the connection
 // broke (the next call reconnects), the error reply's text otherwise. hiredis return codes are
 // checked at each call with the RM_REDIS_* macros, which keep the call text, file:line and
@@ -109,30 +109,6 @@ class RedisConnection {
   const RedisOptions options_;
   std::mutex mu_;
   redisContext* ctx_ = nullptr;  // null: connect on next use
-};
-
-// A connection subscribed to one channel. Not thread-safe: one thread owns it.
-class RedisSubscription {
- public:
-  // Connects and subscribes; returns once Redis confirmed, so every message published after it
-  // returns is delivered. UNAVAILABLE when Redis cannot be reached.
-  static absl::StatusOr<std::unique_ptr<RedisSubscription>> Open(const RedisOptions& options,
-                                                                 const std::string& channel);
-  RedisSubscription(const RedisSubscription&) = delete;
-  RedisSubscription& operator=(const RedisSubscription&) = delete;
-  ~RedisSubscription();
-
-  // The next message's payload, or nullopt when none came within `timeout`. UNAVAILABLE when
-  // the connection broke (e.g. Redis restarted): Open a new subscription.
-  absl::StatusOr<std::optional<std::string>> Next(std::chrono::milliseconds timeout);
-
- private:
-  RedisSubscription(RedisOptions options, std::string channel, redisContext* ctx);
-  absl::StatusOr<RedisReply> ReadReply(std::chrono::milliseconds timeout);
-
-  const RedisOptions options_;
-  const std::string channel_;
-  redisContext* ctx_;
 };
 
 }  // namespace ringmaster::scheduler

@@ -5,8 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "convert/convert.h"
-#include "ringmaster/v1/job.pb.h"
 #include "store/store_checks.h"
 
 namespace ringmaster::scheduler {
@@ -18,33 +16,10 @@ using store_internal::CheckQueueEntry;
 
 // Rebuild sends ZADD in pieces of this many members to bound one command's size.
 constexpr size_t kZaddChunk = 1000;
-constexpr auto kPollInterval = std::chrono::milliseconds(100);
-constexpr auto kResubscribeDelay = std::chrono::milliseconds(200);
 
 int64_t IntegerScore(const QueueEntry& entry) {
   return int64_t{store_internal::kMaxPriority - entry.priority} * store_internal::kSeqLimit +
          entry.seq;
-}
-
-absl::StatusOr<JobEvent> DecodeEvent(const std::string& payload) {
-  v1::JobEvent proto;
-  if (!proto.ParseFromString(payload)) {
-    return absl::DataLossError("event on the bus is not a ringmaster.v1.JobEvent");
-  }
-  auto state = FromProto(proto.state());
-  if (!state.has_value()) {
-    return absl::DataLossError(
-        absl::StrCat("event of job ", proto.job_id(), " has no valid state"));
-  }
-  JobEvent event;
-  event.job_id = proto.job_id();
-  event.seq = proto.seq();
-  event.state = *state;
-  event.attempt = proto.attempt();
-  event.reason = proto.reason();
-  event.exit_code = proto.exit_code();
-  event.time_ms = proto.time_ms();
-  return event;
 }
 
 // Error replies inside an EXEC result fail the transaction's caller too.
@@ -173,74 +148,6 @@ absl::Status RedisLeaderLease::Release(const std::string& holder) {
       "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end\n"
       "return 0\n";
   return redis_->Command({"EVAL", kRelease, "1", key_, holder}).status();
-}
-
-RedisEventBus::RedisEventBus(std::shared_ptr<RedisConnection> redis)
-    : redis_(std::move(redis)), channel_(redis_->Key("events")) {}
-
-RedisEventBus::~RedisEventBus() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-absl::Status RedisEventBus::Publish(const JobEvent& event) {
-  return redis_->Command({"PUBLISH", channel_, ToProto(event).SerializeAsString()}).status();
-}
-
-absl::Status RedisEventBus::Subscribe(std::function<void(const JobEvent&)> handler) {
-  if (!handler) return absl::InvalidArgumentError("Subscribe: empty handler");
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!thread_.joinable()) {
-    RM_ASSIGN_OR_RETURN(auto subscription, RedisSubscription::Open(redis_->options(), channel_));
-    thread_ = std::thread([this, s = std::move(subscription)]() mutable { Run(std::move(s)); });
-  }
-  handlers_.push_back(std::move(handler));
-  return absl::OkStatus();
-}
-
-void RedisEventBus::Run(std::unique_ptr<RedisSubscription> subscription) {
-  auto stopping = [this] {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stop_;
-  };
-  while (!stopping()) {
-    if (subscription == nullptr) {
-      auto opened = RedisSubscription::Open(redis_->options(), channel_);
-      if (!opened.ok()) {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait_for(lock, kResubscribeDelay, [this] { return stop_; });
-        continue;
-      }
-      RM_LOG(kInfo) << "event bus: subscribed again to " << channel_ << " on "
-                    << redis_->options().Address();
-      subscription = std::move(*opened);
-    }
-    auto message = subscription->Next(kPollInterval);
-    if (!message.ok()) {
-      RM_LOG(kWarning) << "event bus: subscription lost, resubscribing: " << message.status();
-      subscription.reset();
-      continue;
-    }
-    if (message->has_value()) Deliver(**message);
-  }
-}
-
-void RedisEventBus::Deliver(const std::string& payload) {
-  auto event = DecodeEvent(payload);
-  if (!event.ok()) {
-    RM_LOG(kWarning) << "event bus: dropping a message on " << channel_ << ": " << event.status();
-    return;
-  }
-  std::vector<std::function<void(const JobEvent&)>> handlers;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    handlers = handlers_;
-  }
-  for (const auto& handler : handlers) handler(*event);
 }
 
 }  // namespace ringmaster::scheduler

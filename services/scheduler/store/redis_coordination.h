@@ -1,13 +1,13 @@
-// Redis-backed PendingQueue, Liveness and EventBus: the scheduler's rebuildable state, shared by
+// Redis-backed PendingQueue, Liveness and LeaderLease: the scheduler's rebuildable state, shared by
 // every scheduler replica. They share one RedisConnection (commands are serialized on it);
-// every key and channel starts with the connection's key prefix. Redis down is UNAVAILABLE on
+// every key starts with the connection's key prefix. Redis down is UNAVAILABLE on
 // every call, never a crash; the connection reconnects on the next call. All are thread-safe.
 //
 // Keys, with the default prefix "rm:":
 //   rm:pending         ZSET of queued job ids, scored in policy order (see RedisPendingQueue)
 //   rm:pending:intact  marker set by Rebuild; its absence means Redis lost the queue
 //   rm:alive:<worker>  "1" with a TTL: the worker's last heartbeat
-//   rm:events          pub/sub channel of serialized ringmaster.v1.JobEvent messages
+//   rm:leader          the leader lease: the holder, with a TTL
 #ifndef RINGMASTER_SERVICES_SCHEDULER_STORE_REDIS_COORDINATION_H_
 #define RINGMASTER_SERVICES_SCHEDULER_STORE_REDIS_COORDINATION_H_
 
@@ -78,37 +78,6 @@ class RedisLeaderLease : public LeaderLease {
  private:
   std::shared_ptr<RedisConnection> redis_;
   std::string key_;
-};
-
-// PUBLISH on one channel; Subscribe opens its own connection (a subscribed connection can do
-// nothing else) and runs one thread that calls the handlers per message, in publish order.
-// When the subscription breaks (Redis restarted) the thread re-subscribes, retrying every
-// 200 ms; events published while it was not subscribed are lost, as pub/sub loses them, which
-// is why WatchJob reads the JobStore's events first. The destructor stops and joins the thread
-// (it notices within about 100 ms).
-class RedisEventBus : public EventBus {
- public:
-  explicit RedisEventBus(std::shared_ptr<RedisConnection> redis);
-  RedisEventBus(const RedisEventBus&) = delete;
-  RedisEventBus& operator=(const RedisEventBus&) = delete;
-  ~RedisEventBus() override;
-
-  absl::Status Publish(const JobEvent& event) override;
-  // The first call subscribes before it returns (UNAVAILABLE when Redis is down: call again);
-  // later calls add handlers to the same subscription.
-  absl::Status Subscribe(std::function<void(const JobEvent&)> handler) override;
-
- private:
-  void Run(std::unique_ptr<RedisSubscription> subscription);
-  void Deliver(const std::string& payload);
-
-  std::shared_ptr<RedisConnection> redis_;
-  const std::string channel_;
-  std::mutex mu_;
-  std::condition_variable cv_;  // wakes the thread's retry wait on stop
-  bool stop_ = false;
-  std::vector<std::function<void(const JobEvent&)>> handlers_;
-  std::thread thread_;
 };
 
 }  // namespace ringmaster::scheduler

@@ -21,8 +21,14 @@ absl::Status CheckBatch(const WriteBatch& batch, int64_t epoch) {
   }
   for (const JobWrite& w : batch.jobs) {
     if (auto s = CheckJobAndEvent(w.job, &w.event); !s.ok()) return s;
-    if (w.kind == JobWrite::Kind::kCreate && !w.job.placement.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("new job ", w.job.id, " has a placement"));
+    if (w.kind == JobWrite::Kind::kCreate &&
+        (!w.job.placement.empty() || w.job.attempt != 0 || w.job.last_event_seq != 1 ||
+         !w.job.token.empty() || w.event.seq != 1 || w.event.state != w.job.state ||
+         w.event.attempt != 0 || w.job.started_at_ms != 0 || w.job.finished_at_ms != 0 ||
+         w.job.updated_at_ms != w.job.created_at_ms || w.job.exit_code != 0 ||
+         !w.job.message.empty())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "new job ", w.job.id, " must be unplaced, at attempt 0, with only its first event"));
     }
   }
   for (const Worker& w : batch.workers) {
