@@ -23,3 +23,11 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
     endif()
   endforeach()
 endif()
+
+# The worker's host layer (files, /proc, pipes, ports) and its Agent driven directly.
+ringmaster_test(worker_host_test unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_test.cc
+  LIBS ringmaster_worker_host)
+ringmaster_test(worker_agent_test unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/agent_test.cc
+  LIBS ringmaster_worker_lib)
