@@ -756,6 +756,11 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
   return info;
 }
 
+int Agent::ExecWaiters() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return exec_waiters_;
+}
+
 absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t attempt,
                                              const std::string& token, int32_t mpi_rank,
                                              pid_t pid) {

@@ -180,6 +180,8 @@ class Agent {
                           const RankExit& exit);
   absl::Status ReportThroughput(const std::string& job_id, int32_t attempt,
                                 const std::string& token, int32_t rank, double images_per_second);
+  // How many Exec calls wait for an assignment right now (bounded by max_exec_waiters).
+  int ExecWaiters();
   // Streams a rank's log (see ReadLogsRequest). `write(data, attempt)` returning false ends it.
   absl::Status ReadLogs(const std::string& job_id, int32_t rank, std::optional<int32_t> attempt,
                         bool follow, const std::function<bool(std::string_view, int32_t)>& write,

@@ -66,30 +66,26 @@ TEST(AgentExecTest, ExecCallsWaitingForUnknownAttemptsAreBounded) {
   Agent agent(options, nullptr);
 
   std::atomic<bool> cancel_waiters{false};
+  auto wait_for_waiters = [&](int n) {
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (agent.ExecWaiters() < n && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return agent.ExecWaiters();
+  };
   auto w1 = std::async(std::launch::async,
                        [&] { return ExecFor(agent, "j-unknown-1", {"true"}, cancel_waiters); });
+  ASSERT_EQ(wait_for_waiters(1), 1);
   auto w2 = std::async(std::launch::async,
                        [&] { return ExecFor(agent, "j-unknown-2", {"true"}, cancel_waiters); });
-  // Once both wait, a third is turned away at once, however long exec_wait is.
-  absl::StatusOr<ExitInfo> third = absl::UnknownError("not run");
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  Clock::duration took{};
-  while (Clock::now() < deadline) {
-    std::atomic<bool> cancel_third{false};
-    // Should a waiter not be counted yet, this call waits itself: cancel it soon.
-    std::thread canceller([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      cancel_third = true;
-    });
-    const auto start = Clock::now();
-    third = ExecFor(agent, "j-unknown-3", {"true"}, cancel_third);
-    took = Clock::now() - start;
-    canceller.join();
-    if (third.status().code() == absl::StatusCode::kResourceExhausted) break;
-  }
+  ASSERT_EQ(wait_for_waiters(2), 2);
+  // Both wait: a third is turned away at once, however long exec_wait is.
+  const std::atomic<bool> never{false};
+  const auto start = Clock::now();
+  absl::StatusOr<ExitInfo> third = ExecFor(agent, "j-unknown-3", {"true"}, never);
   EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted) << third.status();
   EXPECT_THAT(third.status().message(), HasSubstr("2 Exec calls waiting"));
-  EXPECT_LT(took, std::chrono::milliseconds(200));
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(500));
 
   // Waiters whose callers gave up leave promptly and free their places.
   const auto cancelled_at = Clock::now();
@@ -97,6 +93,7 @@ TEST(AgentExecTest, ExecCallsWaitingForUnknownAttemptsAreBounded) {
   EXPECT_EQ(w1.get().status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(w2.get().status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_LT(Clock::now() - cancelled_at, std::chrono::seconds(2));
+  EXPECT_EQ(agent.ExecWaiters(), 0);
   std::atomic<bool> quick_cancel{true};
   EXPECT_EQ(ExecFor(agent, "j-unknown-4", {"true"}, quick_cancel).status().code(),
             absl::StatusCode::kPermissionDenied);
