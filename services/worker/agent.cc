@@ -351,6 +351,9 @@ void Agent::StartTeardownLocked(Attempt& attempt, const std::string& why, bool n
     attempt.teardown_at = Clock::now();
     attempt.signal_at =
         attempt.teardown_at + (wait_for_clean_exit ? options_.clean_exit_wait : Clock::duration{});
+  } else if (!normal_end && attempt.signal_at > Clock::now()) {
+    // A failure here or the worker's shutdown during the wait for a clean exit: stop now.
+    attempt.signal_at = Clock::now();
   }
   attempt.quiet = false;
   {

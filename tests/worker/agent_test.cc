@@ -156,6 +156,31 @@ TEST(AgentTeardownTest, WithoutTheCleanExitWaitTheSameStopSignalsOrted) {
   EXPECT_EQ(info->signal, SIGTERM);
 }
 
+TEST(AgentTeardownTest, ShutdownDuringTheCleanExitWaitDoesNotWaitItOut) {
+  const std::string dir = TempDir();
+  AgentOptions options = Options(dir);
+  options.clean_exit_wait = std::chrono::seconds(30);
+  Agent agent(options, nullptr);
+  agent.Start();
+  agent.OnAssignment(PeerAssignment("j-shutdown"));
+  std::atomic<bool> never{false};
+  auto exec = std::async(std::launch::async,
+                         [&] { return ExecFor(agent, "j-shutdown", {"sleep", "30"}, never); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(agent.StartRank("j-shutdown", 0, "secret-token", 1, getpid()).ok());
+  RankExit exit;
+  exit.rank = 1;
+  ASSERT_TRUE(agent.ReportExit("j-shutdown", 0, "secret-token", exit).ok());
+  agent.OnStop("j-shutdown", 0, "job SUCCEEDED");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto start = Clock::now();
+  agent.Shutdown();
+  absl::StatusOr<ExitInfo> info = exec.get();
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->signal, SIGTERM);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
 TEST(AgentTeardownTest, StopBeforeAnyRankEndedSignalsAtOnce) {
   const std::string dir = TempDir();
   AgentOptions options = Options(dir);
