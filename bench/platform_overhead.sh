@@ -48,8 +48,11 @@ platform_run() {
 hand_run() {
   local start log=/tmp/ringmaster-overhead-hand.log
   start=$(now)
+  # mpirun and each orted in sessions of their own, as the workers start them (and as ssh
+  # would): with autogroup scheduling a busy machine shares CPU per session first (see
+  # docs/workers.md), which otherwise favours the platform's ranks.
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 \
-    mpirun -np 4 -H 127.0.0.2:2,127.0.0.3:2 --bind-to none --oversubscribe \
+    setsid -w mpirun -np 4 -H 127.0.0.2:2,127.0.0.3:2 --bind-to none --oversubscribe \
     --mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1 \
     --mca btl tcp,self --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
     "$build/trainer/ringmaster-train" "${trainer_flags[@]}" >"$log" 2>&1 &
@@ -61,7 +64,7 @@ hand_run() {
 
 agent=$(mktemp /tmp/ringmaster-overhead-agent.XXXXXX)
 trap 'rm -f "$agent"' EXIT
-printf '#!/bin/sh\nshift\nexec /bin/sh -c "$*"\n' >"$agent"
+printf '#!/bin/sh\nshift\nexec setsid /bin/sh -c "$*"\n' >"$agent"
 chmod 755 "$agent"
 
 p_ips=(); h_ips=(); p_first=(); h_first=()

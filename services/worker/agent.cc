@@ -16,16 +16,15 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
-#include "common/net.h"
 #include "common/status_macros.h"
 #include "core/auth.h"
 #include "core/launch.h"
+#include "host/file_io.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -39,20 +38,11 @@ std::string ExitText(const ExitInfo& info) {
                           : absl::StrCat("code ", info.exit_code);
 }
 
-// The last `max` bytes of a file, from a line start where possible, trimmed.
-std::string FileTail(const std::string& path, size_t max) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : 0;
-  const std::streamoff start = std::max<std::streamoff>(0, size - static_cast<std::streamoff>(max));
-  in.seekg(start);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (start > 0) {
-    if (auto nl = text.find('\n'); nl != std::string::npos && nl + 1 < text.size()) {
-      text = text.substr(nl + 1);
-    }
-  }
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
+// The tail of mpirun's output for a failure message; a log that cannot be read says why.
+std::string LauncherTail(const std::string& path) {
+  absl::StatusOr<std::string> tail = ReadFileTail(path, kLauncherTail);
+  if (!tail.ok()) return absl::StrCat("(mpirun's output is unreadable: ", tail.status().message(), ")");
+  return *std::move(tail);
 }
 
 // A hash that stays the same across builds and restarts (names this worker's directories).
@@ -66,14 +56,6 @@ absl::Status MakeDirs(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
-  return absl::OkStatus();
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
   return absl::OkStatus();
 }
 
@@ -101,6 +83,8 @@ struct Agent::Attempt {
   bool term_sent = false;
   bool quiet = false;
   Clock::time_point teardown_at;
+  // No signal before this (Stop protocol, step 2); SIGKILL from signal_at + kill_grace.
+  Clock::time_point signal_at;
   std::thread launcher_thread;
 };
 
@@ -125,7 +109,7 @@ struct Agent::Metrics {
                        .Register(r)),
         exec_requests(prometheus::BuildCounter()
                           .Name("ringmaster_worker_exec_requests_total")
-                          .Help("Exec calls from peers, by result (ok, denied, invalid, error)")
+                          .Help("Exec calls from peers, by result (ok, denied, invalid, busy, error)")
                           .Register(r)),
         launches(prometheus::BuildCounter()
                      .Name("ringmaster_worker_launches_total")
@@ -162,7 +146,13 @@ Agent::Agent(AgentOptions options, prometheus::Registry* registry)
     : options_(std::move(options)),
       metrics_(registry ? std::make_unique<Metrics>(*registry) : nullptr),
       session_suffix_(
-          absl::StrCat(".", absl::Hex(Fnv1a(options_.inventory.worker_id), absl::kZeroPad8))) {
+          absl::StrCat(".", absl::Hex(Fnv1a(options_.inventory.worker_id), absl::kZeroPad8))),
+      // Rank 0 listens where mpirun runs: on this worker's address.
+      master_ports_(options_.master_port_first, options_.master_port_last,
+                    options_.inventory.address.find_first_not_of("0123456789.") ==
+                            std::string::npos
+                        ? options_.inventory.address
+                        : "0.0.0.0") {
   // Children get a clean slate: our own RINGMASTER_* settings (flag fallbacks) would leak into
   // programs that read the same names (ringmaster-train's flags do).
   for (auto& [name, value] : CurrentEnvironment()) {
@@ -190,13 +180,20 @@ void Agent::Start() {
                      << options_.inventory.worker_id;
   }
   // Session directories of attempts an earlier life did not get to forget.
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(SessionRoot(), ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() > session_suffix_.size() &&
-        name.compare(name.size() - session_suffix_.size(), session_suffix_.size(),
-                     session_suffix_) == 0) {
-      std::filesystem::remove_all(entry.path(), ec);
+  // opendir/readdir rather than a directory_iterator, whose increment throws on a read error.
+  if (DIR* dir = opendir(SessionRoot().c_str())) {
+    std::vector<std::string> stale;
+    while (dirent* entry = readdir(dir)) {
+      const std::string name = entry->d_name;
+      if (name.size() > session_suffix_.size() &&
+          name.substr(name.size() - session_suffix_.size()) == session_suffix_) {
+        stale.push_back(absl::StrCat(SessionRoot(), "/", name));
+      }
+    }
+    closedir(dir);
+    for (const std::string& path : stale) {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
     }
   }
   housekeeping_ = std::thread([this] { Housekeeping(); });
@@ -291,7 +288,7 @@ void Agent::OnStop(const std::string& job_id, int32_t attempt, const std::string
   if (it == attempts_.end()) return;
   RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": stop (" << reason << ")";
   it->second->forget = true;
-  StartTeardownLocked(*it->second, reason);
+  StartTeardownLocked(*it->second, reason, /*normal_end=*/true);
 }
 
 std::vector<HeldRank> Agent::TakeRegistration() {
@@ -341,13 +338,22 @@ void Agent::ApplyLocked(Attempt& attempt, const GangState::Decision& decision) {
   UpdateGaugesLocked();
 }
 
-void Agent::StartTeardownLocked(Attempt& attempt, const std::string& why) {
+void Agent::StartTeardownLocked(Attempt& attempt, const std::string& why, bool normal_end) {
   if (!attempt.teardown) {
+    const bool wait_for_clean_exit = normal_end && attempt.gang.AllSucceeded();
     RM_LOG(kInfo) << "job " << attempt.assignment.job_id << " attempt "
-                  << attempt.assignment.attempt << ": stopping its processes here (" << why << ")";
+                  << attempt.assignment.attempt << ": stopping its processes here (" << why << ")"
+                  << (wait_for_clean_exit ? "; every rank here exited 0, so mpirun and orted "
+                                            "may finish first"
+                                          : "");
     attempt.teardown = true;
     attempt.gang.MarkStopping();
     attempt.teardown_at = Clock::now();
+    attempt.signal_at =
+        attempt.teardown_at + (wait_for_clean_exit ? options_.clean_exit_wait : Clock::duration{});
+  } else if (!normal_end && attempt.signal_at > Clock::now()) {
+    // A failure here or the worker's shutdown during the wait for a clean exit: stop now.
+    attempt.signal_at = Clock::now();
   }
   attempt.quiet = false;
   {
@@ -391,10 +397,18 @@ void Agent::Housekeeping() {
         }
         if (!a->teardown || a->quiet) continue;
         int signal = 0;
-        if (!a->term_sent) {
+        if (now < a->signal_at) {
+          // Only look: the attempt is done once its mpirun and orted exited by themselves.
+        } else if (!a->term_sent) {
           signal = SIGTERM;
           a->term_sent = true;
-        } else if (now - a->teardown_at >= options_.kill_grace) {
+          if (a->signal_at > a->teardown_at) {
+            RM_LOG(kWarning) << "job " << key.first << " attempt " << key.second
+                             << ": processes still running "
+                             << options_.clean_exit_wait.count()
+                             << " ms after every rank here exited 0; sending SIGTERM";
+          }
+        } else if (now - a->signal_at >= options_.kill_grace) {
           signal = SIGKILL;
         }
         work.push_back({key, SelectorLocked(*a), signal});
@@ -447,6 +461,7 @@ void Agent::Housekeeping() {
         if (a.launcher_thread.joinable()) finished.push_back(std::move(a.launcher_thread));
         std::error_code ignored;
         std::filesystem::remove_all(SessionBase(key.first, key.second), ignored);
+        master_ports_.Release(absl::StrCat(key.first, "/", key.second));
         expiring_jobs_.emplace_back(Clock::now() + options_.metrics_retention, key.first);
         attempts_.erase(it);
       }
@@ -476,15 +491,15 @@ void Agent::Launch(Attempt* a) {
       WorkloadArgv(assignment, options_.train_binary);
   if (!workload.ok()) return fail(workload.status());
   if (auto s = MakeDirs(dir); !s.ok()) return fail(s);
-  if (auto s = WriteFile(hostfile, HostfileText(hosts)); !s.ok()) return fail(s);
+  if (auto s = WriteFileAtomically(hostfile, HostfileText(hosts)); !s.ok()) return fail(s);
   // mpirun's own Open MPI session directory (see SessionBase); TMPDIR, unlike
   // orte_tmpdir_base, is not passed on to the orteds.
   const std::string session_dir = SessionBase(assignment.job_id, assignment.attempt) + "/mpirun";
   if (auto s = MakeDirs(session_dir); !s.ok()) return fail(s);
-  // MASTER_PORT must be free where rank 0 runs: here.
+  // MASTER_PORT must be free where rank 0 runs: here. Held until the attempt is forgotten.
   const std::string& address = options_.inventory.address;
-  absl::StatusOr<int> master_port = PickFreePort(
-      address.find_first_not_of("0123456789.") == std::string::npos ? address : "0.0.0.0");
+  absl::StatusOr<int> master_port =
+      master_ports_.Acquire(absl::StrCat(assignment.job_id, "/", assignment.attempt));
   if (!master_port.ok()) return fail(master_port.status());
 
   MpirunOptions mpirun;
@@ -535,7 +550,7 @@ void Agent::Launch(Attempt* a) {
   RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
                 << ": mpirun (pid " << pid << ") " << JoinCommand(spawn.argv);
   const ExitInfo info = WaitForExit(pid);
-  const std::string tail = FileTail(log_path, kLauncherTail);
+  const std::string tail = LauncherTail(log_path);
   RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
                 << ": mpirun ended with " << ExitText(info);
   std::lock_guard<std::mutex> lock(mu_);
@@ -605,9 +620,27 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
   {
     std::unique_lock<std::mutex> lock(mu_);
     // The launcher may have heard of the attempt before we did.
-    assignments_cv_.wait_for(lock, options_.exec_wait, [&] {
-      return attempts_.count({job_id, attempt}) > 0 || cancelled();
-    });
+    if (attempts_.count({job_id, attempt}) == 0) {
+      if (exec_waiters_ >= options_.max_exec_waiters) {
+        count("busy");
+        RM_LOG(kWarning) << "Exec for job " << job_id << " attempt " << attempt
+                         << " refused: " << exec_waiters_
+                         << " Exec calls already wait for assignments";
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "worker ", options_.inventory.worker_id, " does not hold job ", job_id, " attempt ",
+            attempt, " and already has ", exec_waiters_,
+            " Exec calls waiting for assignments (the bound); retry once the scheduler has "
+            "placed the attempt here"));
+      }
+      ++exec_waiters_;
+      // In slices, so that a caller that gave up frees its thread soon.
+      const auto deadline = Clock::now() + options_.exec_wait;
+      while (attempts_.count({job_id, attempt}) == 0 && !cancelled() && Clock::now() < deadline) {
+        assignments_cv_.wait_until(lock,
+                                   std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
+      }
+      --exec_waiters_;
+    }
     absl::StatusOr<Attempt*> found = AuthorizeLocked(job_id, attempt, token);
     if (!found.ok()) {
       count("denied");
@@ -724,6 +757,11 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
   ApplyLocked(*a, a->gang.OnExecExited(info.exit_code, info.signal));
   --a->in_flight;  // last touch of `a`
   return info;
+}
+
+int Agent::ExecWaiters() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return exec_waiters_;
 }
 
 absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t attempt,
@@ -876,7 +914,13 @@ absl::Status Agent::ReadLogs(const std::string& job_id, int32_t rank,
   while (true) {
     const bool more_may_come = follow && !last_pass && live();
     ssize_t got;
-    while ((got = read(fd, buf.data(), buf.size())) > 0) {
+    while ((got = read(fd, buf.data(), buf.size())) != 0) {
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) {
+        const int err = errno;
+        close(fd);
+        return absl::ErrnoToStatus(err, absl::StrCat("read ", path));
+      }
       if (!write(std::string_view(buf.data(), got), *attempt)) {
         close(fd);
         return absl::OkStatus();

@@ -8,14 +8,16 @@
 // Launch  1. the scheduler sends every worker of the gang the Assignment (job, attempt, spec,
 //            full placement, token); each worker records it and reports nothing yet;
 //         2. the worker holding rank 0 is the launcher: it writes LOG_DIR/JOB/ATTEMPT/hostfile
-//            (`ADDRESS slots=N` per worker, in rank order), picks a free MASTER_PORT and runs
+//            (`ADDRESS slots=N` per worker, in rank order), takes a MASTER_PORT from its pool
+//            (held until the attempt is forgotten: no two attempts share one) and runs
 //            mpirun in a session of its own, with ringmaster-rsh as plm_rsh_agent, the agents'
 //            ports in RINGMASTER_AGENT_PORTS and the job id, attempt and token exported (-x) to
 //            every rank; the program of every rank is `ringmaster-rank -- WORKLOAD...`;
 //         3. mpirun calls `ringmaster-rsh HOST orted ...` for every host of the hostfile that is
 //            not this machine's own name; ringmaster-rsh calls Exec on HOST's agent, which
 //            checks the token against its own copy of the assignment (waiting a little for the
-//            assignment when the launcher was faster), runs `bash -c "orted ..."` in a new
+//            assignment when the launcher was faster; at most max_exec_waiters calls wait at
+//            once), runs `bash -c "orted ..."` in a new
 //            session tagged with RINGMASTER_WORKER_ID/JOB_ID/ATTEMPT, and streams its output;
 //         4. orted starts the local ranks; each rank's wrapper calls StartRank on the agent it
 //            was started under (RINGMASTER_AGENT_ADDR), which maps its MPI rank to the placed
@@ -28,11 +30,18 @@
 //            (LAUNCH_FAILED with mpirun's last words); a wrapper that vanished without
 //            reporting counts as killed by SIGKILL.
 // Stop    1. StopJob (cancel, failure elsewhere, lost worker, runtime limit, and the normal end
-//            of every attempt) or a failure seen here (GangState) starts a teardown: SIGTERM to
-//            every process of the attempt on this worker: the sessions it started (mpirun,
-//            Exec'd orted, and the ranks below them) and any process carrying its tags (ranks
-//            that left the session); 2. SIGKILL to whatever is left after the grace period;
-//         3. after a StopJob the attempt is forgotten once nothing of it runs; logs stay.
+//            of every attempt) or a failure seen here (GangState) starts a teardown;
+//         2. when it is the normal end (every local rank exited 0), mpirun and orted are still
+//            tearing down the job on their own (PMIx finalize, session directories, the orteds'
+//            exit reports): they get clean_exit_wait to exit by themselves, and most do at
+//            once. Signalling them in the middle of that makes mpirun exit with code 1, or
+//            crash in its own signal-time cleanup, for a job that succeeded;
+//         3. then SIGTERM to every process of the attempt still on this worker: the sessions
+//            it started (mpirun, Exec'd orted, and the ranks below them) and any process
+//            carrying its tags (ranks that left the session); 4. SIGKILL to whatever is left
+//            after the grace period;
+//         5. after a StopJob the attempt is forgotten once nothing of it runs (its MASTER_PORT
+//            goes back to the pool then); logs stay.
 // Restart of the scheduler: the session re-registers listing every rank of every attempt not
 //         yet forgotten (ended ones with their exit status) and drops the statuses it had not
 //         sent, since the registration carries them; nothing is sent twice.
@@ -68,6 +77,7 @@
 #include "absl/status/statusor.h"
 #include "core/gang.h"
 #include "core/types.h"
+#include "host/ports.h"
 #include "host/process.h"
 
 namespace prometheus {
@@ -97,6 +107,17 @@ struct AgentOptions {
   std::chrono::milliseconds kill_grace{5000};
   // How long Exec waits for the assignment of an attempt it does not know yet.
   std::chrono::milliseconds exec_wait{10000};
+  // How many Exec calls may wait so at once. Each holds an RPC thread for up to exec_wait, so
+  // a stream of calls for attempts that never come (junk, or a confused peer) would otherwise
+  // take every thread of the agent; past the bound Exec answers RESOURCE_EXHAUSTED at once.
+  // A real gang needs one waiter per peer worker at most, briefly.
+  int max_exec_waiters = 16;
+  // After a StopJob for an attempt whose local ranks all exited 0, how long mpirun and orted
+  // get to finish by themselves before the teardown signals them (see the Stop protocol).
+  std::chrono::milliseconds clean_exit_wait{5000};
+  // MASTER_PORTs handed to attempts launched here (see host/ports.h).
+  int master_port_first = 29500;
+  int master_port_last = 29999;
   // Period of the vanish check and of teardown progress.
   std::chrono::milliseconds check_interval{200};
   // How long throughput gauges of a forgotten attempt stay on /metrics.
@@ -159,6 +180,8 @@ class Agent {
                           const RankExit& exit);
   absl::Status ReportThroughput(const std::string& job_id, int32_t attempt,
                                 const std::string& token, int32_t rank, double images_per_second);
+  // How many Exec calls wait for an assignment right now (bounded by max_exec_waiters).
+  int ExecWaiters();
   // Streams a rank's log (see ReadLogsRequest). `write(data, attempt)` returning false ends it.
   absl::Status ReadLogs(const std::string& job_id, int32_t rank, std::optional<int32_t> attempt,
                         bool follow, const std::function<bool(std::string_view, int32_t)>& write,
@@ -173,7 +196,9 @@ class Agent {
   void Launch(Attempt* attempt);
   // Turns a GangState decision into statuses and, when asked, a local teardown.
   void ApplyLocked(Attempt& attempt, const GangState::Decision& decision);
-  void StartTeardownLocked(Attempt& attempt, const std::string& why);
+  // `normal_end`: a StopJob that may be the attempt's normal end; when every local rank exited
+  // 0 its mpirun/orted get clean_exit_wait before any signal (Stop protocol, step 2).
+  void StartTeardownLocked(Attempt& attempt, const std::string& why, bool normal_end = false);
   // The attempt when it exists and `token` is its token.
   absl::StatusOr<Attempt*> AuthorizeLocked(const std::string& job_id, int32_t attempt,
                                            const std::string& token);
@@ -200,6 +225,8 @@ class Agent {
 
   std::mutex mu_;
   std::condition_variable assignments_cv_;  // Exec waiting for an assignment
+  int exec_waiters_ = 0;                    // how many do
+  PortPool master_ports_;
   std::map<Key, std::unique_ptr<Attempt>> attempts_;
   std::deque<RankStatus> outbox_;
   std::condition_variable outbox_cv_;

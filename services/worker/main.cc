@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "core/inventory.h"
 #include "host/gpus.h"
+#include "host/ports.h"
 #include "rpc/agent_service.h"
 #include "rpc/scheduler_session.h"
 
@@ -50,9 +51,12 @@ std::string Sibling(const std::string& name, const std::vector<std::string>& als
   const std::filesystem::path dir =
       std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
   if (!ec) {
-    if (std::filesystem::exists(dir / name)) return (dir / name).string();
+    // The error_code overloads: the throwing ones would end the worker on an unreadable dir.
+    if (std::filesystem::exists(dir / name, ec)) return (dir / name).string();
     for (const std::string& rel : also) {
-      if (std::filesystem::exists(dir / rel)) return std::filesystem::canonical(dir / rel).string();
+      if (!std::filesystem::exists(dir / rel, ec)) continue;
+      std::filesystem::path found = std::filesystem::canonical(dir / rel, ec);
+      if (!ec) return found.string();
     }
   }
   return name;
@@ -94,6 +98,14 @@ ringmaster::Flags MakeFlags() {
             "path of ringmaster-rank (same on every worker)");
   flags.Add("kill-grace-ms", "5000", "SIGTERM to SIGKILL when stopping a job's processes");
   flags.Add("exec-wait-ms", "10000", "how long Exec waits for an assignment it has not seen yet");
+  flags.Add("max-exec-waiters", "16",
+            "how many Exec calls may wait for an assignment at once (more: RESOURCE_EXHAUSTED)");
+  flags.Add("clean-exit-wait-ms", "5000",
+            "after a job's ranks here all exited 0, how long mpirun and orted get to exit by "
+            "themselves before they are signalled");
+  flags.Add("master-ports", "29500-29999",
+            "MASTER_PORTs for the jobs this worker launches, A-B; keep it outside the kernel's "
+            "ephemeral range, and give workers that share a host and address ranges of their own");
   flags.Add("log-level", "info", "debug, info, warning or error");
   return flags;
 }
@@ -108,6 +120,10 @@ int Fail(const absl::Status& status) {
 int main(int argc, char** argv) {
   using namespace ringmaster;
   using namespace ringmaster::worker;
+  // A write to a pipe whose reader is gone (our stderr after the supervisor died, a peer's
+  // socket) must come back as EPIPE, not end the worker. gRPC does this for its own sockets;
+  // this covers the log lines on stderr. Children get SIGPIPE back (see Spawn).
+  std::signal(SIGPIPE, SIG_IGN);
   Flags flags = MakeFlags();
   if (auto s = flags.Parse(argc, argv); !s.ok()) return Fail(s);
   if (flags.help_requested()) {
@@ -122,11 +138,33 @@ int main(int argc, char** argv) {
                  : level == "warning" ? LogLevel::kWarning
                  : level == "error"   ? LogLevel::kError
                                       : LogLevel::kInfo);
-  int64_t cpu_slots = 0, simulate = 0, sim_memory = 0, grace = 0, exec_wait = 0;
+  int64_t cpu_slots = 0, simulate = 0, sim_memory = 0, grace = 0, exec_wait = 0, waiters = 0,
+          clean_exit_wait = 0;
   for (auto s : {flags.GetInt("cpu-slots", &cpu_slots), flags.GetInt("simulate-gpus", &simulate),
                  flags.GetInt("simulate-gpu-memory-bytes", &sim_memory),
-                 flags.GetInt("kill-grace-ms", &grace), flags.GetInt("exec-wait-ms", &exec_wait)}) {
+                 flags.GetInt("kill-grace-ms", &grace), flags.GetInt("exec-wait-ms", &exec_wait),
+                 flags.GetInt("max-exec-waiters", &waiters),
+                 flags.GetInt("clean-exit-wait-ms", &clean_exit_wait)}) {
     if (!s.ok()) return Fail(s);
+  }
+  if (waiters < 0 || waiters > 1024) {
+    return Fail(absl::InvalidArgumentError("--max-exec-waiters must be 0..1024"));
+  }
+  if (clean_exit_wait < 0) {
+    return Fail(absl::InvalidArgumentError("--clean-exit-wait-ms must not be negative"));
+  }
+  absl::StatusOr<std::pair<int, int>> master_ports = ParsePortRange(flags.Get("master-ports"));
+  if (!master_ports.ok()) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--master-ports: ", master_ports.status().message())));
+  }
+  if (absl::StatusOr<bool> overlap =
+          RangeOverlapsEphemeral(master_ports->first, master_ports->second);
+      overlap.ok() && *overlap) {
+    RM_LOG(kWarning) << "--master-ports " << flags.Get("master-ports")
+                     << " overlaps the kernel's ephemeral port range "
+                        "(/proc/sys/net/ipv4/ip_local_port_range): any connection on this host "
+                        "may take a MASTER_PORT before rank 0 binds it";
   }
   if (simulate < 0 || simulate > 64) {
     return Fail(absl::InvalidArgumentError("--simulate-gpus must be 0..64"));
@@ -159,6 +197,10 @@ int main(int argc, char** argv) {
   options.rank_binary = flags.Get("rank-binary");
   options.kill_grace = std::chrono::milliseconds(grace);
   options.exec_wait = std::chrono::milliseconds(exec_wait);
+  options.max_exec_waiters = static_cast<int>(waiters);
+  options.clean_exit_wait = std::chrono::milliseconds(clean_exit_wait);
+  options.master_port_first = master_ports->first;
+  options.master_port_last = master_ports->second;
   const std::string listen =
       flags.Get("listen").empty() ? inv.address + ":7071" : flags.Get("listen");
   const std::string metrics_listen =

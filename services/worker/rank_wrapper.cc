@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/launch.h"
 #include "core/throughput.h"
+#include "host/file_io.h"
 #include "host/process.h"
 #include "rpc/agent_client.h"
 
@@ -30,14 +31,25 @@ using Clock = std::chrono::steady_clock;
 // SIGTERM -> SIGKILL for the workload once we were told to stop.
 constexpr auto kStopGrace = std::chrono::seconds(5);
 
-void WriteAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // orted gone or log full: the rank goes on regardless
-    data.remove_prefix(static_cast<size_t>(n));
+// Where the workload's output goes: the rank log and orted (through our stdout/stderr). A sink
+// that fails is dropped with one line saying why, and the rank goes on: a full disk (ENOSPC)
+// must not fail a training job, and neither must orted going away (EPIPE; SIGPIPE is ignored).
+struct OutputSink {
+  int fd = -1;
+  std::string name;
+  bool broken = false;
+
+  void Write(std::string_view data) {
+    if (fd < 0 || broken) return;
+    absl::Status s = WriteAllToFd(fd, data, name);
+    if (s.ok()) return;
+    broken = true;
+    const std::string line =
+        absl::StrCat("ringmaster-rank: no more output to ", name, ": ", s.message(), "\n");
+    // Best effort: stderr may be the sink that broke.
+    (void)WriteAllToFd(STDERR_FILENO, line, "stderr");
   }
-}
+};
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "ringmaster-rank: %s\n", message.c_str());
@@ -95,6 +107,8 @@ int RunRank(const std::vector<std::string>& program) {
     std::fprintf(stderr, "ringmaster-rank: cannot open %s: %s; output goes to mpirun only\n",
                  started->log_path().c_str(), std::strerror(errno));
   }
+  OutputSink log_sink{log_fd, started->log_path()};
+  OutputSink sinks[2] = {{STDOUT_FILENO, "stdout"}, {STDERR_FILENO, "stderr"}};
 
   v1::ReportRankRequest report;
   report.set_job_id(job_id);
@@ -115,8 +129,8 @@ int RunRank(const std::vector<std::string>& program) {
   if (!child.ok()) {
     const std::string message = std::string(child.status().message());
     const std::string line = absl::StrCat("ringmaster-rank: ", message, "\n");
-    WriteAll(STDERR_FILENO, line);
-    if (log_fd >= 0) WriteAll(log_fd, line);
+    sinks[1].Write(line);
+    log_sink.Write(line);
     report.set_kind(v1::ReportRankRequest::KIND_EXITED);
     report.set_exit_code(127);
     report.set_message(message);
@@ -185,8 +199,8 @@ int RunRank(const std::vector<std::string>& program) {
         continue;
       }
       const std::string_view data(buf.data(), static_cast<size_t>(got));
-      WriteAll(i == 0 ? STDOUT_FILENO : STDERR_FILENO, data);
-      if (log_fd >= 0) WriteAll(log_fd, data);
+      sinks[i].Write(data);
+      log_sink.Write(data);
       splitters[i].Feed(data, on_line);
     }
     if (!exited && waitpid(child->pid, &status, WNOHANG) == child->pid) {

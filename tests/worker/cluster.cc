@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <fstream>
 #include <iterator>
@@ -162,7 +163,9 @@ absl::StatusOr<std::string> Cluster::Submit(const v1::JobSpec& spec) {
   grpc::ClientContext ctx;
   v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
-  static int counter = 0;
+  // Tests submit from several threads at once: a plain int would hand two of them one id,
+  // and the scheduler would (rightly) answer both with one job.
+  static std::atomic<int> counter{0};
   req.set_request_id(absl::StrCat("e2e-", getpid(), "-", ++counter));
   v1::SubmitJobResponse resp;
   grpc::Status s = scheduler_->jobs().SubmitJob(&ctx, req, &resp);

@@ -23,3 +23,24 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
     endif()
   endforeach()
 endif()
+
+# The worker's host layer (files, /proc, pipes, ports) and its Agent driven directly.
+ringmaster_test(worker_host_test unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_test.cc
+  LIBS ringmaster_worker_host)
+ringmaster_test(worker_agent_test unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/agent_test.cc
+  LIBS ringmaster_worker_lib)
+
+if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
+  # Bursts of short jobs against real workers; about a minute on two cores.
+  ringmaster_test(worker_stress_e2e_test e2e
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
+      ${CMAKE_CURRENT_LIST_DIR}/stress_e2e_test.cc
+      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
+    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+      PkgConfig::PQXX)
+  add_dependencies(worker_stress_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
+    ringmaster-rank)
+endif()

@@ -107,6 +107,13 @@ bool GangState::AllEnded() const {
   return true;
 }
 
+bool GangState::AllSucceeded() const {
+  for (const auto& [rank, r] : ranks_) {
+    if (r.phase != Phase::kExited || r.exit_code != 0 || r.signal != 0) return false;
+  }
+  return true;
+}
+
 std::map<int32_t, int32_t> GangState::RunningPids() const {
   std::map<int32_t, int32_t> pids;
   for (const auto& [rank, r] : ranks_) {

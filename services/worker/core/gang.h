@@ -58,6 +58,8 @@ class GangState {
   Phase phase(int32_t rank) const;
   // True when no local rank is still assigned or running.
   bool AllEnded() const;
+  // True when every local rank started and exited with code 0.
+  bool AllSucceeded() const;
   // Started ranks that have not ended: rank -> wrapper pid, for the vanish check.
   std::map<int32_t, int32_t> RunningPids() const;
   // What RegisterWorker lists for this attempt: every local rank; ended ones with their status

@@ -10,11 +10,11 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "host/file_io.h"
 
 extern char** environ;
 
@@ -57,24 +57,20 @@ namespace {
   ChildFailed(err_pipe);
 }
 
-// Field 3 (state) and 6 (session) of /proc/PID/stat; false when unreadable.
+// Field 3 (state) and 6 (session) of /proc/PID/stat; false when unreadable, which includes a
+// process that exited between open() and read() (ESRCH): it is not alive, which is what the
+// callers need to know.
 bool ReadStat(pid_t pid, char* state, pid_t* session) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // The command name (field 2) is in parentheses and may hold spaces or ')'.
-  auto close = text.rfind(')');
-  if (close == std::string::npos || close + 2 >= text.size()) return false;
-  std::istringstream rest(text.substr(close + 2));
-  long ppid = 0, pgrp = 0, sid = 0;
-  if (!(rest >> *state >> ppid >> pgrp >> sid)) return false;
-  *session = static_cast<pid_t>(sid);
-  return true;
+  absl::StatusOr<std::string> text = ReadFileToString(absl::StrCat("/proc/", pid, "/stat"), 4096);
+  if (!text.ok()) return false;
+  return ParseProcStat(*text, state, session);
 }
 
 bool EnvironMatches(pid_t pid, const ProcessSelector& selector) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/environ"), std::ios::binary);
-  if (!in) return false;
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Unreadable (gone, or another user's process): not one of ours to signal.
+  absl::StatusOr<std::string> read = ReadFileToString(absl::StrCat("/proc/", pid, "/environ"));
+  if (!read.ok()) return false;
+  const std::string& data = *read;
   const auto& tags = selector.env_tags;
   std::set<std::string> found;
   std::set<std::string> names;
@@ -96,6 +92,22 @@ bool EnvironMatches(pid_t pid, const ProcessSelector& selector) {
 }
 
 }  // namespace
+
+bool ParseProcStat(const std::string& text, char* state, pid_t* session) {
+  // The command name (field 2) is in parentheses and may hold spaces or ')'.
+  const auto close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) return false;
+  std::vector<std::string> fields =
+      absl::StrSplit(text.substr(close + 2), ' ', absl::SkipEmpty());
+  // state ppid pgrp session ...
+  int64_t sid = 0;
+  if (fields.size() < 4 || fields[0].size() != 1 || !absl::SimpleAtoi(fields[3], &sid)) {
+    return false;
+  }
+  *state = fields[0][0];
+  *session = static_cast<pid_t>(sid);
+  return true;
+}
 
 absl::StatusOr<Spawned> Spawn(const SpawnOptions& options) {
   if (options.argv.empty()) return absl::InvalidArgumentError("Spawn: empty argv");

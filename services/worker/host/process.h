@@ -58,6 +58,9 @@ ExitInfo WaitForExit(pid_t pid);
 // True while `pid` exists and is not a zombie.
 bool ProcessAlive(pid_t pid);
 
+// Fields 3 (state) and 6 (session) of the text of /proc/PID/stat; false when malformed.
+bool ParseProcStat(const std::string& text, char* state, pid_t* session);
+
 // This process's environment.
 std::map<std::string, std::string> CurrentEnvironment();
 

@@ -1,0 +1,205 @@
+// The worker's Agent driven directly (no scheduler, no gRPC): Exec's bound on callers waiting
+// for an assignment, and the teardown that lets the processes of a clean attempt end by
+// themselves.
+#include "agent.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster::worker {
+namespace {
+
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+AgentOptions Options(const std::string& dir) {
+  AgentOptions options;
+  options.inventory.worker_id = "w1";
+  options.inventory.address = "127.0.0.1";
+  options.inventory.cpu_slots = 2;
+  options.log_dir = dir + "/logs";
+  options.mpi_tmpdir = dir + "/mpi";
+  options.kill_grace = std::chrono::milliseconds(2000);
+  options.check_interval = std::chrono::milliseconds(20);
+  return options;
+}
+
+std::string TempDir() {
+  std::string templ = ::testing::TempDir() + "worker-agent-XXXXXX";
+  EXPECT_NE(mkdtemp(templ.data()), nullptr);
+  return templ;
+}
+
+// Rank 0 on another worker, rank 1 here: this agent runs what that launcher's mpirun asks.
+Assignment PeerAssignment(const std::string& job_id) {
+  Assignment a;
+  a.job_id = job_id;
+  a.attempt = 0;
+  a.token = "secret-token";
+  a.command = CommandWorkload{{"true"}, {}};
+  a.placement = {RankPlacement{0, "w0", "127.0.0.9", 7071, {}},
+                 RankPlacement{1, "w1", "127.0.0.1", 7071, {}}};
+  return a;
+}
+
+absl::StatusOr<ExitInfo> ExecFor(Agent& agent, const std::string& job_id,
+                                 const std::vector<std::string>& argv,
+                                 const std::atomic<bool>& cancelled) {
+  return agent.Exec(
+      job_id, 0, "secret-token", argv, {}, [](Agent::Stream, std::string_view) { return true; },
+      [&] { return cancelled.load(); });
+}
+
+TEST(AgentExecTest, ExecCallsWaitingForUnknownAttemptsAreBounded) {
+  const std::string dir = TempDir();
+  AgentOptions options = Options(dir);
+  options.exec_wait = std::chrono::seconds(20);
+  options.max_exec_waiters = 2;
+  Agent agent(options, nullptr);
+
+  std::atomic<bool> cancel_waiters{false};
+  auto wait_for_waiters = [&](int n) {
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (agent.ExecWaiters() < n && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return agent.ExecWaiters();
+  };
+  auto w1 = std::async(std::launch::async,
+                       [&] { return ExecFor(agent, "j-unknown-1", {"true"}, cancel_waiters); });
+  ASSERT_EQ(wait_for_waiters(1), 1);
+  auto w2 = std::async(std::launch::async,
+                       [&] { return ExecFor(agent, "j-unknown-2", {"true"}, cancel_waiters); });
+  ASSERT_EQ(wait_for_waiters(2), 2);
+  // Both wait: a third is turned away at once, however long exec_wait is.
+  const std::atomic<bool> never{false};
+  const auto start = Clock::now();
+  absl::StatusOr<ExitInfo> third = ExecFor(agent, "j-unknown-3", {"true"}, never);
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted) << third.status();
+  EXPECT_THAT(third.status().message(), HasSubstr("2 Exec calls waiting"));
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(500));
+
+  // Waiters whose callers gave up leave promptly and free their places.
+  const auto cancelled_at = Clock::now();
+  cancel_waiters = true;
+  EXPECT_EQ(w1.get().status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(w2.get().status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_LT(Clock::now() - cancelled_at, std::chrono::seconds(2));
+  EXPECT_EQ(agent.ExecWaiters(), 0);
+  std::atomic<bool> quick_cancel{true};
+  EXPECT_EQ(ExecFor(agent, "j-unknown-4", {"true"}, quick_cancel).status().code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
+TEST(AgentExecTest, ExecForAnAttemptAssignedWhileWaitingRunsIt) {
+  const std::string dir = TempDir();
+  AgentOptions options = Options(dir);
+  options.exec_wait = std::chrono::seconds(10);
+  options.max_exec_waiters = 1;
+  Agent agent(options, nullptr);
+  agent.Start();
+  std::atomic<bool> never{false};
+  auto exec = std::async(std::launch::async,
+                         [&] { return ExecFor(agent, "j-late", {"exit", "3"}, never); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  agent.OnAssignment(PeerAssignment("j-late"));
+  absl::StatusOr<ExitInfo> info = exec.get();
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->exit_code, 3);
+  agent.Shutdown();
+}
+
+// The end of a successful attempt: every local rank reported exit 0, then the scheduler's
+// StopJob arrives while orted (here: a command that needs a moment more) is still finishing.
+absl::StatusOr<ExitInfo> ExecAfterCleanRanksThenStop(std::chrono::milliseconds clean_exit_wait) {
+  const std::string dir = TempDir();
+  AgentOptions options = Options(dir);
+  options.clean_exit_wait = clean_exit_wait;
+  Agent agent(options, nullptr);
+  agent.Start();
+  agent.OnAssignment(PeerAssignment("j-clean"));
+  std::atomic<bool> never{false};
+  auto exec = std::async(std::launch::async,
+                         [&] { return ExecFor(agent, "j-clean", {"sleep", "0.7"}, never); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  absl::StatusOr<StartedRank> started = agent.StartRank("j-clean", 0, "secret-token", 1, getpid());
+  EXPECT_TRUE(started.ok()) << started.status();
+  RankExit exit;
+  exit.rank = 1;
+  EXPECT_TRUE(agent.ReportExit("j-clean", 0, "secret-token", exit).ok());
+  agent.OnStop("j-clean", 0, "job SUCCEEDED");
+  absl::StatusOr<ExitInfo> info = exec.get();
+  agent.Shutdown();
+  return info;
+}
+
+TEST(AgentTeardownTest, StopAfterEveryRankExitedZeroLetsOrtedExitByItself) {
+  absl::StatusOr<ExitInfo> info = ExecAfterCleanRanksThenStop(std::chrono::seconds(5));
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->signal, 0);
+  EXPECT_EQ(info->exit_code, 0);
+}
+
+TEST(AgentTeardownTest, WithoutTheCleanExitWaitTheSameStopSignalsOrted) {
+  // The behaviour that made mpirun exit 1 for jobs whose ranks all exited 0; kept reachable
+  // (--clean-exit-wait-ms 0) and tested, so the test above is known to tell them apart.
+  absl::StatusOr<ExitInfo> info = ExecAfterCleanRanksThenStop(std::chrono::milliseconds(0));
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->signal, SIGTERM);
+}
+
+TEST(AgentTeardownTest, ShutdownDuringTheCleanExitWaitDoesNotWaitItOut) {
+  const std::string dir = TempDir();
+  AgentOptions options = Options(dir);
+  options.clean_exit_wait = std::chrono::seconds(30);
+  Agent agent(options, nullptr);
+  agent.Start();
+  agent.OnAssignment(PeerAssignment("j-shutdown"));
+  std::atomic<bool> never{false};
+  auto exec = std::async(std::launch::async,
+                         [&] { return ExecFor(agent, "j-shutdown", {"sleep", "30"}, never); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(agent.StartRank("j-shutdown", 0, "secret-token", 1, getpid()).ok());
+  RankExit exit;
+  exit.rank = 1;
+  ASSERT_TRUE(agent.ReportExit("j-shutdown", 0, "secret-token", exit).ok());
+  agent.OnStop("j-shutdown", 0, "job SUCCEEDED");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto start = Clock::now();
+  agent.Shutdown();
+  absl::StatusOr<ExitInfo> info = exec.get();
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->signal, SIGTERM);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(AgentTeardownTest, StopBeforeAnyRankEndedSignalsAtOnce) {
+  const std::string dir = TempDir();
+  AgentOptions options = Options(dir);
+  options.clean_exit_wait = std::chrono::seconds(30);
+  Agent agent(options, nullptr);
+  agent.Start();
+  agent.OnAssignment(PeerAssignment("j-cancel"));
+  std::atomic<bool> never{false};
+  auto exec = std::async(std::launch::async,
+                         [&] { return ExecFor(agent, "j-cancel", {"sleep", "30"}, never); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto start = Clock::now();
+  agent.OnStop("j-cancel", 0, "cancelled");
+  absl::StatusOr<ExitInfo> info = exec.get();
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->signal, SIGTERM);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  agent.Shutdown();
+}
+
+}  // namespace
+}  // namespace ringmaster::worker
