@@ -50,8 +50,7 @@ TEST(SampleDecodeTest, EveryBadFieldIsRefusedWithInvalidArgumentNamingIt) {
       {[](v1::Sample& s) { s.set_model(std::string(64, 'm')); }, DropReason::kBadLabel,
        "model must be"},
       {[](v1::Sample& s) { s.set_gpu_type("t4\n"); }, DropReason::kBadLabel, "gpu_type must be"},
-      {[](v1::Sample& s) { s.set_worker_id("w_1"); }, DropReason::kBadLabel,
-       "worker_id must be"},
+      {[](v1::Sample& s) { s.set_worker_id("w_1"); }, DropReason::kBadLabel, "worker_id must be"},
       {[](v1::Sample& s) { s.set_world_size(0); }, DropReason::kBadNumber,
        "world_size must be in 1..4096, got 0"},
       {[](v1::Sample& s) { s.set_rank(2); }, DropReason::kBadNumber,
@@ -138,7 +137,8 @@ TEST(SampleDecodeTest, ABatchOverTheLimitIsRefusedWholeWithInvalidArgument) {
   *batch.add_samples() = Good();
   absl::Status status = DecodeSampleBatch(batch, &out);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()), StartsWith("samples: 1025 in one batch, at most 1024"));
+  EXPECT_THAT(std::string(status.message()),
+              StartsWith("samples: 1025 in one batch, at most 1024"));
   EXPECT_TRUE(out.valid.empty());
   EXPECT_TRUE(out.rejected.empty());
 }

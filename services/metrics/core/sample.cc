@@ -78,13 +78,20 @@ bool IsLabel(absl::string_view value) {
 
 const char* DropReasonName(DropReason reason) {
   switch (reason) {
-    case DropReason::kNone: return "none";
-    case DropReason::kBadId: return "bad_job_id";
-    case DropReason::kBadLabel: return "bad_label";
-    case DropReason::kBadNumber: return "bad_value";
-    case DropReason::kStaleAttempt: return "stale_attempt";
-    case DropReason::kTooManyJobs: return "too_many_jobs";
-    case DropReason::kTooManyRanks: return "too_many_ranks";
+    case DropReason::kNone:
+      return "none";
+    case DropReason::kBadId:
+      return "bad_job_id";
+    case DropReason::kBadLabel:
+      return "bad_label";
+    case DropReason::kBadNumber:
+      return "bad_value";
+    case DropReason::kStaleAttempt:
+      return "stale_attempt";
+    case DropReason::kTooManyJobs:
+      return "too_many_jobs";
+    case DropReason::kTooManyRanks:
+      return "too_many_ranks";
   }
   return "unknown";
 }
@@ -97,13 +104,12 @@ absl::Status ValidateSample(const SampleIn& s, DropReason* reason) {
         "job_id must be \"j-\" followed by 1..62 lowercase hex digits, got ", Quote(s.job_id)));
   }
   const std::pair<absl::string_view, absl::string_view> labels[] = {
-      {"queue", s.queue}, {"model", s.model}, {"gpu_type", s.gpu_type},
-      {"worker_id", s.worker_id}};
+      {"queue", s.queue}, {"model", s.model}, {"gpu_type", s.gpu_type}, {"worker_id", s.worker_id}};
   for (const auto& [field, value] : labels) {
     if (!IsLabel(value)) {
       *reason = DropReason::kBadLabel;
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, " must be at most 63 characters of [a-z0-9.-], got ", Quote(value)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " must be at most 63 characters of [a-z0-9.-], got ", Quote(value)));
     }
   }
   absl::Status numbers = CheckNumbers(s);

@@ -41,9 +41,11 @@ enum class DropReason {
   kTooManyRanks,
 };
 inline constexpr DropReason kAllDropReasons[] = {
-    DropReason::kBadId,         DropReason::kBadLabel,    DropReason::kBadNumber,
-    DropReason::kStaleAttempt,  DropReason::kTooManyJobs, DropReason::kTooManyRanks};
+    DropReason::kBadId,        DropReason::kBadLabel,    DropReason::kBadNumber,
+    DropReason::kStaleAttempt, DropReason::kTooManyJobs, DropReason::kTooManyRanks};
 inline constexpr size_t kDropReasonCount = 7;  // kNone included, for arrays indexed by reason
+static_assert(static_cast<size_t>(DropReason::kTooManyRanks) + 1 == kDropReasonCount,
+              "a new DropReason needs a counter slot");
 const char* DropReasonName(DropReason reason);
 
 // Label values end up in every series of the job; they are kept short and plain.
