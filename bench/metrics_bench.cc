@@ -1,7 +1,8 @@
 // Metrics ingest: samples/s absorbed by a running ringmaster-metrics from 64 concurrent gRPC
-// streams, next to the rate of the same bookkeeping in-process (JobMetrics::Add, no gRPC) as
-// the baseline; then /metrics scrape time and size with 1,024 active ranks. Prints figures.
-// Driven by bench/metrics_bench.sh, which starts the service.
+// streams (IngestBatches, BATCH samples per message, as the trainer flushes them), next to the
+// rate of the same validation and bookkeeping in-process (JobMetrics::Add, no gRPC) measured
+// in the same run as the baseline; then /metrics scrape time and size with 1,024 active ranks.
+// Prints figures. Driven by bench/metrics_bench.sh, which starts the service.
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
@@ -17,6 +18,7 @@
 
 #include "absl/strings/numbers.h"
 #include "core/job_metrics.h"
+#include "core/sample_decode.h"
 #include "ringmaster/v1/metrics.grpc.pb.h"
 
 using Clock = std::chrono::steady_clock;
@@ -32,15 +34,33 @@ std::string JobId(int stream) {
   return id;
 }
 
+const std::vector<std::string>& JobIds() {
+  static const auto* ids = [] {
+    auto* v = new std::vector<std::string>;
+    for (int s = 0; s < kStreams; ++s) v->push_back(JobId(s));
+    return v;
+  }();
+  return *ids;
+}
+
+const std::vector<std::string>& WorkerIds() {
+  static const auto* ids = [] {
+    auto* v = new std::vector<std::string>;
+    for (int w = 0; w < 8; ++w) v->push_back("w" + std::to_string(w));
+    return v;
+  }();
+  return *ids;
+}
+
 ringmaster::metrics::SampleIn MakeSample(int stream, int i) {
   ringmaster::metrics::SampleIn s;
-  s.job_id = JobId(stream);
+  s.job_id = JobIds()[stream];
   s.rank = i % kRanksPerStream;
   s.world_size = kRanksPerStream;
   s.queue = "bench";
   s.model = "mlp";
   s.gpu_type = "t4";
-  s.worker_id = "w" + std::to_string(stream % 8);
+  s.worker_id = WorkerIds()[stream % 8];
   s.step = i / kRanksPerStream;
   s.step_seconds = 0.01 + 0.001 * (i % 7);
   s.samples_per_second = 1000 + i % 100;
@@ -50,22 +70,20 @@ ringmaster::metrics::SampleIn MakeSample(int stream, int i) {
   return s;
 }
 
-ringmaster::v1::Sample ToProto(const ringmaster::metrics::SampleIn& s) {
-  ringmaster::v1::Sample p;
-  p.set_job_id(s.job_id);
-  p.set_rank(s.rank);
-  p.set_world_size(s.world_size);
-  p.set_queue(s.queue);
-  p.set_model(s.model);
-  p.set_gpu_type(s.gpu_type);
-  p.set_worker_id(s.worker_id);
-  p.set_step(s.step);
-  p.set_step_seconds(s.step_seconds);
-  p.set_samples_per_second(s.samples_per_second);
-  p.set_allreduce_bytes(s.allreduce_bytes);
-  p.set_allreduce_seconds(s.allreduce_seconds);
-  p.set_loss(s.loss);
-  return p;
+void ToProto(const ringmaster::metrics::SampleIn& s, ringmaster::v1::Sample* p) {
+  p->set_job_id(s.job_id.data(), s.job_id.size());
+  p->set_rank(s.rank);
+  p->set_world_size(s.world_size);
+  p->set_queue(s.queue.data(), s.queue.size());
+  p->set_model(s.model.data(), s.model.size());
+  p->set_gpu_type(s.gpu_type.data(), s.gpu_type.size());
+  p->set_worker_id(s.worker_id.data(), s.worker_id.size());
+  p->set_step(s.step);
+  p->set_step_seconds(s.step_seconds);
+  p->set_samples_per_second(s.samples_per_second);
+  p->set_allreduce_bytes(s.allreduce_bytes);
+  p->set_allreduce_seconds(s.allreduce_seconds);
+  p->set_loss(s.loss);
 }
 
 // Returns the body size; -1 on failure.
@@ -92,10 +110,15 @@ long Scrape(int port) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int per_stream = 0, http_port = 0;
-  if (argc != 4 || !absl::SimpleAtoi(argv[2], &http_port) ||
-      !absl::SimpleAtoi(argv[3], &per_stream) || per_stream < kRanksPerStream) {
-    std::fprintf(stderr, "usage: metrics_bench GRPC_ADDR HTTP_PORT SAMPLES_PER_STREAM(>=16)\n");
+  int per_stream = 0, http_port = 0, batch_size = 256;
+  if ((argc != 4 && argc != 5) || !absl::SimpleAtoi(argv[2], &http_port) ||
+      !absl::SimpleAtoi(argv[3], &per_stream) || per_stream < kRanksPerStream ||
+      (argc == 5 && (!absl::SimpleAtoi(argv[4], &batch_size) || batch_size < 1 ||
+                     batch_size > ringmaster::metrics::kMaxSamplesPerBatch))) {
+    std::fprintf(stderr,
+                 "usage: metrics_bench GRPC_ADDR HTTP_PORT SAMPLES_PER_STREAM(>=16) "
+                 "[BATCH(1..%d, default 256)]\n",
+                 ringmaster::metrics::kMaxSamplesPerBatch);
     return 2;
   }
   const int64_t total = static_cast<int64_t>(kStreams) * per_stream;
@@ -107,7 +130,7 @@ int main(int argc, char** argv) {
   auto t0 = Clock::now();
   for (int s = 0; s < kStreams; ++s) {
     for (auto& sample : samples) {
-      sample.job_id = JobId(s);
+      sample.job_id = JobIds()[s];
       local.Add(sample, 0);
     }
   }
@@ -126,9 +149,16 @@ int main(int argc, char** argv) {
       auto stub = ringmaster::v1::MetricsService::NewStub(channel);
       grpc::ClientContext ctx;
       ringmaster::v1::IngestResponse resp;
-      auto writer = stub->Ingest(&ctx, &resp);
-      for (int i = 0; i < per_stream; ++i) {
-        if (!writer->Write(ToProto(MakeSample(s, i)))) break;
+      auto writer = stub->IngestBatches(&ctx, &resp);
+      // One message reused: its cleared samples keep their strings, as a long-lived client's
+      // would.
+      ringmaster::v1::SampleBatch batch;
+      for (int i = 0; i < per_stream;) {
+        batch.Clear();
+        for (int end = std::min(per_stream, i + batch_size); i < end; ++i) {
+          ToProto(MakeSample(s, i), batch.add_samples());
+        }
+        if (!writer->Write(batch)) break;
       }
       writer->WritesDone();
       if (writer->Finish().ok()) accepted[s] = resp.accepted();
@@ -148,8 +178,8 @@ int main(int argc, char** argv) {
   }
   std::sort(scrape_ms.begin(), scrape_ms.end());
 
-  std::printf("metrics ingest benchmark: %d concurrent streams, %lld samples\n", kStreams,
-              static_cast<long long>(total));
+  std::printf("metrics ingest benchmark: %d concurrent streams, %lld samples, %d per message\n",
+              kStreams, static_cast<long long>(total), batch_size);
   std::printf("  gRPC ingest (service):         %10.0f samples/s (%lld kept, %.2f s)\n",
               total / grpc_s, static_cast<long long>(kept), grpc_s);
   std::printf("  in-process bookkeeping (base): %10.0f samples/s\n", total / local_s);

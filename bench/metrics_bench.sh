@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts ringmaster-metrics on loopback, runs bench/metrics_bench against it, stops it.
-# Usage: bench/metrics_bench.sh [SAMPLES_PER_STREAM]
+# Usage: bench/metrics_bench.sh [SAMPLES_PER_STREAM] [BATCH]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RINGMASTER_BUILD_DIR:-$root/build}
@@ -13,4 +13,4 @@ grpc_port=$(free_port); http_port=$(free_port)
 pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
 echo "machine: $(nproc) cores"
-"$build/bench/metrics_bench" "127.0.0.1:$grpc_port" "$http_port" "$per_stream"
+"$build/bench/metrics_bench" "127.0.0.1:$grpc_port" "$http_port" "$per_stream" "${2:-256}"

@@ -86,8 +86,8 @@ TEST(JobMetricsTest, DropsMalformedAndAbsurdSamples) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   EXPECT_EQ(m.Add(with([](SampleIn& s) { s.job_id = "x"; }), 0), DropReason::kBadId);
-  EXPECT_EQ(m.Add(with([](SampleIn& s) { s.queue = std::string(1 << 20, 'a'); }), 0),
-            DropReason::kBadLabel);
+  const std::string huge(1 << 20, 'a');  // outlives the sample, which only points at it
+  EXPECT_EQ(m.Add(with([&](SampleIn& s) { s.queue = huge; }), 0), DropReason::kBadLabel);
   EXPECT_EQ(m.Add(with([](SampleIn& s) { s.model = "Bad\"Label"; }), 0), DropReason::kBadLabel);
   EXPECT_EQ(m.Add(with([&](SampleIn& s) { s.samples_per_second = nan; }), 0),
             DropReason::kBadNumber);

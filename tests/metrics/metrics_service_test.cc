@@ -1,4 +1,6 @@
-// ringmaster-metrics as a real process: ingest over gRPC, scrape over HTTP, hostile input.
+// ringmaster-metrics as a real process: ingest over gRPC (batches, and the one-sample messages
+// of older clients), scrape over HTTP, hostile input, and the trainer's MetricsReporter
+// streaming to it.
 #include <grpcpp/grpcpp.h>
 
 #include <cmath>
@@ -14,6 +16,7 @@
 #include "support/http_get.h"
 #include "support/subprocess.h"
 #include "support/wait_for.h"
+#include "trainer/metrics_reporter.h"
 
 namespace ringmaster::test {
 namespace {
@@ -79,14 +82,33 @@ class MetricsServiceTest : public ::testing::Test {
     stub_ = v1::MetricsService::NewStub(channel);
   }
 
-  v1::IngestResponse Send(const std::vector<v1::Sample>& samples) {
+  // One IngestBatches stream carrying `samples` in batches of `batch_size`.
+  v1::IngestResponse Send(const std::vector<v1::Sample>& samples, size_t batch_size = 1024) {
     grpc::ClientContext ctx;
     v1::IngestResponse resp;
-    auto writer = stub_->Ingest(&ctx, &resp);
-    for (const auto& s : samples) writer->Write(s);
+    auto writer = stub_->IngestBatches(&ctx, &resp);
+    for (size_t i = 0; i < samples.size(); i += batch_size) {
+      v1::SampleBatch batch;
+      for (size_t j = i; j < std::min(samples.size(), i + batch_size); ++j) {
+        *batch.add_samples() = samples[j];
+      }
+      EXPECT_TRUE(writer->Write(batch));
+    }
     writer->WritesDone();
-    EXPECT_TRUE(writer->Finish().ok());
+    grpc::Status status = writer->Finish();
+    EXPECT_TRUE(status.ok()) << status.error_message();
     return resp;
+  }
+
+  // The value of an unlabelled series in /metrics; -1 when absent.
+  double Scraped(const std::string& series) {
+    const std::string text = HttpGet(http_port_, "/metrics");
+    const size_t at = text.find("\n" + series + " ");
+    double value = -1;
+    if (at == std::string::npos) return value;
+    const size_t begin = at + series.size() + 2;
+    if (!absl::SimpleAtod(text.substr(begin, text.find('\n', begin) - begin), &value)) return -1;
+    return value;
   }
 
   static constexpr int kMaxJobs = 2000;
@@ -181,6 +203,95 @@ TEST_F(MetricsServiceTest, HostileInputIsDroppedAndMemoryStaysBounded) {
   // The stated bound (docs/metrics.md): under 64 MiB resident with the default caps' worth of
   // series; a leak of the refused 98,000 jobs would be far above it.
   EXPECT_LT(rss_after, 64 * 1024);
+}
+
+TEST_F(MetricsServiceTest, ABatchMixingGoodAndBadSamplesKeepsTheGoodOnesAndNamesTheFirstBadField) {
+  v1::Sample bad_value = MakeSample("j-00aa", 1, 100);
+  bad_value.set_step_seconds(-1);
+  v1::Sample bad_label = MakeSample("j-00aa", 1, 100);
+  bad_label.set_gpu_type("T4");
+  v1::IngestResponse r =
+      Send({MakeSample("j-00aa", 0, 100), bad_value, MakeSample("j-00aa", 1, 130), bad_label});
+  EXPECT_EQ(r.accepted(), 2);
+  EXPECT_EQ(r.dropped(), 2);
+  EXPECT_EQ(r.first_error(),
+            "batch 0: samples[1].step_seconds must be a finite number in [0, 86400], got -1");
+  const std::string text = HttpGet(http_port_, "/metrics");
+  EXPECT_THAT(text, HasSubstr("ringmaster_job_images_per_second{gpu_type=\"t4\",job_id=\"j-00aa\","
+                              "model=\"mlp\",queue=\"default\"} 230"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_metrics_samples_dropped_total{reason=\"bad_value\"} 1"));
+  EXPECT_THAT(text, HasSubstr("ringmaster_metrics_samples_dropped_total{reason=\"bad_label\"} 1"));
+}
+
+TEST_F(MetricsServiceTest, ABatchOverTheLimitEndsTheStreamWithInvalidArgumentAndEarlierOnesStay) {
+  grpc::ClientContext ctx;
+  v1::IngestResponse resp;
+  auto writer = stub_->IngestBatches(&ctx, &resp);
+  v1::SampleBatch first;
+  *first.add_samples() = MakeSample("j-00aa", 0, 100);
+  ASSERT_TRUE(writer->Write(first));
+  v1::SampleBatch oversized;
+  for (int i = 0; i < 1025; ++i) *oversized.add_samples() = MakeSample("j-00bb", 0, 1);
+  writer->Write(oversized);  // may already see the stream closed; Finish says why
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "batch 1: samples: 1025 in one batch, at most 1024; nothing of this batch was kept "
+            "(earlier batches of the stream were) (1 samples kept so far)");
+  EXPECT_EQ(Scraped("ringmaster_metrics_samples_total"), 1);
+  EXPECT_EQ(Scraped("ringmaster_metrics_active_jobs"), 1);
+}
+
+TEST_F(MetricsServiceTest, OneSampleMessagesOfOlderClientsAreStillValidatedAndKept) {
+  grpc::ClientContext ctx;
+  v1::IngestResponse resp;
+  auto writer = stub_->Ingest(&ctx, &resp);
+  v1::Sample bad = MakeSample("j-00aa", 1, 1);
+  bad.set_rank(7);
+  ASSERT_TRUE(writer->Write(MakeSample("j-00aa", 0, 100)));
+  ASSERT_TRUE(writer->Write(bad));
+  writer->WritesDone();
+  ASSERT_TRUE(writer->Finish().ok());
+  EXPECT_EQ(resp.accepted(), 1);
+  EXPECT_EQ(resp.dropped(), 1);
+  EXPECT_EQ(resp.first_error(), "sample 1: rank must be in 0..world_size-1 (0..1), got 7");
+  EXPECT_EQ(Scraped("ringmaster_metrics_samples_total"), 1);
+}
+
+trainer::ReportLabels ReporterLabels() {
+  return {"j-00cc", 0, 0, 1, "default", "mlp", "t4", "w1"};
+}
+
+TEST_F(MetricsServiceTest, ReporterFlushesAFullBatchWithoutWaitingForTheInterval) {
+  // An interval no test waits out: only a full batch can make the samples arrive.
+  trainer::MetricsReporter reporter(addr_, ReporterLabels(),
+                                    {.max_queue = 4096, .flush_samples = 8,
+                                     .flush_interval = std::chrono::hours(1)});
+  for (int step = 0; step < 8; ++step) reporter.Report({step, 0.01, 50, 0, 0, 1.0});
+  EXPECT_TRUE(WaitFor([&] { return Scraped("ringmaster_metrics_samples_total") == 8; }, 10s));
+  EXPECT_EQ(reporter.sent(), 8);
+}
+
+TEST_F(MetricsServiceTest, ReporterFlushesALoneSampleWithinTheInterval) {
+  trainer::MetricsReporter reporter(addr_, ReporterLabels(),
+                                    {.max_queue = 4096, .flush_samples = 256,
+                                     .flush_interval = std::chrono::milliseconds(100)});
+  reporter.Report({1, 0.01, 50, 0, 0, 1.0});
+  // Far fewer than a batch: the interval alone sends it (the bound is loose for a loaded CI).
+  EXPECT_TRUE(WaitFor([&] { return Scraped("ringmaster_metrics_samples_total") == 1; }, 10s));
+  EXPECT_EQ(reporter.dropped(), 0);
+}
+
+TEST_F(MetricsServiceTest, ReporterSendsWhatIsQueuedWhenItStops) {
+  {
+    trainer::MetricsReporter reporter(addr_, ReporterLabels(),
+                                      {.max_queue = 4096, .flush_samples = 1024,
+                                       .flush_interval = std::chrono::hours(1)});
+    for (int step = 0; step < 3000; ++step) reporter.Report({step, 0.01, 50, 0, 0, 1.0});
+  }
+  // The destructor drained the queue in batches of at most 1,024 before returning.
+  EXPECT_EQ(Scraped("ringmaster_metrics_samples_total"), 3000);
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 ringmaster_test(metrics_core_test unit
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/job_metrics_test.cc
-  LIBS ringmaster_metrics_core)
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/job_metrics_test.cc ${CMAKE_CURRENT_LIST_DIR}/sample_decode_test.cc
+  LIBS ringmaster_metrics_decode)
 
 ringmaster_test(metrics_service_test integration
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/metrics_service_test.cc
-  LIBS ringmaster_test_support ringmaster_proto gRPC::grpc++)
+  LIBS ringmaster_test_support ringmaster_trainer_metrics ringmaster_proto gRPC::grpc++)
 add_dependencies(metrics_service_test ringmaster-metrics)
 
 if(TARGET ringmaster-worker AND TARGET ringmaster-scheduler)

@@ -2,7 +2,9 @@
 // derived values (job throughput, allreduce bus bandwidth, scaling efficiency) and a step-time
 // histogram. Memory is bounded: a job's series go away `ttl_ms` after its last sample, and at
 // most `max_jobs` jobs and `max_ranks` ranks are held; what does not fit is refused and
-// counted. Plain C++, no I/O; not thread-safe (the service guards it with one mutex).
+// counted. Plain C++, no I/O; not thread-safe (the service guards it with a mutex, taken once
+// per batch of samples). Per sample it costs two hash lookups (job, rank) and no allocation
+// once the rank is known, since the ingest path runs it for every sample of every rank.
 #ifndef RINGMASTER_SERVICES_METRICS_CORE_JOB_METRICS_H_
 #define RINGMASTER_SERVICES_METRICS_CORE_JOB_METRICS_H_
 
@@ -12,39 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "core/sample.h"
+
 namespace ringmaster::metrics {
-
-struct SampleIn {
-  std::string job_id;
-  int32_t attempt = 0;
-  int32_t rank = 0;
-  int32_t world_size = 1;
-  std::string queue;
-  std::string model;
-  std::string gpu_type;
-  std::string worker_id;
-  int64_t step = 0;
-  double step_seconds = 0;
-  double samples_per_second = 0;
-  double allreduce_bytes = 0;
-  double allreduce_seconds = 0;
-  double loss = -1;
-};
-
-// Why a sample was dropped; the service counts drops by this name.
-enum class DropReason {
-  kNone,
-  kBadId,
-  kBadLabel,
-  kBadNumber,
-  kStaleAttempt,
-  kTooManyJobs,
-  kTooManyRanks,
-};
-inline constexpr DropReason kAllDropReasons[] = {
-    DropReason::kBadId,         DropReason::kBadLabel,    DropReason::kBadNumber,
-    DropReason::kStaleAttempt,  DropReason::kTooManyJobs, DropReason::kTooManyRanks};
-const char* DropReasonName(DropReason reason);
 
 // Step-time histogram bounds in seconds (Prometheus "le").
 inline constexpr std::array<double, 14> kStepBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -84,8 +59,15 @@ class JobMetrics {
  public:
   explicit JobMetrics(Limits limits) : limits_(limits) {}
 
-  // Validates and records one sample at `now_ms`; kNone when kept.
+  // Validates (ValidateSample) and records one sample at `now_ms`; kNone when kept.
   DropReason Add(const SampleIn& sample, int64_t now_ms);
+  // Records a sample that already passed ValidateSample (the service validates outside its
+  // lock); only the checks that need state remain: stale attempt, job and rank caps.
+  DropReason Record(const SampleIn& sample, int64_t now_ms);
+  // Counts a sample that was dropped before it got here (by ValidateSample).
+  void CountDropped(DropReason reason, uint64_t n = 1) {
+    dropped_[static_cast<size_t>(reason)] += n;
+  }
   // The 1-rank throughput of `model` on `gpu_type`; false (and nothing kept) when invalid.
   bool DeclareBaseline(const std::string& model, const std::string& gpu_type,
                        double samples_per_second);
@@ -95,7 +77,7 @@ class JobMetrics {
   size_t jobs() const { return jobs_.size(); }
   size_t ranks() const { return rank_count_; }
   uint64_t accepted() const { return accepted_; }
-  uint64_t dropped(DropReason reason) const;
+  uint64_t dropped(DropReason reason) const { return dropped_[static_cast<size_t>(reason)]; }
 
  private:
   struct Rank {
@@ -104,19 +86,20 @@ class JobMetrics {
     double step_seconds = 0;
   };
   struct Job {
-    JobView view;  // labels and histogram; ranks kept below
-    std::map<int32_t, Rank> ranks;
+    JobView view;  // labels and histogram (per-bucket counts here, cumulated by Snapshot)
+    absl::flat_hash_map<int32_t, Rank> ranks;
     int64_t last_ms = 0;
   };
   double Baseline(const std::string& model, const std::string& gpu_type) const;
 
   Limits limits_;
-  std::map<std::string, Job> jobs_;
+  // Node map: a Job stays where it is while others come and go.
+  absl::node_hash_map<std::string, Job> jobs_;
   size_t rank_count_ = 0;
   std::map<std::pair<std::string, std::string>, double> declared_;
   std::map<std::pair<std::string, std::string>, double> learned_;  // from 1-rank jobs
   uint64_t accepted_ = 0;
-  std::map<DropReason, uint64_t> dropped_;
+  std::array<uint64_t, kDropReasonCount> dropped_{};
 };
 
 }  // namespace ringmaster::metrics

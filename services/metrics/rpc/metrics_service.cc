@@ -5,11 +5,21 @@
 #include <limits>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+
 namespace ringmaster::metrics {
 
-DropReason MetricsState::Add(const SampleIn& sample) {
+int64_t MetricsState::AddBatch(const DecodedBatch& batch) {
+  int64_t kept = 0;
   std::lock_guard<std::mutex> lock(mu_);
-  return metrics_.Add(sample, now_ms_());
+  // One clock read per batch: its samples were flushed together, within the client's interval.
+  const int64_t now = now_ms_();
+  for (const SampleIn& s : batch.valid) {
+    if (metrics_.Record(s, now) == DropReason::kNone) ++kept;
+  }
+  for (const DecodedBatch::Rejected& r : batch.rejected) metrics_.CountDropped(r.reason);
+  return kept;
 }
 
 bool MetricsState::DeclareBaseline(const std::string& model, const std::string& gpu_type,
@@ -24,25 +34,65 @@ void MetricsState::Read(const std::function<void(const JobMetrics&)>& read) {
   read(metrics_);
 }
 
+// The ingest protocol, for one stream:
+//  1. Read a batch into the same message every time: protobuf keeps the cleared samples and
+//     their strings' capacity, so a warm stream parses without allocating.
+//  2. Decode and validate it with DecodeSampleBatch, outside the lock. A batch over the size
+//     limit ends the stream with INVALID_ARGUMENT (what came before it stays kept).
+//  3. Record the valid samples under one lock acquisition; count the rejected ones by reason.
+//  4. When the client closes, reply with the counts and the first rejected sample's error.
+grpc::Status MetricsServiceImpl::IngestBatches(grpc::ServerContext*,
+                                               grpc::ServerReader<v1::SampleBatch>* reader,
+                                               v1::IngestResponse* resp) {
+  v1::SampleBatch batch;
+  DecodedBatch decoded;
+  int64_t received = 0, accepted = 0, batches = 0;
+  std::string first_error;
+  while (reader->Read(&batch)) {
+    absl::Status status = DecodeSampleBatch(batch, &decoded);
+    if (!status.ok()) {
+      return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+          "batch ", batches, ": ", status.message(), " (", accepted, " samples kept so far)")));
+    }
+    received += batch.samples_size();
+    accepted += state_->AddBatch(decoded);
+    if (first_error.empty() && !decoded.rejected.empty()) {
+      first_error = absl::StrCat("batch ", batches, ": ", decoded.rejected[0].status.message());
+    }
+    ++batches;
+  }
+  resp->set_accepted(accepted);
+  resp->set_dropped(received - accepted);
+  resp->set_first_error(first_error);
+  return grpc::Status::OK;
+}
+
 grpc::Status MetricsServiceImpl::Ingest(grpc::ServerContext*, grpc::ServerReader<v1::Sample>* reader,
                                         v1::IngestResponse* resp) {
   v1::Sample s;
-  int64_t accepted = 0;
-  int64_t dropped = 0;
+  DecodedBatch one;  // each message is a batch of one, recorded by the same path
+  int64_t received = 0, accepted = 0;
+  std::string first_error;
   while (reader->Read(&s)) {
-    SampleIn in{s.job_id(),       s.attempt(),           s.rank(),
-                s.world_size(),   s.queue(),             s.model(),
-                s.gpu_type(),     s.worker_id(),         s.step(),
-                s.step_seconds(), s.samples_per_second(), s.allreduce_bytes(),
-                s.allreduce_seconds(), s.loss()};
-    if (state_->Add(in) == DropReason::kNone) {
-      ++accepted;
+    one.valid.clear();
+    one.rejected.clear();
+    const SampleIn in = FromProto(s);
+    DropReason reason = DropReason::kNone;
+    absl::Status status = ValidateSample(in, &reason);
+    if (status.ok()) {
+      one.valid.push_back(in);
     } else {
-      ++dropped;
+      if (first_error.empty()) {
+        first_error = absl::StrCat("sample ", received, ": ", status.message());
+      }
+      one.rejected.push_back({0, reason, std::move(status)});
     }
+    accepted += state_->AddBatch(one);
+    ++received;
   }
   resp->set_accepted(accepted);
-  resp->set_dropped(dropped);
+  resp->set_dropped(received - accepted);
+  resp->set_first_error(first_error);
   return grpc::Status::OK;
 }
 

@@ -1,6 +1,9 @@
 // Adapters of ringmaster-metrics: the gRPC ingest service and the Prometheus exposition, both
-// over one JobMetrics guarded by one mutex. The exposition is a Collectable built from a
-// snapshot at scrape time, so an expired job's series simply stop appearing.
+// over one JobMetrics guarded by one mutex. Ingest decodes and validates a batch outside the
+// lock (DecodeSampleBatch, pure) and takes the lock once per batch, not once per sample, so 64
+// streams contend on it about a thousand times less than they send samples. The exposition is
+// a Collectable built from a snapshot at scrape time, so an expired job's series simply stop
+// appearing.
 #ifndef RINGMASTER_SERVICES_METRICS_RPC_METRICS_SERVICE_H_
 #define RINGMASTER_SERVICES_METRICS_RPC_METRICS_SERVICE_H_
 
@@ -10,6 +13,7 @@
 #include <mutex>
 
 #include "core/job_metrics.h"
+#include "core/sample_decode.h"
 #include "ringmaster/v1/metrics.grpc.pb.h"
 
 namespace ringmaster::metrics {
@@ -19,7 +23,9 @@ class MetricsState {
  public:
   MetricsState(Limits limits, std::function<int64_t()> now_ms)
       : metrics_(limits), now_ms_(std::move(now_ms)) {}
-  DropReason Add(const SampleIn& sample);
+  // Records the valid samples of a decoded batch and counts its rejected ones, under one lock;
+  // returns how many were kept.
+  int64_t AddBatch(const DecodedBatch& batch);
   bool DeclareBaseline(const std::string& model, const std::string& gpu_type, double value);
   // Expires old jobs, then calls `read` with the state under the lock.
   void Read(const std::function<void(const JobMetrics&)>& read);
@@ -33,6 +39,8 @@ class MetricsState {
 class MetricsServiceImpl final : public v1::MetricsService::Service {
  public:
   explicit MetricsServiceImpl(MetricsState* state) : state_(state) {}
+  grpc::Status IngestBatches(grpc::ServerContext* ctx, grpc::ServerReader<v1::SampleBatch>* reader,
+                             v1::IngestResponse* resp) override;
   grpc::Status Ingest(grpc::ServerContext* ctx, grpc::ServerReader<v1::Sample>* reader,
                       v1::IngestResponse* resp) override;
   grpc::Status DeclareBaseline(grpc::ServerContext* ctx, const v1::Baseline* req,
