@@ -18,7 +18,7 @@
 
 #include "absl/strings/numbers.h"
 #include "core/job_metrics.h"
-#include "core/sample_decode.h"
+#include "convert/sample_decode.h"
 #include "ringmaster/v1/metrics.grpc.pb.h"
 
 using Clock = std::chrono::steady_clock;

@@ -11,7 +11,7 @@
 namespace ringmaster::trainer {
 namespace {
 
-// The service's kMaxSamplesPerBatch (services/metrics/core/sample_decode.h); the trainer does
+// The service's kMaxSamplesPerBatch (services/metrics/convert/sample_decode.h); the trainer does
 // not link the service, so the limit is repeated here and in the proto's comment.
 constexpr size_t kServiceMaxBatch = 1024;
 

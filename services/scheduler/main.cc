@@ -46,6 +46,9 @@ ringmaster::Flags MakeFlags() {
   flags.Add("postgres-timeout-ms", "5000",
             "PostgreSQL statement timeout; a call (all its statements) is cut after twice this, "
             "even when the server answers nothing");
+  flags.Add("submit-writers", "3",
+            "threads that store new jobs in parallel, each with a PostgreSQL connection of the "
+            "pool (changes of existing jobs are stored by one more, in order)");
   flags.Add("write-wait-ms", "10000",
             "how long SubmitJob and CancelJob wait for their write to be stored before "
             "UNAVAILABLE");
@@ -85,7 +88,8 @@ int main(int argc, char** argv) {
                  : level == "warning" ? LogLevel::kWarning
                  : level == "error" ? LogLevel::kError
                                     : LogLevel::kInfo);
-  int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0, pg_timeout_ms = 0;
+  int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0, pg_timeout_ms = 0,
+          submit_writers = 0;
   SchedulerOptions options;
   for (auto s : {flags.GetInt("postgres-pool", &pool), flags.GetInt("redis-db", &redis_db),
                  flags.GetInt("heartbeat-timeout-ms", &options.heartbeat_timeout_ms),
@@ -94,7 +98,8 @@ int main(int argc, char** argv) {
                  flags.GetInt("connect-timeout-s", &connect_timeout_s),
                  flags.GetInt("lease-ttl-ms", &lease_ttl_ms),
                  flags.GetInt("postgres-timeout-ms", &pg_timeout_ms),
-                 flags.GetInt("write-wait-ms", &options.write_wait_ms)}) {
+                 flags.GetInt("write-wait-ms", &options.write_wait_ms),
+                 flags.GetInt("submit-writers", &submit_writers)}) {
     if (!s.ok()) return Fail(s);
   }
   if (lease_ttl_ms < 300) {
@@ -105,6 +110,12 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError(
         "--postgres-timeout-ms and --write-wait-ms must be at least 100"));
   }
+  if (submit_writers < 1 || submit_writers > 64 || submit_writers + 2 > pool) {
+    return Fail(absl::InvalidArgumentError(
+        "--submit-writers must be 1..64 and leave at least 2 of --postgres-pool's connections "
+        "for the ordered writer and reads"));
+  }
+  options.create_writers = static_cast<int>(submit_writers);
   PostgresPoolOptions pool_options;
   pool_options.statement_timeout_ms = pg_timeout_ms;
   pool_options.acquire_timeout_ms = pg_timeout_ms;

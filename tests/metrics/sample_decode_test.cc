@@ -1,6 +1,6 @@
 // DecodeSampleBatch and ValidateSample: what the service runs on every wire message, as pure
 // functions.
-#include "core/sample_decode.h"
+#include "convert/sample_decode.h"
 
 #include <functional>
 #include <limits>

@@ -13,7 +13,7 @@
 #include <mutex>
 
 #include "core/job_metrics.h"
-#include "core/sample_decode.h"
+#include "convert/sample_decode.h"
 #include "ringmaster/v1/metrics.grpc.pb.h"
 
 namespace ringmaster::metrics {

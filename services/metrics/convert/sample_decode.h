@@ -1,10 +1,10 @@
 // From wire messages to core samples: the metrics service's decoding and validation of a
 // `ringmaster.v1.Sample` or a `ringmaster.v1.SampleBatch`, as pure functions on an already
 // parsed protobuf message (no gRPC, no state, no I/O), so that a fuzzer and the unit tests can
-// drive exactly what the service runs. The one place in core/ that sees protobuf: the decoded
-// samples point into the message instead of copying it.
-#ifndef RINGMASTER_SERVICES_METRICS_CORE_SAMPLE_DECODE_H_
-#define RINGMASTER_SERVICES_METRICS_CORE_SAMPLE_DECODE_H_
+// drive exactly what the service runs. It lives beside core/, which stays free of protobuf;
+// the decoded samples point into the message instead of copying it.
+#ifndef RINGMASTER_SERVICES_METRICS_CONVERT_SAMPLE_DECODE_H_
+#define RINGMASTER_SERVICES_METRICS_CONVERT_SAMPLE_DECODE_H_
 
 #include <vector>
 
@@ -45,4 +45,4 @@ absl::Status DecodeSampleBatch(const v1::SampleBatch& batch, DecodedBatch* out);
 
 }  // namespace ringmaster::metrics
 
-#endif  // RINGMASTER_SERVICES_METRICS_CORE_SAMPLE_DECODE_H_
+#endif  // RINGMASTER_SERVICES_METRICS_CONVERT_SAMPLE_DECODE_H_

@@ -1,4 +1,4 @@
-#include "core/sample_decode.h"
+#include "convert/sample_decode.h"
 
 #include "absl/strings/str_cat.h"
 
