@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# End-to-end placement throughput: placements stored in Postgres and delivered to their workers
+# per second, next to core placement of the same jobs in process. Starts a throw-away Postgres
+# (fsync on, as in production), Redis and the scheduler on loopback, runs
+# bench/placement_e2e_bench, prints the scheduler's placement latency histogram, and stops
+# everything. Usage: bench/placement_e2e_bench.sh [WORKERS] [JOBS]
+#
+# Scheduler flags, and why:
+#   --heartbeat-timeout-ms 60000  the box may have 2 cores for the scheduler, Postgres and a
+#                                 thousand simulated workers; a late heartbeat must not fail jobs
+#   --pass-interval-ms 100        passes run on every change anyway (at most one per 20 ms)
+#   --postgres-pool 8             the default; one writer commits, the rest serve reads
+#   --log-level warning           one info line per job transition would be measured too
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${RINGMASTER_BUILD_DIR:-$root/build}
+workers=${1:-1000}
+jobs=${2:-10000}
+source "$root/scripts/lib/pg.sh"
+
+cmake --build "$build" --target ringmaster-scheduler placement_e2e_bench >/dev/null
+tmp=$(mktemp -d /tmp/ringmaster-bench.XXXXXX)
+chmod 755 "$tmp"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  pg_stop "$tmp/pg"
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+pg_port=$(free_port); redis_port=$(free_port); grpc_port=$(free_port); metrics_port=$(free_port)
+pg_start "$tmp/pg" "$pg_port"
+pg_as_owner "$PG_BIN/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres ringmaster
+url="postgresql://postgres@127.0.0.1:$pg_port/ringmaster"
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
+pids+=($!)
+"$build/services/scheduler/ringmaster-scheduler" --listen "127.0.0.1:$grpc_port" \
+  --metrics-listen "127.0.0.1:$metrics_port" --postgres-url "$url" \
+  --redis-addr "127.0.0.1:$redis_port" --postgres-pool 8 --heartbeat-timeout-ms 60000 \
+  --heartbeat-interval-ms 2000 --pass-interval-ms 100 --log-level warning \
+  >"$tmp/scheduler.log" 2>&1 &
+scheduler=$!
+pids+=($scheduler)
+for _ in $(seq 100); do
+  (echo >/dev/tcp/127.0.0.1/$grpc_port) 2>/dev/null && break
+  sleep 0.1
+done
+echo "machine: $(nproc) cores; Postgres with fsync on; scheduler flags: --postgres-pool 8" \
+  "--heartbeat-timeout-ms 60000 --heartbeat-interval-ms 2000 --pass-interval-ms 100"
+status=0
+"$build/bench/placement_e2e_bench" "127.0.0.1:$grpc_port" "$url" "$workers" "$jobs" || status=$?
+cpu=$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$scheduler/stat")
+echo "  scheduler CPU time (user+system, whole run incl. submits): ${cpu} s"
+echo "  scheduler placement latency (submit stored -> placement decided), from /metrics:"
+curl -s "http://127.0.0.1:$metrics_port/metrics" |
+  grep -E '^ringmaster_placement_latency_seconds_(bucket|sum|count)' | sed 's/^/    /'
+if grep -qE 'lost|ERROR|error' "$tmp/scheduler.log"; then
+  echo "  scheduler log warnings/errors (first 10):"
+  grep -E 'lost|ERROR|error' "$tmp/scheduler.log" | head -10 | sed 's/^/    /'
+fi
+exit "$status"
