@@ -205,8 +205,9 @@ std::map<std::string, long> StatesInPostgres(const std::string& url) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: placement_e2e_bench SCHEDULER_ADDR POSTGRES_URL WORKERS JOBS\n");
+  if (argc != 5 && argc != 6) {
+    std::fprintf(stderr, "usage: placement_e2e_bench SCHEDULER_ADDR POSTGRES_URL WORKERS JOBS "
+                         "[MARKER]\n(MARKER: a file that exists while jobs are being placed)\n");
     return 2;
   }
   const std::string addr = argv[1], url = argv[2];
@@ -231,6 +232,8 @@ int main(int argc, char** argv) {
               kSubmitClients);
 
   // The clock starts as the first worker connects: registrations are part of the run.
+  const std::string marker = argc == 6 ? argv[5] : "";
+  if (!marker.empty()) std::fclose(std::fopen(marker.c_str(), "w"));
   const auto t0 = Clock::now();
   Deliveries deliveries(t0);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
@@ -261,6 +264,7 @@ int main(int argc, char** argv) {
 
   const size_t placed = deliveries.WaitPlaced(jobs.size(), 150);
   std::vector<double> at = deliveries.placed_at();
+  if (!marker.empty()) std::remove(marker.c_str());
 
   // Every job SUCCEEDED in Postgres (the last rank reports are still being stored).
   std::map<std::string, long> states;
@@ -297,6 +301,26 @@ int main(int argc, char** argv) {
     std::printf(" %ld", static_cast<long>(std::upper_bound(at.begin(), at.end(), s) - at.begin()));
   }
   std::printf("\n");
+  // Placements reach the workers in bursts, one per commit batch that held placements: a gap of
+  // 5 ms or more between two deliveries starts a new burst.
+  std::vector<double> sizes, gaps;
+  size_t burst = 1;
+  for (size_t i = 1; i < at.size(); ++i) {
+    if (at[i] - at[i - 1] < 0.005) {
+      ++burst;
+      continue;
+    }
+    sizes.push_back(static_cast<double>(burst));
+    gaps.push_back(at[i] - at[i - 1]);
+    burst = 1;
+  }
+  sizes.push_back(static_cast<double>(burst));
+  std::sort(sizes.begin(), sizes.end());
+  std::sort(gaps.begin(), gaps.end());
+  std::printf("  delivery bursts (gap >= 5 ms): %zu, median %.0f jobs (p90 %.0f); median gap "
+              "between bursts %.1f ms (p90 %.1f ms)\n", sizes.size(), sizes[sizes.size() / 2],
+              sizes[sizes.size() * 9 / 10], gaps.empty() ? 0 : 1e3 * gaps[gaps.size() / 2],
+              gaps.empty() ? 0 : 1e3 * gaps[gaps.size() * 9 / 10]);
   std::printf("  jobs in Postgres by state:  ");
   for (const auto& [state, count] : states) std::printf(" %s %ld", state.c_str(), count);
   std::printf(" (all succeeded %.2f s after the first worker connected)\n", succeeded_s);

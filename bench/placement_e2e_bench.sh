@@ -35,7 +35,8 @@ pg_start "$tmp/pg" "$pg_port"
 pg_as_owner "$PG_BIN/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres ringmaster
 url="postgresql://postgres@127.0.0.1:$pg_port/ringmaster"
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
-pids+=($!)
+redis=$!
+pids+=($redis)
 "$build/services/scheduler/ringmaster-scheduler" --listen "127.0.0.1:$grpc_port" \
   --metrics-listen "127.0.0.1:$metrics_port" --postgres-url "$url" \
   --redis-addr "127.0.0.1:$redis_port" --postgres-pool 8 --heartbeat-timeout-ms 60000 \
@@ -49,8 +50,57 @@ for _ in $(seq 100); do
 done
 echo "machine: $(nproc) cores; Postgres with fsync on; scheduler flags: --postgres-pool 8" \
   "--heartbeat-timeout-ms 60000 --heartbeat-interval-ms 2000 --pass-interval-ms 100"
+
+# CPU seconds (user + system) of the given processes, from /proc.
+cpu_of() {
+  local hz total=0 p
+  hz=$(getconf CLK_TCK)
+  for p in "$@"; do
+    [ -r "/proc/$p/stat" ] || continue
+    total=$((total + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}')))
+  done
+  awk -v t="$total" -v hz="$hz" 'BEGIN {printf "%.2f", t / hz}'
+}
+pg_pids() { pgrep -P "$(head -1 "$tmp/pg/postmaster.pid")" | tr '\n' ' '; head -1 "$tmp/pg/postmaster.pid"; }
+# Once a second while the benchmark runs: CPU used by the scheduler, Postgres and Redis in that
+# second, and the scheduler's own view (GPUs allocated, jobs pending) from /metrics.
+sample() {
+  local prev_s prev_p prev_r now_s now_p now_r m
+  prev_s=$(cpu_of "$scheduler"); prev_p=$(cpu_of $(pg_pids)); prev_r=$(cpu_of "$redis")
+  while sleep 1; do
+    [ -e "$tmp/placing" ] || { prev_s=$(cpu_of "$scheduler"); prev_p=$(cpu_of $(pg_pids)); prev_r=$(cpu_of "$redis"); continue; }
+    now_s=$(cpu_of "$scheduler"); now_p=$(cpu_of $(pg_pids)); now_r=$(cpu_of "$redis")
+    m=$(curl -s "http://127.0.0.1:$metrics_port/metrics")
+    printf '%s %s %s %s %s\n' \
+      "$(awk -v a="$now_s" -v b="$prev_s" 'BEGIN {printf "%.2f", a - b}')" \
+      "$(awk -v a="$now_p" -v b="$prev_p" 'BEGIN {printf "%.2f", a - b}')" \
+      "$(awk -v a="$now_r" -v b="$prev_r" 'BEGIN {printf "%.2f", a - b}')" \
+      "$(echo "$m" | awk '/^ringmaster_gpus_allocated/ {s += $2} END {print s + 0}')" \
+      "$(echo "$m" | awk '/^ringmaster_queue_pending_jobs/ {s += $2} END {print s + 0}')"
+    prev_s=$now_s; prev_p=$now_p; prev_r=$now_r
+  done
+}
+sample >"$tmp/samples" &
+sampler=$!
+pids+=($sampler)
 status=0
-"$build/bench/placement_e2e_bench" "127.0.0.1:$grpc_port" "$url" "$workers" "$jobs" || status=$?
+"$build/bench/placement_e2e_bench" "127.0.0.1:$grpc_port" "$url" "$workers" "$jobs" \
+  "$tmp/placing" || status=$?
+kill "$sampler" 2>/dev/null || true
+echo "  per second while placing (CPU seconds used in that second; 2 cores = 2.00 at most):"
+echo "    scheduler postgres redis | GPUs allocated | jobs pending"
+awk '{printf "    %9s %8s %5s | %14s | %12s\n", $1, $2, $3, $4, $5}' "$tmp/samples"
+# A profiler's poor cousin: CPU time of each scheduler thread. The loop (passes) and the writer
+# are single threads; RPC handling is spread over the many gRPC threads.
+echo "  scheduler threads by CPU seconds (thread id, name, user+system):"
+hz=$(getconf CLK_TCK)
+for t in /proc/$scheduler/task/*; do
+  echo "$(basename "$t") $(tr ' ' '_' <"$t/comm") $(sed 's/.*) //' "$t/stat" | awk '{print $12 + $13}')"
+done | sort -k3 -n -r | awk -v hz="$hz" '
+  NR <= 6 {printf "    %-8s %-18s %7.2f s\n", $1, $2, $3 / hz; next}
+  {n++; rest += $3}
+  END {printf "    %d other threads together: %.2f s\n", n, rest / hz}'
+grep -E '^(voluntary|nonvoluntary)_ctxt_switches' "/proc/$scheduler/status" | sed 's/^/    /'
 cpu=$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$scheduler/stat")
 echo "  scheduler CPU time (user+system, whole run incl. submits): ${cpu} s"
 echo "  scheduler placement latency (submit stored -> placement decided), from /metrics:"
