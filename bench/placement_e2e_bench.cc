@@ -12,16 +12,21 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <pqxx/pqxx>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unistd.h>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -48,13 +53,19 @@ double Since(Clock::time_point t0, Clock::time_point t) {
 }
 
 // The job mix of bench/placement_bench.cc (1 to 64 GPUs, ranks of 1, 2, 4 or 8 GPUs), all t4.
-std::vector<core::GangRequest> MakeJobs(int n, uint64_t seed) {
+// `whole_workers` (a diagnostic): every rank takes 8 GPUs, jobs round up to a multiple of 8, so
+// the same GPUs move with about a fifth of the rank reports.
+std::vector<core::GangRequest> MakeJobs(int n, uint64_t seed, bool whole_workers) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> total(1, 64);
   std::vector<core::GangRequest> jobs;
   for (int i = 0; i < n; ++i) {
     int gpus = total(rng);
     int per_rank = gpus % 8 == 0 ? 8 : gpus % 4 == 0 ? 4 : gpus % 2 == 0 ? 2 : 1;
+    if (whole_workers) {
+      per_rank = 8;
+      gpus = (gpus + 7) / 8 * 8;
+    }
     jobs.push_back({gpus / per_rank, per_rank, "t4"});
   }
   return jobs;
@@ -192,6 +203,64 @@ bool Submit(const std::string& addr, const std::vector<core::GangRequest>& jobs,
   return errors == 0;
 }
 
+// What Postgres did for the scheduler's database: transactions committed (the writer's batches
+// and the few reads), rows written, and WAL flushes with their time (track_wal_io_timing).
+struct PgActivity {
+  long commits = 0, inserted = 0, updated = 0, deleted = 0, wal_syncs = 0;
+  double wal_sync_ms = 0;
+};
+
+PgActivity ReadPgActivity(const std::string& url) {
+  PgActivity a;
+  pqxx::connection conn(url);
+  pqxx::nontransaction tx(conn);
+  auto db = tx.exec1("SELECT xact_commit, tup_inserted, tup_updated, tup_deleted "
+                     "FROM pg_stat_database WHERE datname = current_database()");
+  a.commits = db[0].as<long>();
+  a.inserted = db[1].as<long>();
+  a.updated = db[2].as<long>();
+  a.deleted = db[3].as<long>();
+  auto wal = tx.exec1("SELECT wal_sync, wal_sync_time FROM pg_stat_wal");
+  a.wal_syncs = wal[0].as<long>();
+  a.wal_sync_ms = wal[1].as<double>();
+  return a;
+}
+
+// CPU ticks of every thread of `pid` that is alive now, by thread id, with its name.
+std::map<int, std::pair<std::string, long>> ThreadTicks(int pid) {
+  std::map<int, std::pair<std::string, long>> out;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+    std::ifstream f(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    long ticks = 0;
+    for (int i = 3; rest >> field && i <= 15; ++i) {
+      if (i == 14 || i == 15) ticks += std::stol(field);
+    }
+    int tid = 0;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &tid)) continue;
+    out[tid] = {stat.substr(open + 1, close - open - 1), ticks};
+  }
+  return out;
+}
+
+long ProcessTicks(int pid) {
+  std::ifstream f(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  long ticks = 0;
+  for (int i = 3; rest >> field && i <= 15; ++i) {
+    if (i == 14 || i == 15) ticks += std::stol(field);
+  }
+  return ticks;
+}
+
 std::map<std::string, long> StatesInPostgres(const std::string& url) {
   std::map<std::string, long> states;
   pqxx::connection conn(url);
@@ -205,21 +274,27 @@ std::map<std::string, long> StatesInPostgres(const std::string& url) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5 && argc != 6) {
+  if (argc != 7) {
     std::fprintf(stderr, "usage: placement_e2e_bench SCHEDULER_ADDR POSTGRES_URL WORKERS JOBS "
-                         "[MARKER]\n(MARKER: a file that exists while jobs are being placed)\n");
+                         "SCHEDULER_PID MARKER\n(MARKER: a file made to exist while jobs are "
+                         "being placed)\n");
     return 2;
   }
   const std::string addr = argv[1], url = argv[2];
-  int workers = 0, n = 0;
+  int workers = 0, n = 0, pid = 0;
   if (!absl::SimpleAtoi(argv[3], &workers) || !absl::SimpleAtoi(argv[4], &n) || workers < 8 ||
-      n < 1) {
+      n < 1 || !absl::SimpleAtoi(argv[5], &pid)) {
     std::fprintf(stderr, "WORKERS must be at least 8 (a 64-GPU gang), JOBS positive\n");
     return 2;
   }
-  std::vector<core::GangRequest> jobs = MakeJobs(n, 42);
-  long gpus = 0;
-  for (const auto& j : jobs) gpus += j.replicas * j.gpus_per_replica;
+  const char* whole = std::getenv("RINGMASTER_BENCH_WHOLE_WORKER_RANKS");
+  const bool whole_workers = whole != nullptr && std::string(whole) == "1";
+  std::vector<core::GangRequest> jobs = MakeJobs(n, 42, whole_workers);
+  long gpus = 0, ranks = 0;
+  for (const auto& j : jobs) {
+    gpus += j.replicas * j.gpus_per_replica;
+    ranks += j.replicas;
+  }
 
   double core_wall = 0;
   const double core_rate = CoreRate(workers, jobs, &core_wall);
@@ -227,13 +302,17 @@ int main(int argc, char** argv) {
   double submit_rate = 0;
   if (!Submit(addr, jobs, &submit_rate)) return 1;
   std::printf("placement e2e benchmark: %d workers x %d t4 GPUs, %d gang jobs of 1-64 GPUs "
-              "(%ld GPUs in all)\n", workers, kGpusPerWorker, n, gpus);
+              "(%ld GPUs, %ld ranks in all%s)\n", workers, kGpusPerWorker, n, gpus, ranks,
+              whole_workers ? "; diagnostic mix: every rank 8 GPUs" : "");
   std::printf("  backlog submitted:           %.0f jobs/s (%d clients)\n", submit_rate,
               kSubmitClients);
 
   // The clock starts as the first worker connects: registrations are part of the run.
-  const std::string marker = argc == 6 ? argv[5] : "";
-  if (!marker.empty()) std::fclose(std::fopen(marker.c_str(), "w"));
+  const std::string marker = argv[6];
+  std::fclose(std::fopen(marker.c_str(), "w"));
+  const PgActivity pg_before = ReadPgActivity(url);
+  const auto threads_before = ThreadTicks(pid);
+  const long ticks_before = ProcessTicks(pid);
   const auto t0 = Clock::now();
   Deliveries deliveries(t0);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
@@ -264,7 +343,10 @@ int main(int argc, char** argv) {
 
   const size_t placed = deliveries.WaitPlaced(jobs.size(), 150);
   std::vector<double> at = deliveries.placed_at();
-  if (!marker.empty()) std::remove(marker.c_str());
+  const long ticks_after = ProcessTicks(pid);
+  const auto threads_after = ThreadTicks(pid);
+  const PgActivity pg_after = ReadPgActivity(url);
+  std::remove(marker.c_str());
 
   // Every job SUCCEEDED in Postgres (the last rank reports are still being stored).
   std::map<std::string, long> states;
@@ -324,6 +406,44 @@ int main(int argc, char** argv) {
   std::printf("  jobs in Postgres by state:  ");
   for (const auto& [state, count] : states) std::printf(" %s %ld", state.c_str(), count);
   std::printf(" (all succeeded %.2f s after the first worker connected)\n", succeeded_s);
+  const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double cpu_s = static_cast<double>(ticks_after - ticks_before) / hz;
+  std::printf("  scheduler CPU while placing: %.2f s in %.2f s (%.2f cores), %.2f ms per job\n",
+              cpu_s, total_s, cpu_s / total_s, 1e3 * cpu_s / static_cast<double>(placed));
+  std::vector<std::pair<long, std::string>> by_thread;
+  long grpc_ticks = 0, seen_ticks = 0;
+  int grpc_threads = 0;
+  for (const auto& [tid, after] : threads_after) {
+    auto before = threads_before.find(tid);
+    long d = after.second - (before == threads_before.end() ? 0 : before->second.second);
+    seen_ticks += d;
+    if (after.first.rfind("grpcpp_sync", 0) == 0) {
+      grpc_ticks += d;
+      ++grpc_threads;
+      continue;
+    }
+    by_thread.emplace_back(d, absl::StrCat(tid, " ", after.first));
+  }
+  std::sort(by_thread.rbegin(), by_thread.rend());
+  std::printf("  scheduler threads, CPU while placing:");
+  for (size_t i = 0; i < std::min<size_t>(5, by_thread.size()); ++i) {
+    std::printf(" [%s] %.2f s;", by_thread[i].second.c_str(),
+                static_cast<double>(by_thread[i].first) / hz);
+  }
+  std::printf(" %d grpcpp_sync_server threads %.2f s; threads gone by the end %.2f s\n",
+              grpc_threads, static_cast<double>(grpc_ticks) / hz,
+              static_cast<double>(ticks_after - ticks_before - seen_ticks) / hz);
+  const long commits = pg_after.commits - pg_before.commits;
+  const long syncs = pg_after.wal_syncs - pg_before.wal_syncs;
+  std::printf("  Postgres while placing:      %ld commits (%.0f/s), rows inserted %ld, updated %ld, "
+              "deleted %ld (%.1f rows per commit); %ld WAL flushes, %.2f ms each on average\n",
+              commits, static_cast<double>(commits) / total_s, pg_after.inserted - pg_before.inserted,
+              pg_after.updated - pg_before.updated, pg_after.deleted - pg_before.deleted,
+              static_cast<double>(pg_after.inserted - pg_before.inserted + pg_after.updated -
+                                  pg_before.updated + pg_after.deleted - pg_before.deleted) /
+                  static_cast<double>(std::max(1L, commits)),
+              syncs, (pg_after.wal_sync_ms - pg_before.wal_sync_ms) /
+                         static_cast<double>(std::max(1L, syncs)));
   std::printf("  core alone (Place() in process, same jobs and cluster): %.0f jobs/s (wall with "
               "releases %.3f s)\n", core_rate, core_wall);
   std::printf("  ratio end-to-end / core:     %.3f\n", e2e_rate / core_rate);

@@ -31,7 +31,8 @@ cleanup() {
 trap cleanup EXIT
 
 pg_port=$(free_port); redis_port=$(free_port); grpc_port=$(free_port); metrics_port=$(free_port)
-pg_start "$tmp/pg" "$pg_port"
+# Timing of WAL flushes only; fsync stays on.
+PG_OPTS="-c track_wal_io_timing=on" pg_start "$tmp/pg" "$pg_port"
 pg_as_owner "$PG_BIN/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres ringmaster
 url="postgresql://postgres@127.0.0.1:$pg_port/ringmaster"
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
@@ -85,22 +86,11 @@ sampler=$!
 pids+=($sampler)
 status=0
 "$build/bench/placement_e2e_bench" "127.0.0.1:$grpc_port" "$url" "$workers" "$jobs" \
-  "$tmp/placing" || status=$?
+  "$scheduler" "$tmp/placing" || status=$?
 kill "$sampler" 2>/dev/null || true
 echo "  per second while placing (CPU seconds used in that second; 2 cores = 2.00 at most):"
 echo "    scheduler postgres redis | GPUs allocated | jobs pending"
 awk '{printf "    %9s %8s %5s | %14s | %12s\n", $1, $2, $3, $4, $5}' "$tmp/samples"
-# A profiler's poor cousin: CPU time of each scheduler thread. The loop (passes) and the writer
-# are single threads; RPC handling is spread over the many gRPC threads.
-echo "  scheduler threads by CPU seconds (thread id, name, user+system):"
-hz=$(getconf CLK_TCK)
-for t in /proc/$scheduler/task/*; do
-  echo "$(basename "$t") $(tr ' ' '_' <"$t/comm") $(sed 's/.*) //' "$t/stat" | awk '{print $12 + $13}')"
-done | sort -k3 -n -r | awk -v hz="$hz" '
-  NR <= 6 {printf "    %-8s %-18s %7.2f s\n", $1, $2, $3 / hz; next}
-  {n++; rest += $3}
-  END {printf "    %d other threads together: %.2f s\n", n, rest / hz}'
-grep -E '^(voluntary|nonvoluntary)_ctxt_switches' "/proc/$scheduler/status" | sed 's/^/    /'
 cpu=$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$scheduler/stat")
 echo "  scheduler CPU time (user+system, whole run incl. submits): ${cpu} s"
 echo "  scheduler placement latency (submit stored -> placement decided), from /metrics:"
