@@ -62,23 +62,39 @@ cpu_of() {
   done
   awk -v t="$total" -v hz="$hz" 'BEGIN {printf "%.2f", t / hz}'
 }
+# Seconds on a CPU and seconds runnable but waiting for one (run queue), summed over every thread
+# of the given processes, from /proc/*/task/*/schedstat. Waiting shows what co-tenants take.
+sched_of() {
+  local p files=()
+  for p in "$@"; do files+=(/proc/"$p"/task/*/schedstat); done
+  cat "${files[@]}" 2>/dev/null | awk '{r += $1; w += $2} END {printf "%.2f %.2f", r / 1e9, w / 1e9}'
+}
 pg_pids() { pgrep -P "$(head -1 "$tmp/pg/postmaster.pid")" | tr '\n' ' '; head -1 "$tmp/pg/postmaster.pid"; }
 # Once a second while the benchmark runs: CPU used by the scheduler, Postgres and Redis in that
 # second, and the scheduler's own view (GPUs allocated, jobs pending) from /metrics.
 sample() {
-  local prev_s prev_p prev_r now_s now_p now_r m
+  local prev_s prev_p prev_r prev_t now_s now_p now_r now_t m first=1
   prev_s=$(cpu_of "$scheduler"); prev_p=$(cpu_of $(pg_pids)); prev_r=$(cpu_of "$redis")
+  prev_t=$(date +%s.%N)
   while sleep 1; do
-    [ -e "$tmp/placing" ] || { prev_s=$(cpu_of "$scheduler"); prev_p=$(cpu_of $(pg_pids)); prev_r=$(cpu_of "$redis"); continue; }
+    if [ -e "$tmp/placing" ]; then
+      if [ "$first" = 1 ]; then
+        echo "$(sched_of "$scheduler") $(sched_of $(pg_pids))" >"$tmp/sched.start"
+        first=0
+      fi
+      echo "$(sched_of "$scheduler") $(sched_of $(pg_pids))" >"$tmp/sched.end"
+    fi
     now_s=$(cpu_of "$scheduler"); now_p=$(cpu_of $(pg_pids)); now_r=$(cpu_of "$redis")
-    m=$(curl -s "http://127.0.0.1:$metrics_port/metrics")
-    printf '%s %s %s %s %s\n' \
-      "$(awk -v a="$now_s" -v b="$prev_s" 'BEGIN {printf "%.2f", a - b}')" \
-      "$(awk -v a="$now_p" -v b="$prev_p" 'BEGIN {printf "%.2f", a - b}')" \
-      "$(awk -v a="$now_r" -v b="$prev_r" 'BEGIN {printf "%.2f", a - b}')" \
-      "$(echo "$m" | awk '/^ringmaster_gpus_allocated/ {s += $2} END {print s + 0}')" \
-      "$(echo "$m" | awk '/^ringmaster_queue_pending_jobs/ {s += $2} END {print s + 0}')"
-    prev_s=$now_s; prev_p=$now_p; prev_r=$now_r
+    now_t=$(date +%s.%N)
+    if [ -e "$tmp/placing" ]; then
+      m=$(curl -s "http://127.0.0.1:$metrics_port/metrics")
+      awk -v s="$now_s" -v ps="$prev_s" -v p="$now_p" -v pp="$prev_p" -v r="$now_r" \
+        -v pr="$prev_r" -v t="$now_t" -v pt="$prev_t" \
+        -v gpus="$(echo "$m" | awk '/^ringmaster_gpus_allocated/ {s += $2} END {print s + 0}')" \
+        -v pending="$(echo "$m" | awk '/^ringmaster_queue_pending_jobs/ {s += $2} END {print s + 0}')" \
+        'BEGIN {d = t - pt; printf "%.2f %.2f %.2f %s %s\n", (s - ps) / d, (p - pp) / d, (r - pr) / d, gpus, pending}'
+    fi
+    prev_s=$now_s; prev_p=$now_p; prev_r=$now_r; prev_t=$now_t
   done
 }
 sample >"$tmp/samples" &
@@ -88,9 +104,15 @@ status=0
 "$build/bench/placement_e2e_bench" "127.0.0.1:$grpc_port" "$url" "$workers" "$jobs" \
   "$scheduler" "$tmp/placing" || status=$?
 kill "$sampler" 2>/dev/null || true
-echo "  per second while placing (CPU seconds used in that second; 2 cores = 2.00 at most):"
+echo "  about once a second while placing (cores used since the last line; the box has $(nproc)):"
 echo "    scheduler postgres redis | GPUs allocated | jobs pending"
 awk '{printf "    %9s %8s %5s | %14s | %12s\n", $1, $2, $3, $4, $5}' "$tmp/samples"
+if [ -s "$tmp/sched.start" ] && [ -s "$tmp/sched.end" ]; then
+  paste "$tmp/sched.start" "$tmp/sched.end" | awk '{
+    printf "  while placing, on a CPU vs runnable but waiting for one (all threads, seconds):\n"
+    printf "    scheduler %.2f on CPU, %.2f waiting; postgres %.2f on CPU, %.2f waiting\n",
+      $5 - $1, $6 - $2, $7 - $3, $8 - $4}'
+fi
 cpu=$(awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$scheduler/stat")
 echo "  scheduler CPU time (user+system, whole run incl. submits): ${cpu} s"
 echo "  scheduler placement latency (submit stored -> placement decided), from /metrics:"
