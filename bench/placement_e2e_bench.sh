@@ -4,6 +4,8 @@
 # (fsync on, as in production), Redis and the scheduler on loopback, runs
 # bench/placement_e2e_bench, prints the scheduler's placement latency histogram, and stops
 # everything. Usage: bench/placement_e2e_bench.sh [WORKERS] [JOBS]
+# RINGMASTER_BENCH_WHOLE_WORKER_RANKS=1 (a diagnostic) gives every rank 8 GPUs: the same GPUs
+# move with about a fifth of the ranks, which separates per-rank from per-job costs.
 #
 # Scheduler flags, and why:
 #   --heartbeat-timeout-ms 60000  the box may have 2 cores for the scheduler, Postgres and a
