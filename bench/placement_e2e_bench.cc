@@ -226,25 +226,22 @@ PgActivity ReadPgActivity(const std::string& url) {
   return a;
 }
 
-// CPU ticks of every thread of `pid` that is alive now, by thread id, with its name.
-std::map<int, std::pair<std::string, long>> ThreadTicks(int pid) {
-  std::map<int, std::pair<std::string, long>> out;
+// Seconds on a CPU of every thread of `pid` alive now, by thread id, with its name. From
+// schedstat (nanoseconds): the per-thread utime/stime ticks of /proc/PID/task/TID/stat miss most
+// of the time of threads that run in short bursts between ticks.
+std::map<int, std::pair<std::string, double>> ThreadCpu(int pid) {
+  std::map<int, std::pair<std::string, double>> out;
   std::error_code ec;
   for (const auto& entry :
        std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
-    std::ifstream f(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    size_t open = stat.find('('), close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    std::string field;
-    long ticks = 0;
-    for (int i = 3; rest >> field && i <= 15; ++i) {
-      if (i == 14 || i == 15) ticks += std::stol(field);
-    }
     int tid = 0;
     if (!absl::SimpleAtoi(entry.path().filename().string(), &tid)) continue;
-    out[tid] = {stat.substr(open + 1, close - open - 1), ticks};
+    std::ifstream sched(entry.path() / "schedstat");
+    std::ifstream comm(entry.path() / "comm");
+    double ns = 0;
+    std::string name;
+    if (!(sched >> ns) || !std::getline(comm, name)) continue;
+    out[tid] = {name, ns / 1e9};
   }
   return out;
 }
@@ -311,7 +308,7 @@ int main(int argc, char** argv) {
   const std::string marker = argv[6];
   std::fclose(std::fopen(marker.c_str(), "w"));
   const PgActivity pg_before = ReadPgActivity(url);
-  const auto threads_before = ThreadTicks(pid);
+  const auto threads_before = ThreadCpu(pid);
   const long ticks_before = ProcessTicks(pid);
   const auto t0 = Clock::now();
   Deliveries deliveries(t0);
@@ -344,7 +341,7 @@ int main(int argc, char** argv) {
   const size_t placed = deliveries.WaitPlaced(jobs.size(), 150);
   std::vector<double> at = deliveries.placed_at();
   const long ticks_after = ProcessTicks(pid);
-  const auto threads_after = ThreadTicks(pid);
+  const auto threads_after = ThreadCpu(pid);
   const PgActivity pg_after = ReadPgActivity(url);
   std::remove(marker.c_str());
 
@@ -410,15 +407,15 @@ int main(int argc, char** argv) {
   const double cpu_s = static_cast<double>(ticks_after - ticks_before) / hz;
   std::printf("  scheduler CPU while placing: %.2f s in %.2f s (%.2f cores), %.2f ms per job\n",
               cpu_s, total_s, cpu_s / total_s, 1e3 * cpu_s / static_cast<double>(placed));
-  std::vector<std::pair<long, std::string>> by_thread;
-  long grpc_ticks = 0, seen_ticks = 0;
+  std::vector<std::pair<double, std::string>> by_thread;
+  double grpc_s = 0, seen_s = 0;
   int grpc_threads = 0;
   for (const auto& [tid, after] : threads_after) {
     auto before = threads_before.find(tid);
-    long d = after.second - (before == threads_before.end() ? 0 : before->second.second);
-    seen_ticks += d;
+    double d = after.second - (before == threads_before.end() ? 0 : before->second.second);
+    seen_s += d;
     if (after.first.rfind("grpcpp_sync", 0) == 0) {
-      grpc_ticks += d;
+      grpc_s += d;
       ++grpc_threads;
       continue;
     }
@@ -427,12 +424,10 @@ int main(int argc, char** argv) {
   std::sort(by_thread.rbegin(), by_thread.rend());
   std::printf("  scheduler threads, CPU while placing:");
   for (size_t i = 0; i < std::min<size_t>(5, by_thread.size()); ++i) {
-    std::printf(" [%s] %.2f s;", by_thread[i].second.c_str(),
-                static_cast<double>(by_thread[i].first) / hz);
+    std::printf(" [%s] %.2f s;", by_thread[i].second.c_str(), by_thread[i].first);
   }
-  std::printf(" %d grpcpp_sync_server threads %.2f s; threads gone by the end %.2f s\n",
-              grpc_threads, static_cast<double>(grpc_ticks) / hz,
-              static_cast<double>(ticks_after - ticks_before - seen_ticks) / hz);
+  std::printf(" %d grpcpp_sync_server threads (RPC handlers, stream readers) %.2f s; threads "
+              "gone by the end %.2f s\n", grpc_threads, grpc_s, std::max(0.0, cpu_s - seen_s));
   const long commits = pg_after.commits - pg_before.commits;
   const long syncs = pg_after.wal_syncs - pg_before.wal_syncs;
   std::printf("  Postgres while placing:      %ld commits (%.0f/s), rows inserted %ld, updated %ld, "
