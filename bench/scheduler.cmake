@@ -10,3 +10,11 @@ if(MPI_FOUND)
   add_executable(mpi_allreduce_baseline ${CMAKE_CURRENT_LIST_DIR}/mpi_allreduce_baseline.cc)
   target_link_libraries(mpi_allreduce_baseline PRIVATE MPI::MPI_CXX)
 endif()
+
+add_executable(placement_e2e_bench ${CMAKE_CURRENT_LIST_DIR}/placement_e2e_bench.cc)
+target_link_libraries(placement_e2e_bench PRIVATE ringmaster_scheduler_core ringmaster_proto
+  gRPC::grpc++ PkgConfig::PQXX absl::strings)
+
+add_executable(watch_bench ${CMAKE_CURRENT_LIST_DIR}/watch_bench.cc)
+target_link_libraries(watch_bench PRIVATE ringmaster_proto gRPC::grpc++ PkgConfig::PQXX
+  absl::strings)
