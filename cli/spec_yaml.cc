@@ -1,5 +1,6 @@
 #include "spec_yaml.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -37,8 +38,63 @@ constexpr std::array<absl::string_view, 12> kTopKeys = {"name",
                                                         "labels",
                                                         "trainer",
                                                         "command"};
+// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past
+// U+10FFFF). Protobuf string fields must be; a spec with other bytes would fail to parse on the
+// scheduler's side as a transport error instead of naming its field.
+bool IsValidUtf8(absl::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char lead = byte(i);
+    size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;  // range of the second byte
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    } else if (lead >= 0xC2 && lead <= 0xDF) {
+      length = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      length = 3;
+      if (lead == 0xE0) low = 0xA0;   // overlong
+      if (lead == 0xED) high = 0x9F;  // surrogates
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      length = 4;
+      if (lead == 0xF0) low = 0x90;   // overlong
+      if (lead == 0xF4) high = 0x8F;  // past U+10FFFF
+    } else {
+      return false;
+    }
+    if (text.size() - i < length || byte(i + 1) < low || byte(i + 1) > high) return false;
+    for (size_t k = 2; k < length; ++k) {
+      if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
 constexpr std::array<absl::string_view, 3> kTrainerKeys = {"model", "batch_size", "steps"};
 constexpr std::array<absl::string_view, 2> kCommandKeys = {"argv", "env"};
+
+// Past this many documents a YAML text is only "more than" that many.
+constexpr int kMaxDocumentsCounted = 2;
+
+// Parser events of a document, ignored: counting documents needs only HandleNextDocument.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
 
 // Walks one YAML document; `source_` and the key path prefix every error.
 class SpecReader {
@@ -155,6 +211,7 @@ class SpecReader {
         return Error(path, absl::StrCat("keys must be strings, got ", Describe(entry.first)));
       }
       const std::string key = entry.first.Scalar();
+      if (!IsValidUtf8(key)) return Error(path, "keys must be UTF-8 text");
       const std::string key_path = path.empty() ? key : absl::StrCat(path, ".", key);
       if (!known.empty() && std::find(known.begin(), known.end(), key) == known.end()) {
         return Error(
@@ -175,6 +232,7 @@ class SpecReader {
     if (!node.IsScalar()) {
       return Error(path, absl::StrCat("expected a string, got ", Describe(node)));
     }
+    if (!IsValidUtf8(node.Scalar())) return Error(path, "expected UTF-8 text");
     return node.Scalar();
   }
 
@@ -223,21 +281,31 @@ class SpecReader {
 }  // namespace
 
 absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view text, absl::string_view source) {
-  std::vector<YAML::Node> documents;
+  YAML::Node document;
   try {
-    documents = YAML::LoadAll(std::string(text));
+    // Count the documents without YAML::LoadAll: on some malformed input (a stray ',') the
+    // parser of yaml-cpp 0.7 reports an empty document forever and LoadAll collects them until
+    // memory runs out (yaml-cpp issue 1040, found by tests/fuzz/job_spec_yaml_fuzz).
+    std::istringstream stream{std::string(text)};
+    YAML::Parser parser(stream);
+    DocumentCounter counter;
+    int documents = 0;
+    while (documents <= kMaxDocumentsCounted && parser.HandleNextDocument(counter)) ++documents;
+    if (documents != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": expected one YAML document with the job's fields, found ",
+                       documents > kMaxDocumentsCounted ? "more than " : "",
+                       std::min(documents, kMaxDocumentsCounted)));
+    }
+    document = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     // Syntax errors carry a position; yaml-cpp counts lines and columns from 0.
     return absl::InvalidArgumentError(
         absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
   }
-  if (documents.size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": expected one YAML document with the job's fields, found ", documents.size()));
-  }
   v1::JobSpec spec;
   try {
-    RM_RETURN_IF_ERROR(SpecReader(source).Read(documents.front(), &spec));
+    RM_RETURN_IF_ERROR(SpecReader(source).Read(document, &spec));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.msg));
   }

@@ -175,12 +175,35 @@ TEST(SpecYamlTest, DuplicateKeyIsRejected) {
   EXPECT_EQ(ErrorOf("name: a\nname: b\n"), "job.yaml: name: duplicate key");
 }
 
+// Found by tests/fuzz/job_spec_yaml_fuzz: yaml-cpp passes bytes that are not UTF-8 through,
+// and a protobuf string holding them does not survive the trip to the scheduler.
+TEST(SpecYamlTest, TextThatIsNotUtf8IsRejected) {
+  EXPECT_EQ(ErrorOf("name: res\xe0net\n"), "job.yaml: name: expected UTF-8 text");
+  EXPECT_EQ(ErrorOf("command: {argv: [\"a\xc0\xaf\"]}\n"),
+            "job.yaml: command.argv[0]: expected UTF-8 text");
+  EXPECT_EQ(ErrorOf("labels: {\"\xed\xa0\x80\": x}\n"),
+            "job.yaml: labels: keys must be UTF-8 text");
+  absl::StatusOr<v1::JobSpec> spec =
+      ParseJobSpecYaml("name: caf\xc3\xa9-\xf0\x9f\x9a\x80\n", "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "caf\xc3\xa9-\xf0\x9f\x9a\x80");
+}
+
 TEST(SpecYamlTest, DocumentMustBeOneMapping) {
   EXPECT_EQ(ErrorOf("- name: a\n"), "job.yaml: expected a mapping, got a list");
   EXPECT_EQ(ErrorOf(""), "job.yaml: expected one YAML document with the job's fields, found 0");
   EXPECT_EQ(ErrorOf("name: a\n---\nname: b\n"),
             "job.yaml: expected one YAML document with the job's fields, found 2");
   EXPECT_EQ(ErrorOf("? [a]\n: b\n"), "job.yaml: keys must be strings, got a list");
+}
+
+// Found by tests/fuzz/job_spec_yaml_fuzz: YAML::LoadAll of yaml-cpp 0.7 never returns on a
+// stray ',' and grows until memory runs out.
+TEST(SpecYamlTest, StrayCommaIsRefusedInsteadOfLoopingForever) {
+  EXPECT_EQ(ErrorOf(","),
+            "job.yaml: expected one YAML document with the job's fields, found more than 2");
+  EXPECT_EQ(ErrorOf(",name: a\nr\n"),
+            "job.yaml: expected one YAML document with the job's fields, found more than 2");
 }
 
 TEST(SpecYamlTest, SyntaxErrorsCarryLineAndColumn) {
