@@ -1,38 +1,23 @@
-// The metrics service's sample intake (services/metrics/core/job_metrics.h) on any stream of
-// v1::Sample a rank can send, with the clock moving between samples and baselines declared on
-// the way. Beyond "no crash, no leak": memory stays within the limits whatever arrives, every
-// sample is either kept or counted as dropped, and the snapshot agrees with the counts.
+// The metrics service's sample intake on any stream of v1::Sample a rank can send: the
+// service's own decoding (services/metrics/convert/sample_decode.h), one sample at a time and
+// as one batch, and its bounded state (core/job_metrics.h), with the clock moving between
+// samples and baselines declared on the way. Beyond "no crash, no leak": memory stays within
+// the limits whatever arrives, every sample is either kept or counted as dropped, the batch
+// decoder judges each sample as the one-at-a-time path does, and the snapshot agrees with the
+// counts.
 #include <cstddef>
 #include <cstdint>
 
+#include "convert/sample_decode.h"
 #include "core/job_metrics.h"
 #include "fuzz_check.h"
 #include "fuzz_input.pb.h"
 
 namespace {
 
+using ringmaster::metrics::DecodedBatch;
 using ringmaster::metrics::DropReason;
 using ringmaster::metrics::JobMetrics;
-using ringmaster::metrics::SampleIn;
-
-// The field mapping of MetricsServiceImpl::Ingest (services/metrics/rpc/metrics_service.cc).
-// When the service gets one decode function, call it here instead.
-SampleIn Decode(const ringmaster::v1::Sample& s) {
-  return SampleIn{s.job_id(),
-                  s.attempt(),
-                  s.rank(),
-                  s.world_size(),
-                  s.queue(),
-                  s.model(),
-                  s.gpu_type(),
-                  s.worker_id(),
-                  s.step(),
-                  s.step_seconds(),
-                  s.samples_per_second(),
-                  s.allreduce_bytes(),
-                  s.allreduce_seconds(),
-                  s.loss()};
-}
 
 }  // namespace
 
@@ -45,12 +30,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const ringmaster::v1::Baseline& b : stream.baselines()) {
     metrics.DeclareBaseline(b.model(), b.gpu_type(), b.samples_per_second());
   }
+  ringmaster::v1::SampleBatch batch;
+  for (const ringmaster::fuzz::TimedSample& timed : stream.samples()) {
+    *batch.add_samples() = timed.sample();
+  }
+  DecodedBatch decoded;
+  const bool batch_ok = ringmaster::metrics::DecodeSampleBatch(batch, &decoded).ok();
+  FUZZ_CHECK(batch_ok == (batch.samples_size() <= ringmaster::metrics::kMaxSamplesPerBatch));
+  if (batch_ok) {
+    FUZZ_CHECK(decoded.valid.size() + decoded.rejected.size() ==
+               static_cast<size_t>(batch.samples_size()));
+  }
+
   int64_t now_ms = 1'000'000;
   uint64_t offered = 0;
+  size_t invalid = 0;
   for (const ringmaster::fuzz::TimedSample& timed : stream.samples()) {
     now_ms += timed.advance_ms() % 120'000;
     metrics.Expire(now_ms);
-    metrics.Add(Decode(timed.sample()), now_ms);
+    const ringmaster::metrics::SampleIn in = ringmaster::metrics::FromProto(timed.sample());
+    DropReason reason = DropReason::kNone;
+    if (!ringmaster::metrics::ValidateSample(in, &reason).ok()) ++invalid;
+    metrics.Add(in, now_ms);
     ++offered;
     FUZZ_CHECK(metrics.jobs() <= limits.max_jobs);
     FUZZ_CHECK(metrics.ranks() <= limits.max_ranks);
@@ -58,6 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t dropped = 0;
   for (DropReason reason : ringmaster::metrics::kAllDropReasons) dropped += metrics.dropped(reason);
   FUZZ_CHECK(metrics.accepted() + dropped == offered);
+  if (batch_ok) FUZZ_CHECK(decoded.rejected.size() == invalid);
 
   size_t ranks = 0;
   for (const ringmaster::metrics::JobView& job : metrics.Snapshot()) {
