@@ -240,6 +240,11 @@ void Agent::Shutdown() {
 // Scheduler side.
 
 void Agent::OnAssignment(const Assignment& assignment) {
+  // The job id names log directories: refuse what could leave them.
+  if (!IsSafeJobId(assignment.job_id)) {
+    RM_LOG(kWarning) << "assignment with a malformed job id ignored";
+    return;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   const Key key{assignment.job_id, assignment.attempt};
   if (attempts_.count(key)) return;  // a repeat
@@ -777,7 +782,8 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
     }
     if (mpi_rank < 0 || static_cast<size_t>(mpi_rank) >= a->mpi_to_rank.size()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("mpi_rank ", mpi_rank, " is out of range 0..", a->mpi_to_rank.size() - 1));
+          absl::StrCat("mpi_rank ", mpi_rank, " is out of range for ", a->mpi_to_rank.size(),
+                       " placed ranks"));
     }
     started.rank = a->mpi_to_rank[mpi_rank];
     if (!a->gang.HasRank(started.rank)) {

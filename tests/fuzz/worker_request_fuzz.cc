@@ -39,15 +39,6 @@ void CheckExec(const ringmaster::v1::ExecRequest& req) {
   FUZZ_CHECK(joined.size() + 1 == bytes);
 }
 
-// A host name or IP address as the scheduler admits it when a worker registers
-// (ValidateWorker); the worker trusts the scheduler for this and does not check it again.
-bool IsRegistrableAddress(const std::string& address) {
-  return !address.empty() && std::all_of(address.begin(), address.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '-' || c == ':';
-  });
-}
-
 // As Agent::OnAssignment: validate the placement, then compute the launch from it.
 void CheckAssignment(const ringmaster::v1::Assignment& proto) {
   const worker::Assignment assignment = worker::FromProto(proto);
@@ -64,18 +55,15 @@ void CheckAssignment(const ringmaster::v1::Assignment& proto) {
   std::vector<int32_t> expected(placed.size());
   std::iota(expected.begin(), expected.end(), 0);
   FUZZ_CHECK(placed == expected);
-  // ringmaster-rsh finds every host's agent port again. Only for addresses the scheduler
-  // admits: ValidatePlacement itself lets through an address with ',' (which splits the list)
-  // or control bytes (which break the hostfile).
-  const bool registrable = std::all_of(hosts.begin(), hosts.end(), [](const worker::GangHost& h) {
-    return IsRegistrableAddress(h.address);
-  });
+  // ringmaster-rsh finds every host's agent port again, and the hostfile has a line per host.
   const std::string ports = worker::AgentPortsValue(hosts);
-  for (const worker::GangHost& host : registrable ? hosts : std::vector<worker::GangHost>{}) {
+  for (const worker::GangHost& host : hosts) {
     absl::StatusOr<int32_t> port = worker::AgentPortOf(ports, host.address);
     FUZZ_CHECK(port.ok() && *port == host.port);
   }
-  worker::HostfileText(hosts);
+  const std::string hostfile = worker::HostfileText(hosts);
+  FUZZ_CHECK(static_cast<size_t>(std::count(hostfile.begin(), hostfile.end(), '\n')) ==
+             hosts.size());
   absl::StatusOr<std::vector<std::string>> argv =
       worker::WorkloadArgv(assignment, "ringmaster-train");
   FUZZ_CHECK(argv.ok() ? !argv->empty() : absl::IsInvalidArgument(argv.status()));

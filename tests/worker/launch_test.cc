@@ -56,6 +56,21 @@ TEST(LaunchTest, ValidatePlacementRejectsDuplicateRanksAndSharedAddresses) {
   EXPECT_EQ(ValidatePlacement({}).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Found by worker_request_fuzz: "254.0.0,r" broke the agents' port list, and a newline would
+// add lines to the hostfile.
+TEST(LaunchTest, ValidatePlacementRejectsAddressesThatAreNoHostName) {
+  for (const char* bad : {"254.0.0,r", "127.0.0.2\n127.0.0.9 slots=64", "a b", "h\x01"}) {
+    RankPlacement r = Rank(0, "w2");
+    r.worker_address = bad;
+    absl::Status s = ValidatePlacement({r});
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("worker_address")) << bad;
+  }
+  RankPlacement named = Rank(0, "w2");
+  named.worker_address = "gpu-node-7.example";
+  EXPECT_TRUE(ValidatePlacement({named}).ok());
+}
+
 TEST(LaunchTest, AgentPortsNameEveryHostAndFindTheOneAsked) {
   const std::string ports = AgentPortsValue(GangHosts(TwoWorkers().placement));
   EXPECT_EQ(ports, "127.0.0.2:7072,127.0.0.3:7073");

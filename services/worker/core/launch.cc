@@ -41,6 +41,15 @@ absl::Status ValidatePlacement(const std::vector<RankPlacement>& placement) {
       return absl::InvalidArgumentError(
           absl::StrCat("placement: rank ", r.rank, " has no worker id, address or port"));
     }
+    // The address goes into the hostfile (a line per host) and the agents' port list (comma
+    // separated): nothing but host-name and IP characters may reach them.
+    if (!std::all_of(r.worker_address.begin(), r.worker_address.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '-' || c == ':';
+        })) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "placement: rank ", r.rank, ": worker_address must be a host name or IP address"));
+    }
     auto [it, fresh] = where.try_emplace(r.worker_id, r.worker_address, r.worker_port);
     if (!fresh && it->second != std::make_pair(r.worker_address, r.worker_port)) {
       return absl::InvalidArgumentError(
