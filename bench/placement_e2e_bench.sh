@@ -18,39 +18,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RINGMASTER_BUILD_DIR:-$root/build}
 workers=${1:-1000}
 jobs=${2:-10000}
-source "$root/scripts/lib/pg.sh"
+source "$root/bench/lib/stack.sh"
 
 cmake --build "$build" --target ringmaster-scheduler placement_e2e_bench >/dev/null
-tmp=$(mktemp -d /tmp/ringmaster-bench.XXXXXX)
-chmod 755 "$tmp"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  pg_stop "$tmp/pg"
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-pg_port=$(free_port); redis_port=$(free_port); grpc_port=$(free_port); metrics_port=$(free_port)
 # Timing of WAL flushes only; fsync stays on.
-PG_OPTS="-c track_wal_io_timing=on" pg_start "$tmp/pg" "$pg_port"
-pg_as_owner "$PG_BIN/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres ringmaster
-url="postgresql://postgres@127.0.0.1:$pg_port/ringmaster"
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
-redis=$!
-pids+=($redis)
-"$build/services/scheduler/ringmaster-scheduler" --listen "127.0.0.1:$grpc_port" \
-  --metrics-listen "127.0.0.1:$metrics_port" --postgres-url "$url" \
-  --redis-addr "127.0.0.1:$redis_port" --postgres-pool 8 --heartbeat-timeout-ms 60000 \
-  --heartbeat-interval-ms 2000 --pass-interval-ms 100 --log-level warning \
-  >"$tmp/scheduler.log" 2>&1 &
-scheduler=$!
-pids+=($scheduler)
-for _ in $(seq 100); do
-  (echo >/dev/tcp/127.0.0.1/$grpc_port) 2>/dev/null && break
-  sleep 0.1
-done
+PG_OPTS="-c track_wal_io_timing=on" stack_start --postgres-pool 8 --heartbeat-timeout-ms 60000 \
+  --heartbeat-interval-ms 2000 --pass-interval-ms 100 --log-level warning
 echo "machine: $(nproc) cores; Postgres with fsync on; scheduler flags: --postgres-pool 8" \
   "--heartbeat-timeout-ms 60000 --heartbeat-interval-ms 2000 --pass-interval-ms 100"
 

@@ -1,0 +1,40 @@
+# The control plane a benchmark runs against, on loopback: a throw-away Postgres (fsync on, as in
+# production; extra server options from $PG_OPTS), Redis and ringmaster-scheduler, all stopped
+# and removed when the script exits. Source it after setting `root` and `build`.
+#   stack_start [SCHEDULER FLAGS...]   starts them and waits for the scheduler's gRPC port; sets
+#       tmp, url (the ringmaster database), pg_port, redis_port, grpc_port, metrics_port, and the
+#       pids redis and scheduler. Add further background pids to `pids` to have them stopped too.
+source "$root/scripts/lib/pg.sh"
+
+pids=()
+stack_stop() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [ -n "${tmp:-}" ] && pg_stop "$tmp/pg" && rm -rf "$tmp"
+}
+
+stack_start() {
+  tmp=$(mktemp -d /tmp/ringmaster-bench.XXXXXX)
+  chmod 755 "$tmp"
+  trap stack_stop EXIT
+  pg_port=$(free_port); redis_port=$(free_port); grpc_port=$(free_port); metrics_port=$(free_port)
+  pg_start "$tmp/pg" "$pg_port"
+  pg_as_owner "$PG_BIN/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres ringmaster
+  url="postgresql://postgres@127.0.0.1:$pg_port/ringmaster"
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+    >"$tmp/redis.log" 2>&1 &
+  redis=$!
+  pids+=($redis)
+  "$build/services/scheduler/ringmaster-scheduler" --listen "127.0.0.1:$grpc_port" \
+    --metrics-listen "127.0.0.1:$metrics_port" --postgres-url "$url" \
+    --redis-addr "127.0.0.1:$redis_port" "$@" >"$tmp/scheduler.log" 2>&1 &
+  scheduler=$!
+  pids+=($scheduler)
+  for _ in $(seq 100); do
+    (echo >/dev/tcp/127.0.0.1/$grpc_port) 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "the scheduler did not open 127.0.0.1:$grpc_port:" >&2
+  tail -20 "$tmp/scheduler.log" >&2
+  return 1
+}
