@@ -477,6 +477,8 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
     if (IsFenced(s)) {
       const bool first = !fenced_.exchange(true);
       if (first) RM_LOG(kError) << "this scheduler was fenced off: " << s;
+      // Told before anyone waiting hears of it (main exits there).
+      if (first && options_.on_fenced) options_.on_fenced(s);
       for (Write& w : batch) {
         if (!w.waiter) continue;
         std::lock_guard<std::mutex> lock(w.waiter->mu);
@@ -484,7 +486,6 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
         w.waiter->done = true;
         w.waiter->cv.notify_all();
       }
-      if (first && options_.on_fenced) options_.on_fenced(s);
       return false;
     }
     if (!Retryable(s)) {
@@ -695,12 +696,13 @@ void Scheduler::MirrorLoop() {
 }
 
 absl::Status Scheduler::Flush(int64_t timeout_ms) {
+  // Writers finish out of order (new jobs in parallel), so a count reached is no proof that
+  // the writes before the call are done; every write handed over so far being done is.
   std::unique_lock<std::mutex> lock(out_mu_);
-  const uint64_t target = enqueued_;
   if (!out_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                        [&] { return written_ >= target; })) {
-    return absl::DeadlineExceededError(
-        absl::StrCat(target - written_, " decisions not stored within ", timeout_ms, " ms"));
+                        [&] { return written_ == enqueued_; })) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        enqueued_ - written_, " decisions not stored within ", timeout_ms, " ms"));
   }
   return absl::OkStatus();
 }
@@ -713,7 +715,10 @@ absl::StatusOr<CreateJobResult> Scheduler::Wait(Waiter& waiter, const std::strin
         what, " not stored within ", options_.write_wait_ms,
         " ms (postgres slow or away); it may still be stored: retry with the same request"));
   }
-  return waiter.result;
+  // Moved, not copied: the writer thread may free the waiter any time after, and a status
+  // shared between the two would be released across threads (its refcount lives in Abseil's
+  // uninstrumented library, where ThreadSanitizer cannot see it synchronise).
+  return std::move(waiter.result);
 }
 
 absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,

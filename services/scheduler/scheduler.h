@@ -151,8 +151,8 @@ class Scheduler {
 
   // Runs one pass (liveness sweep, runtime limits, placement) now; the loop runs them anyway.
   void RunPass();
-  // Waits until everything decided before the call is stored and acted on. DEADLINE_EXCEEDED
-  // after `timeout_ms`.
+  // Waits until the writers are idle: everything decided so far is stored and acted on.
+  // DEADLINE_EXCEEDED after `timeout_ms`.
   absl::Status Flush(int64_t timeout_ms);
 
   absl::StatusOr<CreateJobResult> Submit(const JobSpec& spec, const std::string& request_id);
@@ -252,8 +252,8 @@ class Scheduler {
   std::mutex view_mu_;
   std::unordered_map<std::string, Job> stored_;
 
-  // The writer's queue, under out_mu_. written_ counts writes stored and acted on, enqueued_
-  // writes handed over (Flush waits for the one to reach the other).
+  // The writers' queues, under out_mu_. written_ counts writes stored (or dropped) and acted
+  // on, enqueued_ writes handed over (Flush waits for the one to reach the other).
   std::mutex out_mu_;
   std::condition_variable out_cv_;
   std::deque<Write> outbox_;   // changes of existing jobs and workers, in decision order

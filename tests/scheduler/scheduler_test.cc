@@ -144,21 +144,28 @@ TEST_F(SchedulerTest, ASubmittedJobIsStoredBeforeSubmitReturns) {
 }
 
 TEST_F(SchedulerTest, ABurstOfSubmitsSharesTransactions) {
-  // Each commit takes 20 ms, as an fsync would: 64 concurrent submits must not take 64 of them.
-  store_.Delay(Call::kCommit, 20);
+  // While the first commits hang (an fsync that takes its time), 64 more submits arrive: they
+  // must be stored together, not in 64 transactions.
+  store_.Hang(Call::kCommit);
   const int before = store_.calls(Call::kCommit);
   std::vector<std::thread> clients;
+  std::atomic<int> started{0};
   std::atomic<int> ok{0};
   for (int i = 0; i < 64; ++i) {
     clients.emplace_back([&, i] {
+      ++started;
       if (scheduler_->Submit(CommandSpec(1), "burst-" + std::to_string(i)).ok()) ++ok;
     });
   }
+  ASSERT_TRUE(WaitFor([&] { return started == 64 && store_.hung() >= 1; }, std::chrono::seconds(10)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the last ones enqueue
+  store_.Heal();
   for (auto& t : clients) t.join();
   EXPECT_EQ(ok, 64);
   RM_ASSERT_OK_AND_ASSIGN(auto jobs, memory_.ListActiveJobs());
   EXPECT_THAT(jobs, SizeIs(64));
-  EXPECT_LT(store_.calls(Call::kCommit) - before, 32);
+  // At most one hung commit per submit writer, then the rest in a batch or a few.
+  EXPECT_LE(store_.calls(Call::kCommit) - before, 8);
 }
 
 TEST_F(SchedulerTest, AssignmentsAreSentOnlyAfterThePlacementIsStored) {
@@ -314,9 +321,19 @@ TEST_F(SchedulerTest, AnIdleWatcherCostsNoStoreRoundTrip) {
         },
         [&] { return stop.load(); });
   });
+  // Joined however the test ends, so a failed assertion cannot leave it running.
+  struct Joiner {
+    std::thread& t;
+    std::atomic<bool>& stop;
+    ~Joiner() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } joiner{watcher, stop};
+  // The loop may place the job at once (a worker is there): the STARTING event can be in too.
   ASSERT_TRUE(WaitFor([&] {
     std::lock_guard<std::mutex> lock(mu);
-    return seen.size() == 1;
+    return !seen.empty();
   }, std::chrono::seconds(5)));
   const int reads = store_.calls(Call::kListEvents);
   std::this_thread::sleep_for(std::chrono::milliseconds(2'500));  // idle: the watcher waits
@@ -332,7 +349,6 @@ TEST_F(SchedulerTest, AnIdleWatcherCostsNoStoreRoundTrip) {
   watcher.join();  // the job ended: Watch returns by itself
   EXPECT_EQ(store_.calls(Call::kListEvents), reads);
   EXPECT_EQ(seen.back().state, JobState::kSucceeded);
-  stop = true;
 }
 
 TEST_F(SchedulerTest, CancelReturnsTheStoredCancelledJobAndStopsItsRanks) {
