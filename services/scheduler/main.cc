@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
         "--submit-writers must be 1..64 and leave at least 2 of --postgres-pool's connections "
         "for the ordered writer and reads"));
   }
-  options.create_writers = static_cast<int>(submit_writers);
+  options.submit_writers = static_cast<int>(submit_writers);
   PostgresPoolOptions pool_options;
   pool_options.statement_timeout_ms = pg_timeout_ms;
   pool_options.acquire_timeout_ms = pg_timeout_ms;

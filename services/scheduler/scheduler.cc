@@ -149,7 +149,7 @@ absl::Status Scheduler::Start() {
   }
   for (const std::string& id : beats) (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
   writers_.emplace_back([this] { WriterLoop(false); });
-  for (int i = 0; i < options_.create_writers; ++i) {
+  for (int i = 0; i < options_.submit_writers; ++i) {
     writers_.emplace_back([this] { WriterLoop(true); });
   }
   mirror_ = std::thread([this] { MirrorLoop(); });

@@ -124,7 +124,7 @@ struct SchedulerOptions {
   int64_t retry_min_ms = 50;
   int64_t retry_max_ms = 2'000;
   size_t max_batch = 1'000;  // writes per transaction
-  int create_writers = 3;    // writers that store new jobs in parallel (each holds a connection)
+  int submit_writers = 3;    // writers that store new jobs in parallel (each holds a connection)
   // Called once, from a writer thread, when a newer leader fenced this one off.
   std::function<void(const absl::Status&)> on_fenced;
   int64_t heartbeat_interval_ms = 2'000;
