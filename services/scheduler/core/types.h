@@ -99,6 +99,42 @@ struct Gpu {
   bool operator==(const Gpu&) const = default;
 };
 
+// Queues: teams' shares of the cluster (docs/scheduler.md, "Queues and fair share").
+enum class PreemptWithinQueue { kNever, kLowerPriority, kLowerOrNewerEqualPriority };
+enum class ReclaimWithinCohort { kNever, kLowerPriority, kAny };
+
+// One resource of a queue: a GPU type by name, or "cpu" for CPU slots. Counts are GPUs (or
+// slots).
+struct ResourceQuota {
+  int64_t nominal = 0;
+  // How far above nominal the queue may go by borrowing; unset: as far as the cohort lends.
+  std::optional<int64_t> borrowing_limit;
+  // How much of its unused nominal others in the cohort may borrow; unset: all of it.
+  std::optional<int64_t> lending_limit;
+  bool operator==(const ResourceQuota&) const = default;
+};
+
+inline constexpr char kCpuResource[] = "cpu";
+inline constexpr char kDefaultQueue[] = "default";
+
+struct Queue {
+  std::string name;
+  // Queues of one cohort lend to each other; empty: the queue lends and borrows with nobody.
+  std::string cohort;
+  int32_t weight = 1;
+  // By resource name. A queue with no quotas at all has no quota limits (only the cluster's
+  // capacity bounds it); a resource missing from a non-empty map has nominal 0.
+  std::map<std::string, ResourceQuota> quotas;
+  PreemptWithinQueue within_queue = PreemptWithinQueue::kNever;
+  ReclaimWithinCohort reclaim_within_cohort = ReclaimWithinCohort::kNever;
+  // A job of this queue is not preempted before it has run this long.
+  int64_t min_runtime_seconds = 0;
+  int64_t created_at_ms = 0;
+  int64_t updated_at_ms = 0;
+  bool unlimited() const { return quotas.empty(); }
+  bool operator==(const Queue&) const = default;
+};
+
 enum class WorkerState { kReady, kLost };
 const char* WorkerStateName(WorkerState state);
 
