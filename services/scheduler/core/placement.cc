@@ -323,4 +323,41 @@ int32_t ClusterState::CpuSlotsUsed(const std::string& worker_id) const {
   return it == index_.end() ? 0 : nodes_[it->second].cpu_used;
 }
 
+std::string ClusterState::GpuTypeOf(const std::string& worker_id, int32_t gpu_index) const {
+  auto it = index_.find(worker_id);
+  if (it == index_.end()) return "";
+  for (const Gpu& gpu : nodes_[it->second].worker.gpus) {
+    if (gpu.index == gpu_index) return gpu.type;
+  }
+  return "";
+}
+
+std::vector<RankPlacement> ClusterState::FreePart(const std::vector<RankPlacement>& ranks) const {
+  std::vector<RankPlacement> out;
+  std::unordered_map<size_t, int32_t> cpus_taken;
+  for (const RankPlacement& rank : ranks) {
+    auto it = index_.find(rank.worker_id);
+    if (it == index_.end()) continue;
+    const Node& node = nodes_[it->second];
+    RankPlacement part = rank;
+    part.gpu_indices.clear();
+    if (rank.gpu_indices.empty()) {
+      if (node.cpu_used + cpus_taken[it->second] < node.worker.cpu_slots) {
+        ++cpus_taken[it->second];
+        out.push_back(std::move(part));
+      }
+      continue;
+    }
+    for (int32_t index : rank.gpu_indices) {
+      for (size_t slot = 0; slot < node.worker.gpus.size(); ++slot) {
+        if (node.worker.gpus[slot].index == index && !node.gpu_used[slot]) {
+          part.gpu_indices.push_back(index);
+        }
+      }
+    }
+    if (!part.gpu_indices.empty()) out.push_back(std::move(part));
+  }
+  return out;
+}
+
 }  // namespace ringmaster::scheduler

@@ -61,6 +61,10 @@ class ClusterState {
   // GPU indices and CPU slots in use on one worker.
   std::vector<int32_t> AllocatedGpus(const std::string& worker_id) const;
   int32_t CpuSlotsUsed(const std::string& worker_id) const;
+  // The type of one GPU of a worker; empty when unknown.
+  std::string GpuTypeOf(const std::string& worker_id, int32_t gpu_index) const;
+  // The part of `ranks` (GPUs and CPU slots) that is free now.
+  std::vector<RankPlacement> FreePart(const std::vector<RankPlacement>& ranks) const;
 
  private:
   struct Node {

@@ -115,7 +115,6 @@ struct ResourceQuota {
 };
 
 inline constexpr char kCpuResource[] = "cpu";
-inline constexpr char kDefaultQueue[] = "default";
 
 struct Queue {
   std::string name;

@@ -1,0 +1,588 @@
+#include "core/fair_share.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <queue>
+#include <tuple>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+
+namespace ringmaster::scheduler {
+namespace {
+
+int64_t AmountOf(const JobSpec& spec) {
+  return static_cast<int64_t>(spec.replicas) * std::max(spec.gpus_per_replica, 1);
+}
+
+std::string Describe(const Demand& d) {
+  return d.resource == kCpuResource ? absl::StrCat(d.amount, " CPU slots")
+                                    : absl::StrCat(d.amount, " x ", d.resource);
+}
+
+}  // namespace
+
+std::vector<Demand> CandidateDemands(const JobSpec& spec, const ClusterState& cluster) {
+  const int64_t amount = AmountOf(spec);
+  if (spec.gpus_per_replica == 0) return {{kCpuResource, amount}};
+  if (!spec.gpu_type.empty()) return {{spec.gpu_type, amount}};
+  std::vector<Demand> out;
+  for (const auto& [type, totals] : cluster.GpuTotals()) out.push_back({type, amount});
+  return out;
+}
+
+Demand HeldDemand(const Job& job, const ClusterState& cluster) {
+  const int64_t amount = AmountOf(job.spec);
+  if (job.spec.gpus_per_replica == 0) return {kCpuResource, amount};
+  if (!job.spec.gpu_type.empty()) return {job.spec.gpu_type, amount};
+  for (const RankPlacement& rank : job.placement) {
+    if (!rank.gpu_indices.empty()) {
+      return {cluster.GpuTypeOf(rank.worker_id, rank.gpu_indices.front()), amount};
+    }
+  }
+  return {"", amount};
+}
+
+QuotaLedger::QuotaLedger(const std::map<std::string, Queue>& queues) : queues_(queues) {
+  for (const auto& [name, queue] : queues_) {
+    if (queue.unlimited() || queue.cohort.empty()) continue;
+    for (const auto& [resource, quota] : queue.quotas) {
+      pools_[{queue.cohort, resource}].total += AccountOf(queue, resource).lendable;
+    }
+  }
+}
+
+const Queue* QuotaLedger::QueueOf(const std::string& name) const {
+  auto it = queues_.find(name);
+  return it == queues_.end() ? nullptr : &it->second;
+}
+
+QuotaLedger::Account QuotaLedger::AccountOf(const Queue& queue,
+                                            const std::string& resource) const {
+  Account a;
+  auto q = queue.quotas.find(resource);
+  if (q != queue.quotas.end()) {
+    a.nominal = q->second.nominal;
+    a.lendable = std::min(q->second.lending_limit.value_or(a.nominal), a.nominal);
+    if (q->second.borrowing_limit) a.borrow_cap = a.nominal + *q->second.borrowing_limit;
+  }
+  if (queue.cohort.empty()) a.lendable = a.nominal;  // a pool of its own
+  a.guaranteed = a.nominal - a.lendable;
+  auto u = used_.find({queue.name, resource});
+  a.used = u == used_.end() ? 0 : u->second;
+  return a;
+}
+
+void QuotaLedger::Change(const std::string& queue_name, const Demand& demand, int sign) {
+  int64_t& used = used_[{queue_name, demand.resource}];
+  const Queue* queue = QueueOf(queue_name);
+  if (queue != nullptr && !queue->unlimited() && !queue->cohort.empty()) {
+    Account a = AccountOf(*queue, demand.resource);
+    const int64_t before = std::max<int64_t>(0, a.used - a.guaranteed);
+    const int64_t after = std::max<int64_t>(0, a.used + sign * demand.amount - a.guaranteed);
+    pools_[{queue->cohort, demand.resource}].used += after - before;
+  }
+  used += sign * demand.amount;
+}
+
+void QuotaLedger::Add(const std::string& queue, const Demand& demand) { Change(queue, demand, 1); }
+
+void QuotaLedger::Remove(const std::string& queue, const Demand& demand) {
+  Change(queue, demand, -1);
+}
+
+QuotaLedger::Check QuotaLedger::CanAdmit(const std::string& queue_name,
+                                         const Demand& demand) const {
+  Check check;
+  const Queue* queue = QueueOf(queue_name);
+  if (queue == nullptr || queue->unlimited()) {
+    check.fit = Fit::kWithinNominal;
+    check.within_nominal = true;
+    return check;
+  }
+  const Account a = AccountOf(*queue, demand.resource);
+  const int64_t next = a.used + demand.amount;
+  check.within_nominal = next <= a.nominal;
+  auto refuse = [&](const std::string& why) {
+    check.fit = Fit::kNo;
+    check.reason = absl::StrCat("queue ", queue_name, ": needs ", Describe(demand), ", nominal ",
+                                a.nominal, ", in use ", a.used, why);
+    return check;
+  };
+  if (a.borrow_cap >= 0 && next > a.borrow_cap) {
+    return refuse(absl::StrCat(", borrowing limit ", a.borrow_cap - a.nominal));
+  }
+  if (queue->cohort.empty()) {
+    if (next > a.nominal) return refuse(", no cohort to borrow from");
+  } else {
+    auto p = pools_.find({queue->cohort, demand.resource});
+    const Pool pool = p == pools_.end() ? Pool{} : p->second;
+    const int64_t draw = std::max<int64_t>(0, next - a.guaranteed) -
+                         std::max<int64_t>(0, a.used - a.guaranteed);
+    if (pool.used + draw > pool.total) {
+      // What the cohort could still give this queue beyond its guaranteed part.
+      const int64_t free = std::max<int64_t>(0, pool.total - pool.used);
+      return refuse(check.within_nominal
+                        ? absl::StrCat(", lent to borrowers in cohort ", queue->cohort)
+                        : absl::StrCat(", cohort ", queue->cohort, " has ", free, " to lend"));
+    }
+  }
+  check.fit = check.within_nominal ? Fit::kWithinNominal : Fit::kBorrowing;
+  return check;
+}
+
+bool QuotaLedger::Borrowing(const std::string& queue_name, const std::string& resource) const {
+  const Queue* queue = QueueOf(queue_name);
+  if (queue == nullptr || queue->unlimited()) return false;
+  const Account a = AccountOf(*queue, resource);
+  return a.used > a.nominal;
+}
+
+double QuotaLedger::Share(const std::string& queue_name) const {
+  const Queue* queue = QueueOf(queue_name);
+  if (queue == nullptr || queue->unlimited() || queue->cohort.empty()) return 0;
+  double share = 0;
+  for (auto it = used_.lower_bound({queue_name, ""});
+       it != used_.end() && it->first.first == queue_name; ++it) {
+    const Account a = AccountOf(*queue, it->first.second);
+    if (a.used <= a.nominal) continue;
+    auto p = pools_.find({queue->cohort, it->first.second});
+    const int64_t total = p == pools_.end() ? 0 : p->second.total;
+    share = std::max(share, total > 0 ? static_cast<double>(a.used - a.nominal) / total : 1.0);
+  }
+  return share / std::max(queue->weight, 1);
+}
+
+std::map<std::string, QuotaLedger::Usage> QuotaLedger::UsageOf(
+    const std::string& queue_name) const {
+  std::map<std::string, Usage> out;
+  const Queue* queue = QueueOf(queue_name);
+  std::set<std::string> resources;
+  if (queue != nullptr) {
+    for (const auto& [resource, quota] : queue->quotas) resources.insert(resource);
+  }
+  for (auto it = used_.lower_bound({queue_name, ""});
+       it != used_.end() && it->first.first == queue_name; ++it) {
+    resources.insert(it->first.second);
+  }
+  for (const std::string& resource : resources) {
+    Usage& u = out[resource];
+    if (queue == nullptr || queue->unlimited()) {
+      auto it = used_.find({queue_name, resource});
+      u.used = it == used_.end() ? 0 : it->second;
+      continue;
+    }
+    const Account a = AccountOf(*queue, resource);
+    u.nominal = a.nominal;
+    u.used = a.used;
+    u.borrowed = std::max<int64_t>(0, a.used - a.nominal);
+    if (queue->cohort.empty()) continue;
+    // The cohort's borrowing, charged to lenders in name order.
+    int64_t borrowed = 0;
+    for (const auto& [name, other] : queues_) {
+      if (other.cohort != queue->cohort || other.unlimited()) continue;
+      const Account b = AccountOf(other, resource);
+      borrowed += std::max<int64_t>(0, b.used - b.nominal);
+    }
+    for (const auto& [name, other] : queues_) {
+      if (other.cohort != queue->cohort || other.unlimited()) continue;
+      const Account b = AccountOf(other, resource);
+      const int64_t idle = std::max<int64_t>(0, std::min(b.lendable, b.nominal - b.used));
+      const int64_t lent = std::min(idle, borrowed);
+      borrowed -= lent;
+      if (name == queue_name) u.lent = lent;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The mutable state of one pass.
+class Pass {
+ public:
+  Pass(const PassInput& input, const ClusterState& cluster, const PolicyOptions& options)
+      : in_(input), options_(options), cluster_(cluster), masked_(cluster) {
+    result_.ledger = QuotaLedger(*input.queues);
+    for (const Job* job : input.placed) {
+      Demand d = HeldDemand(*job, cluster);
+      result_.ledger.Add(job->spec.queue, d);
+      holdings_.push_back({job, &job->placement, d,
+                           job->started_at_ms > 0 ? job->started_at_ms : input.now_ms, false});
+    }
+  }
+
+  PassResult Run();
+
+ private:
+  struct Holding {
+    const Job* job;
+    const std::vector<RankPlacement>* ranks;
+    Demand demand;
+    int64_t started_ms;
+    bool fresh;  // started by this pass: not a victim
+  };
+  struct Attempt {
+    bool placed = false;
+    bool backfilled = false;
+    bool quota_ok = false;  // some resource fit the quota
+    Demand demand;          // the one placed, or the first that fit the quota
+    QuotaLedger::Check check;
+    std::vector<RankPlacement> ranks;
+    std::string reason;
+  };
+
+  Attempt TryStart(const Job& job);
+  bool TryPreempt(const Job& job, const Attempt& attempt);
+  void Reserve(const Job& job, const Demand& demand);
+  bool NeedsBorrowing(const Job& job) const;
+  void Allocate(const std::vector<RankPlacement>& ranks);
+  int64_t EarliestReservation() const;
+  std::set<std::string> AboveNominal() const;
+
+  const PassInput& in_;
+  const PolicyOptions& options_;
+  ClusterState cluster_;  // what is allocated
+  ClusterState masked_;   // the same, with reserved GPUs taken too
+  std::vector<Holding> holdings_;
+  std::deque<std::vector<RankPlacement>> started_ranks_;  // stable addresses for holdings_
+  std::set<std::string> victims_;
+  // Gang shapes that did not fit this pass; allocations only grow within a pass.
+  std::map<std::tuple<std::string, int32_t, int32_t, bool>, std::string> no_room_;
+  // (queue, resource) -> the smallest demand for which no victims were found.
+  std::map<std::pair<std::string, std::string>, int64_t> no_victims_;
+  PassResult result_;
+};
+
+void Pass::Allocate(const std::vector<RankPlacement>& ranks) {
+  (void)cluster_.Allocate(ranks);
+  (void)masked_.Allocate(masked_.FreePart(ranks));
+}
+
+int64_t Pass::EarliestReservation() const {
+  int64_t earliest = std::numeric_limits<int64_t>::max();
+  for (const Reservation& r : result_.reservations) earliest = std::min(earliest, r.start_ms);
+  return earliest;
+}
+
+// A queue's placed jobs, oldest first, fill its nominal quota; the ones that reach above it
+// are its borrowers. A job that started within nominal stays within while it runs, so a job
+// it reclaimed from can never reclaim it back.
+std::set<std::string> Pass::AboveNominal() const {
+  std::map<std::pair<std::string, std::string>, std::vector<const Holding*>> groups;
+  for (const Holding& h : holdings_) {
+    if (h.fresh || victims_.count(h.job->id)) continue;
+    groups[{h.job->spec.queue, h.demand.resource}].push_back(&h);
+  }
+  std::set<std::string> out;
+  for (auto& [key, list] : groups) {
+    auto q = in_.queues->find(key.first);
+    if (q == in_.queues->end() || q->second.unlimited()) continue;
+    auto quota = q->second.quotas.find(key.second);
+    const int64_t nominal = quota == q->second.quotas.end() ? 0 : quota->second.nominal;
+    std::sort(list.begin(), list.end(), [](const Holding* a, const Holding* b) {
+      return a->started_ms != b->started_ms ? a->started_ms < b->started_ms
+                                            : a->job->seq < b->job->seq;
+    });
+    int64_t sum = 0;
+    for (const Holding* h : list) {
+      sum += h->demand.amount;
+      if (sum > nominal) out.insert(h->job->id);
+    }
+  }
+  return out;
+}
+
+bool Pass::NeedsBorrowing(const Job& job) const {
+  for (const Demand& d : CandidateDemands(job.spec, cluster_)) {
+    if (result_.ledger.CanAdmit(job.spec.queue, d).fit == Fit::kWithinNominal) return false;
+  }
+  return true;
+}
+
+Pass::Attempt Pass::TryStart(const Job& job) {
+  Attempt a;
+  std::vector<Demand> demands = CandidateDemands(job.spec, cluster_);
+  if (demands.empty()) {
+    a.reason = absl::StrCat("unschedulable: needs ", AmountOf(job.spec),
+                            " x GPU, the cluster has none");
+  }
+  const int64_t runtime_ms = job.spec.max_runtime_seconds * 1000;
+  const bool may_backfill = runtime_ms > 0 && in_.now_ms + runtime_ms <= EarliestReservation();
+  for (const Demand& d : demands) {
+    QuotaLedger::Check check = result_.ledger.CanAdmit(job.spec.queue, d);
+    if (check.fit == Fit::kNo) {
+      if (!a.quota_ok && a.check.reason.empty()) a.check = check;
+      if (!a.quota_ok) a.reason = check.reason;
+      continue;
+    }
+    if (!a.quota_ok) {
+      a.quota_ok = true;
+      a.demand = d;
+      a.check = check;
+    }
+    GangRequest request = RequestOf(job.spec);
+    if (request.gpus_per_replica > 0) request.gpu_type = d.resource;
+    auto key = std::make_tuple(d.resource, request.replicas, request.gpus_per_replica,
+                               may_backfill);
+    if (auto memo = no_room_.find(key); memo != no_room_.end()) {
+      a.reason = memo->second;
+      continue;
+    }
+    PlacementDecision p = masked_.Place(request);
+    bool backfilled = false;
+    if (p.kind != PlacementDecision::Kind::kPlaced && may_backfill &&
+        !result_.reservations.empty()) {
+      PlacementDecision q = cluster_.Place(request);
+      if (q.kind == PlacementDecision::Kind::kPlaced) {
+        p = std::move(q);
+        backfilled = true;
+      }
+    }
+    if (p.kind == PlacementDecision::Kind::kPlaced) {
+      a.placed = true;
+      a.backfilled = backfilled;
+      a.demand = d;
+      a.check = check;
+      a.ranks = std::move(p.ranks);
+      return a;
+    }
+    a.reason = p.kind == PlacementDecision::Kind::kInfeasible
+                   ? absl::StrCat("unschedulable: ", p.reason)
+                   : (result_.reservations.empty() ? p.reason
+                                                   : absl::StrCat(p.reason, " outside reservations"));
+    no_room_[key] = a.reason;
+  }
+  return a;
+}
+
+bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
+  const Queue* queue = nullptr;
+  if (auto it = in_.queues->find(job.spec.queue); it != in_.queues->end()) queue = &it->second;
+  if (queue == nullptr) return false;
+  // The resource: the one that fit the quota, else the first candidate.
+  std::vector<Demand> demands = CandidateDemands(job.spec, cluster_);
+  if (demands.empty()) return false;
+  const Demand demand = attempt.quota_ok ? attempt.demand : demands.front();
+  const bool reclaim = queue->reclaim_within_cohort != ReclaimWithinCohort::kNever &&
+                       !queue->cohort.empty() &&
+                       result_.ledger.CanAdmit(job.spec.queue, demand).within_nominal;
+  const bool within = queue->within_queue != PreemptWithinQueue::kNever;
+  if (!reclaim && !within) return false;
+
+  if (auto failed = no_victims_.find({job.spec.queue, demand.resource});
+      failed != no_victims_.end() && demand.amount >= failed->second) {
+    return false;  // later jobs of a queue have no more candidates than earlier ones
+  }
+  struct Candidate {
+    const Holding* holding;
+    bool borrowing;
+    const char* why;
+  };
+  const std::set<std::string> above = AboveNominal();
+  std::vector<Candidate> candidates;
+  for (const Holding& h : holdings_) {
+    const Job& v = *h.job;
+    if (h.fresh || h.demand.resource != demand.resource || victims_.count(v.id) ||
+        in_.stopping.count(v.id)) {
+      continue;
+    }
+    auto vq = in_.queues->find(v.spec.queue);
+    if (vq == in_.queues->end()) continue;
+    if (in_.now_ms - h.started_ms < vq->second.min_runtime_seconds * 1000) continue;
+    const char* why = nullptr;
+    if (v.spec.queue == job.spec.queue) {
+      const bool lower = v.spec.priority < job.spec.priority;
+      const bool newer_equal = v.spec.priority == job.spec.priority && v.seq > job.seq;
+      if (within && (lower || (newer_equal && queue->within_queue ==
+                                                  PreemptWithinQueue::kLowerOrNewerEqualPriority))) {
+        why = "priority";
+      }
+    } else if (reclaim && vq->second.cohort == queue->cohort && above.count(v.id) &&
+               (queue->reclaim_within_cohort == ReclaimWithinCohort::kAny ||
+                v.spec.priority < job.spec.priority)) {
+      why = "reclaim";
+    }
+    if (why != nullptr) {
+      candidates.push_back({&h, above.count(v.id) > 0, why});
+    }
+  }
+  auto give_up = [&] {
+    auto [it, added] = no_victims_.emplace(std::make_pair(job.spec.queue, demand.resource),
+                                           demand.amount);
+    if (!added) it->second = std::min(it->second, demand.amount);
+    return false;
+  };
+  if (candidates.empty()) return give_up();
+  // Borrowers first, then the lowest priority, then the most recently started.
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.borrowing != b.borrowing) return a.borrowing;
+    if (a.holding->job->spec.priority != b.holding->job->spec.priority) {
+      return a.holding->job->spec.priority < b.holding->job->spec.priority;
+    }
+    if (a.holding->started_ms != b.holding->started_ms) {
+      return a.holding->started_ms > b.holding->started_ms;
+    }
+    return a.holding->job->seq > b.holding->job->seq;
+  });
+
+  QuotaLedger ledger = result_.ledger;
+  ClusterState cluster = cluster_;
+  GangRequest request = RequestOf(job.spec);
+  if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
+  auto fits = [&]() {
+    return ledger.CanAdmit(job.spec.queue, demand).fit != Fit::kNo &&
+           cluster.Place(request).kind == PlacementDecision::Kind::kPlaced;
+  };
+  std::vector<const Candidate*> chosen;
+  bool ok = false;
+  for (const Candidate& c : candidates) {
+    ledger.Remove(c.holding->job->spec.queue, c.holding->demand);
+    cluster.Release(*c.holding->ranks);
+    chosen.push_back(&c);
+    if (fits()) {
+      ok = true;
+      break;
+    }
+  }
+  if (!ok) return give_up();
+  // The smallest set: give back victims, last chosen first, while the job still fits.
+  std::vector<const Candidate*> kept;
+  for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
+    const Holding& h = *(*it)->holding;
+    if (it == chosen.rbegin()) {
+      kept.push_back(*it);  // the one that made it fit is needed
+      continue;
+    }
+    ledger.Add(h.job->spec.queue, h.demand);
+    if (cluster.Allocate(*h.ranks).ok() && fits()) continue;
+    cluster.Release(*h.ranks);
+    ledger.Remove(h.job->spec.queue, h.demand);
+    kept.push_back(*it);
+  }
+  for (const Candidate* c : kept) {
+    victims_.insert(c->holding->job->id);
+    result_.preemptions.push_back({c->holding->job->id, job.id, c->why});
+  }
+  std::vector<std::string> names;
+  for (const Candidate* c : kept) names.push_back(c->holding->job->id);
+  result_.waiting[job.id] = absl::StrCat("preempting ", absl::StrJoin(names, ","));
+  return true;
+}
+
+void Pass::Reserve(const Job& job, const Demand& demand) {
+  // Free GPUs in the order running jobs must end (by max_runtime_seconds) until the gang fits.
+  std::vector<std::pair<int64_t, const Holding*>> ends;
+  for (const Holding& h : holdings_) {
+    if (h.job->spec.max_runtime_seconds <= 0) continue;
+    const int64_t end = h.started_ms + h.job->spec.max_runtime_seconds * 1000;
+    if (end - in_.now_ms <= options_.reservation_window_ms) ends.push_back({end, &h});
+  }
+  std::sort(ends.begin(), ends.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  ClusterState future = cluster_;
+  std::vector<RankPlacement> reserved;
+  for (const Reservation& r : result_.reservations) {
+    reserved.insert(reserved.end(), r.ranks.begin(), r.ranks.end());
+  }
+  (void)future.Allocate(future.FreePart(reserved));
+  GangRequest request = RequestOf(job.spec);
+  if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
+  for (size_t i = 0; i < ends.size();) {
+    const int64_t t = std::max(ends[i].first, in_.now_ms);
+    for (; i < ends.size() && std::max(ends[i].first, in_.now_ms) == t; ++i) {
+      future.Release(*ends[i].second->ranks);
+    }
+    (void)future.Allocate(future.FreePart(reserved));
+    PlacementDecision p = future.Place(request);
+    if (p.kind != PlacementDecision::Kind::kPlaced) continue;
+    std::set<std::string> workers;
+    for (const RankPlacement& r : p.ranks) workers.insert(r.worker_id);
+    result_.waiting[job.id] = absl::StrCat(
+        "reserved: starts by ", absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
+                                                 absl::FromUnixMillis(t), absl::UTCTimeZone()),
+        " on ", absl::StrJoin(workers, ","));
+    (void)masked_.Allocate(masked_.FreePart(p.ranks));
+    result_.reservations.push_back({job.id, t, std::move(p.ranks)});
+    return;
+  }
+}
+
+PassResult Pass::Run() {
+  // Pending jobs per queue in priority, then submit order.
+  std::map<std::string, std::vector<const Job*>> by_queue;
+  for (const Job* job : in_.pending) by_queue[job->spec.queue].push_back(job);
+  for (auto& [name, jobs] : by_queue) {
+    std::sort(jobs.begin(), jobs.end(), [](const Job* a, const Job* b) {
+      if (a->spec.priority != b->spec.priority) return a->spec.priority > b->spec.priority;
+      return a->seq < b->seq;
+    });
+  }
+  // Next queue: heads that fit without borrowing first, then the lowest weighted share, then
+  // the head's priority and submit order.
+  using Key = std::tuple<bool, double, int32_t, int64_t, std::string>;
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
+  std::map<std::string, size_t> head;
+  auto push = [&](const std::string& name) {
+    const auto& jobs = by_queue[name];
+    size_t i = head[name];
+    if (i >= jobs.size()) return;
+    const Job& job = *jobs[i];
+    heap.push({NeedsBorrowing(job), result_.ledger.Share(name), -job.spec.priority, job.seq,
+               name});
+  };
+  for (const auto& [name, jobs] : by_queue) push(name);
+
+  while (!heap.empty()) {
+    const std::string name = std::get<4>(heap.top());
+    heap.pop();
+    const auto& jobs = by_queue[name];
+    const Job& job = *jobs[head[name]++];
+    if (in_.preempting.count(job.id)) {
+      result_.waiting[job.id] = "waiting for preempted jobs to stop";
+      push(name);
+      continue;
+    }
+    Attempt a = TryStart(job);
+    if (a.placed) {
+      Allocate(a.ranks);
+      result_.ledger.Add(job.spec.queue, a.demand);
+      result_.starts.push_back({job.id, a.ranks, a.check.fit == Fit::kBorrowing, a.backfilled});
+      started_ranks_.push_back(std::move(a.ranks));
+      holdings_.push_back({&job, &started_ranks_.back(), a.demand, in_.now_ms, true});
+      push(name);
+      continue;
+    }
+    result_.waiting[job.id] = a.reason;
+    const bool preempted = options_.preemption && TryPreempt(job, a);
+    if (!preempted && options_.backfill && a.quota_ok && job.spec.replicas * std::max(
+        job.spec.gpus_per_replica, 1) > 1 &&
+        static_cast<int32_t>(result_.reservations.size()) < options_.reservations &&
+        a.reason.rfind("unschedulable", 0) != 0) {
+      Reserve(job, a.demand);
+    }
+    if (options_.strict_fifo) {
+      // The queue waits for its head: the rest of it waits too.
+      for (size_t i = head[name]; i < jobs.size(); ++i) {
+        result_.waiting[jobs[i]->id] = absl::StrCat("behind ", job.id, " (FIFO)");
+      }
+      head[name] = jobs.size();
+      continue;
+    }
+    push(name);
+  }
+  return std::move(result_);
+}
+
+}  // namespace
+
+PassResult SchedulePass(const PassInput& input, const ClusterState& cluster,
+                        const PolicyOptions& options) {
+  Pass pass(input, cluster, options);
+  return pass.Run();
+}
+
+}  // namespace ringmaster::scheduler

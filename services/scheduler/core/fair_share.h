@@ -1,0 +1,150 @@
+// Fair share between teams: queues with nominal quotas, borrowing within a cohort, weighted
+// dominant-share order, backfill around reservations for large gangs, and whole-gang
+// preemption. Pure functions over a snapshot: the scheduler, the tests and ringmaster-sim run
+// the same code. docs/scheduler.md, "Queues and fair share", explains the rules.
+//
+// Quota model (per cohort and resource, as in Kueue): a queue's nominal quota splits into a
+// guaranteed part that nobody else may use (nominal - lendable) and a lendable part that goes
+// into the cohort's pool. A queue's use above its guaranteed part draws on the pool. A queue
+// admits a job when its use stays within nominal + borrowing limit and the pool has room; it
+// is "borrowing" while its use is above nominal.
+#ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_FAIR_SHARE_H_
+#define RINGMASTER_SERVICES_SCHEDULER_CORE_FAIR_SHARE_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/placement.h"
+#include "core/types.h"
+#include "core/validation.h"
+
+namespace ringmaster::scheduler {
+
+// What a job takes from its queue: `amount` GPUs of one type, or CPU slots ("cpu").
+struct Demand {
+  std::string resource;
+  int64_t amount = 0;
+};
+
+// The resources a pending job may use: its gpu_type, every GPU type of the cluster when it
+// names none, or "cpu".
+std::vector<Demand> CandidateDemands(const JobSpec& spec, const ClusterState& cluster);
+// What a placed job holds.
+Demand HeldDemand(const Job& job, const ClusterState& cluster);
+
+enum class Fit { kWithinNominal, kBorrowing, kNo };
+
+// Quota use per queue and resource, and the cohorts' pools. Cheap to copy.
+class QuotaLedger {
+ public:
+  QuotaLedger() = default;
+  explicit QuotaLedger(const std::map<std::string, Queue>& queues);
+
+  void Add(const std::string& queue, const Demand& demand);
+  void Remove(const std::string& queue, const Demand& demand);
+
+  struct Check {
+    Fit fit = Fit::kNo;
+    // The job's queue would stay within its nominal quota (when kNo: what it asks is its own,
+    // lent out to borrowers, so it may reclaim).
+    bool within_nominal = false;
+    std::string reason;  // when kNo: "queue vision: needs 8 x t4, nominal 16, in use 12, ..."
+  };
+  Check CanAdmit(const std::string& queue, const Demand& demand) const;
+
+  // The queue's weighted dominant share: max over resources of (use above nominal) / (what
+  // its cohort can lend), divided by weight. 0 for a queue within nominal or unknown.
+  double Share(const std::string& queue) const;
+  bool Borrowing(const std::string& queue, const std::string& resource) const;
+
+  struct Usage {
+    int64_t nominal = 0;
+    int64_t used = 0;
+    int64_t borrowed = 0;
+    // Unused lendable nominal of this queue that borrowers in the cohort are using now (the
+    // cohort's borrowing is charged to the lenders in name order).
+    int64_t lent = 0;
+  };
+  // Per resource the queue has a quota for or uses.
+  std::map<std::string, Usage> UsageOf(const std::string& queue) const;
+
+ private:
+  struct Account {
+    int64_t nominal = 0;
+    int64_t guaranteed = 0;
+    int64_t lendable = 0;
+    int64_t borrow_cap = -1;  // -1: no limit
+    int64_t used = 0;
+  };
+  struct Pool {
+    int64_t total = 0;
+    int64_t used = 0;
+  };
+  const Queue* QueueOf(const std::string& name) const;
+  Account AccountOf(const Queue& queue, const std::string& resource) const;
+  void Change(const std::string& queue, const Demand& demand, int sign);
+
+  std::map<std::string, Queue> queues_;
+  std::map<std::pair<std::string, std::string>, int64_t> used_;  // (queue, resource)
+  std::map<std::pair<std::string, std::string>, Pool> pools_;     // (cohort, resource)
+};
+
+struct PolicyOptions {
+  // Helios' FIFO: a queue's first job that does not fit blocks the jobs behind it.
+  bool strict_fifo = false;
+  bool preemption = true;
+  bool backfill = true;
+  // Pending gangs that get a reservation (the first that fit their quota but not the
+  // cluster), and how far ahead a reservation may lie.
+  int32_t reservations = 4;
+  int64_t reservation_window_ms = 7LL * 24 * 3600 * 1000;
+};
+
+struct PassInput {
+  const std::map<std::string, Queue>* queues = nullptr;
+  std::vector<const Job*> pending;
+  // Jobs holding a placement: starting, running, and preempted ones still stopping.
+  std::vector<const Job*> placed;
+  // Preempted jobs whose ranks are still stopping: they hold GPUs, are not victims again.
+  std::set<std::string> stopping;
+  // Pending jobs waiting for their victims to stop: they neither start nor preempt again.
+  std::set<std::string> preempting;
+  int64_t now_ms = 0;
+};
+
+struct Reservation {
+  std::string job_id;
+  int64_t start_ms = 0;
+  std::vector<RankPlacement> ranks;
+};
+
+struct PassResult {
+  struct Start {
+    std::string job_id;
+    std::vector<RankPlacement> ranks;
+    bool borrowing = false;
+    bool backfilled = false;  // uses reserved GPUs, ending before the reservation
+  };
+  struct Preemption {
+    std::string job_id;
+    std::string by_job_id;
+    std::string reason;  // "reclaim" or "priority"
+  };
+  std::vector<Start> starts;
+  std::vector<Preemption> preemptions;
+  std::vector<Reservation> reservations;
+  // Every pending job that did not start: why it waits.
+  std::map<std::string, std::string> waiting;
+  QuotaLedger ledger;  // after the starts
+};
+
+// One scheduling pass. `cluster` holds the allocations of `placed`; the pass works on copies.
+PassResult SchedulePass(const PassInput& input, const ClusterState& cluster,
+                        const PolicyOptions& options);
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_CORE_FAIR_SHARE_H_
