@@ -20,3 +20,9 @@ ringmaster_test(scheduler_unit_test unit
     ${CMAKE_CURRENT_LIST_DIR}/scheduler_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/../store/fault_injecting_job_store.cc
   LIBS ringmaster_scheduler_lib ringmaster_test_support)
+
+ringmaster_test(scheduler_sim_test unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/sim_test.cc
+  LIBS ringmaster_scheduler_sim)
+target_compile_definitions(scheduler_sim_test PRIVATE
+  RINGMASTER_TESTDATA_DIR="${CMAKE_CURRENT_LIST_DIR}/testdata")

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <limits>
 #include <queue>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -16,6 +19,13 @@ namespace {
 
 int64_t AmountOf(const JobSpec& spec) {
   return static_cast<int64_t>(spec.replicas) * std::max(spec.gpus_per_replica, 1);
+}
+
+// GPUs, or CPU slots, in `ranks`.
+int64_t Units(const std::vector<RankPlacement>& ranks) {
+  int64_t n = 0;
+  for (const RankPlacement& r : ranks) n += r.gpu_indices.empty() ? 1 : r.gpu_indices.size();
+  return n;
 }
 
 std::string Describe(const Demand& d) {
@@ -141,6 +151,11 @@ bool QuotaLedger::Borrowing(const std::string& queue_name, const std::string& re
   return a.used > a.nominal;
 }
 
+int64_t QuotaLedger::Used(const std::string& queue, const std::string& resource) const {
+  auto it = used_.find({queue, resource});
+  return it == used_.end() ? 0 : it->second;
+}
+
 double QuotaLedger::Share(const std::string& queue_name) const {
   const Queue* queue = QueueOf(queue_name);
   if (queue == nullptr || queue->unlimited() || queue->cohort.empty()) return 0;
@@ -205,14 +220,22 @@ namespace {
 class Pass {
  public:
   Pass(const PassInput& input, const ClusterState& cluster, const PolicyOptions& options)
-      : in_(input), options_(options), cluster_(cluster), masked_(cluster) {
+      : in_(input), options_(options), cluster_(cluster) {
     result_.ledger = QuotaLedger(*input.queues);
+    // Sum per (queue, resource) first: thousands of placed jobs, a handful of sums.
+    absl::flat_hash_map<std::pair<std::string_view, std::string_view>, int64_t> sums;
+    std::deque<std::string> types;  // resolved types of jobs that named none
     for (const Job* job : input.placed) {
-      Demand d = HeldDemand(*job, cluster);
-      result_.ledger.Add(job->spec.queue, d);
-      holdings_.push_back({job, &job->placement, d,
-                           job->started_at_ms > 0 ? job->started_at_ms : input.now_ms, false});
+      const int64_t amount = AmountOf(job->spec);
+      std::string_view resource = job->spec.gpus_per_replica == 0 ? std::string_view(kCpuResource)
+                                                                   : job->spec.gpu_type;
+      if (resource.empty()) resource = types.emplace_back(HeldDemand(*job, cluster).resource);
+      sums[{job->spec.queue, resource}] += amount;
     }
+    for (const auto& [key, amount] : sums) {
+      result_.ledger.Add(std::string(key.first), {std::string(key.second), amount});
+    }
+    for (const auto& [id, ranks] : input.claims) Mask(ranks, /*hard=*/true);
   }
 
   PassResult Run();
@@ -235,20 +258,32 @@ class Pass {
     std::string reason;
   };
 
+  // Placed jobs with what they hold; built when preemption or a reservation first needs it.
   Attempt TryStart(const Job& job);
   bool TryPreempt(const Job& job, const Attempt& attempt);
   void Reserve(const Job& job, const Demand& demand);
   bool NeedsBorrowing(const Job& job) const;
   void Allocate(const std::vector<RankPlacement>& ranks);
+  // Takes GPUs away from everyone but their owner: a claim (hard) or a reservation (soft: a
+  // job that ends before it may backfill).
+  void Mask(const std::vector<RankPlacement>& ranks, bool hard);
   int64_t EarliestReservation() const;
-  std::set<std::string> AboveNominal() const;
+  std::set<std::string> AboveNominal();
 
   const PassInput& in_;
   const PolicyOptions& options_;
   ClusterState cluster_;  // what is allocated
-  ClusterState masked_;   // the same, with reserved GPUs taken too
+  // The same with claimed GPUs taken too, and then reserved ones; made when first needed.
+  std::optional<ClusterState> claimed_;
+  std::optional<ClusterState> masked_;
+  const ClusterState& Hard() const { return claimed_ ? *claimed_ : cluster_; }
+  const ClusterState& Masked() const { return masked_ ? *masked_ : Hard(); }
   std::vector<Holding> holdings_;
+  bool holdings_built_ = false;
+  // Placed jobs with what they hold; built when preemption or a reservation first needs it.
+  const std::vector<Holding>& Holdings();
   std::deque<std::vector<RankPlacement>> started_ranks_;  // stable addresses for holdings_
+  std::vector<Holding> fresh_;                            // started by this pass
   std::set<std::string> victims_;
   // Gang shapes that did not fit this pass; allocations only grow within a pass.
   std::map<std::tuple<std::string, int32_t, int32_t, bool>, std::string> no_room_;
@@ -259,7 +294,18 @@ class Pass {
 
 void Pass::Allocate(const std::vector<RankPlacement>& ranks) {
   (void)cluster_.Allocate(ranks);
-  (void)masked_.Allocate(masked_.FreePart(ranks));
+  if (claimed_) (void)claimed_->Allocate(claimed_->FreePart(ranks));
+  if (masked_) (void)masked_->Allocate(masked_->FreePart(ranks));
+}
+
+void Pass::Mask(const std::vector<RankPlacement>& ranks, bool hard) {
+  if (hard) {
+    if (!claimed_) claimed_ = cluster_;
+    (void)claimed_->Allocate(claimed_->FreePart(ranks));
+  } else if (!masked_) {
+    masked_ = Hard();
+  }
+  if (masked_) (void)masked_->Allocate(masked_->FreePart(ranks));
 }
 
 int64_t Pass::EarliestReservation() const {
@@ -268,12 +314,23 @@ int64_t Pass::EarliestReservation() const {
   return earliest;
 }
 
+const std::vector<Pass::Holding>& Pass::Holdings() {
+  if (holdings_built_) return holdings_;
+  holdings_built_ = true;
+  for (const Job* job : in_.placed) {
+    holdings_.push_back({job, &job->placement, HeldDemand(*job, cluster_),
+                         job->started_at_ms > 0 ? job->started_at_ms : in_.now_ms, false});
+  }
+  holdings_.insert(holdings_.end(), fresh_.begin(), fresh_.end());
+  return holdings_;
+}
+
 // A queue's placed jobs, oldest first, fill its nominal quota; the ones that reach above it
 // are its borrowers. A job that started within nominal stays within while it runs, so a job
 // it reclaimed from can never reclaim it back.
-std::set<std::string> Pass::AboveNominal() const {
+std::set<std::string> Pass::AboveNominal() {
   std::map<std::pair<std::string, std::string>, std::vector<const Holding*>> groups;
-  for (const Holding& h : holdings_) {
+  for (const Holding& h : Holdings()) {
     if (h.fresh || victims_.count(h.job->id)) continue;
     groups[{h.job->spec.queue, h.demand.resource}].push_back(&h);
   }
@@ -332,11 +389,11 @@ Pass::Attempt Pass::TryStart(const Job& job) {
       a.reason = memo->second;
       continue;
     }
-    PlacementDecision p = masked_.Place(request);
+    PlacementDecision p = Masked().Place(request);
     bool backfilled = false;
     if (p.kind != PlacementDecision::Kind::kPlaced && may_backfill &&
         !result_.reservations.empty()) {
-      PlacementDecision q = cluster_.Place(request);
+      PlacementDecision q = Hard().Place(request);
       if (q.kind == PlacementDecision::Kind::kPlaced) {
         p = std::move(q);
         backfilled = true;
@@ -384,7 +441,7 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
   };
   const std::set<std::string> above = AboveNominal();
   std::vector<Candidate> candidates;
-  for (const Holding& h : holdings_) {
+  for (const Holding& h : Holdings()) {
     const Job& v = *h.job;
     if (h.fresh || h.demand.resource != demand.resource || victims_.count(v.id) ||
         in_.stopping.count(v.id)) {
@@ -430,7 +487,7 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
   });
 
   QuotaLedger ledger = result_.ledger;
-  ClusterState cluster = cluster_;
+  ClusterState cluster = Hard();
   GangRequest request = RequestOf(job.spec);
   if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
   auto fits = [&]() {
@@ -467,6 +524,9 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
     victims_.insert(c->holding->job->id);
     result_.preemptions.push_back({c->holding->job->id, job.id, c->why});
   }
+  std::vector<RankPlacement> planned = cluster.Place(request).ranks;
+  Mask(planned, /*hard=*/true);
+  result_.claims[job.id] = std::move(planned);
   std::vector<std::string> names;
   for (const Candidate* c : kept) names.push_back(c->holding->job->id);
   result_.waiting[job.id] = absl::StrCat("preempting ", absl::StrJoin(names, ","));
@@ -476,14 +536,14 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
 void Pass::Reserve(const Job& job, const Demand& demand) {
   // Free GPUs in the order running jobs must end (by max_runtime_seconds) until the gang fits.
   std::vector<std::pair<int64_t, const Holding*>> ends;
-  for (const Holding& h : holdings_) {
+  for (const Holding& h : Holdings()) {
     if (h.job->spec.max_runtime_seconds <= 0) continue;
     const int64_t end = h.started_ms + h.job->spec.max_runtime_seconds * 1000;
     if (end - in_.now_ms <= options_.reservation_window_ms) ends.push_back({end, &h});
   }
   std::sort(ends.begin(), ends.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  ClusterState future = cluster_;
+  ClusterState future = Hard();
   std::vector<RankPlacement> reserved;
   for (const Reservation& r : result_.reservations) {
     reserved.insert(reserved.end(), r.ranks.begin(), r.ranks.end());
@@ -505,7 +565,7 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
         "reserved: starts by ", absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
                                                  absl::FromUnixMillis(t), absl::UTCTimeZone()),
         " on ", absl::StrJoin(workers, ","));
-    (void)masked_.Allocate(masked_.FreePart(p.ranks));
+    Mask(p.ranks, /*hard=*/false);
     result_.reservations.push_back({job.id, t, std::move(p.ranks)});
     return;
   }
@@ -516,14 +576,16 @@ PassResult Pass::Run() {
   std::map<std::string, std::vector<const Job*>> by_queue;
   for (const Job* job : in_.pending) by_queue[job->spec.queue].push_back(job);
   for (auto& [name, jobs] : by_queue) {
-    std::sort(jobs.begin(), jobs.end(), [](const Job* a, const Job* b) {
+    std::sort(jobs.begin(), jobs.end(), [this](const Job* a, const Job* b) {
+      const bool na = in_.claims.count(a->id) > 0, nb = in_.claims.count(b->id) > 0;
+      if (na != nb) return na;
       if (a->spec.priority != b->spec.priority) return a->spec.priority > b->spec.priority;
       return a->seq < b->seq;
     });
   }
-  // Next queue: heads that fit without borrowing first, then the lowest weighted share, then
-  // the head's priority and submit order.
-  using Key = std::tuple<bool, double, int32_t, int64_t, std::string>;
+  // Next queue: heads with a claim first, then heads that fit without borrowing, then the lowest
+  // weighted share, then the head's priority and submit order.
+  using Key = std::tuple<bool, bool, double, int32_t, int64_t, std::string>;
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
   std::map<std::string, size_t> head;
   auto push = [&](const std::string& name) {
@@ -531,18 +593,31 @@ PassResult Pass::Run() {
     size_t i = head[name];
     if (i >= jobs.size()) return;
     const Job& job = *jobs[i];
-    heap.push({NeedsBorrowing(job), result_.ledger.Share(name), -job.spec.priority, job.seq,
-               name});
+    heap.push({in_.claims.count(job.id) == 0, NeedsBorrowing(job), result_.ledger.Share(name),
+               -job.spec.priority, job.seq, name});
   };
   for (const auto& [name, jobs] : by_queue) push(name);
 
   while (!heap.empty()) {
-    const std::string name = std::get<4>(heap.top());
+    const std::string name = std::get<5>(heap.top());
     heap.pop();
     const auto& jobs = by_queue[name];
     const Job& job = *jobs[head[name]++];
-    if (in_.preempting.count(job.id)) {
-      result_.waiting[job.id] = "waiting for preempted jobs to stop";
+    if (auto claim = in_.claims.find(job.id); claim != in_.claims.end()) {
+      if (Units(cluster_.FreePart(claim->second)) == Units(claim->second)) {
+        Allocate(claim->second);
+        Job held;
+        held.spec = job.spec;
+        held.placement = claim->second;
+        Demand d = HeldDemand(held, cluster_);
+        result_.ledger.Add(job.spec.queue, d);
+        result_.starts.push_back({job.id, claim->second, false, false});
+        started_ranks_.push_back(claim->second);
+        fresh_.push_back({&job, &started_ranks_.back(), d, in_.now_ms, true});
+        if (holdings_built_) holdings_.push_back(fresh_.back());
+      } else {
+        result_.waiting[job.id] = "waiting for preempted jobs to stop";
+      }
       push(name);
       continue;
     }
@@ -552,7 +627,8 @@ PassResult Pass::Run() {
       result_.ledger.Add(job.spec.queue, a.demand);
       result_.starts.push_back({job.id, a.ranks, a.check.fit == Fit::kBorrowing, a.backfilled});
       started_ranks_.push_back(std::move(a.ranks));
-      holdings_.push_back({&job, &started_ranks_.back(), a.demand, in_.now_ms, true});
+      fresh_.push_back({&job, &started_ranks_.back(), a.demand, in_.now_ms, true});
+      if (holdings_built_) holdings_.push_back(fresh_.back());
       push(name);
       continue;
     }

@@ -59,6 +59,7 @@ class QuotaLedger {
   // its cohort can lend), divided by weight. 0 for a queue within nominal or unknown.
   double Share(const std::string& queue) const;
   bool Borrowing(const std::string& queue, const std::string& resource) const;
+  int64_t Used(const std::string& queue, const std::string& resource) const;
 
   struct Usage {
     int64_t nominal = 0;
@@ -110,8 +111,11 @@ struct PassInput {
   std::vector<const Job*> placed;
   // Preempted jobs whose ranks are still stopping: they hold GPUs, are not victims again.
   std::set<std::string> stopping;
-  // Pending jobs waiting for their victims to stop: they neither start nor preempt again.
-  std::set<std::string> preempting;
+  // GPUs promised to pending jobs that preempted: the job starts on exactly these once its
+  // victims are gone, nobody else gets them meanwhile, and it preempts nothing more. The caller
+  // keeps a claim from the pass that made it until the job starts (or its victims are gone
+  // and one pass could not start it).
+  std::map<std::string, std::vector<RankPlacement>> claims;
   int64_t now_ms = 0;
 };
 
@@ -136,6 +140,8 @@ struct PassResult {
   std::vector<Start> starts;
   std::vector<Preemption> preemptions;
   std::vector<Reservation> reservations;
+  // New claims: where each job that preempted will start.
+  std::map<std::string, std::vector<RankPlacement>> claims;
   // Every pending job that did not start: why it waits.
   std::map<std::string, std::string> waiting;
   QuotaLedger ledger;  // after the starts

@@ -29,7 +29,7 @@ int32_t ClusterState::TypeId(const std::string& type) {
 void ClusterState::Recount(Node& node) {
   node.free_by_type.assign(type_names_.size(), 0);
   node.total_by_type.assign(type_names_.size(), 0);
-  for (size_t i = 0; i < node.worker.gpus.size(); ++i) {
+  for (size_t i = 0; i < node.worker->gpus.size(); ++i) {
     ++node.total_by_type[node.gpu_type_id[i]];
     if (!node.gpu_used[i]) ++node.free_by_type[node.gpu_type_id[i]];
   }
@@ -41,8 +41,8 @@ void ClusterState::Contribute(const Node& node, int sign) {
     totals_.free_by_type[t] += sign * node.free_by_type[t];
     totals_.total_by_type[t] += sign * node.total_by_type[t];
   }
-  totals_.cpu_free += sign * (node.worker.cpu_slots - node.cpu_used);
-  totals_.cpu_total += sign * node.worker.cpu_slots;
+  totals_.cpu_free += sign * (node.worker->cpu_slots - node.cpu_used);
+  totals_.cpu_total += sign * node.worker->cpu_slots;
 }
 
 void ClusterState::UpsertWorker(const Worker& worker) {
@@ -59,15 +59,16 @@ void ClusterState::UpsertWorker(const Worker& worker) {
     Node& old = nodes_[n];
     Contribute(old, -1);
     // Keep allocations of GPUs that still exist under the same index.
-    for (size_t i = 0; i < old.worker.gpus.size(); ++i) {
-      if (old.gpu_used[i]) used.insert(old.worker.gpus[i].index);
+    for (size_t i = 0; i < old.worker->gpus.size(); ++i) {
+      if (old.gpu_used[i]) used.insert(old.worker->gpus[i].index);
     }
     cpu_used = old.cpu_used;
   }
   std::vector<int32_t> type_ids;
   for (const Gpu& gpu : worker.gpus) type_ids.push_back(TypeId(gpu.type));
   Node& node = nodes_[n];
-  node.worker = worker;
+  node.worker = std::make_shared<const Worker>(worker);
+  node.state = worker.state;
   node.gpu_type_id = std::move(type_ids);
   node.gpu_used.assign(worker.gpus.size(), false);
   for (size_t i = 0; i < worker.gpus.size(); ++i) {
@@ -85,7 +86,7 @@ void ClusterState::SetWorkerState(const std::string& worker_id, WorkerState stat
   if (it == index_.end()) return;
   Node& node = nodes_[it->second];
   Contribute(node, -1);
-  node.worker.state = state;
+  node.state = state;
   Contribute(node, +1);
 }
 
@@ -100,19 +101,19 @@ absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
     }
     const Node& node = nodes_[it->second];
     if (rank.gpu_indices.empty()) {
-      if (node.cpu_used + (++cpus[it->second]) > node.worker.cpu_slots) {
+      if (node.cpu_used + (++cpus[it->second]) > node.worker->cpu_slots) {
         return absl::FailedPreconditionError(absl::StrCat("no free CPU slot on ", rank.worker_id));
       }
       continue;
     }
     for (int32_t index : rank.gpu_indices) {
-      auto pos = std::find_if(node.worker.gpus.begin(), node.worker.gpus.end(),
+      auto pos = std::find_if(node.worker->gpus.begin(), node.worker->gpus.end(),
                               [&](const Gpu& g) { return g.index == index; });
-      if (pos == node.worker.gpus.end()) {
+      if (pos == node.worker->gpus.end()) {
         return absl::FailedPreconditionError(
             absl::StrCat("worker ", rank.worker_id, " has no GPU ", index));
       }
-      size_t slot = pos - node.worker.gpus.begin();
+      size_t slot = pos - node.worker->gpus.begin();
       if (node.gpu_used[slot] || !gpus.insert({it->second, slot}).second) {
         return absl::FailedPreconditionError(
             absl::StrCat("GPU ", index, " of ", rank.worker_id, " is already allocated"));
@@ -143,8 +144,8 @@ void ClusterState::Release(const std::vector<RankPlacement>& ranks) {
       node.cpu_used = std::max(0, node.cpu_used - 1);
     }
     for (int32_t index : rank.gpu_indices) {
-      for (size_t slot = 0; slot < node.worker.gpus.size(); ++slot) {
-        if (node.worker.gpus[slot].index == index && node.gpu_used[slot]) {
+      for (size_t slot = 0; slot < node.worker->gpus.size(); ++slot) {
+        if (node.worker->gpus[slot].index == index && node.gpu_used[slot]) {
           node.gpu_used[slot] = false;
           ++node.free_by_type[node.gpu_type_id[slot]];
         }
@@ -157,7 +158,7 @@ void ClusterState::Release(const std::vector<RankPlacement>& ranks) {
 int32_t ClusterState::Capacity(const Node& node, const GangRequest& request,
                                int32_t type_id) const {
   if (!node.ready()) return 0;
-  if (request.gpus_per_replica == 0) return node.worker.cpu_slots - node.cpu_used;
+  if (request.gpus_per_replica == 0) return node.worker->cpu_slots - node.cpu_used;
   return node.free_by_type[type_id] / request.gpus_per_replica;
 }
 
@@ -232,10 +233,10 @@ PlacementDecision ClusterState::PlaceType(const GangRequest& request, int32_t ty
     const Node& node = nodes_[node_index];
     size_t slot = 0;  // each worker appears once in `chosen`: a forward scan finds free GPUs
     for (int32_t r = 0; r < count; ++r) {
-      RankPlacement placement{rank++, node.worker.id, node.worker.address, {}, node.worker.port};
+      RankPlacement placement{rank++, node.worker->id, node.worker->address, {}, node.worker->port};
       for (int32_t g = 0; !cpu && g < units; ++g) {
         while (node.gpu_used[slot] || node.gpu_type_id[slot] != type_id) ++slot;
-        placement.gpu_indices.push_back(node.worker.gpus[slot++].index);
+        placement.gpu_indices.push_back(node.worker->gpus[slot++].index);
       }
       decision.ranks.push_back(std::move(placement));
     }
@@ -312,8 +313,8 @@ std::vector<int32_t> ClusterState::AllocatedGpus(const std::string& worker_id) c
   auto it = index_.find(worker_id);
   if (it == index_.end()) return out;
   const Node& node = nodes_[it->second];
-  for (size_t i = 0; i < node.worker.gpus.size(); ++i) {
-    if (node.gpu_used[i]) out.push_back(node.worker.gpus[i].index);
+  for (size_t i = 0; i < node.worker->gpus.size(); ++i) {
+    if (node.gpu_used[i]) out.push_back(node.worker->gpus[i].index);
   }
   return out;
 }
@@ -326,7 +327,7 @@ int32_t ClusterState::CpuSlotsUsed(const std::string& worker_id) const {
 std::string ClusterState::GpuTypeOf(const std::string& worker_id, int32_t gpu_index) const {
   auto it = index_.find(worker_id);
   if (it == index_.end()) return "";
-  for (const Gpu& gpu : nodes_[it->second].worker.gpus) {
+  for (const Gpu& gpu : nodes_[it->second].worker->gpus) {
     if (gpu.index == gpu_index) return gpu.type;
   }
   return "";
@@ -342,15 +343,15 @@ std::vector<RankPlacement> ClusterState::FreePart(const std::vector<RankPlacemen
     RankPlacement part = rank;
     part.gpu_indices.clear();
     if (rank.gpu_indices.empty()) {
-      if (node.cpu_used + cpus_taken[it->second] < node.worker.cpu_slots) {
+      if (node.cpu_used + cpus_taken[it->second] < node.worker->cpu_slots) {
         ++cpus_taken[it->second];
         out.push_back(std::move(part));
       }
       continue;
     }
     for (int32_t index : rank.gpu_indices) {
-      for (size_t slot = 0; slot < node.worker.gpus.size(); ++slot) {
-        if (node.worker.gpus[slot].index == index && !node.gpu_used[slot]) {
+      for (size_t slot = 0; slot < node.worker->gpus.size(); ++slot) {
+        if (node.worker->gpus[slot].index == index && !node.gpu_used[slot]) {
           part.gpu_indices.push_back(index);
         }
       }

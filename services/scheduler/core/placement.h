@@ -4,6 +4,7 @@
 #define RINGMASTER_SERVICES_SCHEDULER_CORE_PLACEMENT_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -68,13 +69,15 @@ class ClusterState {
 
  private:
   struct Node {
-    Worker worker;
+    // Shared, so that copying the state (a scheduling pass works on a copy) is cheap.
+    std::shared_ptr<const Worker> worker;
+    WorkerState state = WorkerState::kReady;
     std::vector<bool> gpu_used;        // parallel to worker.gpus
     std::vector<int32_t> gpu_type_id;  // parallel to worker.gpus
     std::vector<int32_t> free_by_type;   // by type id
     std::vector<int32_t> total_by_type;  // by type id
     int32_t cpu_used = 0;
-    bool ready() const { return worker.state == WorkerState::kReady; }
+    bool ready() const { return state == WorkerState::kReady; }
   };
   // Aggregates over ready workers, kept in step so that most decisions need no scan.
   struct Totals {

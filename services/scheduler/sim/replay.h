@@ -1,0 +1,79 @@
+// Replays a GPU-cluster job trace through the scheduler's own policy (core/fair_share.h) on a
+// simulated clock: no processes, no sleeping. Used by ringmaster-sim and its test.
+#ifndef RINGMASTER_SERVICES_SCHEDULER_SIM_REPLAY_H_
+#define RINGMASTER_SERVICES_SCHEDULER_SIM_REPLAY_H_
+
+#include <cstdint>
+#include <istream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/fair_share.h"
+
+namespace ringmaster::scheduler::sim {
+
+struct TraceJob {
+  int64_t submit_s = 0;  // seconds since the epoch, the trace's local time read as UTC
+  int64_t duration_s = 0;
+  int32_t gpus = 0;
+  std::string vc;
+};
+
+// philly.csv of the Pollux artifact: timestamp,duration,num_gpus,gpu_time,cluster. Errors
+// name the line and column. The result is sorted by submit time (the file is not).
+absl::StatusOr<std::vector<TraceJob>> ParsePhillyCsv(std::istream& in);
+// helios_qssf_philly_vc.csv: vc,node num.
+absl::StatusOr<std::map<std::string, int32_t>> ParseVcSizes(std::istream& in);
+// "2017-10-01 00:00:00" as seconds since the epoch (UTC).
+absl::StatusOr<int64_t> ParseTime(const std::string& text);
+
+struct SimOptions {
+  PolicyOptions policy;
+  // Queues lend to each other (one cohort) and reclaim what they lent; false: each VC is
+  // alone with its nominal quota (Helios' per-VC baseline).
+  bool sharing = true;
+  int32_t gpus_per_node = 8;
+  // A preempted job keeps the work up to its last checkpoint, taken this often.
+  int64_t checkpoint_interval_s = 1800;
+  int64_t grace_s = 30;
+  // Each job's max_runtime_seconds: its duration rounded up to the next multiple of this
+  // (0: no limits, so nothing backfills into reserved GPUs).
+  int64_t runtime_limit_round_s = 3600;
+};
+
+struct QueueOutcome {
+  int32_t nominal_gpus = 0;
+  int64_t jobs = 0;
+  double gpu_seconds = 0;    // run time of its jobs, work lost to preemption included
+  double demand_gpu_seconds = 0;  // the work its jobs asked for
+  // Longest time one of its pending jobs fit the queue's unused nominal quota while another
+  // queue borrowed: how long it waited for what it was promised.
+  int64_t longest_refused_s = 0;
+  int64_t preempted = 0;
+};
+
+struct SimReport {
+  int64_t jobs = 0;
+  double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0;
+  double avg_queue_s = 0, p50_queue_s = 0, p99_queue_s = 0;
+  double utilisation = 0;  // GPU-seconds used / (GPUs x makespan)
+  int64_t longest_wait_32plus_s = 0;
+  int64_t preemptions = 0;
+  int64_t passes = 0;
+  int64_t over_allocations = 0;  // starts the cluster refused: must stay 0
+  int64_t partial_gangs = 0;     // starts with fewer ranks than replicas: must stay 0
+  int64_t longest_refused_s = 0;  // max over queues
+  int64_t total_gpus = 0;
+  std::map<std::string, QueueOutcome> queues;
+};
+
+// Replays `jobs` (sorted by submit time) on a cluster of sum(vc nodes) x gpus_per_node GPUs,
+// one queue per VC with the VC's GPUs as its nominal quota.
+SimReport Replay(const std::vector<TraceJob>& jobs, const std::map<std::string, int32_t>& vcs,
+                 const SimOptions& options);
+
+}  // namespace ringmaster::scheduler::sim
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_SIM_REPLAY_H_
