@@ -18,3 +18,6 @@ target_link_libraries(placement_e2e_bench PRIVATE ringmaster_scheduler_core ring
 add_executable(watch_bench ${CMAKE_CURRENT_LIST_DIR}/watch_bench.cc)
 target_link_libraries(watch_bench PRIVATE ringmaster_proto gRPC::grpc++ PkgConfig::PQXX
   absl::strings)
+
+add_executable(fair_share_bench ${CMAKE_CURRENT_LIST_DIR}/fair_share_bench.cc)
+target_link_libraries(fair_share_bench PRIVATE ringmaster_scheduler_core)

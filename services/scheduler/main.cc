@@ -55,6 +55,12 @@ ringmaster::Flags MakeFlags() {
   flags.Add("lease-ttl-ms", "10000",
             "leader lease in Redis: one replica serves, others wait; a dead leader's lease "
             "passes on after this long");
+  flags.Add("preemption-grace-ms", "30000",
+            "a preempted job's ranks get SIGTERM, then SIGKILL after this long (time to "
+            "checkpoint); its GPUs are held until then");
+  flags.Add("reservations", "4",
+            "waiting gangs that get a reservation; jobs behind them backfill only when their "
+            "max_runtime_seconds ends before it (0: no reservations)");
   flags.Add("log-level", "info", "debug, info, warning or error");
   return flags;
 }
@@ -89,7 +95,7 @@ int main(int argc, char** argv) {
                  : level == "error" ? LogLevel::kError
                                     : LogLevel::kInfo);
   int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0, pg_timeout_ms = 0,
-          submit_writers = 0;
+          submit_writers = 0, reservations = 0;
   SchedulerOptions options;
   for (auto s : {flags.GetInt("postgres-pool", &pool), flags.GetInt("redis-db", &redis_db),
                  flags.GetInt("heartbeat-timeout-ms", &options.heartbeat_timeout_ms),
@@ -99,7 +105,9 @@ int main(int argc, char** argv) {
                  flags.GetInt("lease-ttl-ms", &lease_ttl_ms),
                  flags.GetInt("postgres-timeout-ms", &pg_timeout_ms),
                  flags.GetInt("write-wait-ms", &options.write_wait_ms),
-                 flags.GetInt("submit-writers", &submit_writers)}) {
+                 flags.GetInt("submit-writers", &submit_writers),
+                 flags.GetInt("preemption-grace-ms", &options.preemption_grace_ms),
+                 flags.GetInt("reservations", &reservations)}) {
     if (!s.ok()) return Fail(s);
   }
   if (lease_ttl_ms < 300) {
@@ -116,6 +124,13 @@ int main(int argc, char** argv) {
         "for the ordered writer and reads"));
   }
   options.submit_writers = static_cast<int>(submit_writers);
+  if (options.preemption_grace_ms < 0 || options.preemption_grace_ms > 3'600'000) {
+    return Fail(absl::InvalidArgumentError("--preemption-grace-ms must be 0..3600000"));
+  }
+  if (reservations < 0 || reservations > 1000) {
+    return Fail(absl::InvalidArgumentError("--reservations must be 0..1000"));
+  }
+  options.reservations = static_cast<int32_t>(reservations);
   PostgresPoolOptions pool_options;
   pool_options.statement_timeout_ms = pg_timeout_ms;
   pool_options.acquire_timeout_ms = pg_timeout_ms;

@@ -74,7 +74,19 @@ struct Scheduler::Metrics {
                               .Register(r)
                               .Add({}, prometheus::Histogram::BucketBoundaries{
                                            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
-                                           5, 10, 30, 60, 300, 1800})) {}
+                                           5, 10, 30, 60, 300, 1800})),
+        preemptions(prometheus::BuildCounter().Name("ringmaster_preemptions_total")
+                        .Help("Jobs preempted whole, by the victim's queue and reason "
+                              "(reclaim, priority)")
+                        .Register(r)),
+        queue_quota(prometheus::BuildGauge().Name("ringmaster_queue_resources")
+                        .Help("Per queue and resource (a GPU type or cpu): nominal quota, in "
+                              "use, borrowed from the cohort, lent to it (kind label)")
+                        .Register(r)),
+        queue_share(prometheus::BuildGauge().Name("ringmaster_queue_dominant_share")
+                        .Help("Weighted dominant resource share of the queue's borrowing "
+                              "(0 within nominal)")
+                        .Register(r)) {}
 
   prometheus::Family<prometheus::Gauge>& jobs;
   prometheus::Family<prometheus::Counter>& finished;
@@ -87,6 +99,10 @@ struct Scheduler::Metrics {
   prometheus::Histogram& commit_seconds;
   prometheus::Histogram& batch_writes;
   prometheus::Histogram& placement_latency;
+  prometheus::Family<prometheus::Counter>& preemptions;
+  prometheus::Family<prometheus::Gauge>& queue_quota;
+  prometheus::Family<prometheus::Gauge>& queue_share;
+  std::set<std::pair<std::string, std::string>> quota_labels;
   // Label sets set before, so a vanished one is set back to 0 rather than left stale.
   std::set<std::pair<std::string, std::string>> job_labels;
   std::set<std::string> queue_labels;
@@ -228,6 +244,17 @@ void Scheduler::RunPass() {
     std::lock_guard<std::mutex> lock(mu_);
     if (alive.has_value()) SweepWorkersLocked(*alive, &beats);
     CheckDeadlinesLocked();
+    const int64_t now = clock_->NowMs();
+    std::vector<std::pair<std::string, int32_t>> overdue;
+    for (const auto& [key, d] : draining_) {
+      if (now >= d.deadline_ms) overdue.push_back(key);
+    }
+    for (const auto& key : overdue) {
+      RM_LOG(kWarning) << "job " << key.first << " attempt " << key.second
+                       << ": preempted ranks not all reported gone by the grace period's end; "
+                          "releasing their GPUs";
+      ReleaseDrainedLocked(key);
+    }
     PlaceLocked();
     UpdateGaugesLocked();
   }
@@ -309,48 +336,111 @@ void Scheduler::CheckDeadlinesLocked() {
 
 void Scheduler::PlaceLocked() {
   const int64_t now = clock_->NowMs();
-  std::vector<const Job*> candidates;
-  if (!capacity_grew_ && now - last_full_pass_ms_ < 5000) {
-    // Nothing freed up: only jobs that became pending since the last pass can fit.
+  std::set<std::string> stopping;
+  for (const auto& [key, d] : draining_) stopping.insert(key.first);
+  PassInput in;
+  in.queues = &queues_;
+  in.now_ms = now;
+  in.claims = claims_;
+  in.stopping = stopping;
+  const bool incremental = !capacity_grew_ && now - last_full_pass_ms_ < 5000 && !reserved_ &&
+                           claims_.empty() && ripe_claims_.empty();
+  if (incremental) {
+    // Nothing freed up and nothing reserved or claimed: only jobs that became pending since the
+    // last pass can fit.
     for (const std::string& id : newly_pending_) {
       auto it = jobs_.find(id);
-      if (it != jobs_.end() && it->second.state == JobState::kPending) {
-        candidates.push_back(&it->second);
+      if (it != jobs_.end() && it->second.state == JobState::kPending && !stopping.count(id)) {
+        in.pending.push_back(&it->second);
       }
     }
   } else {
     capacity_grew_ = false;
     last_full_pass_ms_ = now;
-    for (const auto& [id, job] : jobs_) {
-      if (job.state == JobState::kPending) candidates.push_back(&job);
+  }
+  for (const auto& [id, job] : jobs_) {
+    if (job.state == JobState::kStarting || job.state == JobState::kRunning) {
+      in.placed.push_back(&job);
+    } else if (!incremental && job.state == JobState::kPending && !stopping.count(id)) {
+      in.pending.push_back(&job);
     }
   }
+  for (const auto& [key, d] : draining_) in.placed.push_back(&d.held);
   newly_pending_.clear();
-  TryPlaceLocked(QueueOrder(std::move(candidates)));
-}
 
-void Scheduler::TryPlaceLocked(const std::vector<std::string>& order) {
-  // Greedy in policy order: a job that does not fit is skipped, so smaller jobs behind it may
-  // start (fair share and reservations come later).
-  for (const std::string& id : order) {
-    Job& job = jobs_[id];
-    PlacementDecision d = cluster_.Place(RequestOf(job.spec));
-    if (d.kind == PlacementDecision::Kind::kPlaced) {
-      std::set<std::string> names;
-      for (const auto& r : d.ranks) names.insert(r.worker_id);
-      JobInput input{JobInput::Kind::kPlaced,
-                     absl::StrCat("placed on ", absl::StrJoin(names, ",")), 0, d.ranks,
-                     NewToken()};
-      if (auto s = CommitLocked(id, input); !s.ok()) {
-        RM_LOG(kError) << "placing " << id << ": " << s;
-      }
+  PolicyOptions policy;
+  policy.reservations = options_.reservations;
+  PassResult r = SchedulePass(in, cluster_, policy);
+  for (const std::string& id : ripe_claims_) claims_.erase(id);  // started now, or not here
+  ripe_claims_.clear();
+  if (!incremental) reserved_ = !r.reservations.empty();
+  ledger_ = r.ledger;
+
+  for (const auto& p : r.preemptions) {
+    const Job* by = jobs_.count(p.by_job_id) ? &jobs_[p.by_job_id] : nullptr;
+    std::string why = absl::StrCat("preempted by ", p.by_job_id);
+    if (by != nullptr && p.reason == "reclaim") {
+      absl::StrAppend(&why, " (queue ", by->spec.queue, " reclaims its nominal quota)");
+    } else if (by != nullptr) {
+      absl::StrAppend(&why, " (priority ", by->spec.priority, " in queue ", by->spec.queue, ")");
+    }
+    preempting_[p.by_job_id].insert(p.job_id);
+    if (auto s = CommitLocked(p.job_id, {JobInput::Kind::kPreempted, why}); !s.ok()) {
+      RM_LOG(kError) << "preempting " << p.job_id << ": " << s;
+      preempting_[p.by_job_id].erase(p.job_id);
+      if (preempting_[p.by_job_id].empty()) preempting_.erase(p.by_job_id);
       continue;
     }
-    // Derived state, recomputed every pass and served from memory, never stored.
-    job.pending_reason = d.kind == PlacementDecision::Kind::kInfeasible
-                             ? absl::StrCat("unschedulable: ", d.reason)
-                             : d.reason;
+    if (metrics_) {
+      metrics_->preemptions.Add({{"queue", jobs_.count(p.job_id) ? jobs_[p.job_id].spec.queue : ""},
+                                 {"reason", p.reason}})
+          .Increment();
+    }
   }
+  for (auto& [id, ranks] : r.claims) claims_[id] = std::move(ranks);
+  for (const auto& start : r.starts) {
+    std::set<std::string> names;
+    for (const auto& rank : start.ranks) names.insert(rank.worker_id);
+    std::string why = absl::StrCat("placed on ", absl::StrJoin(names, ","));
+    if (start.borrowing) absl::StrAppend(&why, ", borrowing from the cohort");
+    if (start.backfilled) absl::StrAppend(&why, ", backfilled before a reservation");
+    JobInput input{JobInput::Kind::kPlaced, why, 0, start.ranks, NewToken()};
+    claims_.erase(start.job_id);
+    if (auto s = CommitLocked(start.job_id, input); !s.ok()) {
+      RM_LOG(kError) << "placing " << start.job_id << ": " << s;
+    }
+  }
+  // Derived state, recomputed every pass and served from memory, never stored.
+  for (auto& [id, reason] : r.waiting) {
+    auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second.state == JobState::kPending) {
+      it->second.pending_reason = std::move(reason);
+    }
+  }
+  for (const std::string& id : stopping) {
+    auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second.state == JobState::kPending) {
+      it->second.pending_reason = "preempted: waiting for its ranks to stop";
+    }
+  }
+}
+
+void Scheduler::ReleaseDrainedLocked(const std::pair<std::string, int32_t>& attempt) {
+  auto it = draining_.find(attempt);
+  if (it == draining_.end()) return;
+  cluster_.Release(it->second.held.placement);
+  capacity_grew_ = true;
+  auto p = preempting_.find(it->second.preemptor);
+  if (p != preempting_.end()) {
+    p->second.erase(attempt.first);
+    if (p->second.empty()) {
+      ripe_claims_.insert(p->first);
+      preempting_.erase(p);
+    }
+  }
+  newly_pending_.insert(attempt.first);
+  draining_.erase(it);
+  Wake();
 }
 
 absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& input,
@@ -372,8 +462,19 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
   write.job_write = {JobWrite::Kind::kUpdate, next, t->event,
                      input.kind == JobInput::Kind::kPlaced || !t->released.empty()};
   write.waiter = std::move(waiter);
-  cluster_.Release(t->released);
-  if (!t->released.empty()) capacity_grew_ = true;
+  if (input.kind == JobInput::Kind::kPreempted) {
+    // Its ranks get the grace period to checkpoint; their GPUs are theirs until they exit.
+    Draining& d = draining_[{job_id, from_attempt}];
+    d.held = it->second;
+    d.deadline_ms = now + options_.preemption_grace_ms + 5'000;
+    write.stop_grace_ms = options_.preemption_grace_ms;
+    for (const auto& [preemptor, victims] : preempting_) {
+      if (victims.count(job_id)) d.preemptor = preemptor;
+    }
+  } else {
+    cluster_.Release(t->released);
+    if (!t->released.empty()) capacity_grew_ = true;
+  }
   for (const auto& r : t->released) write.stop_on.insert(r.worker_id);
   write.stop_attempt = from_attempt;
   if (from == JobState::kPending && next.state != JobState::kPending) {
@@ -389,7 +490,7 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
   }
   if (next.state == JobState::kPending) {
     trackers_.erase(job_id);
-    newly_pending_.insert(job_id);
+    if (input.kind != JobInput::Kind::kPreempted) newly_pending_.insert(job_id);
     pending_since_ms_[job_id] = now;
     Wake();
   }
@@ -593,7 +694,10 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
       }
       for (const std::string& worker : w.stop_on) {
         auto link = links_.find(worker);
-        if (link != links_.end()) link->second->SendStop(job.id, w.stop_attempt, w.job_write.event.reason);
+        if (link != links_.end()) {
+          link->second->SendStop(job.id, w.stop_attempt, w.job_write.event.reason,
+                                 w.stop_grace_ms);
+        }
       }
       if (w.assign) {
         std::set<std::string> sent;
@@ -929,7 +1033,7 @@ absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<H
         }
       }
       if (!placed_here) {
-        link->SendStop(h.job_id, h.attempt, "no live attempt holds this rank");
+        link->SendStop(h.job_id, h.attempt, "no live attempt holds this rank", 0);
         continue;
       }
       held_here.insert({h.job_id, h.attempt, h.rank});
@@ -971,6 +1075,16 @@ void Scheduler::ReportRank(const std::string& worker_id, const RankReport& repor
 }
 
 void Scheduler::HandleRankLocked(const std::string& worker_id, const RankReport& report) {
+  if (auto d = draining_.find({report.job_id, report.attempt});
+      d != draining_.end() && report.kind != RankReport::Kind::kStarted) {
+    d->second.exited.insert(report.rank);
+    if (d->second.exited.size() >= d->second.held.placement.size()) {
+      RM_LOG(kInfo) << "job " << report.job_id << " attempt " << report.attempt
+                    << ": every preempted rank exited; its GPUs are free";
+      ReleaseDrainedLocked(d->first);
+    }
+    return;
+  }
   auto it = jobs_.find(report.job_id);
   if (it == jobs_.end() || it->second.attempt != report.attempt ||
       it->second.state == JobState::kPending) {
@@ -1057,6 +1171,25 @@ void Scheduler::UpdateGaugesLocked() {
   }
   for (const auto& q : metrics_->queue_labels) {
     metrics_->pending.Add({{"queue", q}}).Set(pending.count(q) ? pending[q] : 0);
+  }
+  std::set<std::string> queue_names = metrics_->queue_labels;
+  for (const auto& [name, q] : queues_) queue_names.insert(name);
+  for (const auto& [q, resource] : metrics_->quota_labels) {
+    for (const char* kind : {"nominal", "used", "borrowed", "lent"}) {
+      metrics_->queue_quota.Add({{"queue", q}, {"resource", resource}, {"kind", kind}}).Set(0);
+    }
+  }
+  for (const std::string& q : queue_names) {
+    metrics_->queue_labels.insert(q);
+    metrics_->queue_share.Add({{"queue", q}}).Set(ledger_.Share(q));
+    for (const auto& [resource, u] : ledger_.UsageOf(q)) {
+      metrics_->quota_labels.insert({q, resource});
+      for (auto [kind, value] : {std::pair{"nominal", u.nominal}, {"used", u.used},
+                                 {"borrowed", u.borrowed}, {"lent", u.lent}}) {
+        metrics_->queue_quota.Add({{"queue", q}, {"resource", resource}, {"kind", kind}})
+            .Set(static_cast<double>(value));
+      }
+    }
   }
   auto totals = cluster_.GpuTotals();
   for (const auto& type : metrics_->gpu_labels) totals.try_emplace(type);

@@ -65,6 +65,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/clock.h"
+#include "core/fair_share.h"
 #include "core/job_state_machine.h"
 #include "core/placement.h"
 #include "core/types.h"
@@ -82,7 +83,9 @@ class WorkerLink {
  public:
   virtual ~WorkerLink() = default;
   virtual void SendAssignment(const Job& job) = 0;
-  virtual void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason) = 0;
+  // `grace_ms`: SIGTERM to SIGKILL for these ranks; 0: the worker's own default.
+  virtual void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason,
+                        int64_t grace_ms) = 0;
   // Ends the stream after what is queued. A worker marked lost while its stream still stands
   // (heartbeats late, not gone) then reconnects and registers again instead of heartbeating
   // into a link the scheduler no longer reads.
@@ -132,6 +135,11 @@ struct SchedulerOptions {
   // Passes run on every change, but at most once per this many ms: a burst of submits then
   // shares one pass instead of each waiting behind its own.
   int64_t min_pass_gap_ms = 20;
+  // Fair share (core/fair_share.h): how long a preempted job's ranks get between SIGTERM and
+  // SIGKILL (its GPUs stay held until its ranks exit or this plus a margin passes), and how
+  // many waiting gangs get a reservation.
+  int64_t preemption_grace_ms = 30'000;
+  int32_t reservations = 4;
 };
 
 class Scheduler {
@@ -196,6 +204,7 @@ class Scheduler {
     std::optional<Worker> worker;
     std::set<std::string> stop_on;  // workers whose ranks of job_write's attempt must stop
     int32_t stop_attempt = 0;
+    int64_t stop_grace_ms = 0;
     bool assign = false;  // send the job's assignment to every worker of its placement
     std::shared_ptr<Waiter> waiter;
   };
@@ -211,7 +220,8 @@ class Scheduler {
                           std::vector<std::string>* beats);
   void CheckDeadlinesLocked();
   void PlaceLocked();
-  void TryPlaceLocked(const std::vector<std::string>& order);
+  // A preempted attempt's GPUs go back once its ranks have exited (or its grace ran out).
+  void ReleaseDrainedLocked(const std::pair<std::string, int32_t>& attempt);
   // Applies `input` to the live job `id` in memory and hands the write to the writer.
   absl::Status CommitLocked(const std::string& job_id, const JobInput& input,
                             std::shared_ptr<Waiter> waiter = nullptr);
@@ -247,6 +257,23 @@ class Scheduler {
   bool capacity_grew_ = true;
   std::set<std::string> newly_pending_;
   int64_t last_full_pass_ms_ = 0;
+  // Fair share. queues_ by name (an unknown queue has no quota limits).
+  std::map<std::string, Queue> queues_;
+  // Preempted attempts whose ranks are still stopping, by (job, attempt): they keep their GPUs.
+  struct Draining {
+    Job held;  // the job as it was placed: what the policy sees holding GPUs
+    std::set<int32_t> exited;
+    int64_t deadline_ms = 0;
+    std::string preemptor;
+  };
+  std::map<std::pair<std::string, int32_t>, Draining> draining_;
+  // GPUs promised to jobs that preempted (PassInput::claims); `ripe`: their victims are gone,
+  // so the claim ends after the next pass.
+  std::map<std::string, std::vector<RankPlacement>> claims_;
+  std::map<std::string, std::set<std::string>> preempting_;  // preemptor -> victims stopping
+  std::set<std::string> ripe_claims_;
+  bool reserved_ = false;  // the last full pass made reservations: no incremental pass
+  QuotaLedger ledger_;     // quota use as of the last pass
 
   // What readers see: each live job as last stored (GetJob, ListJobs), under view_mu_.
   std::mutex view_mu_;

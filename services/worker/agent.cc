@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -85,6 +86,7 @@ struct Agent::Attempt {
   Clock::time_point teardown_at;
   // No signal before this (Stop protocol, step 2); SIGKILL from signal_at + kill_grace.
   Clock::time_point signal_at;
+  std::optional<std::chrono::milliseconds> kill_grace;  // the StopJob's; else the option
   std::thread launcher_thread;
 };
 
@@ -287,12 +289,14 @@ void Agent::OnAssignment(const Assignment& assignment) {
   assignments_cv_.notify_all();
 }
 
-void Agent::OnStop(const std::string& job_id, int32_t attempt, const std::string& reason) {
+void Agent::OnStop(const std::string& job_id, int32_t attempt, const std::string& reason,
+                   std::chrono::milliseconds grace) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = attempts_.find({job_id, attempt});
   if (it == attempts_.end()) return;
   RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": stop (" << reason << ")";
   it->second->forget = true;
+  if (grace.count() > 0) it->second->kill_grace = grace;
   StartTeardownLocked(*it->second, reason, /*normal_end=*/true);
 }
 
@@ -413,7 +417,7 @@ void Agent::Housekeeping() {
                              << options_.clean_exit_wait.count()
                              << " ms after every rank here exited 0; sending SIGTERM";
           }
-        } else if (now - a->signal_at >= options_.kill_grace) {
+        } else if (now - a->signal_at >= a->kill_grace.value_or(options_.kill_grace)) {
           signal = SIGKILL;
         }
         work.push_back({key, SelectorLocked(*a), signal});
@@ -796,10 +800,16 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
     host.simulated_gpus = options_.simulated_gpus;
     for (const Gpu& g : options_.inventory.gpus) host.gpu_types[g.index] = g.type;
     host.metrics_addr = options_.metrics_service;
+    if (!options_.checkpoint_root.empty()) {
+      host.checkpoint_dir = absl::StrCat(options_.checkpoint_root, "/", job_id);
+    }
     started.env = RankEnvironment(a->assignment, started.rank, host);
   }
   const std::string dir = AttemptDir(job_id, attempt);
   RM_RETURN_IF_ERROR(MakeDirs(dir));
+  if (auto it = started.env.find("RINGMASTER_CHECKPOINT_DIR"); it != started.env.end()) {
+    RM_RETURN_IF_ERROR(MakeDirs(it->second));
+  }
   started.log_path =
       absl::StrCat(options_.log_dir, "/", RankLogRelativePath(job_id, attempt, started.rank));
   return started;

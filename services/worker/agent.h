@@ -100,6 +100,9 @@ struct AgentOptions {
   std::string mpi_interface = "auto";
   // ringmaster-metrics' ingest address, passed to ranks as RINGMASTER_METRICS_ADDR.
   std::string metrics_service;
+  // Parent of each job's checkpoint directory (RINGMASTER_CHECKPOINT_DIR = <this>/<job id>,
+  // kept across attempts). Empty: not set.
+  std::string checkpoint_root;
   // Parent of Open MPI's session directories (see SessionBase). Empty: /tmp/ringmaster-mpi-UID.
   std::string mpi_tmpdir;
   std::vector<std::string> mpirun_args;
@@ -157,7 +160,9 @@ class Agent {
 
   // --- From the scheduler (rpc/scheduler_session.h).
   void OnAssignment(const Assignment& assignment);
-  void OnStop(const std::string& job_id, int32_t attempt, const std::string& reason);
+  // `grace`: SIGTERM to SIGKILL for this attempt; 0: kill_grace.
+  void OnStop(const std::string& job_id, int32_t attempt, const std::string& reason,
+              std::chrono::milliseconds grace = std::chrono::milliseconds(0));
   // Every held rank, for RegisterWorker; drops unsent statuses, which the list carries.
   std::vector<HeldRank> TakeRegistration();
   // The next status to send to the scheduler; false when none came within `timeout`.

@@ -97,6 +97,9 @@ ringmaster::Flags MakeFlags() {
   flags.Add("rank-binary", Sibling("ringmaster-rank"),
             "path of ringmaster-rank (same on every worker)");
   flags.Add("kill-grace-ms", "5000", "SIGTERM to SIGKILL when stopping a job's processes");
+  flags.Add("checkpoint-root", "/tmp/ringmaster-checkpoints",
+            "ranks get RINGMASTER_CHECKPOINT_DIR=<this>/<job id>, kept across attempts (a "
+            "shared filesystem in a multi-machine cluster; empty: not set)");
   flags.Add("exec-wait-ms", "10000", "how long Exec waits for an assignment it has not seen yet");
   flags.Add("max-exec-waiters", "16",
             "how many Exec calls may wait for an assignment at once (more: RESOURCE_EXHAUSTED)");
@@ -191,6 +194,7 @@ int main(int argc, char** argv) {
   options.mpirun_args = absl::StrSplit(flags.Get("mpirun-args"), ' ', absl::SkipEmpty());
   options.mpi_interface = flags.Get("mpi-if");
   options.metrics_service = flags.Get("metrics-service");
+  options.checkpoint_root = flags.Get("checkpoint-root");
   options.mpi_tmpdir = flags.Get("mpi-tmpdir");
   options.train_binary = flags.Get("train-binary");
   options.rsh_agent = flags.Get("rsh-binary");

@@ -36,7 +36,8 @@ class RecordingLink : public WorkerLink {
     std::lock_guard<std::mutex> lock(mu_);
     assignments_.push_back(job);
   }
-  void SendStop(const std::string& job_id, int32_t attempt, const std::string&) override {
+  void SendStop(const std::string& job_id, int32_t attempt, const std::string&,
+                int64_t) override {
     std::lock_guard<std::mutex> lock(mu_);
     stops_.emplace_back(job_id, attempt);
   }

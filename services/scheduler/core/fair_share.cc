@@ -8,6 +8,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_map>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -247,6 +248,16 @@ class Pass {
     Demand demand;
     int64_t started_ms;
     bool fresh;  // started by this pass: not a victim
+    bool stopping = false;
+    bool victim = false;
+    // Its queue's use of the resource up to and including this job, oldest first, and the
+    // (queue, resource) group that sum is kept in.
+    int64_t cum = 0;
+    int group = -1;
+  };
+  struct Group {
+    int64_t nominal = 0;
+    int64_t removed = 0;  // chosen as victims this pass
   };
   struct Attempt {
     bool placed = false;
@@ -268,7 +279,13 @@ class Pass {
   // job that ends before it may backfill).
   void Mask(const std::vector<RankPlacement>& ranks, bool hard);
   int64_t EarliestReservation() const;
-  std::set<std::string> AboveNominal();
+  // A queue's placed jobs, oldest first, fill its nominal quota; the ones that reach above it
+  // are its borrowers. A job that started within nominal stays within while it runs, so a job
+  // it reclaimed from can never reclaim it back. Victims already chosen are counted as gone
+  // from before it (which can only make fewer jobs borrowers).
+  bool AboveNominal(const Holding& h) const {
+    return h.group >= 0 && h.cum - groups_[h.group].removed > groups_[h.group].nominal;
+  }
 
   const PassInput& in_;
   const PolicyOptions& options_;
@@ -284,7 +301,8 @@ class Pass {
   const std::vector<Holding>& Holdings();
   std::deque<std::vector<RankPlacement>> started_ranks_;  // stable addresses for holdings_
   std::vector<Holding> fresh_;                            // started by this pass
-  std::set<std::string> victims_;
+  std::vector<Group> groups_;
+  std::unordered_map<std::string, std::vector<size_t>> by_queue_;  // holdings of each queue
   // Gang shapes that did not fit this pass; allocations only grow within a pass.
   std::map<std::tuple<std::string, int32_t, int32_t, bool>, std::string> no_room_;
   // (queue, resource) -> the smallest demand for which no victims were found.
@@ -320,37 +338,33 @@ const std::vector<Pass::Holding>& Pass::Holdings() {
   for (const Job* job : in_.placed) {
     holdings_.push_back({job, &job->placement, HeldDemand(*job, cluster_),
                          job->started_at_ms > 0 ? job->started_at_ms : in_.now_ms, false});
+    holdings_.back().stopping = in_.stopping.count(job->id) > 0;
   }
-  holdings_.insert(holdings_.end(), fresh_.begin(), fresh_.end());
-  return holdings_;
-}
-
-// A queue's placed jobs, oldest first, fill its nominal quota; the ones that reach above it
-// are its borrowers. A job that started within nominal stays within while it runs, so a job
-// it reclaimed from can never reclaim it back.
-std::set<std::string> Pass::AboveNominal() {
-  std::map<std::pair<std::string, std::string>, std::vector<const Holding*>> groups;
-  for (const Holding& h : Holdings()) {
-    if (h.fresh || victims_.count(h.job->id)) continue;
-    groups[{h.job->spec.queue, h.demand.resource}].push_back(&h);
+  std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < holdings_.size(); ++i) {
+    const Holding& h = holdings_[i];
+    groups[{h.job->spec.queue, h.demand.resource}].push_back(i);
+    by_queue_[h.job->spec.queue].push_back(i);
   }
-  std::set<std::string> out;
   for (auto& [key, list] : groups) {
     auto q = in_.queues->find(key.first);
     if (q == in_.queues->end() || q->second.unlimited()) continue;
     auto quota = q->second.quotas.find(key.second);
-    const int64_t nominal = quota == q->second.quotas.end() ? 0 : quota->second.nominal;
-    std::sort(list.begin(), list.end(), [](const Holding* a, const Holding* b) {
-      return a->started_ms != b->started_ms ? a->started_ms < b->started_ms
-                                            : a->job->seq < b->job->seq;
+    groups_.push_back({quota == q->second.quotas.end() ? 0 : quota->second.nominal, 0});
+    std::sort(list.begin(), list.end(), [this](size_t a, size_t b) {
+      const Holding& x = holdings_[a];
+      const Holding& y = holdings_[b];
+      return x.started_ms != y.started_ms ? x.started_ms < y.started_ms : x.job->seq < y.job->seq;
     });
     int64_t sum = 0;
-    for (const Holding* h : list) {
-      sum += h->demand.amount;
-      if (sum > nominal) out.insert(h->job->id);
+    for (size_t i : list) {
+      sum += holdings_[i].demand.amount;
+      holdings_[i].cum = sum;
+      holdings_[i].group = static_cast<int>(groups_.size()) - 1;
     }
   }
-  return out;
+  holdings_.insert(holdings_.end(), fresh_.begin(), fresh_.end());
+  return holdings_;
 }
 
 bool Pass::NeedsBorrowing(const Job& job) const {
@@ -435,36 +449,43 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
     return false;  // later jobs of a queue have no more candidates than earlier ones
   }
   struct Candidate {
-    const Holding* holding;
+    Holding* holding;
     bool borrowing;
     const char* why;
   };
-  const std::set<std::string> above = AboveNominal();
+  Holdings();
+  std::vector<std::string> scope;  // queues whose jobs may be victims
+  if (within) scope.push_back(job.spec.queue);
+  if (reclaim) {
+    for (const auto& [name, q] : *in_.queues) {
+      if (q.cohort == queue->cohort && name != job.spec.queue) scope.push_back(name);
+    }
+  }
   std::vector<Candidate> candidates;
-  for (const Holding& h : Holdings()) {
-    const Job& v = *h.job;
-    if (h.fresh || h.demand.resource != demand.resource || victims_.count(v.id) ||
-        in_.stopping.count(v.id)) {
-      continue;
-    }
-    auto vq = in_.queues->find(v.spec.queue);
+  for (const std::string& name : scope) {
+    auto indices = by_queue_.find(name);
+    if (indices == by_queue_.end()) continue;
+    auto vq = in_.queues->find(name);
     if (vq == in_.queues->end()) continue;
-    if (in_.now_ms - h.started_ms < vq->second.min_runtime_seconds * 1000) continue;
-    const char* why = nullptr;
-    if (v.spec.queue == job.spec.queue) {
-      const bool lower = v.spec.priority < job.spec.priority;
-      const bool newer_equal = v.spec.priority == job.spec.priority && v.seq > job.seq;
-      if (within && (lower || (newer_equal && queue->within_queue ==
-                                                  PreemptWithinQueue::kLowerOrNewerEqualPriority))) {
-        why = "priority";
+    for (size_t i : indices->second) {
+      Holding& h = holdings_[i];
+      const Job& v = *h.job;
+      if (h.fresh || h.victim || h.stopping || h.demand.resource != demand.resource) continue;
+      if (in_.now_ms - h.started_ms < vq->second.min_runtime_seconds * 1000) continue;
+      const bool above = AboveNominal(h);
+      const char* why = nullptr;
+      if (name == job.spec.queue) {
+        const bool lower = v.spec.priority < job.spec.priority;
+        const bool newer_equal = v.spec.priority == job.spec.priority && v.seq > job.seq;
+        if (lower || (newer_equal && queue->within_queue ==
+                                         PreemptWithinQueue::kLowerOrNewerEqualPriority)) {
+          why = "priority";
+        }
+      } else if (above && (queue->reclaim_within_cohort == ReclaimWithinCohort::kAny ||
+                           v.spec.priority < job.spec.priority)) {
+        why = "reclaim";
       }
-    } else if (reclaim && vq->second.cohort == queue->cohort && above.count(v.id) &&
-               (queue->reclaim_within_cohort == ReclaimWithinCohort::kAny ||
-                v.spec.priority < job.spec.priority)) {
-      why = "reclaim";
-    }
-    if (why != nullptr) {
-      candidates.push_back({&h, above.count(v.id) > 0, why});
+      if (why != nullptr) candidates.push_back({&h, above, why});
     }
   }
   auto give_up = [&] {
@@ -486,45 +507,53 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
     return a.holding->job->seq > b.holding->job->seq;
   });
 
-  QuotaLedger ledger = result_.ledger;
-  ClusterState cluster = Hard();
+  // Tried in place on the pass's own ledger and cluster (copies cost more than the search);
+  // everything is put back before returning: victims keep their GPUs until they stop.
+  QuotaLedger& ledger = result_.ledger;
+  ClusterState& cluster = claimed_ ? *claimed_ : cluster_;
   GangRequest request = RequestOf(job.spec);
   if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
   auto fits = [&]() {
     return ledger.CanAdmit(job.spec.queue, demand).fit != Fit::kNo &&
            cluster.Place(request).kind == PlacementDecision::Kind::kPlaced;
   };
+  auto take = [&](const Holding& h) {
+    ledger.Remove(h.job->spec.queue, h.demand);
+    cluster.Release(*h.ranks);
+  };
+  auto give_back = [&](const Holding& h) {
+    ledger.Add(h.job->spec.queue, h.demand);
+    (void)cluster.Allocate(*h.ranks);
+  };
   std::vector<const Candidate*> chosen;
   bool ok = false;
   for (const Candidate& c : candidates) {
-    ledger.Remove(c.holding->job->spec.queue, c.holding->demand);
-    cluster.Release(*c.holding->ranks);
+    take(*c.holding);
     chosen.push_back(&c);
     if (fits()) {
       ok = true;
       break;
     }
   }
-  if (!ok) return give_up();
+  if (!ok) {
+    for (const Candidate* c : chosen) give_back(*c->holding);
+    return give_up();
+  }
   // The smallest set: give back victims, last chosen first, while the job still fits.
-  std::vector<const Candidate*> kept;
-  for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
-    const Holding& h = *(*it)->holding;
-    if (it == chosen.rbegin()) {
-      kept.push_back(*it);  // the one that made it fit is needed
-      continue;
-    }
-    ledger.Add(h.job->spec.queue, h.demand);
-    if (cluster.Allocate(*h.ranks).ok() && fits()) continue;
-    cluster.Release(*h.ranks);
-    ledger.Remove(h.job->spec.queue, h.demand);
+  std::vector<const Candidate*> kept{chosen.back()};  // the one that made it fit is needed
+  for (auto it = chosen.rbegin() + 1; it != chosen.rend(); ++it) {
+    give_back(*(*it)->holding);
+    if (fits()) continue;
+    take(*(*it)->holding);
     kept.push_back(*it);
   }
+  std::vector<RankPlacement> planned = cluster.Place(request).ranks;
   for (const Candidate* c : kept) {
-    victims_.insert(c->holding->job->id);
+    give_back(*c->holding);
+    c->holding->victim = true;
+    if (c->holding->group >= 0) groups_[c->holding->group].removed += c->holding->demand.amount;
     result_.preemptions.push_back({c->holding->job->id, job.id, c->why});
   }
-  std::vector<RankPlacement> planned = cluster.Place(request).ranks;
   Mask(planned, /*hard=*/true);
   result_.claims[job.id] = std::move(planned);
   std::vector<std::string> names;

@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/placement.h"
@@ -143,7 +144,7 @@ struct PassResult {
   // New claims: where each job that preempted will start.
   std::map<std::string, std::vector<RankPlacement>> claims;
   // Every pending job that did not start: why it waits.
-  std::map<std::string, std::string> waiting;
+  std::unordered_map<std::string, std::string> waiting;
   QuotaLedger ledger;  // after the starts
 };
 

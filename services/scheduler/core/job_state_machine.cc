@@ -40,7 +40,7 @@ absl::StatusOr<Transition> ApplyInput(Job& job, const JobInput& input, int64_t n
     case Kind::kFailed: {
       if (!live) return NotIn(job, "fail it");
       const bool restart = job.spec.restart_policy == RestartPolicy::kOnFailure &&
-                           job.attempt < job.spec.backoff_limit.value_or(0);
+                           job.attempt - job.preemptions < job.spec.backoff_limit.value_or(0);
       to = restart ? JobState::kPending : JobState::kFailed;
       if (restart) ++attempt;
       stop_ranks = true;
@@ -49,6 +49,13 @@ absl::StatusOr<Transition> ApplyInput(Job& job, const JobInput& input, int64_t n
     case Kind::kDeadlineExceeded:
       if (!live) return NotIn(job, "time it out");
       to = JobState::kFailed;
+      stop_ranks = true;
+      break;
+    case Kind::kPreempted:
+      if (!live) return NotIn(job, "preempt it");
+      to = JobState::kPending;
+      ++attempt;
+      ++job.preemptions;
       stop_ranks = true;
       break;
     case Kind::kCancel:
@@ -80,8 +87,10 @@ absl::StatusOr<Transition> ApplyInput(Job& job, const JobInput& input, int64_t n
     if (input.exit_code != 0) job.exit_code = input.exit_code;
   }
   if (input.kind != Kind::kPlaced && input.kind != Kind::kAllStarted) job.message = input.reason;
-  if (to == JobState::kPending) {
-    job.message = absl::StrCat("restarting (attempt ", attempt, " of at most ",
+  if (to == JobState::kPending && input.kind == Kind::kPreempted) {
+    job.message = input.reason;
+  } else if (to == JobState::kPending) {
+    job.message = absl::StrCat("restarting (attempt ", attempt - job.preemptions, " of at most ",
                                job.spec.backoff_limit.value_or(0), " restarts): ", input.reason);
   }
 

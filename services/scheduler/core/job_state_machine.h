@@ -12,6 +12,8 @@
 // 5. kDeadlineExceeded (max_runtime_seconds passed) ends it FAILED; no restart, as with
 //    Kubernetes' activeDeadlineSeconds.
 // 6. kCancel ends any live job CANCELLED.
+// 7. kPreempted (the fair-share policy needs its GPUs) moves STARTING | RUNNING back to
+//    PENDING with attempt + 1; preemptions do not count against backoff_limit.
 // Nothing leaves a terminal state. Every transition yields one JobEvent; a transition away
 // from a placement says the ranks must be stopped and the placement released.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_JOB_STATE_MACHINE_H_
@@ -27,7 +29,15 @@
 namespace ringmaster::scheduler {
 
 struct JobInput {
-  enum class Kind { kPlaced, kAllStarted, kAllSucceeded, kFailed, kDeadlineExceeded, kCancel };
+  enum class Kind {
+    kPlaced,
+    kAllStarted,
+    kAllSucceeded,
+    kFailed,
+    kDeadlineExceeded,
+    kCancel,
+    kPreempted,
+  };
   Kind kind;
   std::string reason = {};
   int32_t exit_code = 0;

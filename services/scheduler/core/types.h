@@ -63,6 +63,8 @@ struct Job {
   JobSpec spec;
   JobState state = JobState::kPending;
   int32_t attempt = 0;
+  // Attempts that ended by preemption: they do not count against backoff_limit.
+  int32_t preemptions = 0;
   std::string request_id;
   // Submit order, assigned by the store; breaks priority ties.
   int64_t seq = 0;

@@ -98,11 +98,13 @@ class StreamLink : public WorkerLink {
     a->set_token(job.token);
     Enqueue(std::move(msg));
   }
-  void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason) override {
+  void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason,
+                int64_t grace_ms) override {
     v1::SchedulerMessage msg;
     msg.mutable_stop()->set_job_id(job_id);
     msg.mutable_stop()->set_attempt(attempt);
     msg.mutable_stop()->set_reason(reason);
+    msg.mutable_stop()->set_grace_ms(grace_ms);
     Enqueue(std::move(msg));
   }
   void Enqueue(v1::SchedulerMessage msg) {

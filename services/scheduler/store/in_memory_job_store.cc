@@ -33,6 +33,7 @@ void CopyMutableFields(const Job& from, std::vector<RankPlacement> placement, Jo
   to.finished_at_ms = from.finished_at_ms;
   to.exit_code = from.exit_code;
   to.message = from.message;
+  to.preemptions = from.preemptions;
 }
 
 }  // namespace

@@ -90,6 +90,10 @@ CREATE TABLE leader_fence (
 );
 INSERT INTO leader_fence (id, epoch) VALUES (1, 0);
 )sql"},
+    {4, "jobs.preemptions: attempts ended by preemption, which backoff_limit does not count",
+     R"sql(
+ALTER TABLE jobs ADD COLUMN preemptions integer NOT NULL DEFAULT 0;
+)sql"},
 };
 
 bool MigrationsAreOrdered() {

@@ -28,7 +28,7 @@ constexpr int kDefaultListLimit = 100;
 #define RM_JOB_COLUMNS                                                                    \
   "id, seq, coalesce(request_id, '') AS request_id, spec::text AS spec, state, attempt, " \
   "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "  \
-  "finished_at_ms, exit_code, message"
+  "finished_at_ms, exit_code, message, preemptions"
 
 // Statements on hot paths, prepared on every connection of the pool.
 const std::vector<std::pair<const char*, const char*>> kStatements = {
@@ -48,7 +48,7 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"update_job",
      "UPDATE jobs SET state = $2, attempt = $3, pending_reason = $4, token = $5, "
      "last_event_seq = $6, updated_at_ms = $7, started_at_ms = $8, finished_at_ms = $9, "
-     "exit_code = $10, message = $11 WHERE id = $1"},
+     "exit_code = $10, message = $11, preemptions = $12 WHERE id = $1"},
     {"select_placements",
      "SELECT job_id, rank, worker_id, worker_address, array_to_string(gpu_indices, ','), "
      "worker_port "
@@ -91,11 +91,11 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "UPDATE jobs SET state = v.state, attempt = v.attempt, pending_reason = v.pending_reason, "
      "token = v.token, last_event_seq = v.last_event_seq, updated_at_ms = v.updated_at_ms, "
      "started_at_ms = v.started_at_ms, finished_at_ms = v.finished_at_ms, "
-     "exit_code = v.exit_code, message = v.message "
+     "exit_code = v.exit_code, message = v.message, preemptions = v.preemptions "
      "FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::bigint[], "
-     "$7::bigint[], $8::bigint[], $9::bigint[], $10::integer[], $11::text[]) "
+     "$7::bigint[], $8::bigint[], $9::bigint[], $10::integer[], $11::text[], $12::integer[]) "
      "AS v(id, state, attempt, pending_reason, token, last_event_seq, updated_at_ms, "
-     "started_at_ms, finished_at_ms, exit_code, message) WHERE jobs.id = v.id"},
+     "started_at_ms, finished_at_ms, exit_code, message, preemptions) WHERE jobs.id = v.id"},
     {"delete_placements_of", "DELETE FROM placements WHERE job_id = ANY($1::text[])"},
     {"insert_placements",
      "INSERT INTO placements (job_id, rank, worker_id, worker_address, gpu_indices, worker_port) "
@@ -223,6 +223,7 @@ absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
   job.finished_at_ms = row["finished_at_ms"].as<int64_t>();
   job.exit_code = row["exit_code"].as<int32_t>();
   job.message = row["message"].as<std::string>();
+  job.preemptions = row["preemptions"].as<int32_t>();
   return job;
 }
 
@@ -414,7 +415,7 @@ absl::Status PostgresJobStore::UpdateJob(const Job& job, const std::optional<Job
     }
     tx.exec_prepared("update_job", job.id, JobStateName(job.state), job.attempt, job.pending_reason,
                      job.token, job.last_event_seq, job.updated_at_ms, job.started_at_ms,
-                     job.finished_at_ms, job.exit_code, job.message);
+                     job.finished_at_ms, job.exit_code, job.message, job.preemptions);
     tx.exec_prepared("delete_placements", job.id);
     InsertPlacements(tx, job.id, placement);
     if (event.has_value()) InsertEvent(tx, job.id, *event);
@@ -481,7 +482,7 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
       if (w.kind == JobWrite::Kind::kCreate) creates.push_back(&w);
     }
     if (!creates.empty()) {
-      Columns rows(11);
+      Columns rows(12);
       for (const JobWrite* w : creates) {
         const Job& job = w->job;
         rows.Add(0, job.id);
@@ -547,7 +548,7 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
         auto id = row[0].as<std::string>();
         RM_ASSIGN_OR_RETURN(stored[id], StateFromColumn(row[1], absl::StrCat("job ", id)));
       }
-      Columns rows(11);
+      Columns rows(12);
       std::vector<std::string> replaced;
       Columns ranks(6);
       for (const auto& [id, w] : last_update) {
@@ -569,6 +570,7 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
         rows.Add(8, absl::StrCat(job.finished_at_ms));
         rows.Add(9, absl::StrCat(job.exit_code));
         rows.Add(10, job.message);
+        rows.Add(11, absl::StrCat(job.preemptions));
         if (!placement_changed.contains(id)) continue;
         replaced.push_back(id);
         for (const RankPlacement& r : job.placement) {
@@ -589,7 +591,8 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
       if (!rows.empty()) {
         tx.exec_prepared("update_jobs", rows.Array(0), rows.Array(1), rows.Array(2),
                          rows.Array(3), rows.Array(4), rows.Array(5), rows.Array(6),
-                         rows.Array(7), rows.Array(8), rows.Array(9), rows.Array(10));
+                         rows.Array(7), rows.Array(8), rows.Array(9), rows.Array(10),
+                         rows.Array(11));
       }
       if (!replaced.empty()) {
         tx.exec_prepared("delete_placements_of", TextArrayLiteral(replaced));

@@ -229,6 +229,7 @@ std::map<std::string, std::string> RankEnvironment(const Assignment& assignment,
     if (type != host.gpu_types.end()) env["RINGMASTER_GPU_TYPE"] = type->second;
   }
   if (!host.metrics_addr.empty()) env["RINGMASTER_METRICS_ADDR"] = host.metrics_addr;
+  if (!host.checkpoint_dir.empty()) env["RINGMASTER_CHECKPOINT_DIR"] = host.checkpoint_dir;
   if (host.simulated_gpus) {
     // Nothing real to show to CUDA; the indices stay visible for programs that care.
     env["CUDA_VISIBLE_DEVICES"] = "";

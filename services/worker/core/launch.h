@@ -95,6 +95,8 @@ struct RankHost {
   std::map<int32_t, std::string> gpu_types;
   // ringmaster-metrics' ingest address for RINGMASTER_METRICS_ADDR; empty: not set.
   std::string metrics_addr;
+  // The job's checkpoint directory for RINGMASTER_CHECKPOINT_DIR; empty: not set.
+  std::string checkpoint_dir;
 };
 
 // Environment of placed rank `rank` running on this worker, set by its wrapper over what it

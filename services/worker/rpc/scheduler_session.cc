@@ -89,7 +89,9 @@ bool SchedulerSession::RunOnce() {
       if (msg.has_assignment()) {
         agent_->OnAssignment(FromProto(msg.assignment()));
       } else if (msg.has_stop()) {
-        agent_->OnStop(msg.stop().job_id(), msg.stop().attempt(), msg.stop().reason());
+        agent_->OnStop(msg.stop().job_id(), msg.stop().attempt(), msg.stop().reason(),
+                       std::chrono::milliseconds(
+                           std::clamp<int64_t>(msg.stop().grace_ms(), 0, 3'600'000)));
       }
     }
     done = true;
