@@ -204,7 +204,9 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& in) {
   return spec;
 }
 
-absl::Status ValidateQueueName(const std::string& queue) { return CheckDnsLabel("queue", queue); }
+absl::Status ValidateQueueName(const std::string& queue, const std::string& field) {
+  return CheckDnsLabel(field, queue);
+}
 
 absl::StatusOr<Queue> ValidateQueue(const Queue& in) {
   Queue queue = in;

@@ -25,8 +25,8 @@ inline constexpr int64_t kDefaultSteps = 100;
 // first problem found.
 absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec);
 
-// A queue name: the same rules as a job name.
-absl::Status ValidateQueueName(const std::string& queue);
+// A queue name: the same rules as a job name. Errors name `field`.
+absl::Status ValidateQueueName(const std::string& queue, const std::string& field = "queue");
 
 inline constexpr int32_t kMaxQueueWeight = 1000;
 inline constexpr int64_t kMaxQuota = 1'000'000;
