@@ -13,8 +13,7 @@ namespace {
 
 class QueueInvocation {
  public:
-  QueueInvocation(const Command& cmd, SchedulerClient& client, std::ostream& out,
-                  std::ostream& err)
+  QueueInvocation(const Command& cmd, SchedulerClient& client, std::ostream& out, std::ostream& err)
       : cmd_(cmd), client_(client), out_(out), err_(err) {}
 
   int Run() {

@@ -59,9 +59,9 @@ std::string FormatQueueList(const v1::ListQueuesResponse& response) {
                     PerResource(q, [](const v1::ResourceStatus& r) { return r.lent(); }),
                     absl::StrCat(q.status().pending_jobs()), Share(q.status().weighted_share())});
   }
-  return RenderTable({"NAME", "COHORT", "WEIGHT", "NOMINAL", "IN USE", "BORROWED", "LENT",
-                      "PENDING", "SHARE"},
-                     rows);
+  return RenderTable(
+      {"NAME", "COHORT", "WEIGHT", "NOMINAL", "IN USE", "BORROWED", "LENT", "PENDING", "SHARE"},
+      rows);
 }
 
 std::string FormatQueue(const v1::QueueWithStatus& q) {
@@ -98,15 +98,15 @@ std::string FormatQueue(const v1::QueueWithStatus& q) {
       borrowing = quota->second.has_borrowing_limit()
                       ? absl::StrCat(quota->second.borrowing_limit())
                       : "unlimited";
-      lending = quota->second.has_lending_limit() ? absl::StrCat(quota->second.lending_limit())
-                                                  : "all";
+      lending =
+          quota->second.has_lending_limit() ? absl::StrCat(quota->second.lending_limit()) : "all";
     }
     rows.push_back({name, nominal, borrowing, lending, absl::StrCat(u.in_use()),
                     absl::StrCat(u.borrowed()), absl::StrCat(u.lent())});
   }
   absl::StrAppend(&out, "\n",
-                  RenderTable({"RESOURCE", "NOMINAL", "BORROWING LIMIT", "LENDING LIMIT",
-                               "IN USE", "BORROWED", "LENT"},
+                  RenderTable({"RESOURCE", "NOMINAL", "BORROWING LIMIT", "LENDING LIMIT", "IN USE",
+                               "BORROWED", "LENT"},
                               rows));
   return out;
 }

@@ -23,11 +23,13 @@
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 7> kTopKeys = {
-    "name",         "cohort",
-    "weight",       "resources",
-    "within_queue", "reclaim_within_cohort",
-    "min_runtime_seconds"};
+constexpr std::array<absl::string_view, 7> kTopKeys = {"name",
+                                                       "cohort",
+                                                       "weight",
+                                                       "resources",
+                                                       "within_queue",
+                                                       "reclaim_within_cohort",
+                                                       "min_runtime_seconds"};
 constexpr std::array<absl::string_view, 3> kQuotaKeys = {"nominal", "borrowing_limit",
                                                          "lending_limit"};
 
@@ -110,8 +112,7 @@ class QueueReader {
       v1::ResourceQuota& quota = (*queue->mutable_resources())[resource];
       for (const auto& field : entry.second) {
         const std::string key = field.first.Scalar();
-        RM_ASSIGN_OR_RETURN(int64_t v,
-                            Integer(field.second, absl::StrCat(path, ".", key), false));
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(field.second, absl::StrCat(path, ".", key), false));
         if (key == "nominal") {
           quota.set_nominal(v);
         } else if (key == "borrowing_limit") {

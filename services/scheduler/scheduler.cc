@@ -739,9 +739,9 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!queues_.contains(valid->queue)) {
-      return absl::NotFoundError(absl::StrCat(
-          "queue: no queue '", valid->queue,
-          "'; create it first (ringctl queue create) or submit to an existing one"));
+      return absl::NotFoundError(
+          absl::StrCat("queue: no queue '", valid->queue,
+                       "'; create it first (ringctl queue create) or submit to an existing one"));
     }
   }
   const int64_t now = clock_->NowMs();
@@ -1207,9 +1207,10 @@ absl::Status Scheduler::DeleteQueue(const std::string& name) {
     for (const auto& [id, job] : jobs_) live += job.spec.queue == name;
   }
   if (live > 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "queue ", name, " has ", live, " live jobs (PENDING, STARTING or RUNNING); cancel them "
-        "or wait for them to end first"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("queue ", name, " has ", live,
+                     " live jobs (PENDING, STARTING or RUNNING); cancel them "
+                     "or wait for them to end first"));
   }
   if (auto s = store_->DeleteQueue(name, epoch_); !s.ok()) return QueueWriteError(s);
   std::lock_guard<std::mutex> lock(mu_);

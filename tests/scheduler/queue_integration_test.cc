@@ -2,9 +2,8 @@
 // CRUD, every validation error, NOT_FOUND on a submit to an unknown queue, FAILED_PRECONDITION
 // on deleting a queue with a live job, `default` present on the first start, and queues
 // surviving a restart.
-#include <pqxx/pqxx>
-
 #include <functional>
+#include <pqxx/pqxx>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -32,7 +31,8 @@ class QueueServiceTest : public ::testing::Test {
     queues_ = v1::QueueService::NewStub(scheduler_->channel());
   }
   void TearDown() override {
-    if (HasFailure() && scheduler_) std::cerr << "scheduler log:\n" << scheduler_->LogTail() << "\n";
+    if (HasFailure() && scheduler_)
+      std::cerr << "scheduler log:\n" << scheduler_->LogTail() << "\n";
     scheduler_.reset();
   }
 
@@ -199,7 +199,8 @@ TEST_F(QueueServiceTest, EveryKindOfBadQueueIsRejectedAndNothingIsStored) {
       {"weight", [](v1::Queue& q) { q.set_weight(1001); }},
       {"weight", [](v1::Queue& q) { q.set_weight(-1); }},
       {"resources", [](v1::Queue& q) { (*q.mutable_resources())["Tesla T4"].set_nominal(1); }},
-      {"resources.t4.nominal", [](v1::Queue& q) { q.mutable_resources()->at("t4").set_nominal(-1); }},
+      {"resources.t4.nominal",
+       [](v1::Queue& q) { q.mutable_resources()->at("t4").set_nominal(-1); }},
       {"resources.cpu.nominal",
        [](v1::Queue& q) { q.mutable_resources()->at("cpu").set_nominal(1'000'001); }},
       {"resources.t4.borrowing_limit",

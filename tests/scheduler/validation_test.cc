@@ -248,8 +248,8 @@ TEST(QueueValidationTest, AcceptsTheDefaultQueueShape) {
 }
 
 TEST(QueueValidationTest, Name) {
-  for (const std::string& bad :
-       std::vector<std::string>{"", "Team-A", "9lives", "ends-", "has_underscore", std::string(64, 'a')}) {
+  for (const std::string& bad : std::vector<std::string>{"", "Team-A", "9lives", "ends-",
+                                                         "has_underscore", std::string(64, 'a')}) {
     Queue queue = ValidQueue();
     queue.name = bad;
     ExpectInvalidQueue(queue, "name", "1..63 characters of a-z, 0-9 and '-'");
@@ -279,7 +279,8 @@ TEST(QueueValidationTest, Weight) {
 }
 
 TEST(QueueValidationTest, ResourceNames) {
-  for (const std::string& bad : std::vector<std::string>{"", "T4", "nvidia a100", std::string(33, 'g')}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"", "T4", "nvidia a100", std::string(33, 'g')}) {
     Queue queue = ValidQueue();
     queue.quotas[bad] = ResourceQuota{1, std::nullopt, std::nullopt};
     ExpectInvalidQueue(queue, "resources", "a GPU type");

@@ -28,9 +28,9 @@ absl::StatusOr<Queue> FromProto(const v1::Queue& queue) {
       out.within_queue = PreemptWithinQueue::kLowerOrNewerEqualPriority;
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "within_queue: unknown value ", static_cast<int>(queue.within_queue()),
-          "; allowed: NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL_PRIORITY"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("within_queue: unknown value ", static_cast<int>(queue.within_queue()),
+                       "; allowed: NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL_PRIORITY"));
   }
   switch (queue.reclaim_within_cohort()) {
     case v1::RECLAIM_WITHIN_COHORT_UNSPECIFIED:
@@ -44,10 +44,9 @@ absl::StatusOr<Queue> FromProto(const v1::Queue& queue) {
       out.reclaim_within_cohort = ReclaimWithinCohort::kAny;
       break;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("reclaim_within_cohort: unknown value ",
-                       static_cast<int>(queue.reclaim_within_cohort()),
-                       "; allowed: NEVER, LOWER_PRIORITY, ANY"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "reclaim_within_cohort: unknown value ", static_cast<int>(queue.reclaim_within_cohort()),
+          "; allowed: NEVER, LOWER_PRIORITY, ANY"));
   }
   out.min_runtime_seconds = queue.min_runtime_seconds();
   out.created_at_ms = queue.created_at_ms();

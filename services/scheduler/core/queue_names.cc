@@ -35,8 +35,8 @@ const char* ReclaimWithinCohortName(ReclaimWithinCohort value) {
 }
 
 std::optional<ReclaimWithinCohort> ParseReclaimWithinCohort(const std::string& name) {
-  for (auto value :
-       {ReclaimWithinCohort::kNever, ReclaimWithinCohort::kLowerPriority, ReclaimWithinCohort::kAny}) {
+  for (auto value : {ReclaimWithinCohort::kNever, ReclaimWithinCohort::kLowerPriority,
+                     ReclaimWithinCohort::kAny}) {
     if (name == ReclaimWithinCohortName(value)) return value;
   }
   return std::nullopt;

@@ -222,10 +222,11 @@ absl::StatusOr<Queue> ValidateQueue(const Queue& in) {
   }
   for (const auto& [resource, quota] : queue.quotas) {
     if (!IsGpuType(resource)) {
-      return Invalid("resources", absl::StrCat("names must be a GPU type (1..", kMaxGpuType,
-                                               " characters of a-z, 0-9 and '-', e.g. t4, "
-                                               "v100) or \"", kCpuResource,
-                                               "\" for CPU slots; got ", Shown(resource)));
+      return Invalid("resources",
+                     absl::StrCat("names must be a GPU type (1..", kMaxGpuType,
+                                  " characters of a-z, 0-9 and '-', e.g. t4, "
+                                  "v100) or \"",
+                                  kCpuResource, "\" for CPU slots; got ", Shown(resource)));
     }
     const std::string field = absl::StrCat("resources.", resource);
     if (auto s = CheckRange(field + ".nominal", quota.nominal, 0, kMaxQuota); !s.ok()) return s;
@@ -246,9 +247,8 @@ absl::StatusOr<Queue> ValidateQueue(const Queue& in) {
                        "must be unset when the queue has no cohort (there is nobody to lend to)");
       }
       if (*quota.lending_limit < 0 || *quota.lending_limit > quota.nominal) {
-        return Invalid(field + ".lending_limit",
-                       absl::StrCat("must be 0..nominal (", quota.nominal, "), got ",
-                                    *quota.lending_limit));
+        return Invalid(field + ".lending_limit", absl::StrCat("must be 0..nominal (", quota.nominal,
+                                                              "), got ", *quota.lending_limit));
       }
     }
   }
@@ -272,8 +272,8 @@ absl::StatusOr<Queue> ValidateQueue(const Queue& in) {
                      absl::StrCat("must be Never, LowerPriority or Any; got value ",
                                   static_cast<int>(queue.reclaim_within_cohort)));
   }
-  if (auto s = CheckRange("min_runtime_seconds", queue.min_runtime_seconds, 0,
-                          kMaxMinRuntimeSeconds);
+  if (auto s =
+          CheckRange("min_runtime_seconds", queue.min_runtime_seconds, 0, kMaxMinRuntimeSeconds);
       !s.ok()) {
     return s;
   }

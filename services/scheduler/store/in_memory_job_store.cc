@@ -260,9 +260,10 @@ absl::Status InMemoryJobStore::DeleteQueue(const std::string& name, int64_t epoc
     if (stored.job.spec.queue == name && !IsTerminal(stored.job.state)) ++live;
   }
   if (live > 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "queue ", name, " has ", live, " live jobs (PENDING, STARTING or RUNNING); cancel them "
-        "or wait for them to end first"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("queue ", name, " has ", live,
+                     " live jobs (PENDING, STARTING or RUNNING); cancel them "
+                     "or wait for them to end first"));
   }
   queues_.erase(it);
   return absl::OkStatus();

@@ -31,9 +31,9 @@ constexpr int kDefaultListLimit = 100;
   "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "  \
   "finished_at_ms, exit_code, message"
 
-#define RM_QUEUE_SELECT                                                                    \
-  "SELECT q.name, q.cohort, q.weight, q.within_queue, q.reclaim_within_cohort, "           \
-  "q.min_runtime_seconds, q.created_at_ms, q.updated_at_ms, r.resource, r.nominal, "       \
+#define RM_QUEUE_SELECT                                                              \
+  "SELECT q.name, q.cohort, q.weight, q.within_queue, q.reclaim_within_cohort, "     \
+  "q.min_runtime_seconds, q.created_at_ms, q.updated_at_ms, r.resource, r.nominal, " \
   "r.borrowing_limit, r.lending_limit FROM queues q LEFT JOIN queue_quotas r ON r.queue = q.name"
 
 // Statements on hot paths, prepared on every connection of the pool.
@@ -312,7 +312,8 @@ absl::StatusOr<std::vector<Queue>> QueuesFromResult(const pqxx::result& result) 
       auto within = ParsePreemptWithinQueue(row[3].as<std::string>());
       auto reclaim = ParseReclaimWithinCohort(row[4].as<std::string>());
       if (!within || !reclaim) {
-        return absl::DataLossError(absl::StrCat("queue ", name, " has unknown preemption settings '",
+        return absl::DataLossError(absl::StrCat("queue ", name,
+                                                " has unknown preemption settings '",
                                                 row[3].c_str(), "', '", row[4].c_str(), "'"));
       }
       queue.within_queue = *within;
@@ -809,11 +810,10 @@ absl::StatusOr<Queue> PostgresJobStore::UpdateQueue(const Queue& queue, int64_t 
   return pool_->Run<Queue>([&](pqxx::connection& conn) -> absl::StatusOr<Queue> {
     pqxx::work tx(conn);
     RM_RETURN_IF_ERROR(CheckFence(tx, epoch));
-    pqxx::result updated = tx.exec_prepared(
-        "update_queue", queue.name, queue.cohort, queue.weight,
-        PreemptWithinQueueName(queue.within_queue),
-        ReclaimWithinCohortName(queue.reclaim_within_cohort), queue.min_runtime_seconds,
-        queue.updated_at_ms);
+    pqxx::result updated = tx.exec_prepared("update_queue", queue.name, queue.cohort, queue.weight,
+                                            PreemptWithinQueueName(queue.within_queue),
+                                            ReclaimWithinCohortName(queue.reclaim_within_cohort),
+                                            queue.min_runtime_seconds, queue.updated_at_ms);
     if (updated.empty()) return absl::NotFoundError(absl::StrCat("no queue ", queue.name));
     tx.exec_prepared("delete_queue_quotas", queue.name);
     InsertQuotas(tx, queue);
@@ -858,9 +858,10 @@ absl::Status PostgresJobStore::DeleteQueue(const std::string& name, int64_t epoc
     }
     const auto live = tx.exec_prepared("count_live_jobs_of_queue", name)[0][0].as<int64_t>();
     if (live > 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "queue ", name, " has ", live, " live jobs (PENDING, STARTING or RUNNING); cancel them "
-          "or wait for them to end first"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("queue ", name, " has ", live,
+                       " live jobs (PENDING, STARTING or RUNNING); cancel them "
+                       "or wait for them to end first"));
     }
     tx.exec_prepared("delete_queue", name);
     tx.commit();
