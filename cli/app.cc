@@ -11,6 +11,7 @@
 #include "errors.h"
 #include "format.h"
 #include "job_spec.h"
+#include "queue_command.h"
 #include "spec_yaml.h"
 
 namespace ringmaster::cli {
@@ -39,6 +40,8 @@ class Invocation {
         return Workers();
       case Verb::kLogs:
         return Logs();
+      case Verb::kQueue:
+        return RunQueueCommand(cmd_, client_, out_, err_);
       case Verb::kNone:
         break;
     }

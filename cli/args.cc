@@ -26,7 +26,7 @@ struct VerbInfo {
   const char* summary;
 };
 
-constexpr std::array<VerbInfo, 7> kVerbs = {{
+constexpr std::array<VerbInfo, 8> kVerbs = {{
     {Verb::kSubmit, "submit", "submit [-f FILE] [FLAGS] [-- CMD ARGS...]",
      "Submit a job; prints its id."},
     {Verb::kGet, "get", "get ID", "Show one job: state, placement, times, exit code."},
@@ -37,7 +37,65 @@ constexpr std::array<VerbInfo, 7> kVerbs = {{
     {Verb::kWorkers, "workers", "workers", "List workers with their GPUs and CPU slots."},
     {Verb::kLogs, "logs", "logs ID [--rank R] [--attempt N] [-f]",
      "Print a rank's output, read from the worker it ran on; -f follows it."},
+    {Verb::kQueue, "queue", "queue create -f FILE | get NAME | list | update -f FILE | delete NAME",
+     "Manage queues: quotas per GPU type, cohort, weight, preemption settings."},
 }};
+
+struct QueueActionInfo {
+  QueueAction action;
+  const char* name;
+};
+
+constexpr std::array<QueueActionInfo, 5> kQueueActions = {{
+    {QueueAction::kCreate, "create"},
+    {QueueAction::kGet, "get"},
+    {QueueAction::kList, "list"},
+    {QueueAction::kUpdate, "update"},
+    {QueueAction::kDelete, "delete"},
+}};
+
+// `queue ACTION [NAME]` from the positional arguments (consumed).
+absl::Status ParseQueueArgs(std::vector<std::string>& positional, Command* cmd) {
+  if (positional.empty()) {
+    return absl::InvalidArgumentError(
+        "missing queue action: create, get, list, update or delete (see ringctl queue --help)");
+  }
+  const std::string action = positional.front();
+  positional.erase(positional.begin());
+  for (const QueueActionInfo& info : kQueueActions) {
+    if (action == info.name) cmd->queue_action = info.action;
+  }
+  switch (cmd->queue_action) {
+    case QueueAction::kNone:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown queue action '", action,
+          "' (expected create, get, list, update or delete; see ringctl queue --help)"));
+    case QueueAction::kGet:
+    case QueueAction::kDelete:
+      if (positional.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("missing queue NAME (usage: ringctl queue ", action, " NAME)"));
+      }
+      cmd->queue_name = positional.front();
+      positional.erase(positional.begin());
+      break;
+    case QueueAction::kCreate:
+    case QueueAction::kUpdate:
+      if (cmd->spec_file.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "queue ", action, " needs -f FILE (a YAML queue, see docs/examples/queue.yaml)"));
+      }
+      break;
+    case QueueAction::kList:
+      break;
+  }
+  if (!cmd->spec_file.empty() && cmd->queue_action != QueueAction::kCreate &&
+      cmd->queue_action != QueueAction::kUpdate) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("queue ", action, " does not take -f (only create and update do)"));
+  }
+  return absl::OkStatus();
+}
 
 struct FlagSpec {
   const char* name;
@@ -58,7 +116,11 @@ const std::vector<FlagSpec>& Flags() {
        "scheduler host:port (env RINGMASTER_SCHEDULER; default localhost:7070)"},
       {"output", 'o', {}, "FORMAT", "table (default) or json (protobuf JSON, for scripts)"},
       {"help", 'h', {}, nullptr, "print usage"},
-      {"file", 'f', {Verb::kSubmit}, "FILE", "YAML job spec ('-' reads stdin)"},
+      {"file",
+       'f',
+       {Verb::kSubmit, Verb::kQueue},
+       "FILE",
+       "YAML job spec, or queue for queue create/update ('-' reads stdin)"},
       {"name", 0, {Verb::kSubmit}, "NAME", "job name"},
       {"queue", 0, {Verb::kSubmit, Verb::kList}, "QUEUE", "queue (list: only this queue)"},
       {"priority", 0, {Verb::kSubmit}, "N", "priority, higher runs first"},
@@ -352,6 +414,9 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
       cmd.job_id = positional.front();
       positional.erase(positional.begin());
       break;
+    case Verb::kQueue:
+      RM_RETURN_IF_ERROR(ParseQueueArgs(positional, &cmd));
+      break;
     default:
       break;
   }
@@ -408,6 +473,13 @@ std::string Usage(Verb verb) {
   for (const VerbInfo& info : kVerbs) {
     if (info.verb != verb) continue;
     out << "usage: ringctl " << info.synopsis << "\n\n" << info.summary << "\n";
+  }
+  if (verb == Verb::kQueue) {
+    out << "\nA queue is a team's share of the cluster: per resource (a GPU type, or cpu) a\n"
+        << "nominal quota and optional borrowing and lending limits, a cohort whose queues lend\n"
+        << "to each other, a weight, and preemption settings. The YAML format is that of\n"
+        << "docs/examples/queue.yaml; update replaces every field. The queue default always\n"
+        << "exists and cannot be deleted; a queue with live jobs cannot be deleted either.\n";
   }
   if (verb == Verb::kSubmit) {
     out << "\nThe spec comes from -f FILE (YAML, see docs/examples/job.yaml) and the flags below;\n"

@@ -23,7 +23,10 @@ namespace ringmaster::cli {
 inline constexpr const char* kDefaultScheduler = "localhost:7070";
 inline constexpr const char* kSchedulerEnv = "RINGMASTER_SCHEDULER";
 
-enum class Verb { kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers, kLogs };
+enum class Verb { kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers, kLogs, kQueue };
+
+// `ringctl queue ACTION`.
+enum class QueueAction { kNone, kCreate, kGet, kList, kUpdate, kDelete };
 
 enum class OutputFormat { kTable, kJson };
 
@@ -49,6 +52,10 @@ struct Command {
   int32_t rank = 0;
   std::optional<int32_t> attempt;
   bool follow = false;
+
+  // queue ACTION [NAME] (-f FILE goes to spec_file).
+  QueueAction queue_action = QueueAction::kNone;
+  std::string queue_name;
 
   // submit -f, --request-id and the spec flags.
   std::string spec_file;

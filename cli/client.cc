@@ -18,6 +18,7 @@ GrpcSchedulerClient::GrpcSchedulerClient(const std::string& address,
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   jobs_ = v1::JobService::NewStub(channel);
   cluster_ = v1::ClusterService::NewStub(channel);
+  queues_ = v1::QueueService::NewStub(channel);
 }
 
 void GrpcSchedulerClient::PrepareUnary(grpc::ClientContext* context) const {
@@ -60,6 +61,81 @@ absl::StatusOr<v1::CancelJobResponse> GrpcSchedulerClient::CancelJob(
   PrepareUnary(&context);
   v1::CancelJobResponse response;
   grpc::Status status = jobs_->CancelJob(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+namespace {
+
+absl::Status NoQueueService() {
+  return absl::UnimplementedError("this client does not serve queues");
+}
+
+}  // namespace
+
+absl::StatusOr<v1::QueueWithStatus> SchedulerClient::CreateQueue(const v1::CreateQueueRequest&) {
+  return NoQueueService();
+}
+absl::StatusOr<v1::QueueWithStatus> SchedulerClient::UpdateQueue(const v1::UpdateQueueRequest&) {
+  return NoQueueService();
+}
+absl::StatusOr<v1::QueueWithStatus> SchedulerClient::GetQueue(const v1::GetQueueRequest&) {
+  return NoQueueService();
+}
+absl::StatusOr<v1::ListQueuesResponse> SchedulerClient::ListQueues(const v1::ListQueuesRequest&) {
+  return NoQueueService();
+}
+absl::StatusOr<v1::DeleteQueueResponse> SchedulerClient::DeleteQueue(
+    const v1::DeleteQueueRequest&) {
+  return NoQueueService();
+}
+
+absl::StatusOr<v1::QueueWithStatus> GrpcSchedulerClient::CreateQueue(
+    const v1::CreateQueueRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::QueueWithStatus response;
+  grpc::Status status = queues_->CreateQueue(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::StatusOr<v1::QueueWithStatus> GrpcSchedulerClient::UpdateQueue(
+    const v1::UpdateQueueRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::QueueWithStatus response;
+  grpc::Status status = queues_->UpdateQueue(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::StatusOr<v1::QueueWithStatus> GrpcSchedulerClient::GetQueue(
+    const v1::GetQueueRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::QueueWithStatus response;
+  grpc::Status status = queues_->GetQueue(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::StatusOr<v1::ListQueuesResponse> GrpcSchedulerClient::ListQueues(
+    const v1::ListQueuesRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::ListQueuesResponse response;
+  grpc::Status status = queues_->ListQueues(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::StatusOr<v1::DeleteQueueResponse> GrpcSchedulerClient::DeleteQueue(
+    const v1::DeleteQueueRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::DeleteQueueResponse response;
+  grpc::Status status = queues_->DeleteQueue(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return response;
 }

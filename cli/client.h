@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ringmaster/v1/job.grpc.pb.h"
+#include "ringmaster/v1/queue.grpc.pb.h"
 #include "ringmaster/v1/worker.grpc.pb.h"
 
 namespace ringmaster::cli {
@@ -29,6 +30,14 @@ class SchedulerClient {
                                 const std::function<void(const v1::JobEvent&)>& on_event) = 0;
   virtual absl::StatusOr<v1::ListWorkersResponse> ListWorkers(
       const v1::ListWorkersRequest& request) = 0;
+
+  // QueueService. By default UNIMPLEMENTED, so a fake that serves only jobs need not say so.
+  virtual absl::StatusOr<v1::QueueWithStatus> CreateQueue(const v1::CreateQueueRequest& request);
+  virtual absl::StatusOr<v1::QueueWithStatus> UpdateQueue(const v1::UpdateQueueRequest& request);
+  virtual absl::StatusOr<v1::QueueWithStatus> GetQueue(const v1::GetQueueRequest& request);
+  virtual absl::StatusOr<v1::ListQueuesResponse> ListQueues(const v1::ListQueuesRequest& request);
+  virtual absl::StatusOr<v1::DeleteQueueResponse> DeleteQueue(
+      const v1::DeleteQueueRequest& request);
 };
 
 // Talks gRPC to one scheduler address over an insecure channel. Unary calls carry
@@ -48,6 +57,12 @@ class GrpcSchedulerClient : public SchedulerClient {
                         const std::function<void(const v1::JobEvent&)>& on_event) override;
   absl::StatusOr<v1::ListWorkersResponse> ListWorkers(
       const v1::ListWorkersRequest& request) override;
+  absl::StatusOr<v1::QueueWithStatus> CreateQueue(const v1::CreateQueueRequest& request) override;
+  absl::StatusOr<v1::QueueWithStatus> UpdateQueue(const v1::UpdateQueueRequest& request) override;
+  absl::StatusOr<v1::QueueWithStatus> GetQueue(const v1::GetQueueRequest& request) override;
+  absl::StatusOr<v1::ListQueuesResponse> ListQueues(const v1::ListQueuesRequest& request) override;
+  absl::StatusOr<v1::DeleteQueueResponse> DeleteQueue(
+      const v1::DeleteQueueRequest& request) override;
 
  private:
   void PrepareUnary(grpc::ClientContext* context) const;
@@ -55,6 +70,7 @@ class GrpcSchedulerClient : public SchedulerClient {
   std::chrono::milliseconds unary_deadline_;
   std::unique_ptr<v1::JobService::Stub> jobs_;
   std::unique_ptr<v1::ClusterService::Stub> cluster_;
+  std::unique_ptr<v1::QueueService::Stub> queues_;
 };
 
 // How submits are retried: `max_attempts` calls in all, waiting `initial_backoff` after the

@@ -38,9 +38,9 @@ constexpr std::array<absl::string_view, 12> kTopKeys = {"name",
                                                         "labels",
                                                         "trainer",
                                                         "command"};
-// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past
-// U+10FFFF). Protobuf string fields must be; a spec with other bytes would fail to parse on the
-// scheduler's side as a transport error instead of naming its field.
+}  // namespace
+
+// Declared in spec_yaml.h (queue_yaml.cc checks its strings with it too).
 bool IsValidUtf8(absl::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
@@ -72,6 +72,8 @@ bool IsValidUtf8(absl::string_view text) {
   }
   return true;
 }
+
+namespace {
 
 constexpr std::array<absl::string_view, 3> kTrainerKeys = {"model", "batch_size", "steps"};
 constexpr std::array<absl::string_view, 2> kCommandKeys = {"argv", "env"};

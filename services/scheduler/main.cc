@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "core/clock.h"
+#include "rpc/queue_service.h"
 #include "rpc/services.h"
 #include "scheduler.h"
 #include "store/postgres_job_store.h"
@@ -222,6 +223,7 @@ int main(int argc, char** argv) {
   JobServiceImpl job_service(&scheduler);
   ClusterServiceImpl cluster_service(&scheduler);
   WorkerServiceImpl worker_service(&scheduler);
+  QueueServiceImpl queue_service(&scheduler);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -230,6 +232,7 @@ int main(int argc, char** argv) {
   builder.RegisterService(&job_service);
   builder.RegisterService(&cluster_service);
   builder.RegisterService(&worker_service);
+  builder.RegisterService(&queue_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || bound_port == 0) {
     return Fail(absl::UnavailableError("cannot listen on " + flags.Get("listen")));

@@ -130,10 +130,13 @@ absl::Status Scheduler::Start() {
   if (!active.ok()) return active.status();
   auto workers = store_->ListWorkers();
   if (!workers.ok()) return workers.status();
+  auto queues = store_->ListQueues();
+  if (!queues.ok()) return queues.status();
   std::vector<std::string> beats;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const int64_t now = clock_->NowMs();
+    for (Queue& q : *queues) queues_[q.name] = std::move(q);
     for (Worker& w : *workers) {
       // Until it reconnects, a worker holds its placements but takes no new ones.
       cluster_.UpsertWorker(w);
@@ -159,8 +162,8 @@ absl::Status Scheduler::Start() {
       std::lock_guard<std::mutex> view(view_mu_);
       for (const auto& [id, job] : jobs_) stored_[id] = job;
     }
-    RM_LOG(kInfo) << "leader epoch " << epoch_ << ": loaded " << jobs_.size() << " live jobs and "
-                  << workers_.size() << " workers";
+    RM_LOG(kInfo) << "leader epoch " << epoch_ << ": loaded " << queues_.size() << " queues, "
+                  << jobs_.size() << " live jobs and " << workers_.size() << " workers";
     UpdateGaugesLocked();
   }
   for (const std::string& id : beats) (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
@@ -835,6 +838,16 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
     return absl::UnavailableError(
         "postgres is unavailable: the job was not accepted; retry with the same request_id");
   }
+  // Held until the job is stored: a queue is not deleted under a job on its way to Postgres.
+  std::shared_lock<std::shared_mutex> queue_guard(queue_writes_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!queues_.contains(valid->queue)) {
+      return absl::NotFoundError(
+          absl::StrCat("queue: no queue '", valid->queue,
+                       "'; create it first (ringctl queue create) or submit to an existing one"));
+    }
+  }
   const int64_t now = clock_->NowMs();
   Job job;
   job.spec = *std::move(valid);
@@ -851,6 +864,11 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
     write.waiter = waiter;
     Enqueue(std::move(write));
     auto created = Wait(*waiter, absl::StrCat("job ", job.id));
+    if (!created.ok()) {
+      std::lock_guard<std::mutex> out(out_mu_);
+      PruneUnsettledCreatesLocked();
+      unsettled_creates_.emplace_back(job.spec.queue, waiter);
+    }
     if (created.status().code() == absl::StatusCode::kAborted && tries < 3) continue;  // id taken
     if (!created.ok()) return created.status();
     if (created->existing && !(created->job.spec == job.spec)) {
@@ -1220,6 +1238,140 @@ std::string Scheduler::NewToken() {
     absl::StrAppend(&token, absl::Hex(v, absl::kZeroPad16));
   }
   return token;
+}
+
+QueueStatus Scheduler::QueueStatusLocked(const Queue& queue) const {
+  // As of the last pass (its ledger), and the jobs waiting now.
+  QueueStatus status;
+  for (const auto& [resource, u] : ledger_.UsageOf(queue.name)) {
+    status.resources[resource] = ResourceUsage{u.used, u.borrowed, u.lent};
+  }
+  for (const auto& [id, job] : jobs_) {
+    if (job.state == JobState::kPending && job.spec.queue == queue.name) ++status.pending_jobs;
+  }
+  status.weighted_share = ledger_.Share(queue.name);
+  return status;
+}
+
+absl::Status Scheduler::QueueWriteError(const absl::Status& stored) const {
+  if (IsFenced(stored)) {
+    return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  }
+  return stored;
+}
+
+absl::StatusOr<QueueView> Scheduler::CreateQueue(const Queue& in) {
+  auto valid = ValidateQueue(in);
+  if (!valid.ok()) return valid.status();
+  if (fenced_) return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  Queue queue = *std::move(valid);
+  queue.created_at_ms = queue.updated_at_ms = clock_->NowMs();
+  std::unique_lock<std::shared_mutex> writes(queue_writes_);
+  auto stored = store_->CreateQueue(queue, epoch_);
+  if (!stored.ok()) return QueueWriteError(stored.status());
+  std::lock_guard<std::mutex> lock(mu_);
+  queues_[stored->name] = *stored;
+  RM_LOG(kInfo) << "queue " << stored->name << " created";
+  return QueueView{*stored, QueueStatusLocked(*stored)};
+}
+
+absl::StatusOr<QueueView> Scheduler::UpdateQueue(const Queue& in) {
+  auto valid = ValidateQueue(in);
+  if (!valid.ok()) return valid.status();
+  if (fenced_) return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  Queue queue = *std::move(valid);
+  queue.updated_at_ms = clock_->NowMs();
+  std::unique_lock<std::shared_mutex> writes(queue_writes_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = queues_.find(queue.name);
+    if (it == queues_.end()) {
+      return absl::NotFoundError(absl::StrCat("no queue '", queue.name, "'"));
+    }
+    queue.created_at_ms = it->second.created_at_ms;
+  }
+  auto stored = store_->UpdateQueue(queue, epoch_);
+  if (!stored.ok()) return QueueWriteError(stored.status());
+  QueueView view;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queues_[stored->name] = *stored;
+    RM_LOG(kInfo) << "queue " << stored->name << " updated";
+    // New quotas or weights may let waiting jobs start: the next pass looks at all of them.
+    capacity_grew_ = true;
+    view = {*stored, QueueStatusLocked(*stored)};
+  }
+  Wake();
+  return view;
+}
+
+absl::StatusOr<QueueView> Scheduler::GetQueue(const std::string& name) {
+  if (auto s = ValidateQueueName(name, "name"); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = queues_.find(name);
+  if (it == queues_.end()) return absl::NotFoundError(absl::StrCat("no queue '", name, "'"));
+  return QueueView{it->second, QueueStatusLocked(it->second)};
+}
+
+std::vector<QueueView> Scheduler::ListQueues() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<QueueView> out;
+  out.reserve(queues_.size());
+  for (const auto& [name, queue] : queues_) out.push_back({queue, QueueStatusLocked(queue)});
+  return out;
+}
+
+absl::Status Scheduler::DeleteQueue(const std::string& name) {
+  if (auto s = ValidateQueueName(name, "name"); !s.ok()) return s;
+  if (name == kDefaultQueue) {
+    return absl::FailedPreconditionError(
+        "queue default cannot be deleted: jobs without a queue go there");
+  }
+  if (fenced_) return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  std::unique_lock<std::shared_mutex> writes(queue_writes_);
+  // Live jobs of the queue, wherever they are on their way: no Submit to it runs now (writes is
+  // held), but one that gave up waiting may still have its job in the writers' hands. That one
+  // is settled (done) only after the writer added its job to jobs_, so jobs_ is read after.
+  int64_t live = 0;
+  {
+    std::lock_guard<std::mutex> lock(out_mu_);
+    for (const Write& w : creates_) live += w.job_write.job.spec.queue == name;
+    PruneUnsettledCreatesLocked();
+    for (const auto& [queue, waiter] : unsettled_creates_) live += queue == name;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!queues_.contains(name)) {
+      return absl::NotFoundError(absl::StrCat("no queue '", name, "'"));
+    }
+    // Decided in memory, perhaps not stored yet; the store counts what it has.
+    for (const auto& [id, job] : jobs_) live += job.spec.queue == name;
+  }
+  if (live > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("queue ", name, " has ", live,
+                     " live jobs (PENDING, STARTING or RUNNING); cancel them "
+                     "or wait for them to end first"));
+  }
+  if (auto s = store_->DeleteQueue(name, epoch_); !s.ok()) return QueueWriteError(s);
+  std::lock_guard<std::mutex> lock(mu_);
+  queues_.erase(name);
+  RM_LOG(kInfo) << "queue " << name << " deleted";
+  return absl::OkStatus();
+}
+
+void Scheduler::PruneUnsettledCreatesLocked() {
+  std::erase_if(unsettled_creates_, [](const auto& entry) {
+    std::shared_ptr<Waiter> waiter = entry.second.lock();
+    if (!waiter) return true;  // its write was dropped
+    std::lock_guard<std::mutex> lock(waiter->mu);
+    return waiter->done;
+  });
+}
+
+std::map<std::string, Queue> Scheduler::QueuesSnapshot() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queues_;
 }
 
 }  // namespace ringmaster::scheduler

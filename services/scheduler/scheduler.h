@@ -38,8 +38,13 @@
 //         restarts under OnFailure). Postgres plays no part in liveness.
 // Ranks   every rank started: RUNNING; every rank exited 0: SUCCEEDED; one rank failed: the
 //         job fails or restarts; every release of a placement sends StopJob to its workers.
-// Restart at Start() a new leader epoch is taken, then live jobs, placements and workers are
-//         loaded from the JobStore, and known workers get one heartbeat timeout to reconnect.
+// Restart at Start() a new leader epoch is taken, then queues, live jobs, placements and workers
+//         are loaded from the JobStore, and known workers get one heartbeat timeout to reconnect.
+// Queues  1. validate; 2. under queue_writes_ (exclusive; Submit holds it shared while its job
+//         is on its way to Postgres, so no job lands in a queue being deleted) store the change,
+//         outside mu_; 3. then apply it to queues_ under mu_. A delete is refused while a job of
+//         the queue is live in memory, waiting to be stored, or live in Postgres (the store checks
+//         in the delete's transaction). Submit to a queue not in queues_ is NOT_FOUND.
 // Rebuild whenever the Redis queue mirror reports it lost its contents (a flush or restart),
 //         it is rebuilt from the stored pending jobs and connected workers' liveness is renewed.
 //
@@ -58,6 +63,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -68,6 +74,7 @@
 #include "core/fair_share.h"
 #include "core/job_state_machine.h"
 #include "core/placement.h"
+#include "core/queue_status.h"
 #include "core/types.h"
 #include "store/coordination.h"
 #include "store/job_store.h"
@@ -116,6 +123,12 @@ struct WorkerView {
   Worker worker;
   std::vector<int32_t> allocated_gpus;
   int32_t cpu_slots_used = 0;
+};
+
+// A queue and what it holds right now (GetQueue, ListQueues).
+struct QueueView {
+  Queue queue;
+  QueueStatus status;
 };
 
 struct SchedulerOptions {
@@ -182,6 +195,18 @@ class Scheduler {
   void Disconnected(const std::string& worker_id, const WorkerLink* link);
   std::vector<WorkerView> ListWorkers();
 
+  // Queues (see "Queues" above). Create: ALREADY_EXISTS for a taken name; Update and Get:
+  // NOT_FOUND for an unknown queue; Delete: FAILED_PRECONDITION for `default` and for a queue
+  // with live jobs. Every input is validated (INVALID_ARGUMENT naming the field).
+  absl::StatusOr<QueueView> CreateQueue(const Queue& queue);
+  absl::StatusOr<QueueView> UpdateQueue(const Queue& queue);
+  absl::StatusOr<QueueView> GetQueue(const std::string& name);
+  // By name.
+  std::vector<QueueView> ListQueues();
+  absl::Status DeleteQueue(const std::string& name);
+  // A copy of the queues as the policy sees them (tests).
+  std::map<std::string, Queue> QueuesSnapshot();
+
   const SchedulerOptions& options() const { return options_; }
 
  private:
@@ -230,6 +255,14 @@ class Scheduler {
                               const std::set<std::tuple<std::string, int32_t, int32_t>>* held);
   void HandleRankLocked(const std::string& worker_id, const RankReport& report);
   void UpdateGaugesLocked();
+  // The queues by name, for the policy; mu_ must be held.
+  const std::map<std::string, Queue>& QueuesLocked() const { return queues_; }
+  // What `queue` holds (as of the last pass's quota ledger) and how many of its jobs wait.
+  QueueStatus QueueStatusLocked(const Queue& queue) const;
+  // Forgets unsettled_creates_ whose writes are done or dropped; out_mu_ must be held.
+  void PruneUnsettledCreatesLocked();
+  // Store errors of a queue write as the caller should see them.
+  absl::Status QueueWriteError(const absl::Status& stored) const;
   void Wake();
   absl::StatusOr<CreateJobResult> Wait(Waiter& waiter, const std::string& what);
   std::string NewJobId();
@@ -250,6 +283,7 @@ class Scheduler {
   std::unordered_map<std::string, RankTracker> trackers_;
   std::unordered_map<std::string, int64_t> pending_since_ms_;
   std::map<std::string, Worker> workers_;
+  std::map<std::string, Queue> queues_;  // as stored; loaded by Start()
   std::map<std::string, std::shared_ptr<WorkerLink>> links_;
   ClusterState cluster_;
   // Incremental passes: only capacity that grew (a release, a worker joining) can let a job
@@ -257,8 +291,7 @@ class Scheduler {
   bool capacity_grew_ = true;
   std::set<std::string> newly_pending_;
   int64_t last_full_pass_ms_ = 0;
-  // Fair share. queues_ by name (an unknown queue has no quota limits).
-  std::map<std::string, Queue> queues_;
+  // Fair share (queues_ above; a job of an unknown queue has no quota limits).
   // Preempted attempts whose ranks are still stopping, by (job, attempt): they keep their GPUs.
   struct Draining {
     Job held;  // the job as it was placed: what the policy sees holding GPUs
@@ -274,6 +307,13 @@ class Scheduler {
   std::set<std::string> ripe_claims_;
   bool reserved_ = false;  // the last full pass made reservations: no incremental pass
   QuotaLedger ledger_;     // quota use as of the last pass
+
+  // Queue writes hold it exclusively, Submit shared until its job is stored (see "Queues").
+  // Taken before mu_, never while holding it.
+  std::shared_mutex queue_writes_;
+  // New jobs whose Submit gave up waiting (Postgres slow or away) while their write may still
+  // land, by queue: a delete of their queue waits until they are settled. Under out_mu_.
+  std::vector<std::pair<std::string, std::weak_ptr<Waiter>>> unsettled_creates_;
 
   // What readers see: each live job as last stored (GetJob, ListJobs), under view_mu_.
   std::mutex view_mu_;

@@ -10,6 +10,7 @@ ringmaster_test(cli_test unit
     ${CMAKE_CURRENT_LIST_DIR}/client_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/ringctl_binary_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/logs_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/queue_test.cc
   LIBS ringmaster_cli)
 # The binary test runs the built ringctl.
 add_dependencies(cli_test ringctl)

@@ -153,7 +153,7 @@ TEST_F(PrometheusE2eTest, ThroughputMatchesTheTrainerAndEveryPanelHasData) {
 
   v1::JobSpec spec;
   spec.set_name("prom-e2e");
-  spec.set_queue("vision");
+  spec.set_queue("default");  // a queue that exists without being created
   spec.set_replicas(4);
   spec.set_gpus_per_replica(1);
   spec.set_gpu_type("t4");

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ringmaster/v1/queue.grpc.pb.h"
 #include "scheduler/harness.h"
 #include "support/postgres_server.h"
 #include "support/wait_for.h"
@@ -113,6 +114,14 @@ class SchedulerTest : public ::testing::Test {
 };
 
 TEST_F(SchedulerTest, SubmitGetListAndCancel) {
+  {
+    grpc::ClientContext ctx;
+    v1::CreateQueueRequest req;
+    req.mutable_queue()->set_name("vision");
+    v1::QueueWithStatus resp;
+    auto queues = v1::QueueService::NewStub(scheduler_->channel());
+    ASSERT_TRUE(queues->CreateQueue(&ctx, req, &resp).ok());
+  }
   v1::JobSpec spec = TrainerSpec("resnet", 2);
   spec.set_queue("vision");
   std::string id = SubmitOk(spec);

@@ -363,5 +363,145 @@ TEST_F(SchedulerTest, CancelReturnsTheStoredCancelledJobAndStopsItsRanks) {
   EXPECT_THAT(scheduler_->Cancel("j-000000000000", ""), StatusIs(absl::StatusCode::kNotFound));
 }
 
+Queue TeamQueue(const std::string& name) {
+  Queue queue;
+  queue.name = name;
+  queue.cohort = "research";
+  queue.weight = 2;
+  queue.quotas["t4"] = ResourceQuota{8, 4, std::nullopt};
+  return queue;
+}
+
+JobSpec InQueue(JobSpec spec, const std::string& queue) {
+  spec.queue = queue;
+  return spec;
+}
+
+TEST_F(SchedulerTest, TheDefaultQueueIsThereFromTheStart) {
+  RM_ASSERT_OK_AND_ASSIGN(QueueView view, scheduler_->GetQueue("default"));
+  EXPECT_TRUE(view.queue.unlimited());
+  EXPECT_EQ(view.status, QueueStatus{});
+  EXPECT_THAT(scheduler_->QueuesSnapshot(), SizeIs(1));
+  // An empty queue field means default.
+  RM_EXPECT_OK(scheduler_->Submit(InQueue(CommandSpec(1), ""), "").status());
+}
+
+TEST_F(SchedulerTest, SubmitToAQueueThatDoesNotExistIsNotFoundNamingIt) {
+  auto refused = scheduler_->Submit(InQueue(CommandSpec(1), "vision"), "");
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("'vision'"));
+  RM_ASSERT_OK_AND_ASSIGN(auto jobs, memory_.ListActiveJobs());
+  EXPECT_THAT(jobs, IsEmpty());
+  RM_ASSERT_OK(scheduler_->CreateQueue(TeamQueue("vision")).status());
+  RM_EXPECT_OK(scheduler_->Submit(InQueue(CommandSpec(1), "vision"), "").status());
+}
+
+TEST_F(SchedulerTest, QueueChangesAreStoredThenKeptInMemory) {
+  clock_.Advance(1'000);
+  RM_ASSERT_OK_AND_ASSIGN(QueueView created, scheduler_->CreateQueue(TeamQueue("vision")));
+  EXPECT_EQ(created.queue.created_at_ms, clock_.NowMs());
+  RM_ASSERT_OK_AND_ASSIGN(Queue stored, memory_.GetQueue("vision"));
+  EXPECT_EQ(stored, created.queue);
+  EXPECT_EQ(scheduler_->QueuesSnapshot().at("vision"), stored);
+  EXPECT_THAT(scheduler_->CreateQueue(TeamQueue("vision")),
+              StatusIs(absl::StatusCode::kAlreadyExists));
+
+  clock_.Advance(1'000);
+  Queue next = TeamQueue("vision");
+  next.weight = 5;
+  next.quotas.clear();
+  RM_ASSERT_OK_AND_ASSIGN(QueueView updated, scheduler_->UpdateQueue(next));
+  EXPECT_EQ(updated.queue.weight, 5);
+  EXPECT_EQ(updated.queue.created_at_ms, created.queue.created_at_ms);
+  EXPECT_EQ(updated.queue.updated_at_ms, clock_.NowMs());
+  RM_ASSERT_OK_AND_ASSIGN(stored, memory_.GetQueue("vision"));
+  EXPECT_EQ(stored, updated.queue);
+  EXPECT_EQ(scheduler_->QueuesSnapshot().at("vision"), stored);
+  std::vector<std::string> names;
+  for (const QueueView& view : scheduler_->ListQueues()) names.push_back(view.queue.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("default", "vision"));
+
+  RM_ASSERT_OK(scheduler_->DeleteQueue("vision"));
+  EXPECT_THAT(memory_.GetQueue("vision"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(scheduler_->GetQueue("vision"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(scheduler_->UpdateQueue(next), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(scheduler_->DeleteQueue("vision"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(SchedulerTest, QueueRequestsAreValidated) {
+  Queue bad = TeamQueue("vision");
+  bad.weight = 1001;
+  EXPECT_THAT(scheduler_->CreateQueue(bad), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(scheduler_->UpdateQueue(bad), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(scheduler_->GetQueue("Bad Name"), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(scheduler_->DeleteQueue(""), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(store_.calls(Call::kCreateQueue), 0);
+}
+
+TEST_F(SchedulerTest, AQueueWriteTheStoreRefusedChangesNothingInMemory) {
+  store_.Fail(Call::kCreateQueue, absl::UnavailableError("postgres away"), 1);
+  EXPECT_THAT(scheduler_->CreateQueue(TeamQueue("vision")),
+              StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_FALSE(scheduler_->QueuesSnapshot().contains("vision"));
+  RM_ASSERT_OK(scheduler_->CreateQueue(TeamQueue("vision")).status());
+  store_.Fail(Call::kDeleteQueue, absl::UnavailableError("postgres away"), 1);
+  EXPECT_THAT(scheduler_->DeleteQueue("vision"), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_TRUE(scheduler_->QueuesSnapshot().contains("vision"));
+}
+
+TEST_F(SchedulerTest, TheDefaultQueueCannotBeDeleted) {
+  EXPECT_THAT(scheduler_->DeleteQueue("default"), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_TRUE(scheduler_->QueuesSnapshot().contains("default"));
+}
+
+TEST_F(SchedulerTest, AQueueWithALiveJobCannotBeDeletedUntilTheJobEnds) {
+  RM_ASSERT_OK(scheduler_->CreateQueue(TeamQueue("vision")).status());
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created,
+                          scheduler_->Submit(InQueue(CommandSpec(1), "vision"), ""));
+  auto refused = scheduler_->DeleteQueue("vision");
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("1 live jobs"));
+  RM_ASSERT_OK(scheduler_->Cancel(created.job.id, "").status());
+  RM_EXPECT_OK(scheduler_->DeleteQueue("vision"));
+}
+
+TEST_F(SchedulerTest, AQueueIsNotDeletedUnderAJobWhoseSubmitGaveUpWaitingForTheStore) {
+  RM_ASSERT_OK(scheduler_->CreateQueue(TeamQueue("vision")).status());
+  store_.Hang(Call::kCommit);
+  // write_wait_ms is 2 s here: the submit gives up while its write is still on its way.
+  EXPECT_THAT(scheduler_->Submit(InQueue(CommandSpec(1), "vision"), "late"),
+              StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(scheduler_->DeleteQueue("vision"), StatusIs(absl::StatusCode::kFailedPrecondition));
+  store_.Heal();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(auto jobs, memory_.ListActiveJobs());
+  ASSERT_THAT(jobs, SizeIs(1));
+  EXPECT_EQ(jobs[0].spec.queue, "vision");
+  EXPECT_THAT(scheduler_->DeleteQueue("vision"), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_TRUE(scheduler_->QueuesSnapshot().contains("vision"));
+}
+
+TEST_F(SchedulerTest, QueuesAreLoadedAgainAfterARestart) {
+  RM_ASSERT_OK_AND_ASSIGN(QueueView created, scheduler_->CreateQueue(TeamQueue("vision")));
+  scheduler_->Stop();
+  scheduler_.reset();
+  Start();
+  EXPECT_EQ(scheduler_->QueuesSnapshot().at("vision"), created.queue);
+  RM_EXPECT_OK(scheduler_->Submit(InQueue(CommandSpec(1), "vision"), "").status());
+}
+
+TEST_F(SchedulerTest, AFencedLeaderChangesNoQueue) {
+  InMemoryPendingQueue queue;
+  SchedulerOptions options;
+  options.on_fenced = [](const absl::Status&) {};
+  Scheduler successor(&store_, &queue, &liveness_, &clock_, options, nullptr);
+  RM_ASSERT_OK(successor.Start());
+  EXPECT_THAT(scheduler_->CreateQueue(TeamQueue("vision")),
+              StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(memory_.GetQueue("vision"), StatusIs(absl::StatusCode::kNotFound));
+  RM_EXPECT_OK(successor.CreateQueue(TeamQueue("vision")).status());
+  successor.Stop();
+}
+
 }  // namespace
 }  // namespace ringmaster::scheduler

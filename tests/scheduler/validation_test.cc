@@ -204,5 +204,148 @@ TEST(ValidationTest, Worker) {
   EXPECT_THAT(std::string(ValidateWorker(id).message()), HasSubstr("worker_id"));
 }
 
+Queue ValidQueue() {
+  Queue queue;
+  queue.name = "vision";
+  queue.cohort = "research";
+  queue.weight = 2;
+  queue.quotas["t4"] = ResourceQuota{16, 8, 4};
+  queue.quotas["cpu"] = ResourceQuota{64, std::nullopt, std::nullopt};
+  queue.within_queue = PreemptWithinQueue::kLowerPriority;
+  queue.reclaim_within_cohort = ReclaimWithinCohort::kAny;
+  queue.min_runtime_seconds = 600;
+  return queue;
+}
+
+// Expects INVALID_ARGUMENT whose message starts with the field name and contains `detail`.
+void ExpectInvalidQueue(const Queue& queue, const std::string& field, const std::string& detail) {
+  auto result = ValidateQueue(queue);
+  ASSERT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument) << field;
+  EXPECT_EQ(result.status().message().substr(0, field.size() + 1), field + ":")
+      << result.status().message();
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr(detail));
+}
+
+TEST(QueueValidationTest, AcceptsAValidQueueUnchanged) {
+  auto queue = ValidateQueue(ValidQueue());
+  ASSERT_TRUE(queue.ok()) << queue.status();
+  EXPECT_EQ(*queue, ValidQueue());
+}
+
+TEST(QueueValidationTest, WeightZeroMeansOne) {
+  Queue queue = ValidQueue();
+  queue.weight = 0;
+  EXPECT_EQ(ValidateQueue(queue)->weight, 1);
+}
+
+TEST(QueueValidationTest, AcceptsTheDefaultQueueShape) {
+  Queue queue;
+  queue.name = kDefaultQueue;
+  auto valid = ValidateQueue(queue);
+  ASSERT_TRUE(valid.ok()) << valid.status();
+  EXPECT_TRUE(valid->unlimited());
+  EXPECT_TRUE(valid->cohort.empty());
+}
+
+TEST(QueueValidationTest, Name) {
+  for (const std::string& bad : std::vector<std::string>{"", "Team-A", "9lives", "ends-",
+                                                         "has_underscore", std::string(64, 'a')}) {
+    Queue queue = ValidQueue();
+    queue.name = bad;
+    ExpectInvalidQueue(queue, "name", "1..63 characters of a-z, 0-9 and '-'");
+  }
+  Queue queue = ValidQueue();
+  queue.name = std::string(63, 'a');
+  EXPECT_TRUE(ValidateQueue(queue).ok());
+}
+
+TEST(QueueValidationTest, CohortIsEmptyOrALabel) {
+  Queue queue = ValidQueue();
+  queue.cohort = "Research Org";
+  ExpectInvalidQueue(queue, "cohort", "got 'Research Org'");
+  queue.cohort = std::string(64, 'c');
+  ExpectInvalidQueue(queue, "cohort", "got 64 characters");
+}
+
+TEST(QueueValidationTest, Weight) {
+  for (int bad : {-1, 1001}) {
+    Queue queue = ValidQueue();
+    queue.weight = bad;
+    ExpectInvalidQueue(queue, "weight", "must be 1..1000");
+  }
+  Queue queue = ValidQueue();
+  queue.weight = 1000;
+  EXPECT_TRUE(ValidateQueue(queue).ok());
+}
+
+TEST(QueueValidationTest, ResourceNames) {
+  for (const std::string& bad :
+       std::vector<std::string>{"", "T4", "nvidia a100", std::string(33, 'g')}) {
+    Queue queue = ValidQueue();
+    queue.quotas[bad] = ResourceQuota{1, std::nullopt, std::nullopt};
+    ExpectInvalidQueue(queue, "resources", "a GPU type");
+  }
+  Queue many = ValidQueue();
+  for (int i = 0; i < 63; ++i) {  // two already
+    many.quotas["g" + std::to_string(i)] = ResourceQuota{1, std::nullopt, std::nullopt};
+  }
+  ExpectInvalidQueue(many, "resources", "at most 64 allowed, got 65");
+}
+
+TEST(QueueValidationTest, NominalIsBounded) {
+  for (int64_t bad : {int64_t{-1}, int64_t{1'000'001}}) {
+    Queue queue = ValidQueue();
+    queue.quotas["t4"].nominal = bad;
+    ExpectInvalidQueue(queue, "resources.t4.nominal", "must be 0..1000000");
+  }
+  Queue queue = ValidQueue();
+  queue.quotas["t4"] = ResourceQuota{1'000'000, std::nullopt, std::nullopt};
+  EXPECT_TRUE(ValidateQueue(queue).ok());
+}
+
+TEST(QueueValidationTest, BorrowingLimitIsBoundedAndNeedsACohort) {
+  for (int64_t bad : {int64_t{-1}, int64_t{1'000'001}}) {
+    Queue queue = ValidQueue();
+    queue.quotas["t4"].borrowing_limit = bad;
+    ExpectInvalidQueue(queue, "resources.t4.borrowing_limit", "must be 0..1000000");
+  }
+  Queue alone = ValidQueue();
+  alone.cohort.clear();
+  alone.quotas["t4"].lending_limit.reset();
+  ExpectInvalidQueue(alone, "resources.t4.borrowing_limit", "no cohort");
+}
+
+TEST(QueueValidationTest, LendingLimitIsAtMostNominalAndNeedsACohort) {
+  for (int64_t bad : {int64_t{-1}, int64_t{17}}) {
+    Queue queue = ValidQueue();
+    queue.quotas["t4"].lending_limit = bad;
+    ExpectInvalidQueue(queue, "resources.t4.lending_limit", "must be 0..nominal (16)");
+  }
+  Queue queue = ValidQueue();
+  queue.quotas["t4"].lending_limit = 16;
+  EXPECT_TRUE(ValidateQueue(queue).ok());
+  Queue alone = ValidQueue();
+  alone.cohort.clear();
+  alone.quotas["t4"].borrowing_limit.reset();
+  ExpectInvalidQueue(alone, "resources.t4.lending_limit", "no cohort");
+}
+
+TEST(QueueValidationTest, PreemptionSettingsAreKnownValues) {
+  Queue within = ValidQueue();
+  within.within_queue = static_cast<PreemptWithinQueue>(7);
+  ExpectInvalidQueue(within, "within_queue", "Never, LowerPriority or LowerOrNewerEqualPriority");
+  Queue reclaim = ValidQueue();
+  reclaim.reclaim_within_cohort = static_cast<ReclaimWithinCohort>(-1);
+  ExpectInvalidQueue(reclaim, "reclaim_within_cohort", "Never, LowerPriority or Any");
+}
+
+TEST(QueueValidationTest, MinRuntimeIsAtMostThirtyDays) {
+  for (int64_t bad : {int64_t{-1}, int64_t{30} * 24 * 3600 + 1}) {
+    Queue queue = ValidQueue();
+    queue.min_runtime_seconds = bad;
+    ExpectInvalidQueue(queue, "min_runtime_seconds", "must be 0..2592000");
+  }
+}
+
 }  // namespace
 }  // namespace ringmaster::scheduler

@@ -120,4 +120,29 @@ absl::StatusOr<std::vector<Worker>> FaultInjectingJobStore::ListWorkers() {
   return store_->ListWorkers();
 }
 
+absl::StatusOr<Queue> FaultInjectingJobStore::CreateQueue(const Queue& queue, int64_t epoch) {
+  if (auto s = Enter(Call::kCreateQueue); !s.ok()) return s;
+  return store_->CreateQueue(queue, epoch);
+}
+
+absl::StatusOr<Queue> FaultInjectingJobStore::UpdateQueue(const Queue& queue, int64_t epoch) {
+  if (auto s = Enter(Call::kUpdateQueue); !s.ok()) return s;
+  return store_->UpdateQueue(queue, epoch);
+}
+
+absl::StatusOr<Queue> FaultInjectingJobStore::GetQueue(const std::string& name) {
+  if (auto s = Enter(Call::kGetQueue); !s.ok()) return s;
+  return store_->GetQueue(name);
+}
+
+absl::StatusOr<std::vector<Queue>> FaultInjectingJobStore::ListQueues() {
+  if (auto s = Enter(Call::kListQueues); !s.ok()) return s;
+  return store_->ListQueues();
+}
+
+absl::Status FaultInjectingJobStore::DeleteQueue(const std::string& name, int64_t epoch) {
+  if (auto s = Enter(Call::kDeleteQueue); !s.ok()) return s;
+  return store_->DeleteQueue(name, epoch);
+}
+
 }  // namespace ringmaster::scheduler

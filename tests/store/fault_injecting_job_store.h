@@ -17,7 +17,8 @@ class FaultInjectingJobStore : public JobStore {
  public:
   enum class Call {
     kCreateJob, kGetJob, kListJobs, kListActiveJobs, kUpdateJob, kListEvents,
-    kTakeLeadership, kCommit, kUpsertWorker, kListWorkers,
+    kTakeLeadership, kCommit, kUpsertWorker, kListWorkers, kCreateQueue, kUpdateQueue,
+    kGetQueue, kListQueues, kDeleteQueue,
   };
 
   // `store` must outlive this object.
@@ -49,6 +50,11 @@ class FaultInjectingJobStore : public JobStore {
   absl::StatusOr<CommitResult> Commit(const WriteBatch& batch, int64_t epoch) override;
   absl::Status UpsertWorker(const Worker& worker) override;
   absl::StatusOr<std::vector<Worker>> ListWorkers() override;
+  absl::StatusOr<Queue> CreateQueue(const Queue& queue, int64_t epoch) override;
+  absl::StatusOr<Queue> UpdateQueue(const Queue& queue, int64_t epoch) override;
+  absl::StatusOr<Queue> GetQueue(const std::string& name) override;
+  absl::StatusOr<std::vector<Queue>> ListQueues() override;
+  absl::Status DeleteQueue(const std::string& name, int64_t epoch) override;
 
  private:
   struct Fault {

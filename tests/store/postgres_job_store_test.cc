@@ -63,7 +63,12 @@ class PostgresJobStoreBackend : public JobStoreBackend {
     auto store = PostgresJobStore::Connect(*url, 4);
     if (!store.ok()) return store.status();
     if (!emptied_) {
-      auto status = Exec(*url, "TRUNCATE jobs, job_events, placements, workers RESTART IDENTITY");
+      // Queues as the migration leaves them: only default.
+      auto status = Exec(*url,
+                         "TRUNCATE jobs, job_events, placements, workers, queues, queue_quotas "
+                         "RESTART IDENTITY; "
+                         "INSERT INTO queues (name, created_at_ms, updated_at_ms) "
+                         "VALUES ('default', 0, 0)");
       if (!status.ok()) return status;
       emptied_ = true;
     }
@@ -101,6 +106,18 @@ TEST(PostgresJobStoreTest, MigrationsAreAppliedOnceAndASecondStartAppliesNothing
   EXPECT_EQ(got.request_id, "req-1");
   EXPECT_EQ(CountRows(db->url(), "SELECT count(*) FROM schema_migrations"),
             static_cast<int64_t>(Migrations().size()));
+}
+
+TEST(PostgresJobStoreTest, ANewDatabaseHasTheDefaultQueueWithoutQuotaLimits) {
+  RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
+  RM_ASSERT_OK_AND_ASSIGN(auto store, PostgresJobStore::Connect(db->url(), 1));
+  RM_ASSERT_OK_AND_ASSIGN(auto queues, store->ListQueues());
+  ASSERT_EQ(queues.size(), 1u);
+  EXPECT_EQ(queues[0].name, "default");
+  EXPECT_TRUE(queues[0].unlimited());
+  EXPECT_EQ(queues[0].weight, 1);
+  EXPECT_GT(queues[0].created_at_ms, 0);
+  EXPECT_EQ(CountRows(db->url(), "SELECT count(*) FROM queue_quotas"), 0);
 }
 
 TEST(PostgresJobStoreTest, SchedulersStartingTogetherApplyEachMigrationOnce) {

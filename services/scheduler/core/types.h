@@ -117,6 +117,7 @@ struct ResourceQuota {
 };
 
 inline constexpr char kCpuResource[] = "cpu";
+inline constexpr char kDefaultQueue[] = "default";
 
 struct Queue {
   std::string name;

@@ -204,7 +204,81 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& in) {
   return spec;
 }
 
-absl::Status ValidateQueueName(const std::string& queue) { return CheckDnsLabel("queue", queue); }
+absl::Status ValidateQueueName(const std::string& queue, const std::string& field) {
+  return CheckDnsLabel(field, queue);
+}
+
+absl::StatusOr<Queue> ValidateQueue(const Queue& in) {
+  Queue queue = in;
+  if (auto s = CheckDnsLabel("name", queue.name); !s.ok()) return s;
+  if (!queue.cohort.empty()) {
+    if (auto s = CheckDnsLabel("cohort", queue.cohort); !s.ok()) return s;
+  }
+  if (queue.weight == 0) queue.weight = 1;
+  if (auto s = CheckRange("weight", queue.weight, 1, kMaxQueueWeight); !s.ok()) return s;
+  if (queue.quotas.size() > kMaxQueueResources) {
+    return Invalid("resources", absl::StrCat("at most ", kMaxQueueResources, " allowed, got ",
+                                             queue.quotas.size()));
+  }
+  for (const auto& [resource, quota] : queue.quotas) {
+    if (!IsGpuType(resource)) {
+      return Invalid("resources",
+                     absl::StrCat("names must be a GPU type (1..", kMaxGpuType,
+                                  " characters of a-z, 0-9 and '-', e.g. t4, "
+                                  "v100) or \"",
+                                  kCpuResource, "\" for CPU slots; got ", Shown(resource)));
+    }
+    const std::string field = absl::StrCat("resources.", resource);
+    if (auto s = CheckRange(field + ".nominal", quota.nominal, 0, kMaxQuota); !s.ok()) return s;
+    if (quota.borrowing_limit) {
+      if (queue.cohort.empty()) {
+        return Invalid(field + ".borrowing_limit",
+                       "must be unset when the queue has no cohort (there is nobody to borrow "
+                       "from)");
+      }
+      if (auto s = CheckRange(field + ".borrowing_limit", *quota.borrowing_limit, 0, kMaxQuota);
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (quota.lending_limit) {
+      if (queue.cohort.empty()) {
+        return Invalid(field + ".lending_limit",
+                       "must be unset when the queue has no cohort (there is nobody to lend to)");
+      }
+      if (*quota.lending_limit < 0 || *quota.lending_limit > quota.nominal) {
+        return Invalid(field + ".lending_limit", absl::StrCat("must be 0..nominal (", quota.nominal,
+                                                              "), got ", *quota.lending_limit));
+      }
+    }
+  }
+  switch (queue.within_queue) {
+    case PreemptWithinQueue::kNever:
+    case PreemptWithinQueue::kLowerPriority:
+    case PreemptWithinQueue::kLowerOrNewerEqualPriority:
+      break;
+    default:
+      return Invalid("within_queue", absl::StrCat("must be Never, LowerPriority or "
+                                                  "LowerOrNewerEqualPriority; got value ",
+                                                  static_cast<int>(queue.within_queue)));
+  }
+  switch (queue.reclaim_within_cohort) {
+    case ReclaimWithinCohort::kNever:
+    case ReclaimWithinCohort::kLowerPriority:
+    case ReclaimWithinCohort::kAny:
+      break;
+    default:
+      return Invalid("reclaim_within_cohort",
+                     absl::StrCat("must be Never, LowerPriority or Any; got value ",
+                                  static_cast<int>(queue.reclaim_within_cohort)));
+  }
+  if (auto s =
+          CheckRange("min_runtime_seconds", queue.min_runtime_seconds, 0, kMaxMinRuntimeSeconds);
+      !s.ok()) {
+    return s;
+  }
+  return queue;
+}
 
 absl::Status ValidateRequestId(const std::string& request_id) {
   if (request_id.size() > 128) {

@@ -17,7 +17,6 @@ inline constexpr int32_t kMaxPriority = 1000;
 inline constexpr int32_t kDefaultBackoffLimit = 6;
 inline constexpr int32_t kMaxBackoffLimit = 100;
 inline constexpr int64_t kMaxRuntimeSeconds = 30LL * 24 * 3600;
-inline constexpr char kDefaultQueue[] = "default";
 inline constexpr char kDefaultModel[] = "mlp";
 inline constexpr int32_t kDefaultBatchSize = 64;
 inline constexpr int64_t kDefaultSteps = 100;
@@ -26,8 +25,19 @@ inline constexpr int64_t kDefaultSteps = 100;
 // first problem found.
 absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec);
 
-// A queue name: the same rules as a job name.
-absl::Status ValidateQueueName(const std::string& queue);
+// A queue name: the same rules as a job name. Errors name `field`.
+absl::Status ValidateQueueName(const std::string& queue, const std::string& field = "queue");
+
+inline constexpr int32_t kMaxQueueWeight = 1000;
+inline constexpr int64_t kMaxQuota = 1'000'000;
+inline constexpr size_t kMaxQueueResources = 64;
+inline constexpr int64_t kMaxMinRuntimeSeconds = 30LL * 24 * 3600;
+
+// Returns `queue` with defaults applied (weight 0 means 1), or the first problem found: name and
+// cohort as a job's name (cohort may be empty), weight 1..1000, resource names a GPU type or
+// "cpu", nominal and limits 0..1,000,000 (a lending limit at most the nominal; limits only in a
+// cohort), known preemption settings, min_runtime_seconds 0..30 days. The times are not checked.
+absl::StatusOr<Queue> ValidateQueue(const Queue& queue);
 
 // A client's idempotency key: empty (no deduplication) or 1..128 of [A-Za-z0-9._:-].
 absl::Status ValidateRequestId(const std::string& request_id);

@@ -38,6 +38,12 @@ void CopyMutableFields(const Job& from, std::vector<RankPlacement> placement, Jo
 
 }  // namespace
 
+InMemoryJobStore::InMemoryJobStore() {
+  Queue default_queue;
+  default_queue.name = kDefaultQueue;
+  queues_.emplace(default_queue.name, default_queue);
+}
+
 absl::StatusOr<CreateJobResult> InMemoryJobStore::CreateJob(const Job& job, const JobEvent& event) {
   RM_RETURN_IF_ERROR(CheckJobAndEvent(job, &event));
   RM_ASSIGN_OR_RETURN(auto placement, SortedPlacement(job.placement));
@@ -205,6 +211,63 @@ absl::StatusOr<std::vector<Worker>> InMemoryJobStore::ListWorkers() {
   out.reserve(workers_.size());
   for (const auto& [id, worker] : workers_) out.push_back(worker);
   return out;
+}
+
+absl::StatusOr<Queue> InMemoryJobStore::CreateQueue(const Queue& queue, int64_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (epoch != epoch_) return FencedError(epoch, epoch_);
+  if (!queues_.emplace(queue.name, queue).second) {
+    return absl::AlreadyExistsError(absl::StrCat("queue ", queue.name, " already exists"));
+  }
+  return queue;
+}
+
+absl::StatusOr<Queue> InMemoryJobStore::UpdateQueue(const Queue& queue, int64_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (epoch != epoch_) return FencedError(epoch, epoch_);
+  auto it = queues_.find(queue.name);
+  if (it == queues_.end()) return absl::NotFoundError(absl::StrCat("no queue ", queue.name));
+  Queue stored = queue;
+  stored.created_at_ms = it->second.created_at_ms;
+  it->second = stored;
+  return stored;
+}
+
+absl::StatusOr<Queue> InMemoryJobStore::GetQueue(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = queues_.find(name);
+  if (it == queues_.end()) return absl::NotFoundError(absl::StrCat("no queue ", name));
+  return it->second;
+}
+
+absl::StatusOr<std::vector<Queue>> InMemoryJobStore::ListQueues() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Queue> queues;
+  queues.reserve(queues_.size());
+  for (const auto& [name, queue] : queues_) queues.push_back(queue);
+  return queues;
+}
+
+absl::Status InMemoryJobStore::DeleteQueue(const std::string& name, int64_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (epoch != epoch_) return FencedError(epoch, epoch_);
+  if (name == kDefaultQueue) {
+    return absl::FailedPreconditionError("queue default cannot be deleted");
+  }
+  auto it = queues_.find(name);
+  if (it == queues_.end()) return absl::NotFoundError(absl::StrCat("no queue ", name));
+  int64_t live = 0;
+  for (const auto& [id, stored] : jobs_) {
+    if (stored.job.spec.queue == name && !IsTerminal(stored.job.state)) ++live;
+  }
+  if (live > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("queue ", name, " has ", live,
+                     " live jobs (PENDING, STARTING or RUNNING); cancel them "
+                     "or wait for them to end first"));
+  }
+  queues_.erase(it);
+  return absl::OkStatus();
 }
 
 }  // namespace ringmaster::scheduler

@@ -17,7 +17,8 @@ namespace ringmaster::scheduler {
 
 class InMemoryJobStore : public JobStore {
  public:
-  InMemoryJobStore() = default;
+  // Starts with the queue `default`, as a new Postgres database does.
+  InMemoryJobStore();
 
   absl::StatusOr<CreateJobResult> CreateJob(const Job& job, const JobEvent& event) override;
   absl::StatusOr<Job> GetJob(const std::string& id) override;
@@ -30,6 +31,11 @@ class InMemoryJobStore : public JobStore {
   absl::StatusOr<CommitResult> Commit(const WriteBatch& batch, int64_t epoch) override;
   absl::Status UpsertWorker(const Worker& worker) override;
   absl::StatusOr<std::vector<Worker>> ListWorkers() override;
+  absl::StatusOr<Queue> CreateQueue(const Queue& queue, int64_t epoch) override;
+  absl::StatusOr<Queue> UpdateQueue(const Queue& queue, int64_t epoch) override;
+  absl::StatusOr<Queue> GetQueue(const std::string& name) override;
+  absl::StatusOr<std::vector<Queue>> ListQueues() override;
+  absl::Status DeleteQueue(const std::string& name, int64_t epoch) override;
 
  private:
   struct StoredJob {
@@ -44,6 +50,7 @@ class InMemoryJobStore : public JobStore {
   std::map<int64_t, std::string> ids_by_seq_;          // submit order
   std::map<std::string, std::string> ids_by_request_;  // request id -> job id
   std::map<std::string, Worker> workers_;              // by id
+  std::map<std::string, Queue> queues_;                // by name
 };
 
 }  // namespace ringmaster::scheduler

@@ -1,4 +1,4 @@
-// JobStore: the system of record for jobs, their events and placements, and workers.
+// JobStore: the system of record for jobs, their events and placements, workers, and queues.
 // Implementations: PostgresJobStore (production) and InMemoryJobStore (a real implementation
 // for unit tests). Both pass tests/store/job_store_conformance.h. Implementations are
 // thread-safe.
@@ -101,6 +101,23 @@ class JobStore {
   // Inserts or replaces a worker by id.
   virtual absl::Status UpsertWorker(const Worker& worker) = 0;
   virtual absl::StatusOr<std::vector<Worker>> ListWorkers() = 0;
+
+  // Queues (docs/scheduler.md, "Queues"). The queue `default` (no cohort, no quota limits)
+  // exists from the first start: the Postgres schema migration stores it, the in-memory store
+  // starts with it. Writes are fenced by `epoch` as Commit is (FencedError), and store the
+  // queue as given, times included: validation is the caller's.
+  // ALREADY_EXISTS when a queue of that name exists.
+  virtual absl::StatusOr<Queue> CreateQueue(const Queue& queue, int64_t epoch) = 0;
+  // Replaces every field of the queue named queue.name except created_at_ms, and returns the
+  // queue as stored. NOT_FOUND when there is no such queue.
+  virtual absl::StatusOr<Queue> UpdateQueue(const Queue& queue, int64_t epoch) = 0;
+  // NOT_FOUND when there is no such queue.
+  virtual absl::StatusOr<Queue> GetQueue(const std::string& name) = 0;
+  // Every queue, by name.
+  virtual absl::StatusOr<std::vector<Queue>> ListQueues() = 0;
+  // NOT_FOUND when there is no such queue; FAILED_PRECONDITION for `default`, and while a job
+  // of the queue is not terminal (checked in the same transaction as the delete).
+  virtual absl::Status DeleteQueue(const std::string& name, int64_t epoch) = 0;
 };
 
 }  // namespace ringmaster::scheduler

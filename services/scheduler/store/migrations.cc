@@ -90,7 +90,36 @@ CREATE TABLE leader_fence (
 );
 INSERT INTO leader_fence (id, epoch) VALUES (1, 0);
 )sql"},
-    {4, "jobs.preemptions: attempts ended by preemption, which backoff_limit does not count",
+    {4, "queues and their quotas; the queue default exists from the first start", R"sql(
+CREATE TABLE queues (
+  name                   text PRIMARY KEY,
+  cohort                 text NOT NULL DEFAULT '',  -- '' when the queue is in no cohort
+  weight                 integer NOT NULL DEFAULT 1 CHECK (weight > 0),
+  within_queue           text NOT NULL DEFAULT 'Never' CHECK (within_queue IN
+                           ('Never', 'LowerPriority', 'LowerOrNewerEqualPriority')),
+  reclaim_within_cohort  text NOT NULL DEFAULT 'Never' CHECK (reclaim_within_cohort IN
+                           ('Never', 'LowerPriority', 'Any')),
+  min_runtime_seconds    bigint NOT NULL DEFAULT 0 CHECK (min_runtime_seconds >= 0),
+  created_at_ms          bigint NOT NULL,
+  updated_at_ms          bigint NOT NULL
+);
+
+-- One row per resource of a queue (a GPU type, or 'cpu'); a queue without rows has no quota
+-- limits. NULL limits are unset (borrow as far as the cohort lends; lend all unused nominal).
+CREATE TABLE queue_quotas (
+  queue            text NOT NULL REFERENCES queues (name) ON DELETE CASCADE,
+  resource         text NOT NULL,
+  nominal          bigint NOT NULL CHECK (nominal >= 0),
+  borrowing_limit  bigint CHECK (borrowing_limit >= 0),
+  lending_limit    bigint CHECK (lending_limit >= 0),
+  PRIMARY KEY (queue, resource)
+);
+
+INSERT INTO queues (name, created_at_ms, updated_at_ms)
+  VALUES ('default', (extract(epoch FROM now()) * 1000)::bigint,
+          (extract(epoch FROM now()) * 1000)::bigint);
+)sql"},
+    {5, "jobs.preemptions: attempts ended by preemption, which backoff_limit does not count",
      R"sql(
 ALTER TABLE jobs ADD COLUMN preemptions integer NOT NULL DEFAULT 0;
 )sql"},

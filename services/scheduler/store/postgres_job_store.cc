@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "convert/convert.h"
+#include "core/queue_names.h"
 #include "store/migrations.h"
 #include "store/store_checks.h"
 
@@ -29,6 +30,11 @@ constexpr int kDefaultListLimit = 100;
   "id, seq, coalesce(request_id, '') AS request_id, spec::text AS spec, state, attempt, " \
   "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "  \
   "finished_at_ms, exit_code, message, preemptions"
+
+#define RM_QUEUE_SELECT                                                              \
+  "SELECT q.name, q.cohort, q.weight, q.within_queue, q.reclaim_within_cohort, "     \
+  "q.min_runtime_seconds, q.created_at_ms, q.updated_at_ms, r.resource, r.nominal, " \
+  "r.borrowing_limit, r.lending_limit FROM queues q LEFT JOIN queue_quotas r ON r.queue = q.name"
 
 // Statements on hot paths, prepared on every connection of the pool.
 const std::vector<std::pair<const char*, const char*>> kStatements = {
@@ -117,6 +123,26 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "gpus = EXCLUDED.gpus, cpu_slots = EXCLUDED.cpu_slots, state = EXCLUDED.state, "
      "registered_at_ms = EXCLUDED.registered_at_ms, "
      "last_heartbeat_ms = EXCLUDED.last_heartbeat_ms"},
+    // Queues: one row per quota (or one with NULL quota columns for a queue without any).
+    {"select_queues", RM_QUEUE_SELECT " ORDER BY q.name, r.resource"},
+    {"select_queue", RM_QUEUE_SELECT " WHERE q.name = $1 ORDER BY r.resource"},
+    {"insert_queue",
+     "INSERT INTO queues (name, cohort, weight, within_queue, reclaim_within_cohort, "
+     "min_runtime_seconds, created_at_ms, updated_at_ms) "
+     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"},
+    {"update_queue",
+     "UPDATE queues SET cohort = $2, weight = $3, within_queue = $4, reclaim_within_cohort = $5, "
+     "min_runtime_seconds = $6, updated_at_ms = $7 WHERE name = $1 RETURNING created_at_ms"},
+    {"lock_queue", "SELECT 1 FROM queues WHERE name = $1 FOR UPDATE"},
+    {"count_live_jobs_of_queue",
+     "SELECT count(*) FROM jobs WHERE queue = $1 AND state IN ('PENDING', 'STARTING', 'RUNNING')"},
+    {"delete_queue", "DELETE FROM queues WHERE name = $1"},
+    {"delete_queue_quotas", "DELETE FROM queue_quotas WHERE queue = $1"},
+    {"insert_queue_quotas",
+     "INSERT INTO queue_quotas (queue, resource, nominal, borrowing_limit, lending_limit) "
+     "SELECT $1, v.resource, v.nominal, v.borrowing_limit, v.lending_limit "
+     "FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) "
+     "AS v(resource, nominal, borrowing_limit, lending_limit)"},
     // One row per GPU (or one with NULL GPU columns for a worker without any), in stored order.
     {"select_workers",
      "SELECT w.id, w.address, w.port, w.cpu_slots, w.state, w.registered_at_ms, "
@@ -272,6 +298,73 @@ void InsertPlacements(pqxx::work& tx, const std::string& job_id,
     tx.exec_prepared("insert_placement", job_id, rank.rank, rank.worker_id, rank.worker_address,
                      IntArrayLiteral(rank.gpu_indices), rank.worker_port);
   }
+}
+
+// Queues from select_queues rows (ordered by name).
+absl::StatusOr<std::vector<Queue>> QueuesFromResult(const pqxx::result& result) {
+  std::vector<Queue> queues;
+  for (const auto& row : result) {
+    auto name = row[0].as<std::string>();
+    if (queues.empty() || queues.back().name != name) {
+      Queue queue;
+      queue.name = name;
+      queue.cohort = row[1].as<std::string>();
+      queue.weight = row[2].as<int32_t>();
+      auto within = ParsePreemptWithinQueue(row[3].as<std::string>());
+      auto reclaim = ParseReclaimWithinCohort(row[4].as<std::string>());
+      if (!within || !reclaim) {
+        return absl::DataLossError(absl::StrCat("queue ", name,
+                                                " has unknown preemption settings '",
+                                                row[3].c_str(), "', '", row[4].c_str(), "'"));
+      }
+      queue.within_queue = *within;
+      queue.reclaim_within_cohort = *reclaim;
+      queue.min_runtime_seconds = row[5].as<int64_t>();
+      queue.created_at_ms = row[6].as<int64_t>();
+      queue.updated_at_ms = row[7].as<int64_t>();
+      queues.push_back(std::move(queue));
+    }
+    if (row[8].is_null()) continue;  // no quotas
+    ResourceQuota quota;
+    quota.nominal = row[9].as<int64_t>();
+    if (!row[10].is_null()) quota.borrowing_limit = row[10].as<int64_t>();
+    if (!row[11].is_null()) quota.lending_limit = row[11].as<int64_t>();
+    queues.back().quotas[row[8].as<std::string>()] = quota;
+  }
+  return queues;
+}
+
+// A bigint[] literal with NULL for unset values.
+std::string OptionalIntArrayLiteral(const std::vector<std::optional<int64_t>>& values) {
+  std::vector<std::string> items;
+  items.reserve(values.size());
+  for (const auto& v : values) items.push_back(v ? std::to_string(*v) : "NULL");
+  return absl::StrCat("{", absl::StrJoin(items, ","), "}");
+}
+
+void InsertQuotas(pqxx::work& tx, const Queue& queue) {
+  if (queue.quotas.empty()) return;
+  std::vector<std::string> resources;
+  std::vector<std::optional<int64_t>> nominal, borrowing, lending;
+  for (const auto& [resource, quota] : queue.quotas) {
+    resources.push_back(resource);
+    nominal.emplace_back(quota.nominal);
+    borrowing.push_back(quota.borrowing_limit);
+    lending.push_back(quota.lending_limit);
+  }
+  tx.exec_prepared("insert_queue_quotas", queue.name, TextArrayLiteral(resources),
+                   OptionalIntArrayLiteral(nominal), OptionalIntArrayLiteral(borrowing),
+                   OptionalIntArrayLiteral(lending));
+}
+
+// FencedError unless `epoch` is the newest leader's; the row lock holds off a new leader until
+// the transaction ends.
+absl::Status CheckFence(pqxx::work& tx, int64_t epoch) {
+  pqxx::result fence = tx.exec_prepared("check_fence");
+  if (fence.empty()) return absl::DataLossError("leader_fence has no row (schema migration 3)");
+  const int64_t current = fence[0][0].as<int64_t>();
+  if (current != epoch) return FencedError(epoch, current);
+  return absl::OkStatus();
 }
 
 void InsertEvent(pqxx::work& tx, const std::string& job_id, const JobEvent& event) {
@@ -696,6 +789,87 @@ absl::StatusOr<std::vector<Worker>> PostgresJobStore::ListWorkers() {
         tx.commit();
         return workers;
       });
+}
+
+absl::StatusOr<Queue> PostgresJobStore::CreateQueue(const Queue& queue, int64_t epoch) {
+  return pool_->Run<Queue>([&](pqxx::connection& conn) -> absl::StatusOr<Queue> {
+    pqxx::work tx(conn);
+    RM_RETURN_IF_ERROR(CheckFence(tx, epoch));
+    // A concurrent create of the same name trips the primary key instead: ALREADY_EXISTS too.
+    if (!tx.exec_prepared("lock_queue", queue.name).empty()) {
+      return absl::AlreadyExistsError(absl::StrCat("queue ", queue.name, " already exists"));
+    }
+    tx.exec_prepared("insert_queue", queue.name, queue.cohort, queue.weight,
+                     PreemptWithinQueueName(queue.within_queue),
+                     ReclaimWithinCohortName(queue.reclaim_within_cohort),
+                     queue.min_runtime_seconds, queue.created_at_ms, queue.updated_at_ms);
+    InsertQuotas(tx, queue);
+    tx.commit();
+    return queue;
+  });
+}
+
+absl::StatusOr<Queue> PostgresJobStore::UpdateQueue(const Queue& queue, int64_t epoch) {
+  return pool_->Run<Queue>([&](pqxx::connection& conn) -> absl::StatusOr<Queue> {
+    pqxx::work tx(conn);
+    RM_RETURN_IF_ERROR(CheckFence(tx, epoch));
+    pqxx::result updated = tx.exec_prepared("update_queue", queue.name, queue.cohort, queue.weight,
+                                            PreemptWithinQueueName(queue.within_queue),
+                                            ReclaimWithinCohortName(queue.reclaim_within_cohort),
+                                            queue.min_runtime_seconds, queue.updated_at_ms);
+    if (updated.empty()) return absl::NotFoundError(absl::StrCat("no queue ", queue.name));
+    tx.exec_prepared("delete_queue_quotas", queue.name);
+    InsertQuotas(tx, queue);
+    tx.commit();
+    Queue stored = queue;
+    stored.created_at_ms = updated[0][0].as<int64_t>();
+    return stored;
+  });
+}
+
+absl::StatusOr<Queue> PostgresJobStore::GetQueue(const std::string& name) {
+  return pool_->Run<Queue>([&](pqxx::connection& conn) -> absl::StatusOr<Queue> {
+    ReadTransaction tx(conn);
+    RM_ASSIGN_OR_RETURN(std::vector<Queue> queues,
+                        QueuesFromResult(tx.exec_prepared("select_queue", name)));
+    tx.commit();
+    if (queues.empty()) return absl::NotFoundError(absl::StrCat("no queue ", name));
+    return std::move(queues.front());
+  });
+}
+
+absl::StatusOr<std::vector<Queue>> PostgresJobStore::ListQueues() {
+  return pool_->Run<std::vector<Queue>>(
+      [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<Queue>> {
+        ReadTransaction tx(conn);
+        RM_ASSIGN_OR_RETURN(std::vector<Queue> queues,
+                            QueuesFromResult(tx.exec_prepared("select_queues")));
+        tx.commit();
+        return queues;
+      });
+}
+
+absl::Status PostgresJobStore::DeleteQueue(const std::string& name, int64_t epoch) {
+  if (name == kDefaultQueue) {
+    return absl::FailedPreconditionError("queue default cannot be deleted");
+  }
+  return pool_->Run([&](pqxx::connection& conn) -> absl::Status {
+    pqxx::work tx(conn);
+    RM_RETURN_IF_ERROR(CheckFence(tx, epoch));
+    if (tx.exec_prepared("lock_queue", name).empty()) {
+      return absl::NotFoundError(absl::StrCat("no queue ", name));
+    }
+    const auto live = tx.exec_prepared("count_live_jobs_of_queue", name)[0][0].as<int64_t>();
+    if (live > 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("queue ", name, " has ", live,
+                       " live jobs (PENDING, STARTING or RUNNING); cancel them "
+                       "or wait for them to end first"));
+    }
+    tx.exec_prepared("delete_queue", name);
+    tx.commit();
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace ringmaster::scheduler

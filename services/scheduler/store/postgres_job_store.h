@@ -33,6 +33,11 @@ class PostgresJobStore : public JobStore {
   absl::StatusOr<CommitResult> Commit(const WriteBatch& batch, int64_t epoch) override;
   absl::Status UpsertWorker(const Worker& worker) override;
   absl::StatusOr<std::vector<Worker>> ListWorkers() override;
+  absl::StatusOr<Queue> CreateQueue(const Queue& queue, int64_t epoch) override;
+  absl::StatusOr<Queue> UpdateQueue(const Queue& queue, int64_t epoch) override;
+  absl::StatusOr<Queue> GetQueue(const std::string& name) override;
+  absl::StatusOr<std::vector<Queue>> ListQueues() override;
+  absl::Status DeleteQueue(const std::string& name, int64_t epoch) override;
 
   // How many migrations Connect applied (0 when the schema was already current).
   int migrations_applied() const { return migrations_applied_; }

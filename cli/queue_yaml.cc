@@ -1,0 +1,285 @@
+#include "queue_yaml.h"
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "common/status_macros.h"
+#include "spec_yaml.h"
+
+namespace ringmaster::cli {
+namespace {
+
+constexpr std::array<absl::string_view, 7> kTopKeys = {"name",
+                                                       "cohort",
+                                                       "weight",
+                                                       "resources",
+                                                       "within_queue",
+                                                       "reclaim_within_cohort",
+                                                       "min_runtime_seconds"};
+constexpr std::array<absl::string_view, 3> kQuotaKeys = {"nominal", "borrowing_limit",
+                                                         "lending_limit"};
+
+// Past this many documents a YAML text is only "more than" that many.
+constexpr int kMaxDocumentsCounted = 2;
+
+// Parser events of a document, ignored: counting documents needs only HandleNextDocument.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// Walks one YAML document; `source_` and the key path prefix every error.
+class QueueReader {
+ public:
+  explicit QueueReader(absl::string_view source) : source_(source) {}
+
+  absl::Status Read(const YAML::Node& root, v1::Queue* queue) {
+    RM_RETURN_IF_ERROR(ExpectMap(root, ""));
+    RM_RETURN_IF_ERROR(CheckKeys(root, "", kTopKeys));
+    for (const auto& entry : root) {
+      const std::string key = entry.first.Scalar();
+      const YAML::Node& value = entry.second;
+      if (key == "name") {
+        RM_ASSIGN_OR_RETURN(*queue->mutable_name(), String(value, key));
+      } else if (key == "cohort") {
+        RM_ASSIGN_OR_RETURN(*queue->mutable_cohort(), String(value, key));
+      } else if (key == "weight") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, /*fits_int32=*/true));
+        queue->set_weight(static_cast<int32_t>(v));
+      } else if (key == "min_runtime_seconds") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, /*fits_int32=*/false));
+        queue->set_min_runtime_seconds(v);
+      } else if (key == "within_queue") {
+        RM_ASSIGN_OR_RETURN(std::string text, String(value, key));
+        std::optional<v1::PreemptWithinQueue> v = ParsePreemptWithinQueue(text);
+        if (!v) {
+          return Error(key, absl::StrCat("expected Never, LowerPriority or "
+                                         "LowerOrNewerEqualPriority, got \"",
+                                         text, "\""));
+        }
+        queue->set_within_queue(*v);
+      } else if (key == "reclaim_within_cohort") {
+        RM_ASSIGN_OR_RETURN(std::string text, String(value, key));
+        std::optional<v1::ReclaimWithinCohort> v = ParseReclaimWithinCohort(text);
+        if (!v) {
+          return Error(key,
+                       absl::StrCat("expected Never, LowerPriority or Any, got \"", text, "\""));
+        }
+        queue->set_reclaim_within_cohort(*v);
+      } else if (key == "resources") {
+        RM_RETURN_IF_ERROR(Resources(value, queue));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Resources(const YAML::Node& node, v1::Queue* queue) {
+    if (node.IsNull()) return absl::OkStatus();  // `resources:` with nothing: no quotas
+    RM_RETURN_IF_ERROR(ExpectMap(node, "resources"));
+    RM_RETURN_IF_ERROR(CheckKeys(node, "resources", {}));
+    for (const auto& entry : node) {
+      const std::string resource = entry.first.Scalar();
+      const std::string path = absl::StrCat("resources.", resource);
+      RM_RETURN_IF_ERROR(ExpectMap(entry.second, path));
+      RM_RETURN_IF_ERROR(CheckKeys(entry.second, path, kQuotaKeys));
+      if (!entry.second["nominal"]) return Error(path, "nominal is required");
+      v1::ResourceQuota& quota = (*queue->mutable_resources())[resource];
+      for (const auto& field : entry.second) {
+        const std::string key = field.first.Scalar();
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(field.second, absl::StrCat(path, ".", key), false));
+        if (key == "nominal") {
+          quota.set_nominal(v);
+        } else if (key == "borrowing_limit") {
+          quota.set_borrowing_limit(v);
+        } else if (key == "lending_limit") {
+          quota.set_lending_limit(v);
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Every key must be a string, appear once and, when `known` is not empty, be one of them.
+  absl::Status CheckKeys(const YAML::Node& map, const std::string& path,
+                         absl::Span<const absl::string_view> known) {
+    std::set<std::string> seen;
+    for (const auto& entry : map) {
+      if (!entry.first.IsScalar()) {
+        return Error(path, absl::StrCat("keys must be strings, got ", Describe(entry.first)));
+      }
+      const std::string key = entry.first.Scalar();
+      if (!IsValidUtf8(key)) return Error(path, "keys must be UTF-8 text");
+      const std::string key_path = path.empty() ? key : absl::StrCat(path, ".", key);
+      if (!known.empty() && std::find(known.begin(), known.end(), key) == known.end()) {
+        return Error(
+            key_path,
+            absl::StrCat("unknown key (expected one of: ", absl::StrJoin(known, ", "), ")"));
+      }
+      if (!seen.insert(key).second) return Error(key_path, "duplicate key");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ExpectMap(const YAML::Node& node, const std::string& path) {
+    if (node.IsMap()) return absl::OkStatus();
+    return Error(path, absl::StrCat("expected a mapping, got ", Describe(node)));
+  }
+
+  absl::StatusOr<std::string> String(const YAML::Node& node, const std::string& path) {
+    if (!node.IsScalar()) {
+      return Error(path, absl::StrCat("expected a string, got ", Describe(node)));
+    }
+    if (!IsValidUtf8(node.Scalar())) return Error(path, "expected UTF-8 text");
+    return node.Scalar();
+  }
+
+  // Every integer of a queue is a count or a duration: never negative.
+  absl::StatusOr<int64_t> Integer(const YAML::Node& node, const std::string& path,
+                                  bool fits_int32) {
+    int64_t value = 0;
+    if (!node.IsScalar() || !absl::SimpleAtoi(node.Scalar(), &value)) {
+      return Error(path, absl::StrCat("expected an integer, got ", Describe(node)));
+    }
+    if (fits_int32 && value > std::numeric_limits<int32_t>::max()) {
+      return Error(path, absl::StrCat("out of range for a 32-bit integer: ", value));
+    }
+    if (value < 0) return Error(path, absl::StrCat("must not be negative, got ", value));
+    return value;
+  }
+
+  static std::string Describe(const YAML::Node& node) {
+    switch (node.Type()) {
+      case YAML::NodeType::Scalar:
+        return absl::StrCat("\"", node.Scalar(), "\"");
+      case YAML::NodeType::Sequence:
+        return "a list";
+      case YAML::NodeType::Map:
+        return "a mapping";
+      case YAML::NodeType::Null:
+        return "nothing (null)";
+      case YAML::NodeType::Undefined:
+        break;
+    }
+    return "nothing";
+  }
+
+  absl::Status Error(const std::string& path, const std::string& what) const {
+    if (path.empty()) return absl::InvalidArgumentError(absl::StrCat(source_, ": ", what));
+    return absl::InvalidArgumentError(absl::StrCat(source_, ": ", path, ": ", what));
+  }
+
+  std::string source_;
+};
+
+}  // namespace
+
+std::string PreemptWithinQueueName(v1::PreemptWithinQueue value) {
+  switch (value) {
+    case v1::PREEMPT_WITHIN_QUEUE_LOWER_PRIORITY:
+      return "LowerPriority";
+    case v1::PREEMPT_WITHIN_QUEUE_LOWER_OR_NEWER_EQUAL_PRIORITY:
+      return "LowerOrNewerEqualPriority";
+    default:
+      return "Never";
+  }
+}
+
+std::optional<v1::PreemptWithinQueue> ParsePreemptWithinQueue(const std::string& text) {
+  for (auto v : {v1::PREEMPT_WITHIN_QUEUE_NEVER, v1::PREEMPT_WITHIN_QUEUE_LOWER_PRIORITY,
+                 v1::PREEMPT_WITHIN_QUEUE_LOWER_OR_NEWER_EQUAL_PRIORITY}) {
+    if (text == PreemptWithinQueueName(v)) return v;
+  }
+  return std::nullopt;
+}
+
+std::string ReclaimWithinCohortName(v1::ReclaimWithinCohort value) {
+  switch (value) {
+    case v1::RECLAIM_WITHIN_COHORT_LOWER_PRIORITY:
+      return "LowerPriority";
+    case v1::RECLAIM_WITHIN_COHORT_ANY:
+      return "Any";
+    default:
+      return "Never";
+  }
+}
+
+std::optional<v1::ReclaimWithinCohort> ParseReclaimWithinCohort(const std::string& text) {
+  for (auto v : {v1::RECLAIM_WITHIN_COHORT_NEVER, v1::RECLAIM_WITHIN_COHORT_LOWER_PRIORITY,
+                 v1::RECLAIM_WITHIN_COHORT_ANY}) {
+    if (text == ReclaimWithinCohortName(v)) return v;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<v1::Queue> ParseQueueYaml(absl::string_view text, absl::string_view source) {
+  YAML::Node document;
+  try {
+    // One document only, counted without YAML::LoadAll, which can loop on malformed input
+    // (yaml-cpp issue 1040, see spec_yaml.cc).
+    std::istringstream stream{std::string(text)};
+    YAML::Parser parser(stream);
+    DocumentCounter counter;
+    int documents = 0;
+    while (documents <= kMaxDocumentsCounted && parser.HandleNextDocument(counter)) ++documents;
+    if (documents != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": expected one YAML document with the queue's fields, found ",
+                       documents > kMaxDocumentsCounted ? "more than " : "",
+                       std::min(documents, kMaxDocumentsCounted)));
+    }
+    document = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
+  }
+  v1::Queue queue;
+  try {
+    RM_RETURN_IF_ERROR(QueueReader(source).Read(document, &queue));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.msg));
+  }
+  return queue;
+}
+
+absl::StatusOr<v1::Queue> LoadQueueFile(const std::string& path) {
+  std::ostringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+    return ParseQueueYaml(text.str(), "<stdin>");
+  }
+  std::ifstream file(path);
+  if (!file) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  text << file.rdbuf();
+  return ParseQueueYaml(text.str(), path);
+}
+
+}  // namespace ringmaster::cli
