@@ -17,7 +17,6 @@ inline constexpr int32_t kMaxPriority = 1000;
 inline constexpr int32_t kDefaultBackoffLimit = 6;
 inline constexpr int32_t kMaxBackoffLimit = 100;
 inline constexpr int64_t kMaxRuntimeSeconds = 30LL * 24 * 3600;
-inline constexpr char kDefaultQueue[] = "default";
 inline constexpr char kDefaultModel[] = "mlp";
 inline constexpr int32_t kDefaultBatchSize = 64;
 inline constexpr int64_t kDefaultSteps = 100;
