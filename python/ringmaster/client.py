@@ -81,6 +81,16 @@ def _tls_config(tls: TLSLike) -> Optional[TLSConfig]:
     raise TypeError(f"tls must be a TLSConfig, a dict, True or None, got {type(tls).__name__}")
 
 
+def _label_selector(labels: Union[str, Mapping[str, str], None]) -> str:
+    if labels is None:
+        return ""
+    if isinstance(labels, str):
+        return labels
+    if isinstance(labels, Mapping):
+        return ",".join(f"{k}={v}" for k, v in labels.items())
+    raise TypeError(f"labels must be a selector string or a dict, got {type(labels).__name__}")
+
+
 def _job_id(job: JobRef) -> str:
     if isinstance(job, Job):
         return job.id
@@ -214,20 +224,60 @@ class Client:
         self,
         state: Union[str, JobState, None] = None,
         queue: Optional[str] = None,
+        labels: Union[str, Mapping[str, str], None] = None,
         limit: Optional[int] = None,
+        *,
+        page_size: int = 500,
     ) -> List[Job]:
-        """Jobs, newest first, as ``ringctl list`` shows them.
+        """Jobs, newest first, as ``ringctl list`` shows them: every matching job, fetched a
+        page at a time (see :meth:`iter_jobs`), or the newest ``limit``.
 
         Args:
             state: Only jobs in this state (``"running"``, ``JobState.FAILED``, ...).
             queue: Only jobs of this queue.
-            limit: At most this many (1..1000); None means the scheduler's default (100).
+            labels: Only jobs whose labels match: a selector in kubectl's syntax
+                (``"team=vision,env!=prod,gpu,!spot"``; a comma means and) or a dict of
+                labels that must all be equal (``{"team": "vision"}``).
+            limit: At most this many jobs; None lists them all.
+            page_size: Jobs per call to the scheduler (at most 1000).
+
+        Raises:
+            InvalidArgument: A malformed selector; the message names the requirement.
         """
-        request = job_pb2.ListJobsRequest(queue=queue or "", limit=limit or 0)
+        jobs: List[Job] = []
+        for job in self.iter_jobs(state, queue, labels, page_size=page_size, limit=limit):
+            jobs.append(job)
+        return jobs
+
+    def iter_jobs(
+        self,
+        state: Union[str, JobState, None] = None,
+        queue: Optional[str] = None,
+        labels: Union[str, Mapping[str, str], None] = None,
+        *,
+        page_size: int = 500,
+        limit: Optional[int] = None,
+    ) -> Iterator[Job]:
+        """Like :meth:`list`, but yields jobs as their pages arrive: one call per
+        ``page_size`` jobs, so listing 100,000 jobs never needs one huge response."""
+        request = job_pb2.ListJobsRequest(
+            queue=queue or "", label_selector=_label_selector(labels)
+        )
         if state is not None:
             request.state = JobState.parse(state).to_proto()
-        response = self._call(self._jobs.ListJobs, request)
-        return [Job.from_proto(j) for j in response.jobs]
+        yielded = 0
+        while True:
+            want = page_size if limit is None else min(page_size, limit - yielded)
+            if want <= 0:
+                return
+            request.page_size = want
+            response = self._call(self._jobs.ListJobs, request)
+            for job in response.jobs:
+                yield Job.from_proto(job)
+                yielded += 1
+            if not response.next_page_token:
+                return
+            request.page_token = response.next_page_token
 
     def cancel(self, job: JobRef, reason: str = "") -> Job:
         """Stops every rank of the job and ends it CANCELLED; returns the job.
@@ -260,8 +310,9 @@ class Client:
         backoff = 0.25
         while True:
             progressed = False
+            call = self._jobs.WatchJob(request, metadata=self._metadata)
             try:
-                for event in self._jobs.WatchJob(request, metadata=self._metadata):
+                for event in call:
                     if event.seq <= last_seq:
                         continue
                     last_seq = event.seq
@@ -274,6 +325,8 @@ class Client:
                 failures += 1
                 if e.code() != grpc.StatusCode.UNAVAILABLE or last_seq == 0 or failures >= 4:
                     raise errors.from_rpc_error(e) from None
+            finally:
+                call.cancel()  # a no-op once the stream ended; ends it when the caller stopped
             time.sleep(backoff)
             backoff = min(backoff * 2, 2.0)
 
@@ -330,7 +383,8 @@ class Client:
         Args:
             rank: 0..replicas-1.
             attempt: Which attempt; None means the job's current (or last) one.
-            follow: Keep yielding new output until the rank has exited.
+            follow: Keep yielding new output until the rank has exited. A job that has not
+                started yet is waited for first (until it is RUNNING or has ended).
 
         Raises:
             NotFound: No worker has that log (the attempt has not started, or the job is
@@ -343,6 +397,16 @@ class Client:
                 print(piece, end="")
         """
         current = self.get(job)
+        if follow and current.state in (JobState.PENDING, JobState.STARTING):
+            # The rank's log exists once it started: wait for RUNNING (or the end).
+            events = self.watch(current)
+            try:
+                for event in events:
+                    if event.state is JobState.RUNNING or event.state.terminal:
+                        break
+            finally:
+                events.close()  # cancels the stream
+            current = self.get(current)
         replicas = current.proto.spec.replicas
         if rank < 0 or (replicas > 0 and rank >= replicas):
             raise errors.InvalidArgument(
