@@ -76,7 +76,9 @@ def _tls_config(tls: TLSLike) -> Optional[TLSConfig]:
     if isinstance(tls, Mapping):
         unknown = sorted(set(tls) - {"ca", "cert", "key", "server_name"})
         if unknown:
-            raise ValueError(f"tls: unknown key(s) {', '.join(unknown)} (ca, cert, key, server_name)")
+            raise ValueError(
+                f"tls: unknown key(s) {', '.join(unknown)} (ca, cert, key, server_name)"
+            )
         return TLSConfig(**tls)
     raise TypeError(f"tls must be a TLSConfig, a dict, True or None, got {type(tls).__name__}")
 
@@ -218,7 +220,8 @@ class Client:
         Raises:
             NotFound: There is no such job.
         """
-        return Job.from_proto(self._call(self._jobs.GetJob, job_pb2.GetJobRequest(job_id=_job_id(job))))
+        request = job_pb2.GetJobRequest(job_id=_job_id(job))
+        return Job.from_proto(self._call(self._jobs.GetJob, request))
 
     def list(
         self,

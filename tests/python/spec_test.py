@@ -52,7 +52,8 @@ class SpecTest(unittest.TestCase):
     def test_structural_errors_name_the_key(self):
         cases = [
             ({"name": "x", "replicas": "two"}, 'replicas: expected an integer, got "two"'),
-            ({"name": "x", "replicas": True}, "replicas: expected an integer, got a boolean (True)"),
+            ({"name": "x", "replicas": True},
+             "replicas: expected an integer, got a boolean (True)"),
             ({"name": "x", "replica": 1}, "replica: unknown key (expected one of: name, queue, "
              "priority, replicas, gpus_per_replica, gpu_type, restart_policy, backoff_limit, "
              "max_runtime_seconds, labels, trainer, command)"),
