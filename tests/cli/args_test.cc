@@ -3,7 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -172,35 +171,39 @@ TEST(ArgsTest, SubmitWaitAndFollowAreSwitches) {
   EXPECT_EQ(ErrorOf({"watch", "j-1", "--wait"}), "--wait is not a flag of watch");
 }
 
-// Every flag that `ringctl COMMAND --help` shows is offered by the bash completion of that
-// command (cli/completion/ringctl.bash lists them by hand).
-TEST(ArgsTest, BashCompletionKnowsEveryFlagOfEveryCommand) {
-  std::ifstream file(RINGMASTER_SOURCE_DIR "/cli/completion/ringctl.bash");
-  ASSERT_TRUE(file.good());
-  std::stringstream text;
-  text << file.rdbuf();
-  const std::string script = text.str();
-  for (const char* verb : {"submit", "get", "list", "cancel", "watch", "workers", "logs"}) {
-    SCOPED_TRACE(verb);
-    EXPECT_THAT(script, HasSubstr(absl::StrCat(" ", verb, " ")));  // in the command list
-    const std::string start = absl::StrCat("    ", verb, ")");
-    size_t at = script.find(start);
-    ASSERT_NE(at, std::string::npos);
-    std::string entry = script.substr(at, script.find(";;", at) - at) + " ";
-    std::replace(entry.begin(), entry.end(), '\n', ' ');
-    std::replace(entry.begin(), entry.end(), '"', ' ');
-    Command cmd = Parse({verb, "--help"});
-    std::istringstream usage(Usage(cmd.verb));
-    std::string line;
-    bool in_flags = false;
-    while (std::getline(usage, line)) {
-      if (line == "flags:") in_flags = true;
-      if (line == "global flags:") in_flags = false;
-      if (!in_flags || !absl::StartsWith(line, "  -")) continue;
-      for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
-        if (!absl::StartsWith(word, "-")) break;
-        std::string flag(absl::StripSuffix(word, ","));
-        EXPECT_THAT(entry, HasSubstr(absl::StrCat(flag, " "))) << flag;
+// Every flag that `ringctl COMMAND --help` shows is offered by the bash and zsh completions of
+// that command (cli/completion/ringctl.bash and _ringctl list them by hand).
+TEST(ArgsTest, ShellCompletionsKnowEveryFlagOfEveryCommand) {
+  for (const char* name : {"ringctl.bash", "_ringctl"}) {
+    SCOPED_TRACE(name);
+    std::ifstream file(absl::StrCat(RINGMASTER_SOURCE_DIR "/cli/completion/", name));
+    ASSERT_TRUE(file.good());
+    std::stringstream text;
+    text << file.rdbuf();
+    const std::string script = text.str();
+    for (const char* verb : {"submit", "get", "list", "cancel", "watch", "workers", "logs"}) {
+      SCOPED_TRACE(verb);
+      EXPECT_THAT(script, HasSubstr(absl::StrCat(" ", verb, " ")));  // in the command list
+      const std::string start = absl::StrCat("    ", verb, ")");
+      size_t at = script.find(start);
+      ASSERT_NE(at, std::string::npos);
+      std::string entry = script.substr(at, script.find(";;", at) - at) + " ";
+      for (char& c : entry) {
+        if (c == '\n' || c == '"' || c == '(' || c == ')') c = ' ';
+      }
+      Command cmd = Parse({verb, "--help"});
+      std::istringstream usage(Usage(cmd.verb));
+      std::string line;
+      bool in_flags = false;
+      while (std::getline(usage, line)) {
+        if (line == "flags:") in_flags = true;
+        if (line == "global flags:") in_flags = false;
+        if (!in_flags || !absl::StartsWith(line, "  -")) continue;
+        for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+          if (!absl::StartsWith(word, "-")) break;
+          std::string flag(absl::StripSuffix(word, ","));
+          EXPECT_THAT(entry, HasSubstr(absl::StrCat(" ", flag, " "))) << flag;
+        }
       }
     }
   }
