@@ -6,6 +6,7 @@
 #include <optional>
 #include <thread>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "errors.h"
@@ -16,6 +17,17 @@
 
 namespace ringmaster::cli {
 namespace {
+
+// How often `submit --follow` asks whether the job runs yet: quickly at first, as most jobs
+// start within a second, then backing off.
+constexpr std::chrono::milliseconds kFollowPollMin{100};
+constexpr std::chrono::milliseconds kFollowPollMax{2000};
+
+// Jobs per ListJobs call of `ringctl list` (the scheduler allows up to 1000).
+constexpr int32_t kListPageSize = 500;
+
+// How following a job ended: its terminal state, or why ringctl fails.
+using Outcome = std::variant<v1::JobState, Failure>;
 
 // One command run against one scheduler; each method returns the exit code.
 class Invocation {
@@ -78,8 +90,92 @@ class Invocation {
       }
       return Fail(failure);
     }
+    const std::string& id = response->job().id();
+    if (cmd_.follow) {
+      err_ << "ringctl: job " << id << " submitted; following rank 0's output\n";
+      return Finish(id, FollowRankZero(id));
+    }
+    if (cmd_.wait) {
+      if (cmd_.output != OutputFormat::kJson) out_ << id << "\n" << std::flush;
+      return Finish(id, WaitForEnd(id, nullptr));
+    }
     if (cmd_.output == OutputFormat::kJson) return PrintJson(*response);
-    out_ << response->job().id() << "\n";
+    out_ << id << "\n";
+    return kExitOk;
+  }
+
+  // submit --follow: rank 0's output of every attempt that runs, until the job ends.
+  //   1. Poll the job until it is RUNNING (every rank has started, so rank 0's log exists)
+  //      or has ended.
+  //   2. RUNNING: follow rank 0's log of that attempt until the rank exits; then back to 1
+  //      (a restart under OnFailure runs a new attempt, whose output follows).
+  //   3. Ended: an attempt that ran and was not followed (it was quicker than the poll) has
+  //      its log printed whole (best effort), so a short job's output is not lost.
+  // Returns the final job's state, or how ringctl fails (a log that broke while followed).
+  Outcome FollowRankZero(const std::string& id) {
+    std::optional<int32_t> followed;
+    std::chrono::milliseconds poll = kFollowPollMin;
+    std::unique_ptr<WorkerLogsClient> workers =
+        runtime_.connect_workers ? runtime_.connect_workers() : nullptr;
+    if (workers == nullptr) return Failure{kExitError, "no way to reach workers"};
+    LogsOptions options;
+    options.job_id = id;
+    options.rank = 0;
+    options.follow = true;
+    options.scheduler = cmd_.scheduler;
+    int failures = 0;
+    for (;;) {
+      v1::GetJobRequest get;
+      get.set_job_id(id);
+      absl::StatusOr<v1::Job> job = client_.GetJob(get);
+      if (!job.ok()) {
+        if (!IsRetryable(job.status()) || ++failures >= runtime_.retry.max_attempts) {
+          return DescribeRpcError(job.status(), "get job " + id, cmd_.scheduler, id);
+        }
+        runtime_.sleep(runtime_.retry.max_backoff);
+        continue;
+      }
+      failures = 0;
+      if (IsTerminal(job->state())) {
+        if (followed != job->attempt()) {
+          options.attempt = job->attempt();
+          options.follow = false;
+          // Best effort: the job's outcome is what ringctl reports, not a missing log.
+          (void)PrintRankLog(options, client_, *workers, out_);
+        }
+        return job->state();
+      }
+      if (job->state() == v1::JOB_STATE_RUNNING && followed != job->attempt()) {
+        followed = job->attempt();
+        options.attempt = job->attempt();
+        std::optional<Failure> failure = PrintRankLog(options, client_, *workers, out_);
+        if (failure) return *failure;
+        poll = kFollowPollMin;
+        continue;
+      }
+      runtime_.sleep(poll);
+      poll = std::min(poll * 2, kFollowPollMax);
+    }
+  }
+
+  // Exit code of submit --wait/--follow from the job's final state: 0 for SUCCEEDED.
+  int Finish(const std::string& id, const Outcome& outcome) {
+    if (const Failure* failure = std::get_if<Failure>(&outcome)) return Fail(*failure);
+    const v1::JobState* state = std::get_if<v1::JobState>(&outcome);
+    if (*state != v1::JOB_STATE_SUCCEEDED || cmd_.output == OutputFormat::kJson) {
+      v1::GetJobRequest get;
+      get.set_job_id(id);
+      absl::StatusOr<v1::Job> job = client_.GetJob(get);
+      if (cmd_.output == OutputFormat::kJson) {
+        if (!job.ok()) return RpcFailure(job.status(), "get job " + id, id);
+        if (int code = PrintJson(*job); code != kExitOk) return code;
+      }
+      if (*state != v1::JOB_STATE_SUCCEEDED) {
+        std::string line = absl::StrCat("job ", id, " ended ", JobStateName(*state));
+        if (job.ok() && !job->message().empty()) absl::StrAppend(&line, ": ", job->message());
+        return Fail({kExitJobUnsuccessful, line});
+      }
+    }
     return kExitOk;
   }
 
@@ -93,15 +189,32 @@ class Invocation {
     return kExitOk;
   }
 
+  // Pages through ListJobs (each call repeats the filters with the previous next_page_token)
+  // until the last page or --limit jobs, then prints them as one list.
   int List() {
     v1::ListJobsRequest request;
     request.set_state(cmd_.state);
     request.set_queue(cmd_.queue);
-    request.set_limit(cmd_.limit);
-    absl::StatusOr<v1::ListJobsResponse> response = client_.ListJobs(request);
-    if (!response.ok()) return RpcFailure(response.status(), "list jobs", "");
-    if (cmd_.output == OutputFormat::kJson) return PrintJson(*response);
-    out_ << FormatJobList(*response, runtime_.now_ms());
+    request.set_label_selector(cmd_.label_selector);
+    const int32_t page_size = cmd_.page_size > 0 ? cmd_.page_size : kListPageSize;
+    v1::ListJobsResponse all;
+    for (;;) {
+      int32_t want = page_size;
+      if (cmd_.limit > 0) want = std::min(want, cmd_.limit - all.jobs_size());
+      request.set_page_size(want);
+      absl::StatusOr<v1::ListJobsResponse> page = client_.ListJobs(request);
+      if (!page.ok()) return RpcFailure(page.status(), "list jobs", "");
+      for (v1::Job& job : *page->mutable_jobs()) {
+        if (cmd_.limit > 0 && all.jobs_size() >= cmd_.limit) break;
+        *all.add_jobs() = std::move(job);
+      }
+      if (page->next_page_token().empty() || (cmd_.limit > 0 && all.jobs_size() >= cmd_.limit)) {
+        break;
+      }
+      request.set_page_token(page->next_page_token());
+    }
+    if (cmd_.output == OutputFormat::kJson) return PrintJson(all);
+    out_ << FormatJobList(all, runtime_.now_ms());
     return kExitOk;
   }
 
@@ -118,66 +231,76 @@ class Invocation {
     return kExitOk;
   }
 
-  // Prints events until the stream ends after the terminal one. A stream that breaks after
-  // delivering events (a scheduler restart or fail-over) is reopened; WatchJob replays the
-  // job's events from the start, so the ones already printed are skipped by seq.
+  // Prints events until the stream ends after the terminal one.
   int Watch() {
-    v1::WatchJobRequest request;
-    request.set_job_id(cmd_.job_id);
-    std::optional<v1::JobEvent> last;
     bool printed_header = false;
+    std::string json_error;
+    Outcome outcome = WaitForEnd(cmd_.job_id, [&](const v1::JobEvent& event) {
+      if (cmd_.output == OutputFormat::kJson) {
+        absl::StatusOr<std::string> json = ToJson(event, /*pretty=*/false);
+        if (json.ok()) {
+          out_ << *json;
+        } else if (json_error.empty()) {
+          json_error = std::string(json.status().message());
+        }
+      } else {
+        if (!printed_header) out_ << WatchHeader();
+        printed_header = true;
+        out_ << FormatEvent(event);
+      }
+      out_.flush();
+    });
+    if (!json_error.empty()) return Fail({kExitError, json_error});
+    if (const Failure* failure = std::get_if<Failure>(&outcome)) return Fail(*failure);
+    const v1::JobState state = std::get<v1::JobState>(outcome);
+    if (state == v1::JOB_STATE_SUCCEEDED) return kExitOk;
+    std::string line = absl::StrCat("job ", cmd_.job_id, " ended ", JobStateName(state));
+    if (!last_reason_.empty()) absl::StrAppend(&line, ": ", last_reason_);
+    return Fail({kExitJobUnsuccessful, line});
+  }
+
+  // Follows the job's events (each one passed to `on_event` if given) until the stream ends
+  // after the terminal one; returns that terminal state, or how ringctl fails. A stream that
+  // breaks after delivering events (a scheduler restart or fail-over) is reopened; WatchJob
+  // replays the job's events from the start, so the ones already seen are skipped by seq.
+  Outcome WaitForEnd(const std::string& job_id,
+                     const std::function<void(const v1::JobEvent&)>& on_event) {
+    v1::WatchJobRequest request;
+    request.set_job_id(job_id);
+    std::optional<v1::JobEvent> last;
     int failures = 0;
     std::chrono::milliseconds backoff = runtime_.retry.initial_backoff;
-    std::string json_error;
     for (;;) {
       bool progressed = false;
       absl::Status status = client_.WatchJob(request, [&](const v1::JobEvent& event) {
         if (last && event.seq() <= last->seq()) return;
         last = event;
         progressed = true;
-        if (cmd_.output == OutputFormat::kJson) {
-          absl::StatusOr<std::string> json = ToJson(event, /*pretty=*/false);
-          if (json.ok()) {
-            out_ << *json;
-          } else if (json_error.empty()) {
-            json_error = std::string(json.status().message());
-          }
-        } else {
-          if (!printed_header) out_ << WatchHeader();
-          printed_header = true;
-          out_ << FormatEvent(event);
-        }
-        out_.flush();
+        if (on_event) on_event(event);
       });
-      if (!json_error.empty()) return Fail({kExitError, json_error});
       if (status.ok()) break;
       if (progressed) failures = 0;
       const bool reopen = absl::IsUnavailable(status) && last.has_value() &&
                           ++failures < runtime_.retry.max_attempts;
-      if (!reopen) return RpcFailure(status, "watch job " + cmd_.job_id, cmd_.job_id);
+      if (!reopen) return DescribeRpcError(status, "watch job " + job_id, cmd_.scheduler, job_id);
       runtime_.sleep(backoff);
       backoff = std::min(backoff * 2, runtime_.retry.max_backoff);
     }
     if (!last) {
-      return Fail(
-          {kExitError, absl::StrCat("watch of job ", cmd_.job_id, " ended without any event")});
+      return Failure{kExitError, absl::StrCat("watch of job ", job_id, " ended without any event")};
     }
-    switch (last->state()) {
-      case v1::JOB_STATE_SUCCEEDED:
-        return kExitOk;
-      case v1::JOB_STATE_FAILED:
-      case v1::JOB_STATE_CANCELLED: {
-        std::string line =
-            absl::StrCat("job ", cmd_.job_id, " ended ", JobStateName(last->state()));
-        if (!last->reason().empty()) absl::StrAppend(&line, ": ", last->reason());
-        return Fail({kExitJobUnsuccessful, line});
-      }
-      default:
-        break;
+    last_reason_ = last->reason();
+    if (!IsTerminal(last->state())) {
+      return Failure{kExitError, absl::StrCat("watch of job ", job_id,
+                                              " ended before the job finished (last state ",
+                                              JobStateName(last->state()), ")")};
     }
-    return Fail({kExitError, absl::StrCat("watch of job ", cmd_.job_id,
-                                          " ended before the job finished (last state ",
-                                          JobStateName(last->state()), ")")});
+    return last->state();
+  }
+
+  static bool IsTerminal(v1::JobState state) {
+    return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
+           state == v1::JOB_STATE_CANCELLED;
   }
 
   int Workers() {
@@ -223,6 +346,8 @@ class Invocation {
   SchedulerClient& client_;
   std::ostream& out_;
   std::ostream& err_;
+  // The reason of the last event WaitForEnd saw (for `watch`'s closing line).
+  std::string last_reason_;
 };
 
 }  // namespace

@@ -35,7 +35,8 @@ struct Runtime {
 Runtime ProcessRuntime();
 
 // Runs one ringctl invocation (`args` without the program name). Results go to `out`; on
-// failure exactly one line "ringctl: ..." goes to `err`. Returns the exit code (errors.h).
+// failure exactly one line "ringctl: ..." goes to `err` (`submit --follow` also names the job it
+// follows there first, as its output is the rank's). Returns the exit code (errors.h).
 int RunCli(const std::vector<std::string>& args, const Runtime& runtime, std::ostream& out,
            std::ostream& err);
 

@@ -27,10 +27,11 @@ struct VerbInfo {
 };
 
 constexpr std::array<VerbInfo, 8> kVerbs = {{
-    {Verb::kSubmit, "submit", "submit [-f FILE] [FLAGS] [-- CMD ARGS...]",
-     "Submit a job; prints its id."},
+    {Verb::kSubmit, "submit", "submit [-f FILE] [FLAGS] [--wait | --follow] [-- CMD ARGS...]",
+     "Submit a job; prints its id. --wait/--follow: exit 0 only if it SUCCEEDED."},
     {Verb::kGet, "get", "get ID", "Show one job: state, placement, times, exit code."},
-    {Verb::kList, "list", "list [--state S] [--queue Q] [--limit N]", "List jobs, newest first."},
+    {Verb::kList, "list", "list [--state S] [--queue Q] [-l SELECTOR] [--limit N]",
+     "List jobs, newest first (all of them, fetched a page at a time)."},
     {Verb::kCancel, "cancel", "cancel ID [--reason R]", "Cancel a job; stops all of its ranks."},
     {Verb::kWatch, "watch", "watch ID",
      "Stream a job's events until it ends; exit 0 only if it SUCCEEDED."},
@@ -135,12 +136,28 @@ const std::vector<FlagSpec>& Flags() {
       {"max-runtime-seconds", 0, {Verb::kSubmit}, "N", "wall-clock limit per attempt (0: none)"},
       {"label", 0, {Verb::kSubmit}, "K=V", "add a label (repeatable)"},
       {"request-id", 0, {Verb::kSubmit}, "ID", "idempotency key (default: random per invocation)"},
+      {"wait",
+       0,
+       {Verb::kSubmit},
+       nullptr,
+       "wait until the job ends; exit 0 if it SUCCEEDED, 5 if it FAILED or was CANCELLED"},
+      {"follow",
+       0,
+       {Verb::kSubmit},
+       nullptr,
+       "like --wait, printing rank 0's output while the job runs"},
       {"state",
        0,
        {Verb::kList},
        "STATE",
        "only jobs in this state (pending, starting, running, succeeded, failed, cancelled)"},
-      {"limit", 0, {Verb::kList}, "N", "at most N jobs (scheduler default 100)"},
+      {"selector",
+       'l',
+       {Verb::kList},
+       "SELECTOR",
+       "only jobs whose labels match: team=vision,env!=prod,gpu,!spot (comma: and)"},
+      {"limit", 0, {Verb::kList}, "N", "at most N jobs (default: all)"},
+      {"page-size", 0, {Verb::kList}, "N", "jobs per ListJobs call (default 500, at most 1000)"},
       {"reason", 0, {Verb::kCancel}, "TEXT", "reason kept in the job's events"},
       {"rank", 0, {Verb::kLogs}, "R", "the rank whose output to print (default 0)"},
       {"attempt", 0, {Verb::kLogs}, "N", "an earlier attempt (default: the current or last)"},
@@ -281,6 +298,11 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
     cmd->state = *state;
   } else if (name == "limit") {
     RM_ASSIGN_OR_RETURN(cmd->limit, ParseInt32(name, value));
+  } else if (name == "selector") {
+    // Checked by the scheduler, whose message names the requirement.
+    cmd->label_selector = value;
+  } else if (name == "page-size") {
+    RM_ASSIGN_OR_RETURN(cmd->page_size, ParseInt32(name, value));
   } else if (name == "reason") {
     cmd->reason = value;
   } else if (name == "rank") {
@@ -367,8 +389,10 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
                                     : absl::StrCat(" is not a flag of ", VerbName(cmd.verb)))));
       } else if (value) {
         fail(absl::InvalidArgumentError(absl::StrCat(shown, " takes no value")));
+      } else if (std::string(flag->name) == "wait") {
+        cmd.wait = true;
       } else {
-        cmd.follow = true;  // the one switch so far
+        cmd.follow = true;
       }
       continue;
     }

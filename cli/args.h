@@ -43,15 +43,21 @@ struct Command {
   // cancel --reason.
   std::string reason;
 
-  // list --state, --queue, --limit (queue is shared with submit's --queue).
+  // list --state, --queue, -l/--selector, --limit, --page-size (queue is shared with submit's
+  // --queue). limit 0: every matching job (ringctl pages through them).
   v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
   std::string queue;
+  std::string label_selector;
   int32_t limit = 0;
+  int32_t page_size = 0;
 
   // logs --rank, --attempt, -f/--follow.
   int32_t rank = 0;
   std::optional<int32_t> attempt;
+  // logs -f/--follow; submit --follow (streams rank 0's output, implies `wait`).
   bool follow = false;
+  // submit --wait: wait until the job ends; the exit status is the job's.
+  bool wait = false;
 
   // queue ACTION [NAME] (-f FILE goes to spec_file).
   QueueAction queue_action = QueueAction::kNone;

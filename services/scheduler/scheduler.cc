@@ -19,7 +19,6 @@
 namespace ringmaster::scheduler {
 
 namespace {
-constexpr int kMaxListLimit = 1000;
 constexpr size_t kMaxReasonBytes = 256;
 
 bool Retryable(const absl::Status& s) {
@@ -902,24 +901,47 @@ absl::StatusOr<Job> Scheduler::GetJob(const std::string& job_id) {
   return store_->GetJob(job_id);
 }
 
-absl::StatusOr<std::vector<Job>> Scheduler::ListJobs(const JobFilter& filter) {
-  JobFilter f = filter;
-  if (f.limit == 0) f.limit = 100;
-  if (f.limit < 0 || f.limit > kMaxListLimit) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("limit: must be 1..", kMaxListLimit, " (0 means 100), got ", f.limit));
-  }
+absl::StatusOr<JobPage> Scheduler::ListJobs(const JobListQuery& query) {
+  auto page_size = EffectivePageSize(query.page_size, "page_size");
+  if (!page_size.ok()) return page_size.status();
+  JobFilter f;
+  f.state = query.state;
+  f.queue = query.queue;
   if (!f.queue.empty()) {
     if (auto s = ValidateQueueName(f.queue); !s.ok()) return s;
   }
+  auto labels = ParseLabelSelector(query.label_selector);
+  if (!labels.ok()) return labels.status();
+  f.labels = *std::move(labels);
+  PageCursor cursor{0, query.state, query.queue, query.label_selector};
+  if (!query.page_token.empty()) {
+    auto from = DecodePageToken(query.page_token);
+    if (!from.ok()) return from.status();
+    if (from->state != cursor.state || from->queue != cursor.queue ||
+        from->label_selector != cursor.label_selector) {
+      return absl::InvalidArgumentError(
+          "page_token: it continues a list with other filters; repeat the state, queue and "
+          "label_selector of the request that returned it, or start again without a token");
+    }
+    f.before_seq = from->before_seq;
+  }
+  // One more than a page: whether it comes back says if there is a next page.
+  f.limit = *page_size + 1;
   auto jobs = store_->ListJobs(f);
-  if (!jobs.ok()) return jobs;
+  if (!jobs.ok()) return jobs.status();
+  JobPage page;
+  page.jobs = *std::move(jobs);
+  if (page.jobs.size() > static_cast<size_t>(*page_size)) {
+    page.jobs.resize(*page_size);
+    cursor.before_seq = page.jobs.back().seq;
+    page.next_page_token = EncodePageToken(cursor);
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  for (Job& job : *jobs) {
+  for (Job& job : page.jobs) {
     auto it = jobs_.find(job.id);
     if (it != jobs_.end()) job.pending_reason = it->second.pending_reason;  // never stored
   }
-  return jobs;
+  return page;
 }
 
 absl::StatusOr<Job> Scheduler::Cancel(const std::string& job_id, const std::string& reason) {

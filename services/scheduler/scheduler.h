@@ -72,6 +72,7 @@
 #include "absl/status/statusor.h"
 #include "core/clock.h"
 #include "core/fair_share.h"
+#include "core/job_list.h"
 #include "core/job_state_machine.h"
 #include "core/placement.h"
 #include "core/queue_status.h"
@@ -178,7 +179,8 @@ class Scheduler {
 
   absl::StatusOr<CreateJobResult> Submit(const JobSpec& spec, const std::string& request_id);
   absl::StatusOr<Job> GetJob(const std::string& job_id);
-  absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter);
+  // One page of jobs, newest first; the paging protocol is in core/job_list.h.
+  absl::StatusOr<JobPage> ListJobs(const JobListQuery& query);
   absl::StatusOr<Job> Cancel(const std::string& job_id, const std::string& reason);
   // Calls `send` with every event of the job in order: the stored ones, then new ones as they
   // are stored, until the job has ended, `send` returns false, or `cancelled` returns true

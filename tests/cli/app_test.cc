@@ -7,9 +7,11 @@
 #include <chrono>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "errors.h"
@@ -79,6 +81,23 @@ class FakeScheduler : public SchedulerClient {
   }
 };
 
+// Worker agents that serve one log per address and record what they were asked.
+class FakeAgents : public WorkerLogsClient {
+ public:
+  absl::Status ReadLogs(const std::string& address, const v1::ReadLogsRequest& request,
+                        const std::function<void(const v1::LogChunk&)>& on_chunk) override {
+    asked.emplace_back(address, request);
+    auto it = logs.find(address);
+    if (it == logs.end()) return absl::NotFoundError("no log here");
+    v1::LogChunk chunk;
+    chunk.set_data(it->second);
+    on_chunk(chunk);
+    return absl::OkStatus();
+  }
+  std::map<std::string, std::string> logs;
+  std::vector<std::pair<std::string, v1::ReadLogsRequest>> asked;
+};
+
 v1::JobEvent Event(int64_t seq, v1::JobState state, const std::string& reason = "") {
   v1::JobEvent event;
   event.set_job_id("j-1");
@@ -105,7 +124,22 @@ class AppTest : public ::testing::Test {
       connected_to_ = address;
       return std::make_unique<Forwarder>(&fake_);
     };
+    runtime_.connect_workers = [this]() -> std::unique_ptr<WorkerLogsClient> {
+      return std::make_unique<AgentsForwarder>(&agents_);
+    };
   }
+
+  class AgentsForwarder : public WorkerLogsClient {
+   public:
+    explicit AgentsForwarder(FakeAgents* agents) : agents_(agents) {}
+    absl::Status ReadLogs(const std::string& address, const v1::ReadLogsRequest& request,
+                          const std::function<void(const v1::LogChunk&)>& on_chunk) override {
+      return agents_->ReadLogs(address, request, on_chunk);
+    }
+
+   private:
+    FakeAgents* agents_;
+  };
 
   int Run(const std::vector<std::string>& args) {
     out_.str("");
@@ -140,6 +174,7 @@ class AppTest : public ::testing::Test {
   };
 
   FakeScheduler fake_;
+  FakeAgents agents_;
   Runtime runtime_;
   std::vector<std::chrono::milliseconds> sleeps_;
   std::string connected_to_;
@@ -280,8 +315,56 @@ TEST_F(AppTest, ListSendsTheFilters) {
   ASSERT_EQ(fake_.lists.size(), 1u);
   EXPECT_EQ(fake_.lists[0].state(), v1::JOB_STATE_PENDING);
   EXPECT_EQ(fake_.lists[0].queue(), "vision");
-  EXPECT_EQ(fake_.lists[0].limit(), 3);
+  EXPECT_EQ(fake_.lists[0].page_size(), 3);
   EXPECT_EQ(out_.str(), "No jobs.\n");
+}
+
+v1::ListJobsResponse Page(const std::vector<std::string>& ids, const std::string& next) {
+  v1::ListJobsResponse page;
+  for (const std::string& id : ids) {
+    v1::Job* job = page.add_jobs();
+    job->set_id(id);
+    job->set_state(v1::JOB_STATE_SUCCEEDED);
+    job->mutable_spec()->set_name("n");
+  }
+  page.set_next_page_token(next);
+  return page;
+}
+
+TEST_F(AppTest, ListPagesThroughEveryJobRepeatingTheFilters) {
+  fake_.list_results.push_back(Page({"j-5", "j-4"}, "t1"));
+  fake_.list_results.push_back(Page({"j-3", "j-2"}, "t2"));
+  fake_.list_results.push_back(Page({"j-1"}, ""));
+  EXPECT_EQ(Run({"list", "-l", "team=vision,!spot", "--queue", "q", "--page-size", "2"}), kExitOk);
+  ASSERT_EQ(fake_.lists.size(), 3u);
+  EXPECT_EQ(fake_.lists[0].page_token(), "");
+  EXPECT_EQ(fake_.lists[1].page_token(), "t1");
+  EXPECT_EQ(fake_.lists[2].page_token(), "t2");
+  for (const v1::ListJobsRequest& r : fake_.lists) {
+    EXPECT_EQ(r.label_selector(), "team=vision,!spot");
+    EXPECT_EQ(r.queue(), "q");
+    EXPECT_EQ(r.page_size(), 2);
+  }
+  const std::string out = out_.str();
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 6) << out;  // header and five jobs
+  for (const char* id : {"j-5", "j-4", "j-3", "j-2", "j-1"}) EXPECT_THAT(out, HasSubstr(id));
+}
+
+TEST_F(AppTest, ListStopsAtTheLimitAndAsksOnlyForWhatIsLeft) {
+  fake_.list_results.push_back(Page({"j-5", "j-4"}, "t1"));
+  fake_.list_results.push_back(Page({"j-3"}, "t2"));
+  EXPECT_EQ(Run({"-o", "json", "list", "--limit", "3", "--page-size", "2"}), kExitOk);
+  ASSERT_EQ(fake_.lists.size(), 2u);
+  EXPECT_EQ(fake_.lists[1].page_size(), 1);
+  EXPECT_THAT(out_.str(), HasSubstr("\"j-3\""));
+  EXPECT_THAT(out_.str(), ::testing::Not(HasSubstr("nextPageToken")));
+}
+
+TEST_F(AppTest, ListShowsTheSchedulersSelectorError) {
+  fake_.list_results.push_back(absl::InvalidArgumentError(
+      "label_selector: \"a=b=c\": expected KEY=VALUE, KEY!=VALUE, KEY or !KEY"));
+  EXPECT_EQ(Run({"list", "-l", "a=b=c"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("label_selector: \"a=b=c\""));
 }
 
 TEST_F(AppTest, CancelOfAnEndedJobIsAPlainError) {
@@ -360,6 +443,140 @@ TEST_F(AppTest, WatchThatEndsEarlyIsAnError) {
   EXPECT_EQ(Run({"watch", "j-1"}), kExitError);
   EXPECT_EQ(err_.str(),
             "ringctl: watch of job j-1 ended before the job finished (last state RUNNING)\n");
+}
+
+v1::Job JobIn(v1::JobState state, int32_t attempt = 0, bool placed = false) {
+  v1::Job job;
+  job.set_id("j-1");
+  job.set_state(state);
+  job.set_attempt(attempt);
+  job.mutable_spec()->set_replicas(1);
+  if (placed) {
+    v1::RankPlacement* rank = job.add_placement();
+    rank->set_rank(0);
+    rank->set_worker_id("w2");
+    rank->set_worker_address("127.0.0.2");
+    rank->set_worker_port(7071);
+  }
+  return job;
+}
+
+TEST_F(AppTest, SubmitWaitPrintsTheIdAndExitsZeroWhenTheJobSucceeds) {
+  fake_.submit_results.push_back(Submitted("j-1"));
+  fake_.watch_streams.push_back({{Event(1, v1::JOB_STATE_PENDING), Event(2, v1::JOB_STATE_RUNNING),
+                                  Event(3, v1::JOB_STATE_SUCCEEDED)},
+                                 absl::OkStatus()});
+  EXPECT_EQ(Run({"submit", "--name", "x", "--wait"}), kExitOk);
+  EXPECT_EQ(out_.str(), "j-1\n");
+  EXPECT_EQ(err_.str(), "");
+  ASSERT_EQ(fake_.watches.size(), 1u);
+  EXPECT_EQ(fake_.watches[0].job_id(), "j-1");
+}
+
+TEST_F(AppTest, SubmitWaitExitsFiveWithTheJobsMessageWhenItFails) {
+  fake_.submit_results.push_back(Submitted("j-1"));
+  fake_.watch_streams.push_back(
+      {{Event(1, v1::JOB_STATE_RUNNING)}, absl::UnavailableError("scheduler restarting")});
+  fake_.watch_streams.push_back(
+      {{Event(1, v1::JOB_STATE_RUNNING), Event(2, v1::JOB_STATE_FAILED, "rank 0 exited")},
+       absl::OkStatus()});
+  v1::Job failed = JobIn(v1::JOB_STATE_FAILED);
+  failed.set_message("rank 0 exited with code 3");
+  fake_.get_results.push_back(failed);
+  EXPECT_EQ(Run({"submit", "--name", "x", "--wait"}), kExitJobUnsuccessful);
+  EXPECT_EQ(out_.str(), "j-1\n");
+  EXPECT_EQ(err_.str(), "ringctl: job j-1 ended FAILED: rank 0 exited with code 3\n");
+  EXPECT_EQ(fake_.watches.size(), 2u);
+}
+
+TEST_F(AppTest, SubmitWaitOfACancelledJobExitsFive) {
+  fake_.submit_results.push_back(Submitted("j-1"));
+  fake_.watch_streams.push_back({{Event(1, v1::JOB_STATE_CANCELLED)}, absl::OkStatus()});
+  fake_.get_results.push_back(JobIn(v1::JOB_STATE_CANCELLED));
+  EXPECT_EQ(Run({"submit", "--name", "x", "--wait"}), kExitJobUnsuccessful);
+  EXPECT_EQ(err_.str(), "ringctl: job j-1 ended CANCELLED\n");
+}
+
+TEST_F(AppTest, SubmitWaitWithJsonPrintsTheFinalJob) {
+  fake_.submit_results.push_back(Submitted("j-1"));
+  fake_.watch_streams.push_back({{Event(1, v1::JOB_STATE_SUCCEEDED)}, absl::OkStatus()});
+  fake_.get_results.push_back(JobIn(v1::JOB_STATE_SUCCEEDED));
+  EXPECT_EQ(Run({"submit", "--name", "x", "--wait", "-o", "json"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("\"state\": \"JOB_STATE_SUCCEEDED\""));
+  EXPECT_EQ(err_.str(), "");
+}
+
+TEST_F(AppTest, SubmitWaitOfAnUnreachableSchedulerExitsThree) {
+  fake_.submit_results.push_back(Submitted("j-1"));
+  fake_.watch_streams.push_back({{}, absl::UnavailableError("connection refused")});
+  EXPECT_EQ(Run({"submit", "--name", "x", "--wait", "--scheduler", "h:1"}), kExitUnreachable);
+  EXPECT_EQ(err_.str(), "ringctl: scheduler unreachable at h:1: connection refused\n");
+}
+
+TEST_F(AppTest, SubmitFollowStreamsRankZeroWhileItRunsThenExitsWithTheJobsStatus) {
+  fake_.submit_results.push_back(Submitted("j-1"));
+  fake_.get_results.push_back(JobIn(v1::JOB_STATE_PENDING));
+  fake_.get_results.push_back(JobIn(v1::JOB_STATE_STARTING, 0, true));
+  fake_.get_results.push_back(JobIn(v1::JOB_STATE_RUNNING, 0, true));
+  fake_.get_results.push_back(JobIn(v1::JOB_STATE_RUNNING, 0, true));  // the log's own look-up
+  fake_.get_results.push_back(JobIn(v1::JOB_STATE_SUCCEEDED));
+  agents_.logs["127.0.0.2:7071"] = "step 1\nstep 2\n";
+  EXPECT_EQ(Run({"submit", "--name", "x", "--follow"}), kExitOk);
+  EXPECT_EQ(out_.str(), "step 1\nstep 2\n");
+  EXPECT_EQ(err_.str(), "ringctl: job j-1 submitted; following rank 0's output\n");
+  ASSERT_EQ(agents_.asked.size(), 1u);
+  EXPECT_TRUE(agents_.asked[0].second.follow());
+  EXPECT_EQ(agents_.asked[0].second.rank(), 0);
+  EXPECT_EQ(agents_.asked[0].second.attempt(), 0);
+  // Polled quickly while it started, backing off.
+  EXPECT_EQ(sleeps_, (std::vector<std::chrono::milliseconds>{std::chrono::milliseconds(100),
+                                                             std::chrono::milliseconds(200)}));
+}
+
+TEST_F(AppTest, SubmitFollowFollowsTheNewAttemptAfterARestart) {
+  fake_.submit_results.push_back(Submitted("j-1"));
+  fake_.get_results.push_back(JobIn(v1::JOB_STATE_RUNNING, 0, true));
+  fake_.get_results.push_back(JobIn(v1::JOB_STATE_RUNNING, 0, true));
+  fake_.get_results.push_back(JobIn(v1::JOB_STATE_RUNNING, 1, true));
+  fake_.get_results.push_back(JobIn(v1::JOB_STATE_RUNNING, 1, true));
+  v1::Job failed = JobIn(v1::JOB_STATE_FAILED, 1);
+  failed.set_message("rank 0 exited with code 1");
+  fake_.get_results.push_back(failed);
+  fake_.get_results.push_back(failed);  // Finish's look-up of the message
+  agents_.logs["127.0.0.2:7071"] = "out\n";
+  EXPECT_EQ(Run({"submit", "--name", "x", "--follow"}), kExitJobUnsuccessful);
+  EXPECT_EQ(out_.str(), "out\nout\n");
+  ASSERT_EQ(agents_.asked.size(), 2u);
+  EXPECT_EQ(agents_.asked[0].second.attempt(), 0);
+  EXPECT_EQ(agents_.asked[1].second.attempt(), 1);
+  EXPECT_THAT(err_.str(), HasSubstr("ringctl: job j-1 ended FAILED: rank 0 exited with code 1\n"));
+}
+
+TEST_F(AppTest, SubmitFollowPrintsTheWholeLogOfAJobThatEndedBeforeItWasSeenRunning) {
+  fake_.submit_results.push_back(Submitted("j-1"));
+  fake_.get_results.push_back(JobIn(v1::JOB_STATE_SUCCEEDED));
+  fake_.get_results.push_back(JobIn(v1::JOB_STATE_SUCCEEDED));  // the log's own look-up
+  v1::ListWorkersResponse workers;
+  workers.add_workers()->set_address("127.0.0.3");
+  workers.mutable_workers(0)->set_port(7071);
+  workers.add_workers()->set_address("127.0.0.2");
+  workers.mutable_workers(1)->set_port(7071);
+  fake_.worker_results.push_back(workers);
+  agents_.logs["127.0.0.2:7071"] = "quick\n";
+  EXPECT_EQ(Run({"submit", "--name", "x", "--follow"}), kExitOk);
+  EXPECT_EQ(out_.str(), "quick\n");
+  ASSERT_EQ(agents_.asked.size(), 2u);
+  EXPECT_FALSE(agents_.asked[1].second.follow());
+}
+
+TEST_F(AppTest, WaitAndFollowAreFlagsOfSubmitOnly) {
+  EXPECT_EQ(Run({"list", "--wait"}), kExitUsage);
+  EXPECT_EQ(err_.str(), "ringctl: --wait is not a flag of list\n");
+  EXPECT_EQ(Run({"submit", "--wait=yes"}), kExitUsage);
+  EXPECT_EQ(err_.str(), "ringctl: --wait takes no value\n");
+  EXPECT_EQ(Run({"submit", "--help"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("--wait"));
+  EXPECT_THAT(out_.str(), HasSubstr("--follow"));
 }
 
 TEST_F(AppTest, WorkersPrintsTheTable) {

@@ -3,10 +3,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "job_spec.h"
 
 namespace ringmaster::cli {
@@ -141,6 +147,66 @@ TEST(ArgsTest, ListFilters) {
   EXPECT_THAT(ErrorOf({"list", "--state", "done"}),
               HasSubstr("--state: expected pending, starting, running, succeeded, failed or "
                         "cancelled, got 'done'"));
+}
+
+TEST(ArgsTest, ListSelectorLimitAndPageSize) {
+  Command cmd = Parse({"list", "-l", "team=vision,!spot", "--page-size", "50", "--limit", "7"});
+  EXPECT_EQ(cmd.label_selector, "team=vision,!spot");
+  EXPECT_EQ(cmd.page_size, 50);
+  EXPECT_EQ(cmd.limit, 7);
+  EXPECT_EQ(Parse({"list", "--selector=gpu"}).label_selector, "gpu");
+  EXPECT_EQ(ErrorOf({"list", "--page-size", "-1"}), "--page-size: must not be negative, got -1");
+  EXPECT_EQ(ErrorOf({"get", "j-1", "-l", "a=b"}), "get does not take -l (see ringctl get --help)");
+}
+
+TEST(ArgsTest, SubmitWaitAndFollowAreSwitches) {
+  Command wait = Parse({"submit", "--wait", "--name", "x"});
+  EXPECT_TRUE(wait.wait);
+  EXPECT_FALSE(wait.follow);
+  Command follow = Parse({"submit", "--follow", "-f", "job.yaml"});
+  EXPECT_TRUE(follow.follow);
+  EXPECT_EQ(follow.spec_file, "job.yaml") << "-f stays --file for submit";
+  EXPECT_TRUE(Parse({"logs", "j-1", "-f"}).follow) << "-f stays --follow for logs";
+  EXPECT_TRUE(Parse({"logs", "j-1", "--follow"}).follow);
+  EXPECT_EQ(ErrorOf({"watch", "j-1", "--wait"}), "--wait is not a flag of watch");
+}
+
+// Every flag that `ringctl COMMAND --help` shows is offered by the bash and zsh completions of
+// that command (cli/completion/ringctl.bash and _ringctl list them by hand).
+TEST(ArgsTest, ShellCompletionsKnowEveryFlagOfEveryCommand) {
+  for (const char* name : {"ringctl.bash", "_ringctl"}) {
+    SCOPED_TRACE(name);
+    std::ifstream file(absl::StrCat(RINGMASTER_SOURCE_DIR "/cli/completion/", name));
+    ASSERT_TRUE(file.good());
+    std::stringstream text;
+    text << file.rdbuf();
+    const std::string script = text.str();
+    for (const char* verb : {"submit", "get", "list", "cancel", "watch", "workers", "logs"}) {
+      SCOPED_TRACE(verb);
+      EXPECT_THAT(script, HasSubstr(absl::StrCat(" ", verb, " ")));  // in the command list
+      const std::string start = absl::StrCat("    ", verb, ")");
+      size_t at = script.find(start);
+      ASSERT_NE(at, std::string::npos);
+      std::string entry = script.substr(at, script.find(";;", at) - at) + " ";
+      for (char& c : entry) {
+        if (c == '\n' || c == '"' || c == '(' || c == ')') c = ' ';
+      }
+      Command cmd = Parse({verb, "--help"});
+      std::istringstream usage(Usage(cmd.verb));
+      std::string line;
+      bool in_flags = false;
+      while (std::getline(usage, line)) {
+        if (line == "flags:") in_flags = true;
+        if (line == "global flags:") in_flags = false;
+        if (!in_flags || !absl::StartsWith(line, "  -")) continue;
+        for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+          if (!absl::StartsWith(word, "-")) break;
+          std::string flag(absl::StripSuffix(word, ","));
+          EXPECT_THAT(entry, HasSubstr(absl::StrCat(" ", flag, " "))) << flag;
+        }
+      }
+    }
+  }
 }
 
 TEST(ArgsTest, CancelTakesIdAndReason) {

@@ -14,3 +14,16 @@ ringmaster_test(cli_test unit
   LIBS ringmaster_cli)
 # The binary test runs the built ringctl.
 add_dependencies(cli_test ringctl)
+
+# ringctl against a real cluster: submit --wait/--follow and list's paging and selectors.
+if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
+  ringmaster_test(ringctl_e2e_test e2e
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/ringctl_e2e_test.cc
+      ${PROJECT_SOURCE_DIR}/tests/worker/cluster.cc
+      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
+    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+      PkgConfig::PQXX)
+  add_dependencies(ringctl_e2e_test ringctl ringmaster-scheduler ringmaster-worker
+    ringmaster-rsh ringmaster-rank)
+endif()

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <set>
 #include <thread>
 #include <vector>
@@ -312,6 +313,73 @@ TEST_P(JobStoreConformanceTest, ListJobsFiltersByStateAndQueue) {
   none.state = JobState::kFailed;
   RM_ASSERT_OK_AND_ASSIGN(auto n, store().ListJobs(none));
   EXPECT_THAT(n, IsEmpty());
+}
+
+TEST_P(JobStoreConformanceTest, ListJobsPagesByKeysetBelowASeq) {
+  std::vector<int64_t> seqs;
+  for (int i = 0; i < 5; ++i) {
+    Job job = MakeJob(absl::StrCat("j-", i), i % 2 == 0 ? "a" : "b");
+    RM_ASSERT_OK_AND_ASSIGN(auto created, store().CreateJob(job, FirstEvent(job)));
+    seqs.push_back(created.job.seq);
+  }
+  JobFilter page;
+  page.limit = 2;
+  RM_ASSERT_OK_AND_ASSIGN(auto first, store().ListJobs(page));
+  ASSERT_THAT(Ids(first), ElementsAre("j-4", "j-3"));
+  EXPECT_EQ(first.back().seq, seqs[3]) << "listed jobs carry their seq, the paging key";
+  page.before_seq = first.back().seq;
+  RM_ASSERT_OK_AND_ASSIGN(auto second, store().ListJobs(page));
+  EXPECT_THAT(Ids(second), ElementsAre("j-2", "j-1"));
+  page.before_seq = second.back().seq;
+  RM_ASSERT_OK_AND_ASSIGN(auto last, store().ListJobs(page));
+  EXPECT_THAT(Ids(last), ElementsAre("j-0"));
+  // A job submitted meanwhile is newer than every cursor: later pages do not shift.
+  Job late = MakeJob("j-late");
+  RM_ASSERT_OK(store().CreateJob(late, FirstEvent(late)));
+  page.before_seq = first.back().seq;
+  RM_ASSERT_OK_AND_ASSIGN(auto again, store().ListJobs(page));
+  EXPECT_THAT(Ids(again), ElementsAre("j-2", "j-1"));
+  // With a filter, the cursor skips to the matching jobs below it.
+  JobFilter queue_a;
+  queue_a.queue = "a";
+  queue_a.before_seq = seqs[4];
+  RM_ASSERT_OK_AND_ASSIGN(auto a, store().ListJobs(queue_a));
+  EXPECT_THAT(Ids(a), ElementsAre("j-2", "j-0"));
+  queue_a.before_seq = seqs[0];
+  RM_ASSERT_OK_AND_ASSIGN(auto none, store().ListJobs(queue_a));
+  EXPECT_THAT(none, IsEmpty());
+}
+
+TEST_P(JobStoreConformanceTest, ListJobsSelectsByLabels) {
+  const std::vector<std::map<std::string, std::string>> labels = {
+      {{"team", "vision"}, {"env", "prod"}},
+      {{"team", "vision"}, {"env", "dev"}, {"gpu", "t4"}},
+      {{"team", "speech"}},
+      {},
+  };
+  for (size_t i = 0; i < labels.size(); ++i) {
+    Job job = MakeJob(absl::StrCat("j-", i));
+    job.spec.labels = labels[i];
+    RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  }
+  auto select = [&](const std::string& selector) -> std::vector<std::string> {
+    JobFilter filter;
+    auto parsed = ParseLabelSelector(selector);
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    if (parsed.ok()) filter.labels = *parsed;
+    auto jobs = store().ListJobs(filter);
+    EXPECT_TRUE(jobs.ok()) << jobs.status();
+    return jobs.ok() ? Ids(*jobs) : std::vector<std::string>{};
+  };
+  EXPECT_THAT(select("team=vision"), ElementsAre("j-1", "j-0"));
+  EXPECT_THAT(select("team==vision,env=dev"), ElementsAre("j-1"));
+  EXPECT_THAT(select("env!=prod"), ElementsAre("j-3", "j-2", "j-1"));
+  EXPECT_THAT(select("gpu"), ElementsAre("j-1"));
+  EXPECT_THAT(select("!team"), ElementsAre("j-3"));
+  EXPECT_THAT(select("team=vision,!gpu"), ElementsAre("j-0"));
+  EXPECT_THAT(select("team=nobody"), IsEmpty());
+  // Values are compared as text, quotes and all (no SQL or JSON leaks through).
+  EXPECT_THAT(select("team=vision' OR 'x"), IsEmpty());
 }
 
 TEST_P(JobStoreConformanceTest, ListJobsIncludesPlacements) {

@@ -35,19 +35,22 @@ grpc::Status JobServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobReques
 
 grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* req,
                                       v1::ListJobsResponse* resp) {
-  JobFilter filter;
+  JobListQuery query;
   if (req->state() != v1::JOB_STATE_UNSPECIFIED) {
-    filter.state = FromProto(req->state());
-    if (!filter.state) {
+    query.state = FromProto(req->state());
+    if (!query.state) {
       return ToGrpcStatus(absl::InvalidArgumentError(
           absl::StrCat("state: unknown value ", static_cast<int>(req->state()))));
     }
   }
-  filter.queue = req->queue();
-  filter.limit = req->limit();
-  auto jobs = scheduler_->ListJobs(filter);
-  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
-  for (const Job& job : *jobs) *resp->add_jobs() = ToProto(job);
+  query.queue = req->queue();
+  query.label_selector = req->label_selector();
+  query.page_size = req->page_size() != 0 ? req->page_size() : req->limit();
+  query.page_token = req->page_token();
+  auto page = scheduler_->ListJobs(query);
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  for (const Job& job : page->jobs) *resp->add_jobs() = ToProto(job);
+  resp->set_next_page_token(page->next_page_token);
   return grpc::Status::OK;
 }
 

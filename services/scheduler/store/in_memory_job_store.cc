@@ -1,5 +1,6 @@
 #include "store/in_memory_job_store.h"
 
+#include <iterator>
 #include <set>
 #include <utility>
 
@@ -78,10 +79,14 @@ absl::StatusOr<std::vector<Job>> InMemoryJobStore::ListJobs(const JobFilter& fil
   size_t limit = filter.limit > 0 ? filter.limit : kDefaultListLimit;
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Job> out;
-  for (auto it = ids_by_seq_.rbegin(); it != ids_by_seq_.rend() && out.size() < limit; ++it) {
+  auto start = filter.before_seq
+                   ? std::make_reverse_iterator(ids_by_seq_.lower_bound(*filter.before_seq))
+                   : ids_by_seq_.rbegin();
+  for (auto it = start; it != ids_by_seq_.rend() && out.size() < limit; ++it) {
     const Job& job = jobs_.at(it->second).job;
     if (filter.state.has_value() && job.state != *filter.state) continue;
     if (!filter.queue.empty() && job.spec.queue != filter.queue) continue;
+    if (!MatchesLabels(filter.labels, job.spec.labels)) continue;
     out.push_back(job);
   }
   return out;

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/job_list.h"
 #include "core/types.h"
 
 namespace ringmaster::scheduler {
@@ -59,6 +60,10 @@ struct JobFilter {
   std::optional<JobState> state;
   std::string queue;  // empty: any
   int limit = 100;    // newest first
+  // Keyset paging (core/job_list.h): only jobs with seq below this.
+  std::optional<int64_t> before_seq;
+  // Every requirement must hold (MatchesLabels).
+  std::vector<LabelRequirement> labels;
 };
 
 class JobStore {

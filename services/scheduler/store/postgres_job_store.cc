@@ -465,6 +465,31 @@ absl::StatusOr<std::vector<Job>> PostgresJobStore::ListJobs(const JobFilter& fil
     params.push_back(filter.queue);
     conditions.push_back(absl::StrCat("queue = $", params.size()));
   }
+  if (filter.before_seq.has_value()) {
+    params.push_back(std::to_string(*filter.before_seq));
+    conditions.push_back(absl::StrCat("seq < $", params.size(), "::bigint"));
+  }
+  // Labels live in the spec (protobuf JSON): spec->'labels'->>key is the value or NULL.
+  for (const LabelRequirement& r : filter.labels) {
+    params.push_back(r.key);
+    const std::string label = absl::StrCat("(spec->'labels'->>$", params.size(), ")");
+    switch (r.op) {
+      case LabelRequirement::Op::kEquals:
+        params.push_back(r.value);
+        conditions.push_back(absl::StrCat(label, " = $", params.size()));
+        break;
+      case LabelRequirement::Op::kNotEquals:
+        params.push_back(r.value);
+        conditions.push_back(absl::StrCat(label, " IS DISTINCT FROM $", params.size()));
+        break;
+      case LabelRequirement::Op::kExists:
+        conditions.push_back(absl::StrCat(label, " IS NOT NULL"));
+        break;
+      case LabelRequirement::Op::kNotExists:
+        conditions.push_back(absl::StrCat(label, " IS NULL"));
+        break;
+    }
+  }
   params.push_back(std::to_string(filter.limit > 0 ? filter.limit : kDefaultListLimit));
   std::string sql = absl::StrCat(
       "SELECT " RM_JOB_COLUMNS " FROM jobs", conditions.empty() ? "" : " WHERE ",

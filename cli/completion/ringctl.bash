@@ -1,0 +1,80 @@
+# bash completion for ringctl. Installed by `cmake --install BUILD --component ringctl` into
+# share/bash-completion/completions/ringctl (bash-completion loads it on first use); or
+# `source cli/completion/ringctl.bash` by hand. Completes commands, each command's flags, the
+# values of --output, --state and --restart-policy, YAML files after -f, and job ids (from
+# `ringctl list`) where a command takes one. tests/cli/args_test.cc checks that every flag in
+# `ringctl COMMAND --help` is listed here.
+
+_ringctl() {
+  local cur prev words cword
+  if declare -F _init_completion >/dev/null 2>&1; then
+    _init_completion -n = || return
+  else
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD - 1]}
+    words=("${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
+  fi
+
+  local commands="submit get list cancel watch workers logs help"
+  local global="--scheduler --output -o --help -h"
+  local cmd="" i scheduler=()
+  for ((i = 1; i < cword; i++)); do
+    case ${words[i]} in
+      --) return 0 ;;  # a command workload: no completion of its arguments
+      --scheduler) scheduler=(--scheduler "${words[i + 1]}") ;;
+      --scheduler=*) scheduler=("${words[i]}") ;;
+    esac
+    if [[ -z $cmd && " $commands " == *" ${words[i]} "* ]]; then
+      cmd=${words[i]}
+    fi
+  done
+
+  case $prev in
+    -o | --output) COMPREPLY=($(compgen -W "table json" -- "$cur")); return 0 ;;
+    --state)
+      COMPREPLY=($(compgen -W "pending starting running succeeded failed cancelled" -- "$cur"))
+      return 0 ;;
+    --restart-policy) COMPREPLY=($(compgen -W "Never OnFailure" -- "$cur")); return 0 ;;
+    -f | --file)
+      if [[ $cmd == submit ]]; then
+        COMPREPLY=($(compgen -f -- "$cur"))
+        return 0
+      fi ;;
+    --scheduler | --name | --queue | --priority | --replicas | --gpus-per-replica | \
+      --gpu-type | --model | --steps | --batch-size | --backoff-limit | \
+      --max-runtime-seconds | --label | --request-id | --limit | --page-size | -l | \
+      --selector | --reason | --rank | --attempt)
+      return 0 ;;
+  esac
+
+  local flags=""
+  case $cmd in
+    submit)
+      flags="--file -f --name --queue --priority --replicas --gpus-per-replica --gpu-type
+             --model --steps --batch-size --restart-policy --backoff-limit
+             --max-runtime-seconds --label --request-id --wait --follow" ;;
+    get) flags="" ;;
+    list) flags="--state --queue --selector -l --limit --page-size" ;;
+    cancel) flags="--reason" ;;
+    watch) flags="" ;;
+    workers) flags="" ;;
+    logs) flags="--rank --attempt --follow -f" ;;
+    help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return 0 ;;
+    "") COMPREPLY=($(compgen -W "$commands $global" -- "$cur")); return 0 ;;
+  esac
+
+  if [[ $cur == -* ]]; then
+    COMPREPLY=($(compgen -W "$flags $global" -- "$cur"))
+    return 0
+  fi
+  case $cmd in
+    get | cancel | watch | logs)
+      # Job ids of the newest jobs, from the scheduler (quietly nothing when unreachable).
+      local ids
+      ids=$(ringctl "${scheduler[@]}" list --limit 200 2>/dev/null | awk 'NR > 1 { print $1 }')
+      COMPREPLY=($(compgen -W "$ids" -- "$cur")) ;;
+  esac
+  return 0
+}
+complete -F _ringctl ringctl

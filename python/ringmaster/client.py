@@ -1,0 +1,493 @@
+"""The Ringmaster job API from Python: :class:`Client`."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+import uuid
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
+
+import grpc
+
+from ringmaster.v1 import agent_pb2, agent_pb2_grpc, job_pb2, job_pb2_grpc, worker_pb2
+from ringmaster.v1 import worker_pb2_grpc
+
+from . import errors
+from .spec import SpecLike, build_spec
+from .types import Job, JobEvent, JobState
+
+__all__ = ["Client", "TLSConfig", "DEFAULT_SCHEDULER", "SCHEDULER_ENV"]
+
+#: Where ``Client()`` connects when neither ``address`` nor ``$RINGMASTER_SCHEDULER`` is given
+#: (the same default as ``ringctl``).
+DEFAULT_SCHEDULER = "localhost:7070"
+#: The environment variable ``Client()`` and ``ringctl`` read the scheduler's address from.
+SCHEDULER_ENV = "RINGMASTER_SCHEDULER"
+
+JobRef = Union[str, Job]
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class TLSConfig:
+    """How to reach the scheduler over TLS.
+
+    Attributes:
+        ca: PEM file of the certificate authority to trust; None uses the system's roots.
+        cert: PEM file of this client's certificate, for mutual TLS (with ``key``).
+        key: PEM file of this client's private key.
+        server_name: The name to check the server's certificate against, when it differs
+            from the address's host (an IP address, a tunnel).
+    """
+
+    ca: Optional[str] = None
+    cert: Optional[str] = None
+    key: Optional[str] = None
+    server_name: Optional[str] = None
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        if (self.cert is None) != (self.key is None):
+            raise ValueError("tls: give cert and key together (mutual TLS), or neither")
+
+        def read(path: Optional[str]) -> Optional[bytes]:
+            if path is None:
+                return None
+            with open(path, "rb") as f:
+                return f.read()
+
+        return grpc.ssl_channel_credentials(
+            root_certificates=read(self.ca),
+            private_key=read(self.key),
+            certificate_chain=read(self.cert),
+        )
+
+
+TLSLike = Union[TLSConfig, Mapping[str, Optional[str]], bool, None]
+
+
+def _tls_config(tls: TLSLike) -> Optional[TLSConfig]:
+    if tls is None or tls is False:
+        return None
+    if tls is True:
+        return TLSConfig()
+    if isinstance(tls, TLSConfig):
+        return tls
+    if isinstance(tls, Mapping):
+        unknown = sorted(set(tls) - {"ca", "cert", "key", "server_name"})
+        if unknown:
+            raise ValueError(
+                f"tls: unknown key(s) {', '.join(unknown)} (ca, cert, key, server_name)"
+            )
+        return TLSConfig(**tls)
+    raise TypeError(f"tls must be a TLSConfig, a dict, True or None, got {type(tls).__name__}")
+
+
+def _label_selector(labels: Union[str, Mapping[str, str], None]) -> str:
+    if labels is None:
+        return ""
+    if isinstance(labels, str):
+        return labels
+    if isinstance(labels, Mapping):
+        return ",".join(f"{k}={v}" for k, v in labels.items())
+    raise TypeError(f"labels must be a selector string or a dict, got {type(labels).__name__}")
+
+
+def _job_id(job: JobRef) -> str:
+    if isinstance(job, Job):
+        return job.id
+    if isinstance(job, str):
+        return job
+    raise TypeError(f"expected a job id or a Job, got {type(job).__name__}")
+
+
+class Client:
+    """A connection to a Ringmaster scheduler: submit, inspect, watch and cancel jobs.
+
+    Example::
+
+        import ringmaster
+
+        client = ringmaster.Client("localhost:7070")
+        job = client.submit(name="smoke", replicas=2, command=["hostname"])
+        job = client.wait(job)              # raises JobFailed unless it SUCCEEDED
+        print("".join(client.logs(job)))    # rank 0's output
+
+    Every method raises a :class:`ringmaster.errors.RingmasterError` subclass on failure
+    (``InvalidSpec``, ``NotFound``, ``Unavailable``, ...), carrying the gRPC status code and
+    the scheduler's message. Unary calls have a deadline (``timeout``); streams (``watch``,
+    ``logs`` with ``follow``) last as long as the job.
+
+    A Client holds one gRPC channel; it is safe to share between threads. Close it with
+    :meth:`close` or use it as a context manager.
+    """
+
+    def __init__(
+        self,
+        address: Optional[str] = None,
+        token: Optional[str] = None,
+        tls: TLSLike = None,
+        *,
+        timeout: float = 10.0,
+    ) -> None:
+        """Opens a channel to the scheduler (it connects on the first call).
+
+        Args:
+            address: The scheduler's ``host:port`` (any gRPC target, e.g. ``dns:///h:7070``).
+                Defaults to ``$RINGMASTER_SCHEDULER``, then ``localhost:7070``.
+            token: A bearer token, sent as ``authorization: Bearer TOKEN`` on every call.
+            tls: None for a plaintext channel; ``True`` for TLS with the system's roots; a
+                :class:`TLSConfig` or a dict with ``ca``, ``cert``, ``key`` (paths to PEM
+                files) and ``server_name``. The worker agents that ``logs`` reads from are
+                reached with the same credentials.
+            timeout: Deadline in seconds of every unary call.
+        """
+        self.address = address or os.environ.get(SCHEDULER_ENV) or DEFAULT_SCHEDULER
+        self.timeout = timeout
+        self._tls = _tls_config(tls)
+        self._metadata: Tuple[Tuple[str, str], ...] = (
+            (("authorization", f"Bearer {token}"),) if token else ()
+        )
+        self._channel = self._open_channel(self.address)
+        self._jobs = job_pb2_grpc.JobServiceStub(self._channel)
+        self._cluster = worker_pb2_grpc.ClusterServiceStub(self._channel)
+
+    # -- life of the client --------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes the channel; calls in progress are cancelled."""
+        self._channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Client({self.address!r}{', tls' if self._tls else ''})"
+
+    # -- jobs ----------------------------------------------------------------------------
+
+    def submit(
+        self,
+        spec: SpecLike = None,
+        *,
+        request_id: Optional[str] = None,
+        **fields: Any,
+    ) -> Job:
+        """Submits a job and returns it (normally PENDING).
+
+        Args:
+            spec: A dict in the YAML form of docs/examples/job.yaml, the path of such a YAML
+                file, a ``ringmaster.v1.JobSpec``, or None to build the spec from keywords.
+            request_id: The idempotency key (1..128 of ``[A-Za-z0-9._:-]``). Submitting again
+                with the same id returns the same job (``job.existing`` is True) instead of a
+                second one; with a different spec it raises ``AlreadyExists``. Defaults to a
+                fresh random id.
+            **fields: Spec fields on top of ``spec``, as ``ringctl submit``'s flags: ``name``,
+                ``replicas``, ``gpus_per_replica``, ``gpu_type``, ``queue``, ``priority``,
+                ``restart_policy`` (``"Never"``/``"OnFailure"``), ``backoff_limit``,
+                ``max_runtime_seconds``, ``labels`` (merged), ``command`` (a list of strings:
+                the program every rank runs), ``env`` (the command's environment), and the
+                built-in trainer's ``model``, ``steps``, ``batch_size``. Keywords alone
+                without ``command`` run the built-in trainer.
+
+        Raises:
+            InvalidSpec: The spec is malformed or out of range; the message names the field.
+            AlreadyExists: ``request_id`` was used before with a different spec.
+            Unavailable: The scheduler did not answer, after retrying (with the same request
+                id, so a retry never makes a second job).
+
+        Example::
+
+            job = client.submit("train.yaml", replicas=8, labels={"run": "42"})
+            job = client.submit({"name": "probe", "replicas": 2,
+                                 "command": {"argv": ["hostname"]}})
+        """
+        request = job_pb2.SubmitJobRequest(
+            spec=build_spec(spec, fields),
+            request_id=request_id or uuid.uuid4().hex,
+        )
+        response = self._retry(
+            lambda: self._call(self._jobs.SubmitJob, request, spec_call=True)
+        )
+        return Job.from_proto(response.job, existing=response.existing)
+
+    def get(self, job: JobRef) -> Job:
+        """The job as the scheduler has it now.
+
+        Raises:
+            NotFound: There is no such job.
+        """
+        request = job_pb2.GetJobRequest(job_id=_job_id(job))
+        return Job.from_proto(self._call(self._jobs.GetJob, request))
+
+    def list(
+        self,
+        state: Union[str, JobState, None] = None,
+        queue: Optional[str] = None,
+        labels: Union[str, Mapping[str, str], None] = None,
+        limit: Optional[int] = None,
+        *,
+        page_size: int = 500,
+    ) -> List[Job]:
+        """Jobs, newest first, as ``ringctl list`` shows them: every matching job, fetched a
+        page at a time (see :meth:`iter_jobs`), or the newest ``limit``.
+
+        Args:
+            state: Only jobs in this state (``"running"``, ``JobState.FAILED``, ...).
+            queue: Only jobs of this queue.
+            labels: Only jobs whose labels match: a selector in kubectl's syntax
+                (``"team=vision,env!=prod,gpu,!spot"``; a comma means and) or a dict of
+                labels that must all be equal (``{"team": "vision"}``).
+            limit: At most this many jobs; None lists them all.
+            page_size: Jobs per call to the scheduler (at most 1000).
+
+        Raises:
+            InvalidArgument: A malformed selector; the message names the requirement.
+        """
+        jobs: List[Job] = []
+        for job in self.iter_jobs(state, queue, labels, page_size=page_size, limit=limit):
+            jobs.append(job)
+        return jobs
+
+    def iter_jobs(
+        self,
+        state: Union[str, JobState, None] = None,
+        queue: Optional[str] = None,
+        labels: Union[str, Mapping[str, str], None] = None,
+        *,
+        page_size: int = 500,
+        limit: Optional[int] = None,
+    ) -> Iterator[Job]:
+        """Like :meth:`list`, but yields jobs as their pages arrive: one call per
+        ``page_size`` jobs, so listing 100,000 jobs never needs one huge response."""
+        request = job_pb2.ListJobsRequest(
+            queue=queue or "", label_selector=_label_selector(labels)
+        )
+        if state is not None:
+            request.state = JobState.parse(state).to_proto()
+        yielded = 0
+        while True:
+            want = page_size if limit is None else min(page_size, limit - yielded)
+            if want <= 0:
+                return
+            request.page_size = want
+            response = self._call(self._jobs.ListJobs, request)
+            for job in response.jobs:
+                yield Job.from_proto(job)
+                yielded += 1
+            if not response.next_page_token:
+                return
+            request.page_token = response.next_page_token
+
+    def cancel(self, job: JobRef, reason: str = "") -> Job:
+        """Stops every rank of the job and ends it CANCELLED; returns the job.
+
+        Args:
+            reason: Kept in the job's events and message (at most 256 bytes).
+
+        Raises:
+            NotFound: There is no such job.
+            FailedPrecondition: The job already ended.
+        """
+        request = job_pb2.CancelJobRequest(job_id=_job_id(job), reason=reason)
+        return Job.from_proto(self._call(self._jobs.CancelJob, request).job)
+
+    def watch(self, job: JobRef) -> Iterator[JobEvent]:
+        """Yields every event of the job so far, then new ones as they happen; the iterator
+        ends after the event that enters a terminal state.
+
+        A stream cut by a scheduler restart or fail-over is reopened (the scheduler replays
+        the job's events; ones already yielded are skipped), so each seq is yielded once.
+
+        Example::
+
+            for event in client.watch(job):
+                print(event.seq, event.state, event.reason)
+        """
+        request = job_pb2.WatchJobRequest(job_id=_job_id(job))
+        last_seq = 0
+        failures = 0
+        backoff = 0.25
+        while True:
+            progressed = False
+            call = self._jobs.WatchJob(request, metadata=self._metadata)
+            try:
+                for event in call:
+                    if event.seq <= last_seq:
+                        continue
+                    last_seq = event.seq
+                    progressed = True
+                    yield JobEvent.from_proto(event)
+                return
+            except grpc.RpcError as e:
+                if progressed:
+                    failures = 0
+                failures += 1
+                if e.code() != grpc.StatusCode.UNAVAILABLE or last_seq == 0 or failures >= 4:
+                    raise errors.from_rpc_error(e) from None
+            finally:
+                call.cancel()  # a no-op once the stream ended; ends it when the caller stopped
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 2.0)
+
+    def wait(self, job: JobRef, timeout: Optional[float] = None) -> Job:
+        """Waits until the job ends and returns the final job.
+
+        Args:
+            timeout: Seconds to wait at most; None waits as long as the job runs.
+
+        Raises:
+            JobFailed: The job ended FAILED; ``error.job`` is the final job, the message
+                says why (``rank 1 exited with code 3``).
+            JobCancelled: The job ended CANCELLED (a subclass of JobFailed).
+            WaitTimeout: It had not ended after ``timeout`` seconds (a TimeoutError).
+        """
+        job_id = _job_id(job)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        current = self.get(job_id)
+        while not current.done:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise errors.WaitTimeout(current, timeout)
+            request = job_pb2.WatchJobRequest(job_id=job_id)
+            try:
+                for _ in self._jobs.WatchJob(request, timeout=remaining, metadata=self._metadata):
+                    pass
+            except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    raise errors.WaitTimeout(self.get(job_id), timeout) from None
+                if e.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise errors.from_rpc_error(e) from None
+                time.sleep(0.5)
+            current = self._retry(lambda: self.get(job_id))
+        if current.state is JobState.CANCELLED:
+            raise errors.JobCancelled(current)
+        if current.state is JobState.FAILED:
+            raise errors.JobFailed(current)
+        return current
+
+    def logs(
+        self,
+        job: JobRef,
+        rank: int = 0,
+        *,
+        attempt: Optional[int] = None,
+        follow: bool = False,
+    ) -> Iterator[str]:
+        """Yields a rank's output (stdout and stderr as the rank wrote them) in pieces.
+
+        The output is read from the worker that ran the rank, as ``ringctl logs`` does: the
+        job's placement says where while it runs; for a job that ended (or waits to restart)
+        every registered worker is asked for that attempt.
+
+        Args:
+            rank: 0..replicas-1.
+            attempt: Which attempt; None means the job's current (or last) one.
+            follow: Keep yielding new output until the rank has exited. A job that has not
+                started yet is waited for first (until it is RUNNING or has ended).
+
+        Raises:
+            NotFound: No worker has that log (the attempt has not started, or the job is
+                unknown).
+            InvalidArgument: ``rank`` is not one of the job's ranks.
+
+        Example::
+
+            for piece in client.logs(job, follow=True):
+                print(piece, end="")
+        """
+        current = self.get(job)
+        if follow and current.state in (JobState.PENDING, JobState.STARTING):
+            # The rank's log exists once it started: wait for RUNNING (or the end).
+            events = self.watch(current)
+            try:
+                for event in events:
+                    if event.state is JobState.RUNNING or event.state.terminal:
+                        break
+            finally:
+                events.close()  # cancels the stream
+            current = self.get(current)
+        replicas = current.proto.spec.replicas
+        if rank < 0 or (replicas > 0 and rank >= replicas):
+            raise errors.InvalidArgument(
+                f"rank: job {current.id} has {replicas} ranks (0..{replicas - 1}), got {rank}"
+            )
+        if attempt is None:
+            attempt = current.attempt
+        request = agent_pb2.ReadLogsRequest(
+            job_id=current.id, rank=rank, attempt=attempt, follow=follow
+        )
+        candidates = []
+        if attempt == current.attempt:
+            candidates = [
+                f"{p.worker_address}:{p.worker_port}" for p in current.placement if p.rank == rank
+            ]
+        placed = bool(candidates)
+        if not placed:
+            workers = self._call(self._cluster.ListWorkers, worker_pb2.ListWorkersRequest())
+            candidates = [f"{w.address}:{w.port}" for w in workers.workers]
+        last: Optional[errors.RingmasterError] = None
+        for address in candidates:
+            wrote = False
+            channel = self._open_channel(address)
+            try:
+                stub = agent_pb2_grpc.WorkerAgentStub(channel)
+                for chunk in stub.ReadLogs(request, metadata=self._metadata):
+                    wrote = True
+                    yield chunk.data.decode("utf-8", errors="replace")
+                return
+            except grpc.RpcError as e:
+                error = errors.from_rpc_error(e)
+                if wrote or placed:
+                    error.message = (
+                        f"reading the log of job {current.id} rank {rank} from the worker at "
+                        f"{address}: {error.message}"
+                    )
+                    error.args = (error.message,)
+                    raise error from None
+                if not isinstance(last, errors.NotFound) or isinstance(error, errors.NotFound):
+                    last = error
+            finally:
+                channel.close()
+        why = f"no worker has a log of job {current.id} rank {rank} attempt {attempt}"
+        if current.state is JobState.PENDING and not current.placement:
+            why += " (the job is PENDING: that attempt has not started)"
+        elif last is not None and not isinstance(last, errors.NotFound):
+            raise type(last)(f"{why} ({last.message})", last.code)
+        raise errors.NotFound(why)
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _open_channel(self, target: str) -> grpc.Channel:
+        if self._tls is None:
+            return grpc.insecure_channel(target)
+        options = []
+        if self._tls.server_name:
+            options.append(("grpc.ssl_target_name_override", self._tls.server_name))
+        return grpc.secure_channel(target, self._tls.credentials(), options=options)
+
+    def _call(self, method: Callable[..., T], request: Any, *, spec_call: bool = False) -> T:
+        try:
+            return method(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e, spec_call=spec_call) from None
+
+    @staticmethod
+    def _retry(call: Callable[[], T], attempts: int = 4) -> T:
+        """Retries UNAVAILABLE and DEADLINE_EXCEEDED (the answer may have been lost) with
+        backoff 0.25, 0.5, 1 s: only for calls that are safe to repeat."""
+        backoff = 0.25
+        for attempt in range(1, attempts + 1):
+            try:
+                return call()
+            except (errors.Unavailable, errors.DeadlineExceeded) as e:
+                if attempt == attempts:
+                    e.message += f" (tried {attempts} times)"
+                    e.args = (e.message,)
+                    raise
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 2.0)
+        raise AssertionError("unreachable")

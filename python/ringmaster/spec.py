@@ -1,0 +1,294 @@
+"""Job specs: from a dict, a YAML file or keyword arguments to a ``ringmaster.v1.JobSpec``, and
+back.
+
+The dict form is the YAML form of ``docs/examples/job.yaml`` (the keys of ``JobSpec`` in
+proto/ringmaster/v1/job.proto; the workload is a ``trainer:`` or a ``command:`` mapping;
+``restart_policy`` is ``Never`` or ``OnFailure``), so a spec file, a dict and ``Job.spec`` are
+interchangeable. Only structure and types are checked here, as ``ringctl`` does; ranges and
+names are the scheduler's to judge, so its message is the one a user sees.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Iterable, Mapping, Sequence, Union
+
+from ringmaster.v1 import job_pb2
+
+from .errors import InvalidSpec
+
+__all__ = ["build_spec", "load_spec_file", "spec_from_dict", "spec_to_dict", "SPEC_KEYWORDS"]
+
+_TOP_KEYS = (
+    "name",
+    "queue",
+    "priority",
+    "replicas",
+    "gpus_per_replica",
+    "gpu_type",
+    "restart_policy",
+    "backoff_limit",
+    "max_runtime_seconds",
+    "labels",
+    "trainer",
+    "command",
+)
+_TRAINER_KEYS = ("model", "batch_size", "steps")
+_COMMAND_KEYS = ("argv", "env")
+_STRING_FIELDS = ("name", "queue", "gpu_type")
+_INT_FIELDS = ("priority", "replicas", "gpus_per_replica", "backoff_limit", "max_runtime_seconds")
+
+#: Keyword arguments ``Client.submit`` takes besides ``spec`` and ``request_id``. The spec
+#: fields replace the dict's or file's value (labels are merged, a keyword winning);
+#: ``command`` (a list of strings) replaces the workload, keeping a command's env, and ``env``
+#: sets the command's environment; ``model``, ``steps`` and ``batch_size`` set trainer fields.
+SPEC_KEYWORDS = _INT_FIELDS + _STRING_FIELDS + (
+    "restart_policy",
+    "labels",
+    "command",
+    "env",
+    "model",
+    "steps",
+    "batch_size",
+)
+
+_RESTART = {
+    "never": job_pb2.RESTART_POLICY_NEVER,
+    "onfailure": job_pb2.RESTART_POLICY_ON_FAILURE,
+}
+
+SpecLike = Union[Mapping[str, Any], str, "os.PathLike[str]", job_pb2.JobSpec, None]
+
+
+class _Walker:
+    """Reads one dict into a JobSpec; ``source`` and the key path prefix every error."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def error(self, path: str, what: str) -> InvalidSpec:
+        parts = [p for p in (self.source, path) if p]
+        return InvalidSpec(": ".join(parts + [what]))
+
+    def mapping(self, value: Any, path: str, known: Sequence[str] = ()) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self.error(path, f"expected a mapping, got {_describe(value)}")
+        for key in value:
+            key_path = f"{path}.{key}" if path else str(key)
+            if not isinstance(key, str):
+                raise self.error(path, f"keys must be strings, got {_describe(key)}")
+            if known and key not in known:
+                raise self.error(key_path, f"unknown key (expected one of: {', '.join(known)})")
+        return value
+
+    def string(self, value: Any, path: str) -> str:
+        if not isinstance(value, str):
+            raise self.error(path, f"expected a string, got {_describe(value)}")
+        return value
+
+    def integer(self, value: Any, path: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(path, f"expected an integer, got {_describe(value)}")
+        return value
+
+    def string_map(self, value: Any, path: str) -> Dict[str, str]:
+        self.mapping(value, path)
+        return {k: self.string(v, f"{path}.{k}") for k, v in value.items()}
+
+    def argv(self, value: Any, path: str) -> list:
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            raise self.error(path, f"expected a list of strings, got {_describe(value)}")
+        return [self.string(a, f"{path}[{i}]") for i, a in enumerate(value)]
+
+    def restart_policy(self, value: Any, path: str) -> int:
+        text = self.string(value, path)
+        policy = _RESTART.get(text.replace("_", "").replace("-", "").lower())
+        if policy is None:
+            raise self.error(path, f'expected Never or OnFailure, got "{text}"')
+        return policy
+
+    def set_int(self, message: Any, field: str, value: Any, path: str) -> None:
+        number = self.integer(value, path)
+        try:
+            setattr(message, field, number)
+        except ValueError:
+            raise self.error(path, f"{number} is out of range") from None
+
+    def spec(self, data: Any) -> job_pb2.JobSpec:
+        self.mapping(data, "", _TOP_KEYS)
+        if "trainer" in data and "command" in data:
+            raise self.error("", "give one workload, trainer or command, not both")
+        spec = job_pb2.JobSpec()
+        for key, value in data.items():
+            if key in _STRING_FIELDS:
+                setattr(spec, key, self.string(value, key))
+            elif key in _INT_FIELDS:
+                self.set_int(spec, key, value, key)
+            elif key == "restart_policy":
+                spec.restart_policy = self.restart_policy(value, key)
+            elif key == "labels":
+                spec.labels.update(self.string_map(value, key))
+            elif key == "trainer":
+                trainer = spec.trainer
+                trainer.SetInParent()
+                for k, v in self.mapping(value if value is not None else {}, key,
+                                         _TRAINER_KEYS).items():
+                    if k == "model":
+                        trainer.model = self.string(v, "trainer.model")
+                    else:
+                        self.set_int(trainer, k, v, f"trainer.{k}")
+            elif key == "command":
+                command = spec.command
+                command.SetInParent()
+                for k, v in self.mapping(value, key, _COMMAND_KEYS).items():
+                    if k == "argv":
+                        command.argv.extend(self.argv(v, "command.argv"))
+                    else:
+                        command.env.update(self.string_map(v, "command.env"))
+        return spec
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return f"a boolean ({value})"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"
+
+
+def spec_from_dict(data: Mapping[str, Any], source: str = "") -> job_pb2.JobSpec:
+    """Reads a spec in its dict (YAML) form. Raises :class:`InvalidSpec` naming the key."""
+    return _Walker(source).spec(data)
+
+
+def load_spec_file(path: "str | os.PathLike[str]") -> job_pb2.JobSpec:
+    """Reads a YAML spec file (the format of docs/examples/job.yaml)."""
+    import yaml  # Debian's python3-yaml; only needed for files.
+
+    source = os.fspath(path)
+    try:
+        with open(source, encoding="utf-8") as f:
+            documents = list(yaml.safe_load_all(f))
+    except OSError as e:
+        raise InvalidSpec(f"{source}: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise InvalidSpec(f"{source}: not valid YAML: {e}".replace("\n", " ")) from None
+    if len(documents) != 1:
+        raise InvalidSpec(f"{source}: expected one YAML document, got {len(documents)}")
+    return _Walker(source).spec(documents[0])
+
+
+def build_spec(spec: SpecLike, overrides: Mapping[str, Any]) -> job_pb2.JobSpec:
+    """The spec ``Client.submit`` sends: ``spec`` (a dict, a YAML file path, a JobSpec, or None)
+    with the keyword ``overrides`` applied on top, as ``ringctl submit -f FILE --flag ...``
+    does. A spec from keywords alone, without ``command``, runs the built-in trainer."""
+    unknown = sorted(set(overrides) - set(SPEC_KEYWORDS))
+    if unknown:
+        raise TypeError(
+            f"submit() got unexpected keyword argument(s) {', '.join(unknown)}; "
+            f"spec fields are: {', '.join(SPEC_KEYWORDS)}"
+        )
+    if spec is None:
+        message = job_pb2.JobSpec()
+    elif isinstance(spec, job_pb2.JobSpec):
+        message = job_pb2.JobSpec()
+        message.CopyFrom(spec)
+    elif isinstance(spec, Mapping):
+        message = spec_from_dict(spec)
+    elif isinstance(spec, (str, os.PathLike)):
+        message = load_spec_file(spec)
+    else:
+        raise TypeError(
+            "spec must be a dict, a path to a YAML file or a ringmaster.v1.JobSpec, "
+            f"got {type(spec).__name__}"
+        )
+
+    w = _Walker("")
+    o = dict(overrides)
+    for key in _STRING_FIELDS:
+        if o.get(key) is not None:
+            setattr(message, key, w.string(o[key], key))
+    for key in _INT_FIELDS:
+        if o.get(key) is not None:
+            w.set_int(message, key, o[key], key)
+    if o.get("restart_policy") is not None:
+        message.restart_policy = w.restart_policy(o["restart_policy"], "restart_policy")
+    if o.get("labels") is not None:
+        message.labels.update(w.string_map(o["labels"], "labels"))
+
+    trainer_fields = {k: o[k] for k in ("model", "steps", "batch_size") if o.get(k) is not None}
+    if o.get("command") is not None:
+        if trainer_fields:
+            raise InvalidSpec(
+                "model, steps and batch_size configure the built-in trainer; they cannot be "
+                "combined with command"
+            )
+        argv = w.argv(o["command"], "command")
+        env = dict(message.command.env) if message.HasField("command") else {}
+        message.command.Clear()
+        message.command.argv.extend(argv)
+        message.command.env.update(env)
+    if o.get("env") is not None:
+        if message.HasField("trainer") or not message.HasField("command"):
+            raise InvalidSpec("env: sets a command's environment, but the job has no command")
+        message.command.env.update(w.string_map(o["env"], "env"))
+    if trainer_fields:
+        if message.HasField("command"):
+            raise InvalidSpec(
+                "model, steps and batch_size configure the built-in trainer, but the job spec "
+                "has a command workload"
+            )
+        message.trainer.SetInParent()
+        if "model" in trainer_fields:
+            message.trainer.model = w.string(trainer_fields["model"], "model")
+        for key in ("steps", "batch_size"):
+            if key in trainer_fields:
+                w.set_int(message.trainer, key, trainer_fields[key], key)
+    if spec is None and message.WhichOneof("workload") is None:
+        message.trainer.SetInParent()
+    return message
+
+
+def spec_to_dict(spec: job_pb2.JobSpec) -> Dict[str, Any]:
+    """The dict (YAML) form of a JobSpec; ``spec_from_dict(spec_to_dict(s)) == s``."""
+    out: Dict[str, Any] = {"name": spec.name, "replicas": spec.replicas}
+    if spec.queue:
+        out["queue"] = spec.queue
+    if spec.priority:
+        out["priority"] = spec.priority
+    if spec.gpus_per_replica:
+        out["gpus_per_replica"] = spec.gpus_per_replica
+    if spec.gpu_type:
+        out["gpu_type"] = spec.gpu_type
+    if spec.restart_policy == job_pb2.RESTART_POLICY_NEVER:
+        out["restart_policy"] = "Never"
+    elif spec.restart_policy == job_pb2.RESTART_POLICY_ON_FAILURE:
+        out["restart_policy"] = "OnFailure"
+    if spec.HasField("backoff_limit"):
+        out["backoff_limit"] = spec.backoff_limit
+    if spec.max_runtime_seconds:
+        out["max_runtime_seconds"] = spec.max_runtime_seconds
+    if spec.labels:
+        out["labels"] = dict(spec.labels)
+    workload = spec.WhichOneof("workload")
+    if workload == "trainer":
+        trainer: Dict[str, Any] = {}
+        if spec.trainer.model:
+            trainer["model"] = spec.trainer.model
+        if spec.trainer.batch_size:
+            trainer["batch_size"] = spec.trainer.batch_size
+        if spec.trainer.steps:
+            trainer["steps"] = spec.trainer.steps
+        out["trainer"] = trainer
+    elif workload == "command":
+        command: Dict[str, Any] = {"argv": list(spec.command.argv)}
+        if spec.command.env:
+            command["env"] = dict(spec.command.env)
+        out["command"] = command
+    return out

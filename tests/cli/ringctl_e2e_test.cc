@@ -1,0 +1,185 @@
+// ringctl against a real cluster (PostgreSQL, Redis, the scheduler and two real workers on
+// 127.0.0.2 and .3): submit --wait and --follow end with the job's status, and list pages
+// through jobs picked by a label selector.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "support/subprocess.h"
+#include "worker/cluster.h"
+
+namespace ringmaster::test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::Not;
+using namespace std::chrono_literals;
+
+struct Result {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+class RingctlE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto cluster = Cluster::Start();
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = cluster->release();
+    for (int i = 2; i <= 3; ++i) {
+      WorkerConfig config;
+      config.id = absl::StrCat("cli", i, "-", getpid());
+      config.address = absl::StrCat("127.0.0.", i);
+      config.cpu_slots = 2;
+      ASSERT_TRUE(cluster_->AddWorker(config).ok());
+    }
+    absl::Status ready = cluster_->WaitWorkersReady(2);
+    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
+  }
+
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+
+  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
+
+  void TearDown() override {
+    if (cluster_ == nullptr) return;
+    if (HasFailure()) std::cerr << cluster_->Logs() << "\n";
+    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
+  }
+
+  // Runs ringctl with `args` against the cluster's scheduler.
+  static Result Ringctl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler",
+                                     cluster_->scheduler().addr()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Result result;
+    auto process = Subprocess::Start(argv);
+    if (!process.ok()) {
+      result.output = process.status().ToString();
+      return result;
+    }
+    auto code = (*process)->Wait(120s);
+    result.output = (*process)->Log();
+    if (code.ok()) result.code = *code;
+    return result;
+  }
+
+  static Cluster* cluster_;
+};
+
+Cluster* RingctlE2eTest::cluster_ = nullptr;
+
+TEST_F(RingctlE2eTest, SubmitWaitExitsZeroWhenTheJobSucceeds) {
+  Result r = Ringctl(
+      {"submit", "--name", "ok", "--replicas", "2", "--wait", "--", "/bin/sh", "-c", "sleep 0.5"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, MatchesRegex("j-[0-9a-f]+\n")) << "only the job id";
+  std::string id(absl::StripSuffix(r.output, "\n"));
+  auto job = cluster_->GetJob(id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state(), v1::JOB_STATE_SUCCEEDED) << "ringctl returned before the job ended";
+}
+
+TEST_F(RingctlE2eTest, SubmitWaitExitsFiveWithTheJobsMessageWhenARankFails) {
+  Result r = Ringctl(
+      {"submit", "--name", "bad", "--replicas", "1", "--wait", "--", "/bin/sh", "-c", "exit 3"});
+  EXPECT_EQ(r.code, 5) << r.output;
+  EXPECT_THAT(r.output,
+              MatchesRegex("j-[0-9a-f]+\nringctl: job j-[0-9a-f]+ ended FAILED: .*3.*\n"));
+}
+
+TEST_F(RingctlE2eTest, SubmitFollowStreamsRankZerosOutputThenExitsWithTheJobsStatus) {
+  Result r = Ringctl({"submit", "--name", "follow", "--replicas", "2", "--follow", "--", "/bin/sh",
+                      "-c", "for i in 1 2 3; do echo \"tick $i rank $RANK\"; sleep 0.3; done"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("following rank 0's output\n"));
+  EXPECT_THAT(r.output, HasSubstr("tick 1 rank 0\ntick 2 rank 0\ntick 3 rank 0\n"));
+  EXPECT_THAT(r.output, Not(HasSubstr("rank 1")));
+
+  r = Ringctl({"submit", "--name", "follow-fail", "--replicas", "1", "--follow", "--", "/bin/sh",
+               "-c", "echo about to fail; exit 7"});
+  EXPECT_EQ(r.code, 5) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("about to fail\n"));
+  EXPECT_THAT(r.output, HasSubstr("ended FAILED"));
+}
+
+TEST_F(RingctlE2eTest, SubmitWaitOfACancelledJobExitsFive) {
+  std::vector<std::string> argv = {RINGMASTER_BINARY_DIR "/cli/ringctl",
+                                   "--scheduler",
+                                   cluster_->scheduler().addr(),
+                                   "submit",
+                                   "--name",
+                                   "cancel-me",
+                                   "--replicas",
+                                   "1",
+                                   "--wait",
+                                   "--",
+                                   "sleep",
+                                   "300"};
+  auto process = Subprocess::Start(argv);
+  ASSERT_TRUE(process.ok()) << process.status();
+  std::string id;
+  for (int i = 0; i < 100 && id.empty(); ++i) {
+    std::this_thread::sleep_for(100ms);
+    std::string log = (*process)->Log();
+    if (log.find('\n') != std::string::npos) id = log.substr(0, log.find('\n'));
+  }
+  ASSERT_FALSE(id.empty()) << (*process)->Log();
+  cluster_->WaitState(id, v1::JOB_STATE_RUNNING);
+  ASSERT_TRUE(cluster_->Cancel(id).ok());
+  auto code = (*process)->Wait(30s);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 5) << (*process)->Log();
+  EXPECT_THAT((*process)->Log(), HasSubstr(absl::StrCat("ringctl: job ", id, " ended CANCELLED")));
+}
+
+TEST_F(RingctlE2eTest, ListPagesThroughTheJobsALabelSelectorPicks) {
+  const std::string batch = absl::StrCat("b", getpid());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    Result r = Ringctl({"submit", "--name", absl::StrCat("page-", i), "--replicas", "1", "--label",
+                        absl::StrCat("batch=", batch), "--label", i % 2 ? "odd=1" : "even=1", "--",
+                        "true"});
+    ASSERT_EQ(r.code, 0) << r.output;
+    ids.emplace_back(absl::StripSuffix(r.output, "\n"));
+  }
+  // Three pages of two; the table lists all five, newest first.
+  Result all = Ringctl({"list", "-l", absl::StrCat("batch=", batch), "--page-size", "2"});
+  ASSERT_EQ(all.code, 0) << all.output;
+  std::vector<std::string> lines = absl::StrSplit(all.output, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 6u) << all.output;
+  for (int i = 0; i < 5; ++i) EXPECT_THAT(lines[i + 1], HasSubstr(ids[4 - i])) << all.output;
+
+  Result odd = Ringctl({"list", "-l", absl::StrCat("batch=", batch, ",odd,!even"), "--page-size",
+                        "1", "-o", "json"});
+  ASSERT_EQ(odd.code, 0) << odd.output;
+  EXPECT_THAT(odd.output, HasSubstr(ids[3]));
+  EXPECT_THAT(odd.output, HasSubstr(ids[1]));
+  EXPECT_THAT(odd.output, Not(HasSubstr(ids[0])));
+
+  Result limited = Ringctl({"list", "--selector", absl::StrCat("batch=", batch), "--limit", "2"});
+  ASSERT_EQ(limited.code, 0) << limited.output;
+  EXPECT_THAT(limited.output, HasSubstr(ids[4]));
+  EXPECT_THAT(limited.output, HasSubstr(ids[3]));
+  EXPECT_THAT(limited.output, Not(HasSubstr(ids[2])));
+
+  Result bad = Ringctl({"list", "-l", "a=b=c"});
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("label_selector: \"a=b=c\""));
+}
+
+}  // namespace
+}  // namespace ringmaster::test

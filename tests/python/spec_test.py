@@ -1,0 +1,184 @@
+"""The Python client without a server: specs from dicts, files and keywords; errors; states.
+
+    PYTHONPATH=python:build/python python3 -m unittest -v tests/python/spec_test.py
+"""
+
+import os
+import pydoc
+import tempfile
+import unittest
+
+import grpc
+
+import ringmaster
+from ringmaster import JobState, errors
+from ringmaster.spec import build_spec, load_spec_file, spec_from_dict, spec_to_dict
+from ringmaster.v1 import job_pb2
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+class SpecTest(unittest.TestCase):
+    def test_example_file_round_trips_through_its_dict_form(self):
+        spec = load_spec_file(os.path.join(REPO, "docs", "examples", "job.yaml"))
+        self.assertEqual(spec.replicas, 4)
+        self.assertEqual(spec.restart_policy, job_pb2.RESTART_POLICY_ON_FAILURE)
+        self.assertEqual(spec.trainer.steps, 1000)
+        self.assertEqual(spec_from_dict(spec_to_dict(spec)), spec)
+
+    def test_keywords_alone_run_the_built_in_trainer(self):
+        spec = build_spec(None, {"name": "smoke", "replicas": 2, "steps": 10})
+        self.assertEqual(spec.WhichOneof("workload"), "trainer")
+        self.assertEqual(spec.trainer.steps, 10)
+        self.assertEqual(build_spec(None, {"name": "x"}).WhichOneof("workload"), "trainer")
+
+    def test_a_dict_without_workload_is_left_for_the_scheduler_to_reject(self):
+        self.assertIsNone(build_spec({"name": "x"}, {}).WhichOneof("workload"))
+
+    def test_keywords_override_the_dict_and_merge_labels(self):
+        base = {"name": "a", "replicas": 4, "labels": {"team": "vision", "run": "1"},
+                "command": {"argv": ["old"], "env": {"A": "1"}}}
+        spec = build_spec(base, {"replicas": 8, "labels": {"run": "2"},
+                                 "command": ["python3", "train.py"], "env": {"B": "2"},
+                                 "restart_policy": "on_failure", "backoff_limit": 0})
+        self.assertEqual(spec.replicas, 8)
+        self.assertEqual(dict(spec.labels), {"team": "vision", "run": "2"})
+        self.assertEqual(list(spec.command.argv), ["python3", "train.py"])
+        self.assertEqual(dict(spec.command.env), {"A": "1", "B": "2"})
+        self.assertEqual(spec.restart_policy, job_pb2.RESTART_POLICY_ON_FAILURE)
+        self.assertTrue(spec.HasField("backoff_limit"))
+        self.assertEqual(base["replicas"], 4, "the caller's dict is not changed")
+
+    def test_structural_errors_name_the_key(self):
+        cases = [
+            ({"name": "x", "replicas": "two"}, 'replicas: expected an integer, got "two"'),
+            ({"name": "x", "replicas": True},
+             "replicas: expected an integer, got a boolean (True)"),
+            ({"name": "x", "replica": 1}, "replica: unknown key (expected one of: name, queue, "
+             "priority, replicas, gpus_per_replica, gpu_type, restart_policy, backoff_limit, "
+             "max_runtime_seconds, labels, trainer, command)"),
+            ({"trainer": {"stepz": 1}}, "trainer.stepz: unknown key (expected one of: model, "
+             "batch_size, steps)"),
+            ({"command": {"argv": "hostname"}}, 'command.argv: expected a list of strings, got '
+             '"hostname"'),
+            ({"command": {"argv": ["a", 1]}}, "command.argv[1]: expected a string, got int 1"),
+            ({"labels": {"a": 1}}, "labels.a: expected a string, got int 1"),
+            ({"restart_policy": "Always"}, 'restart_policy: expected Never or OnFailure, got '
+             '"Always"'),
+            ({"trainer": {}, "command": {"argv": ["x"]}},
+             "give one workload, trainer or command, not both"),
+            ({"replicas": 2**40}, f"replicas: {2**40} is out of range"),
+        ]
+        for data, message in cases:
+            with self.subTest(data=data):
+                with self.assertRaises(errors.InvalidSpec) as cm:
+                    spec_from_dict(data)
+                self.assertEqual(str(cm.exception), message)
+                self.assertEqual(cm.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+
+    def test_trainer_keywords_do_not_mix_with_a_command(self):
+        with self.assertRaises(errors.InvalidSpec):
+            build_spec(None, {"command": ["x"], "steps": 3})
+        with self.assertRaises(errors.InvalidSpec):
+            build_spec({"command": {"argv": ["x"]}}, {"model": "mlp"})
+        with self.assertRaises(errors.InvalidSpec):
+            build_spec(None, {"env": {"A": "1"}})
+
+    def test_unknown_keyword_is_a_type_error_listing_the_fields(self):
+        with self.assertRaises(TypeError) as cm:
+            build_spec(None, {"replica": 2})
+        self.assertIn("replica", str(cm.exception))
+        self.assertIn("gpus_per_replica", str(cm.exception))
+
+    def test_file_errors_name_the_file(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            f.write("name: x\ntrainer:\n  steps: ten\n")
+        try:
+            with self.assertRaises(errors.InvalidSpec) as cm:
+                load_spec_file(f.name)
+            self.assertEqual(str(cm.exception), f'{f.name}: trainer.steps: expected an integer, '
+                             'got "ten"')
+        finally:
+            os.unlink(f.name)
+        with self.assertRaises(errors.InvalidSpec) as cm:
+            load_spec_file("/nonexistent/job.yaml")
+        self.assertIn("/nonexistent/job.yaml: No such file", str(cm.exception))
+
+
+class ErrorsTest(unittest.TestCase):
+    class FakeRpcError(grpc.RpcError):
+        def __init__(self, code, details):
+            self._code, self._details = code, details
+
+        def code(self):
+            return self._code
+
+        def details(self):
+            return self._details
+
+    def test_each_code_has_its_class_and_keeps_the_servers_message(self):
+        e = errors.from_rpc_error(self.FakeRpcError(grpc.StatusCode.NOT_FOUND, "job j-1 not found"))
+        self.assertIsInstance(e, errors.NotFound)
+        self.assertEqual(str(e), "job j-1 not found")
+        self.assertEqual(e.code, grpc.StatusCode.NOT_FOUND)
+        e = errors.from_rpc_error(
+            self.FakeRpcError(grpc.StatusCode.INVALID_ARGUMENT, "replicas: must be 1..4096, got 0"),
+            spec_call=True)
+        self.assertIsInstance(e, errors.InvalidSpec)
+        e = errors.from_rpc_error(self.FakeRpcError(grpc.StatusCode.INVALID_ARGUMENT, "page_token"))
+        self.assertIs(type(e), errors.InvalidArgument)
+        e = errors.from_rpc_error(self.FakeRpcError(grpc.StatusCode.DEADLINE_EXCEEDED, ""))
+        self.assertIsInstance(e, TimeoutError)
+        self.assertEqual(str(e), "DEADLINE_EXCEEDED")
+
+
+class StateTest(unittest.TestCase):
+    def test_states_parse_like_ringctl_and_compare_as_strings(self):
+        self.assertIs(JobState.parse("running"), JobState.RUNNING)
+        self.assertIs(JobState.parse("JOB_STATE_FAILED"), JobState.FAILED)
+        self.assertEqual(JobState.SUCCEEDED, "SUCCEEDED")
+        self.assertEqual(str(JobState.SUCCEEDED), "SUCCEEDED")
+        self.assertTrue(JobState.CANCELLED.terminal)
+        self.assertFalse(JobState.RUNNING.terminal)
+        with self.assertRaises(ValueError):
+            JobState.parse("done")
+        for value in job_pb2.JobState.values():
+            self.assertEqual(JobState.from_proto(value).to_proto(), value)
+
+
+class ClientTest(unittest.TestCase):
+    def test_help_documents_every_call(self):
+        text = pydoc.render_doc(ringmaster.Client, renderer=pydoc.plaintext)
+        for call in ("submit", "get", "list", "cancel", "watch", "logs", "wait"):
+            self.assertIn(f"{call}(self", text)
+        self.assertIn("Raises:", text)
+        self.assertIn("InvalidSpec", text)
+
+    def test_address_defaults_to_the_environment_then_localhost(self):
+        old = os.environ.pop("RINGMASTER_SCHEDULER", None)
+        try:
+            self.assertEqual(ringmaster.Client().address, "localhost:7070")
+            os.environ["RINGMASTER_SCHEDULER"] = "sched:7070"
+            self.assertEqual(ringmaster.Client().address, "sched:7070")
+            self.assertEqual(ringmaster.Client("other:1").address, "other:1")
+        finally:
+            os.environ.pop("RINGMASTER_SCHEDULER", None)
+            if old is not None:
+                os.environ["RINGMASTER_SCHEDULER"] = old
+
+    def test_tls_settings_are_checked(self):
+        with self.assertRaises(ValueError):
+            ringmaster.Client("x:1", tls={"ca": None, "bogus": "1"})
+        with self.assertRaises(ValueError):
+            ringmaster.Client("x:1", tls={"cert": "/c.pem"})
+        ringmaster.Client("x:1", tls=True).close()
+
+    def test_a_submit_to_nobody_fails_unavailable_after_retrying(self):
+        with ringmaster.Client("127.0.0.1:1", timeout=1) as client:
+            with self.assertRaises(errors.Unavailable) as cm:
+                client.submit(name="x", replicas=1)
+        self.assertIn("(tried 4 times)", str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
