@@ -467,6 +467,14 @@ void Agent::Housekeeping() {
         }
         RM_LOG(kInfo) << "job " << key.first << " attempt " << key.second
                       << ": nothing left here; forgotten";
+        // Tell the scheduler this attempt's ranks here are gone: a preempted attempt holds its
+        // GPUs until they are (it ignores reports of attempts it has moved on from otherwise).
+        for (const auto& r : a.assignment.placement) {
+          if (r.worker_id != options_.inventory.worker_id) continue;
+          outbox_.push_back({key.first, key.second, r.rank, RankStatus::Kind::kExited, 0,
+                             SIGTERM, "stopped: nothing of the attempt is left on this worker"});
+        }
+        outbox_cv_.notify_all();
         if (a.launcher_thread.joinable()) finished.push_back(std::move(a.launcher_thread));
         std::error_code ignored;
         std::filesystem::remove_all(SessionBase(key.first, key.second), ignored);
