@@ -1,5 +1,6 @@
 #include "core/job_state_machine.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace ringmaster::scheduler {
@@ -58,6 +59,31 @@ TEST(JobStateMachineTest, OnFailureRestartsUntilBackoffLimit) {
   EXPECT_EQ(job.attempt, 2);
   EXPECT_EQ(job.exit_code, 7);
   EXPECT_EQ(t->event.exit_code, 7);
+}
+
+TEST(JobStateMachineTest, PreemptionsDoNotCountAgainstTheBackoffLimit) {
+  Job job = MakeJob(RestartPolicy::kOnFailure, 1);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(ApplyInput(job, {Kind::kPlaced, "", 0, TwoRanks(), "t"}, 1).ok());
+    auto t = ApplyInput(job, {Kind::kPreempted, "preempted by j-b (queue b reclaims)"}, 2);
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(job.state, JobState::kPending);
+    EXPECT_TRUE(t->stop_ranks);
+    EXPECT_EQ(t->event.reason, "preempted by j-b (queue b reclaims)");
+  }
+  EXPECT_EQ(job.attempt, 3);
+  EXPECT_EQ(job.preemptions, 3);
+  // One restart is still allowed, then the next failure ends it.
+  ASSERT_TRUE(ApplyInput(job, {Kind::kPlaced, "", 0, TwoRanks(), "t"}, 1).ok());
+  ASSERT_TRUE(ApplyInput(job, {Kind::kFailed, "rank 0 exited with code 1", 1}, 2).ok());
+  EXPECT_EQ(job.state, JobState::kPending);
+  EXPECT_THAT(job.message, ::testing::HasSubstr("attempt 1 of at most 1"));
+  ASSERT_TRUE(ApplyInput(job, {Kind::kPlaced, "", 0, TwoRanks(), "t"}, 1).ok());
+  ASSERT_TRUE(ApplyInput(job, {Kind::kFailed, "rank 0 exited with code 1", 1}, 2).ok());
+  EXPECT_EQ(job.state, JobState::kFailed);
+  // Only a placed job can be preempted.
+  Job pending = MakeJob();
+  EXPECT_FALSE(ApplyInput(pending, {Kind::kPreempted, "x"}, 1).ok());
 }
 
 TEST(JobStateMachineTest, NeverPolicyFailsAtFirstFailure) {

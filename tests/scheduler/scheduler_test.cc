@@ -22,6 +22,7 @@ namespace ringmaster::scheduler {
 namespace {
 
 using Call = FaultInjectingJobStore::Call;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 using test::StatusIs;
@@ -37,9 +38,14 @@ class RecordingLink : public WorkerLink {
     assignments_.push_back(job);
   }
   void SendStop(const std::string& job_id, int32_t attempt, const std::string&,
-                int64_t) override {
+                int64_t grace_ms) override {
     std::lock_guard<std::mutex> lock(mu_);
     stops_.emplace_back(job_id, attempt);
+    graces_.push_back(grace_ms);
+  }
+  std::vector<int64_t> graces() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return graces_;
   }
   void Close() override { closed_ = true; }
   std::vector<Job> assignments() {
@@ -56,6 +62,7 @@ class RecordingLink : public WorkerLink {
   std::mutex mu_;
   std::vector<Job> assignments_;
   std::vector<std::pair<std::string, int32_t>> stops_;
+  std::vector<int64_t> graces_;
   std::atomic<bool> closed_{false};
 };
 
@@ -501,6 +508,100 @@ TEST_F(SchedulerTest, AFencedLeaderChangesNoQueue) {
   EXPECT_THAT(memory_.GetQueue("vision"), StatusIs(absl::StatusCode::kNotFound));
   RM_EXPECT_OK(successor.CreateQueue(TeamQueue("vision")).status());
   successor.Stop();
+}
+
+// Two teams share one worker's 4 CPU slots; each is promised 2.
+class PreemptionTest : public SchedulerTest {
+ protected:
+  void SetUp() override {
+    SchedulerOptions options;
+    options.preemption_grace_ms = 30'000;
+    Start(options);
+    link_ = Register(CpuWorker("w1", 4));
+    for (const char* name : {"team-a", "team-b"}) {
+      Queue q;
+      q.name = name;
+      q.cohort = "lab";
+      q.quotas[kCpuResource] = ResourceQuota{2, std::nullopt, std::nullopt};
+      q.reclaim_within_cohort = ReclaimWithinCohort::kAny;
+      RM_ASSERT_OK(scheduler_->CreateQueue(q).status());
+    }
+    a1_ = Run(InQueue(CommandSpec(2), "team-a"));
+    a2_ = Run(InQueue(CommandSpec(2), "team-a"));  // borrows team-b's share
+    RM_ASSERT_OK_AND_ASSIGN(CreateJobResult b, scheduler_->Submit(InQueue(CommandSpec(2), "team-b"), ""));
+    b1_ = b.job.id;
+    scheduler_->RunPass();
+    RM_ASSERT_OK(scheduler_->Flush(5'000));
+  }
+
+  // Submits, places and marks every rank started.
+  std::string Run(const JobSpec& spec) {
+    const std::string id = SubmitAndPlace(spec);
+    auto job = scheduler_->GetJob(id);
+    EXPECT_TRUE(job.ok());
+    for (int rank = 0; rank < spec.replicas; ++rank) {
+      Report("w1", *job, rank, RankReport::Kind::kStarted);
+    }
+    EXPECT_TRUE(scheduler_->Flush(5'000).ok());
+    return id;
+  }
+
+  bool Assigned(const std::string& id) {
+    for (const Job& j : link_->assignments()) {
+      if (j.id == id) return true;
+    }
+    return false;
+  }
+
+  std::shared_ptr<RecordingLink> link_;
+  std::string a1_, a2_, b1_;
+};
+
+TEST_F(PreemptionTest, TheBorrowerIsStoppedWithTheGraceAndItsSlotsWaitForItsRanks) {
+  RM_ASSERT_OK_AND_ASSIGN(Job a2, memory_.GetJob(a2_));
+  EXPECT_EQ(a2.state, JobState::kPending);
+  EXPECT_EQ(a2.attempt, 1);
+  EXPECT_EQ(a2.preemptions, 1);
+  EXPECT_THAT(a2.message, HasSubstr("preempted by " + b1_));
+  ASSERT_THAT(link_->stops(), SizeIs(1));
+  EXPECT_EQ(link_->stops()[0], std::make_pair(a2_, 0));
+  EXPECT_EQ(link_->graces()[0], 30'000);
+  EXPECT_EQ(StoredState(a1_), JobState::kRunning);  // within team-a's nominal: untouched
+  // The preempted ranks still hold their slots: team-b waits for them, nobody else takes them.
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_FALSE(Assigned(b1_));
+  RM_ASSERT_OK_AND_ASSIGN(Job b, scheduler_->GetJob(b1_));
+  EXPECT_EQ(b.state, JobState::kPending);
+  // Both ranks of the old attempt exit: the slots are free, team-b starts on them.
+  Job old = a2;
+  old.attempt = 0;
+  Report("w1", old, 0, RankReport::Kind::kExited, 143);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_FALSE(Assigned(b1_));
+  Report("w1", old, 1, RankReport::Kind::kExited, 143);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_TRUE(Assigned(b1_));
+  EXPECT_EQ(StoredState(b1_), JobState::kStarting);
+  EXPECT_EQ(StoredState(a2_), JobState::kPending);  // it would borrow team-b's share again
+}
+
+TEST_F(PreemptionTest, RanksThatNeverReportGiveBackTheirSlotsAfterTheGrace) {
+  for (int i = 0; i < 6; ++i) {  // 30 s, the worker's heartbeats going on
+    clock_.Advance(5'000);
+    scheduler_->Heartbeat("w1");
+  }
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_FALSE(Assigned(b1_));
+  clock_.Advance(5'001);
+  scheduler_->Heartbeat("w1");
+  scheduler_->RunPass();  // releases the slots
+  scheduler_->RunPass();  // places team-b on them
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_TRUE(Assigned(b1_));
 }
 
 }  // namespace

@@ -44,3 +44,16 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
   add_dependencies(worker_stress_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank)
 endif()
+
+if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
+  # Two teams, one cohort: reclaim of a borrower's whole gang, with real rings.
+  ringmaster_test(preemption_e2e_test e2e
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
+      ${CMAKE_CURRENT_LIST_DIR}/preemption_e2e_test.cc
+      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
+    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+      PkgConfig::PQXX)
+  add_dependencies(preemption_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
+    ringmaster-rank)
+endif()

@@ -1,0 +1,171 @@
+// End to end: two teams share four GPUs (two workers x 2 simulated t4) through queues of one
+// cohort. Team A borrows every GPU; team B submits within its nominal quota; A's newest gang is
+// preempted whole (its program sees SIGTERM and can save to RINGMASTER_CHECKPOINT_DIR), B runs,
+// and A's job runs again afterwards and succeeds, resuming from what it saved. Real scheduler,
+// Postgres, Redis, workers and mpirun rings.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ringmaster/v1/queue.grpc.pb.h"
+#include "support/wait_for.h"
+#include "worker/cluster.h"
+
+namespace ringmaster::test {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+constexpr int kGraceMs = 5000;
+constexpr const char* kCheckpointRoot = "/tmp/ringmaster-checkpoints";
+
+// A rank that runs until SIGTERM, saving "where it was" on the way out; run again, it finds
+// what it saved and finishes at once.
+constexpr const char* kResumable =
+    "d=$RINGMASTER_CHECKPOINT_DIR; "
+    "if [ -f \"$d/saved-$RANK\" ]; then echo \"resumed rank $RANK\"; exit 0; fi; "
+    "trap 'echo \"SIGTERM in attempt $RINGMASTER_ATTEMPT\" > \"$d/sigterm-$RANK\"; "
+    "touch \"$d/saved-$RANK\"; exit 143' TERM; "
+    "echo \"rank $RANK started\"; sleep 600 & wait";
+
+v1::JobSpec Spec(const std::string& name, const std::string& queue, const std::string& script) {
+  v1::JobSpec spec;
+  spec.set_name(name);
+  spec.set_queue(queue);
+  spec.set_replicas(2);
+  spec.set_gpus_per_replica(1);
+  spec.set_gpu_type("t4");
+  for (const char* a : {"/bin/sh", "-c"}) spec.mutable_command()->add_argv(a);
+  spec.mutable_command()->add_argv(script);
+  return spec;
+}
+
+bool FileHas(const std::string& path, const std::string& text) {
+  std::ifstream in(path);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return absl::StrContains(all, text);
+}
+
+class PreemptionE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cluster = Cluster::Start("", {"--preemption-grace-ms", std::to_string(kGraceMs)});
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = std::move(*cluster);
+    for (int i = 2; i <= 3; ++i) {
+      WorkerConfig config;
+      config.id = absl::StrCat("p", i, "-", getpid());
+      config.address = absl::StrCat("127.0.0.", i);
+      config.cpu_slots = 2;
+      config.simulated_gpus = 2;
+      ASSERT_TRUE(cluster_->AddWorker(config).ok());
+    }
+    absl::Status ready = cluster_->WaitWorkersReady(2);
+    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
+    queues_ = v1::QueueService::NewStub(cluster_->scheduler().channel());
+    for (const char* name : {"team-a", "team-b"}) {
+      grpc::ClientContext ctx;
+      v1::CreateQueueRequest req;
+      v1::Queue* q = req.mutable_queue();
+      q->set_name(name);
+      q->set_cohort("lab");
+      q->set_reclaim_within_cohort(v1::RECLAIM_WITHIN_COHORT_ANY);
+      (*q->mutable_resources())["t4"].set_nominal(2);
+      v1::QueueWithStatus resp;
+      grpc::Status s = queues_->CreateQueue(&ctx, req, &resp);
+      ASSERT_TRUE(s.ok()) << s.error_message();
+    }
+  }
+
+  void TearDown() override {
+    if (cluster_ == nullptr) return;
+    if (HasFailure()) std::cerr << cluster_->Logs() << "\n";
+    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
+  }
+
+  std::string SubmitOk(const v1::JobSpec& spec) {
+    auto id = cluster_->Submit(spec);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.ok() ? *id : "";
+  }
+
+  std::string Dir(const std::string& job) { return absl::StrCat(kCheckpointRoot, "/", job); }
+
+  // Team A fills the cluster (its second gang borrows team B's nominal); team B submits.
+  void Crowd(std::string* a1, std::string* a2, std::string* b1) {
+    *a1 = SubmitOk(Spec("a-first", "team-a", kResumable));
+    ASSERT_EQ(cluster_->WaitState(*a1, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+    *a2 = SubmitOk(Spec("a-borrower", "team-a", kResumable));
+    ASSERT_EQ(cluster_->WaitState(*a2, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+    *b1 = SubmitOk(Spec("b-own-share", "team-b", "echo \"b rank $RANK\"; sleep 1"));
+  }
+
+  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<v1::QueueService::Stub> queues_;
+};
+
+TEST_F(PreemptionE2eTest, AQueueWithinItsNominalReclaimsABorrowersWholeGang) {
+  std::string a1, a2, b1;
+  Crowd(&a1, &a2, &b1);
+  const auto submitted = std::chrono::steady_clock::now();
+
+  // A's newest gang (the borrower) goes back to PENDING, naming who preempted it and why.
+  v1::Job preempted = cluster_->WaitState(a2, v1::JOB_STATE_PENDING);
+  ASSERT_EQ(preempted.state(), v1::JOB_STATE_PENDING) << preempted.ShortDebugString();
+  bool named = false;
+  for (const v1::JobEvent& e : cluster_->Events(a2)) {
+    named = named || (absl::StrContains(e.reason(), absl::StrCat("preempted by ", b1)) &&
+                      absl::StrContains(e.reason(), "team-b reclaims"));
+  }
+  EXPECT_TRUE(named) << "no event names " << b1;
+
+  // Its program saw SIGTERM on every rank (and saved), then was gone.
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(WaitFor([&] { return FileHas(absl::StrCat(Dir(a2), "/sigterm-", rank),
+                                             "SIGTERM in attempt 0"); },
+                        10s))
+        << "rank " << rank << " of " << a2 << " never saw SIGTERM";
+  }
+
+  // B runs within the grace period plus a pass, and succeeds.
+  v1::Job b = cluster_->WaitState(b1, v1::JOB_STATE_RUNNING, 20s);
+  ASSERT_NE(b.state(), v1::JOB_STATE_PENDING) << b.ShortDebugString();
+  const auto waited = std::chrono::steady_clock::now() - submitted;
+  EXPECT_LT(waited, std::chrono::milliseconds(kGraceMs) + 5s);
+  EXPECT_EQ(cluster_->WaitState(b1, v1::JOB_STATE_SUCCEEDED).state(), v1::JOB_STATE_SUCCEEDED);
+
+  // A's first gang (within A's nominal) was never touched.
+  v1::Job first = *cluster_->GetJob(a1);
+  EXPECT_EQ(first.state(), v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(first.attempt(), 0);
+
+  // Then A's preempted job runs again, finds what it saved and succeeds.
+  v1::Job again = cluster_->WaitState(a2, v1::JOB_STATE_SUCCEEDED, 30s);
+  EXPECT_EQ(again.state(), v1::JOB_STATE_SUCCEEDED) << again.ShortDebugString();
+  EXPECT_EQ(again.attempt(), 1);
+  ASSERT_TRUE(cluster_->Cancel(a1).ok());
+}
+
+TEST_F(PreemptionE2eTest, NothingIsLostWhenTheSchedulerRestartsInTheMiddleOfAPreemption) {
+  std::string a1, a2, b1;
+  Crowd(&a1, &a2, &b1);
+  ASSERT_EQ(cluster_->WaitState(a2, v1::JOB_STATE_PENDING).state(), v1::JOB_STATE_PENDING);
+  ASSERT_TRUE(cluster_->scheduler().Restart(SIGKILL).ok());
+  // B still gets its share, and A's job still finishes.
+  EXPECT_EQ(cluster_->WaitState(b1, v1::JOB_STATE_SUCCEEDED, 60s).state(),
+            v1::JOB_STATE_SUCCEEDED);
+  v1::Job again = cluster_->WaitState(a2, v1::JOB_STATE_SUCCEEDED, 60s);
+  EXPECT_EQ(again.state(), v1::JOB_STATE_SUCCEEDED) << again.ShortDebugString();
+  EXPECT_EQ(cluster_->GetJob(a1)->attempt(), 0);
+  ASSERT_TRUE(cluster_->Cancel(a1).ok());
+}
+
+}  // namespace
+}  // namespace ringmaster::test
