@@ -39,7 +39,7 @@ void Print(const char* name, const SimReport& r, double wall_s) {
   std::printf("jobs finished          %lld\n", static_cast<long long>(r.jobs));
   std::printf("JCT s                  avg %.0f  p50 %.0f  p99 %.0f\n", r.avg_jct_s, r.p50_jct_s,
               r.p99_jct_s);
-  std::printf("queueing delay s       avg %.0f  p50 %.0f  p99 %.0f\n", r.avg_queue_s,
+  std::printf("queueing delay s       avg %.1f  p50 %.0f  p99 %.0f\n", r.avg_queue_s,
               r.p50_queue_s, r.p99_queue_s);
   std::printf("GPU utilisation        %.3f of %lld GPUs\n", r.utilisation,
               static_cast<long long>(r.total_gpus));
