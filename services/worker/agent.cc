@@ -86,7 +86,12 @@ struct Agent::Attempt {
   Clock::time_point teardown_at;
   // No signal before this (Stop protocol, step 2); SIGKILL from signal_at + kill_grace.
   Clock::time_point signal_at;
-  std::optional<std::chrono::milliseconds> kill_grace;  // the StopJob's; else the option
+  // A StopJob with a grace of its own (a preemption): the workloads get SIGTERM first and this
+  // long to exit before the rest of the teardown.
+  std::optional<std::chrono::milliseconds> kill_grace;
+  bool workloads_termed = false;
+  bool workloads_done = false;
+  Clock::time_point workloads_term_at;
   std::thread launcher_thread;
 };
 
@@ -386,6 +391,7 @@ void Agent::Housekeeping() {
     Key key;
     ProcessSelector selector;
     int signal;  // 0: only look
+    bool workloads = false;  // the selector holds the workloads only (a graceful stop)
   };
   while (true) {
     {
@@ -405,6 +411,26 @@ void Agent::Housekeeping() {
           }
         }
         if (!a->teardown || a->quiet) continue;
+        if (a->kill_grace && !a->workloads_done && now >= a->signal_at) {
+          // A graceful stop (a preemption): SIGTERM reaches the workloads alone, so that
+          // mpirun and orted do not tear the ranks down under them, and they get the whole
+          // grace to checkpoint. Then the usual teardown for whatever is left.
+          ProcessSelector workloads = SelectorLocked(*a);
+          workloads.sessions.clear();
+          workloads.env_names = {"RINGMASTER_RANK"};
+          int signal = 0;
+          if (!a->workloads_termed) {
+            signal = SIGTERM;
+            a->workloads_termed = true;
+            a->workloads_term_at = now;
+          } else if (now - a->workloads_term_at >= *a->kill_grace) {
+            a->workloads_done = true;
+          }
+          if (!a->workloads_done) {
+            work.push_back({key, std::move(workloads), signal, true});
+            continue;
+          }
+        }
         int signal = 0;
         if (now < a->signal_at) {
           // Only look: the attempt is done once its mpirun and orted exited by themselves.
@@ -417,7 +443,7 @@ void Agent::Housekeeping() {
                              << options_.clean_exit_wait.count()
                              << " ms after every rank here exited 0; sending SIGTERM";
           }
-        } else if (now - a->signal_at >= a->kill_grace.value_or(options_.kill_grace)) {
+        } else if (now - a->signal_at >= options_.kill_grace) {
           signal = SIGKILL;
         }
         work.push_back({key, SelectorLocked(*a), signal});
@@ -444,7 +470,14 @@ void Agent::Housekeeping() {
     }
     // /proc scans without the lock: RPCs must not wait for them.
     std::vector<std::pair<Key, size_t>> remaining;
+    std::vector<Key> workloads_gone;
     for (const Work& w : work) {
+      if (w.workloads) {
+        const int n = w.signal != 0 ? SignalProcesses(w.selector, w.signal)
+                                    : static_cast<int>(FindProcesses(w.selector).size());
+        if (n == 0) workloads_gone.push_back(w.key);
+        continue;
+      }
       const size_t n = w.signal != 0 ? static_cast<size_t>(SignalProcesses(w.selector, w.signal))
                                      : FindProcesses(w.selector).size();
       if (w.signal == SIGKILL && n > 0) {
@@ -457,6 +490,10 @@ void Agent::Housekeeping() {
     std::vector<std::thread> finished;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      for (const Key& key : workloads_gone) {
+        auto it = attempts_.find(key);
+        if (it != attempts_.end()) it->second->workloads_done = true;
+      }
       for (const auto& [key, n] : remaining) {
         auto it = attempts_.find(key);
         if (it == attempts_.end() || n > 0 || it->second->in_flight > 0) continue;
