@@ -1221,6 +1221,10 @@ void Scheduler::UpdateGaugesLocked() {
   }
   for (const std::string& q : queue_names) {
     metrics_->queue_labels.insert(q);
+    // Counters exist from the start, so that "no preemption" reads 0 rather than nothing.
+    for (const char* reason : {"reclaim", "priority"}) {
+      metrics_->preemptions.Add({{"queue", q}, {"reason", reason}});
+    }
     metrics_->queue_share.Add({{"queue", q}}).Set(ledger_.Share(q));
     for (const auto& [resource, u] : ledger_.UsageOf(q)) {
       metrics_->quota_labels.insert({q, resource});

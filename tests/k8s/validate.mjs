@@ -344,7 +344,7 @@ function checkMonitoring(where, objects, refs, opts) {
   if (!board) {
     fail(where, 'has no ConfigMap ringmaster-dashboards');
   } else {
-    for (const file of ['cluster.json', 'jobs.json']) {
+    for (const file of ['cluster.json', 'jobs.json', 'queues.json']) {
       const want = readFileSync(path.join(dashboardsDir, file), 'utf8');
       if (board.data?.[file] !== want) {
         fail(where, `ConfigMap ringmaster-dashboards ${file} differs from dashboards/${file}`);

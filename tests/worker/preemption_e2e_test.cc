@@ -26,13 +26,14 @@ using namespace std::chrono_literals;
 constexpr int kGraceMs = 5000;
 constexpr const char* kCheckpointRoot = "/tmp/ringmaster-checkpoints";
 
-// A rank that runs until SIGTERM, saving "where it was" on the way out; run again, it finds
-// what it saved and finishes at once.
+// A rank that runs until SIGTERM, saving "where it was" on the way out (slowly: 2 s, within
+// the grace period, as a real checkpoint takes time); run again, it finds what it saved and
+// finishes at once.
 constexpr const char* kResumable =
     "d=$RINGMASTER_CHECKPOINT_DIR; "
     "if [ -f \"$d/saved-$RANK\" ]; then echo \"resumed rank $RANK\"; exit 0; fi; "
     "trap 'echo \"SIGTERM in attempt $RINGMASTER_ATTEMPT\" > \"$d/sigterm-$RANK\"; "
-    "touch \"$d/saved-$RANK\"; exit 143' TERM; "
+    "sleep 2; touch \"$d/saved-$RANK\"; exit 143' TERM; "
     "echo \"rank $RANK started\"; sleep 600 & wait";
 
 v1::JobSpec Spec(const std::string& name, const std::string& queue, const std::string& script) {
@@ -114,7 +115,6 @@ class PreemptionE2eTest : public ::testing::Test {
 TEST_F(PreemptionE2eTest, AQueueWithinItsNominalReclaimsABorrowersWholeGang) {
   std::string a1, a2, b1;
   Crowd(&a1, &a2, &b1);
-  const auto submitted = std::chrono::steady_clock::now();
 
   // A's newest gang (the borrower) goes back to PENDING, naming who preempted it and why.
   v1::Job preempted = cluster_->WaitState(a2, v1::JOB_STATE_PENDING);
@@ -135,11 +135,9 @@ TEST_F(PreemptionE2eTest, AQueueWithinItsNominalReclaimsABorrowersWholeGang) {
   }
 
   // B runs within the grace period plus a pass, and succeeds.
-  v1::Job b = cluster_->WaitState(b1, v1::JOB_STATE_RUNNING, 20s);
-  ASSERT_NE(b.state(), v1::JOB_STATE_PENDING) << b.ShortDebugString();
-  const auto waited = std::chrono::steady_clock::now() - submitted;
-  EXPECT_LT(waited, std::chrono::milliseconds(kGraceMs) + 5s);
-  EXPECT_EQ(cluster_->WaitState(b1, v1::JOB_STATE_SUCCEEDED).state(), v1::JOB_STATE_SUCCEEDED);
+  v1::Job b = cluster_->WaitState(b1, v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(b.state(), v1::JOB_STATE_SUCCEEDED) << b.ShortDebugString();
+  EXPECT_LT(b.started_at_ms() - b.created_at_ms(), kGraceMs + 5000) << b.ShortDebugString();
 
   // A's first gang (within A's nominal) was never touched.
   v1::Job first = *cluster_->GetJob(a1);
