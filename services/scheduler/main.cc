@@ -62,6 +62,9 @@ ringmaster::Flags MakeFlags() {
   flags.Add("reservations", "4",
             "waiting gangs that get a reservation; jobs behind them backfill only when their "
             "max_runtime_seconds ends before it (0: no reservations)");
+  flags.Add("reservation-window-hours", "168",
+            "how far ahead a reservation may lie (1..8760); a gang that cannot start sooner "
+            "waits without one");
   flags.Add("log-level", "info", "debug, info, warning or error");
   return flags;
 }
@@ -96,7 +99,7 @@ int main(int argc, char** argv) {
                  : level == "error" ? LogLevel::kError
                                     : LogLevel::kInfo);
   int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0, pg_timeout_ms = 0,
-          submit_writers = 0, reservations = 0;
+          submit_writers = 0, reservations = 0, window_hours = 0;
   SchedulerOptions options;
   for (auto s : {flags.GetInt("postgres-pool", &pool), flags.GetInt("redis-db", &redis_db),
                  flags.GetInt("heartbeat-timeout-ms", &options.heartbeat_timeout_ms),
@@ -108,7 +111,8 @@ int main(int argc, char** argv) {
                  flags.GetInt("write-wait-ms", &options.write_wait_ms),
                  flags.GetInt("submit-writers", &submit_writers),
                  flags.GetInt("preemption-grace-ms", &options.preemption_grace_ms),
-                 flags.GetInt("reservations", &reservations)}) {
+                 flags.GetInt("reservations", &reservations),
+                 flags.GetInt("reservation-window-hours", &window_hours)}) {
     if (!s.ok()) return Fail(s);
   }
   if (lease_ttl_ms < 300) {
@@ -132,6 +136,10 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError("--reservations must be 0..1000"));
   }
   options.reservations = static_cast<int32_t>(reservations);
+  if (window_hours < 1 || window_hours > 8760) {
+    return Fail(absl::InvalidArgumentError("--reservation-window-hours must be 1..8760"));
+  }
+  options.reservation_window_ms = window_hours * 3600 * 1000;
   PostgresPoolOptions pool_options;
   pool_options.statement_timeout_ms = pg_timeout_ms;
   pool_options.acquire_timeout_ms = pg_timeout_ms;

@@ -372,6 +372,7 @@ void Scheduler::PlaceLocked() {
 
   PolicyOptions policy;
   policy.reservations = options_.reservations;
+  policy.reservation_window_ms = options_.reservation_window_ms;
   PassResult r = SchedulePass(in, cluster_, policy);
   for (const std::string& id : ripe_claims_) claims_.erase(id);  // started now, or not here
   ripe_claims_.clear();

@@ -154,6 +154,8 @@ struct SchedulerOptions {
   // many waiting gangs get a reservation.
   int64_t preemption_grace_ms = 30'000;
   int32_t reservations = 4;
+  // A reservation further ahead than this is not made (the gang just waits).
+  int64_t reservation_window_ms = 7LL * 24 * 3600 * 1000;
 };
 
 class Scheduler {
