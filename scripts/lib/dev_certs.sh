@@ -12,7 +12,8 @@
 #
 # Names in the certificates:
 #   scheduler  DNS localhost, scheduler, ringmaster-scheduler(.ringmaster.svc[.cluster.local]),
-#              IP 127.0.0.1, ::1; server and client use
+#              IP 127.0.0.1, ::1, and $RINGMASTER_CERT_EXTRA_SANS (e.g. "IP:10.0.0.5
+#              DNS:ctl.example"); server and client use
 #   metrics    the same with metrics / ringmaster-metrics; server and client use
 #   client     CN ringctl: a client certificate for `ringctl logs` (agents require one)
 #   worker ID  DNS ID (the scheduler admits a worker only under a DNS name of its certificate),
@@ -22,11 +23,14 @@ set -euo pipefail
 die() { echo "dev_certs.sh: $*" >&2; exit 2; }
 command -v openssl >/dev/null || die "openssl is not installed (apt-get install openssl)"
 
+[ "${1:-}" != "-h" ] && [ "${1:-}" != "--help" ] || { sed -n '2,22p' "$0"; exit 0; }
 [ $# -ge 1 ] || die "usage: dev_certs.sh DIR [worker ID [IP...] | service NAME [SAN...]]"
 dir=$1
 shift
 mkdir -p "$dir"
-umask 077
+# Directories and certificates readable by the services' users (containers run as uid
+# 10001 on a bind mount); only the CA key is private. Guard DIR itself in production.
+umask 022
 ns=${RINGMASTER_CERT_NAMESPACE:-ringmaster}
 days=${RINGMASTER_CERT_DAYS:-825}
 
@@ -37,6 +41,7 @@ make_ca() {
     -subj "/O=Ringmaster development/CN=Ringmaster development CA" \
     -addext "basicConstraints=critical,CA:TRUE" \
     -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  chmod 600 "$dir/ca.key.tmp"
   mv "$dir/ca.key.tmp" "$dir/ca.key"
   chmod 644 "$dir/ca.crt.tmp"
   mv "$dir/ca.crt.tmp" "$dir/ca.crt"
@@ -77,7 +82,7 @@ service_sans() {
   local short=$1
   echo "DNS:localhost DNS:$short DNS:ringmaster-$short DNS:ringmaster-$short.$ns" \
     "DNS:ringmaster-$short.$ns.svc DNS:ringmaster-$short.$ns.svc.cluster.local" \
-    "IP:127.0.0.1 IP:::1"
+    "IP:127.0.0.1 IP:::1" ${RINGMASTER_CERT_EXTRA_SANS:-}
 }
 
 make_ca
