@@ -5,6 +5,7 @@
 #include <pqxx/pqxx>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "scheduler/harness.h"
 #include "support/test_certs.h"
+#include "support/wait_for.h"
 
 namespace ringmaster::test {
 namespace {
@@ -220,6 +222,55 @@ TEST(InsecureModeTest, TlsWithoutCertificatesFailsAtStartNamingTheFlag) {
                                {"--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0"});
   EXPECT_EQ(code, 2) << log;
   EXPECT_THAT(log, HasSubstr("--tls-cert (or RINGMASTER_TLS_CERT) is needed"));
+}
+
+// The code a handshake-level probe gets: UNIMPLEMENTED (the metrics service has no cluster
+// API) when TLS succeeded, UNAVAILABLE when it failed.
+grpc::StatusCode Probe(const std::string& addr, const TlsOptions& tls) {
+  auto stub = v1::ClusterService::NewStub(
+      grpc::CreateChannel(addr, *MakeChannelCredentials(tls)));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+  v1::ListWorkersResponse resp;
+  return stub->ListWorkers(&ctx, v1::ListWorkersRequest(), &resp).error_code();
+}
+
+TEST(CertificateReloadTest, ReplacedFilesAreServedWithoutARestart) {
+  // The service's files in a directory of the test's own, first of our CA.
+  std::string dir = ::testing::TempDir() + "reload-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  auto put = [&](const CertFiles& from) {
+    // Written beside, then renamed over: each file changes at once, as a kubelet does.
+    for (const auto& [src, name] : {std::pair{from.cert, "tls.crt"}, std::pair{from.key, "tls.key"},
+                                    std::pair{from.ca, "ca.crt"}}) {
+      std::filesystem::copy_file(src, dir + "/next-" + name,
+                                 std::filesystem::copy_options::overwrite_existing);
+      std::filesystem::rename(dir + "/next-" + name, dir + "/" + name);
+    }
+  };
+  put(TestCerts::Get().Metrics());
+  auto port = PickFreePort();
+  auto http = PickFreePort();
+  ASSERT_TRUE(port.ok() && http.ok());
+  const std::string addr = absl::StrCat("127.0.0.1:", *port);
+  auto p = Subprocess::Start({RINGMASTER_BINARY_DIR "/services/metrics/ringmaster-metrics",
+                              "--listen=" + addr, absl::StrCat("--metrics-listen=127.0.0.1:", *http),
+                              "--tls-cert=" + dir + "/tls.crt", "--tls-key=" + dir + "/tls.key",
+                              "--tls-ca=" + dir + "/ca.crt"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(WaitFor([&] { return Probe(addr, TestCerts::Get().CaOnly()) ==
+                                   grpc::StatusCode::UNIMPLEMENTED; }, 10s))
+      << (*p)->LogTail();
+  EXPECT_EQ(Probe(addr, TestCerts::Foreign().CaOnly()), grpc::StatusCode::UNAVAILABLE);
+
+  put(TestCerts::Foreign().Metrics());
+  // Within the provider's refresh interval (10 s), and without a restart.
+  EXPECT_TRUE(WaitFor([&] { return Probe(addr, TestCerts::Foreign().CaOnly()) ==
+                                   grpc::StatusCode::UNIMPLEMENTED; }, 25s, 500ms))
+      << (*p)->LogTail();
+  EXPECT_EQ(Probe(addr, TestCerts::Get().CaOnly()), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_TRUE((*p)->Running());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TlsLibraryTest, LoopbackAddresses) {
