@@ -84,7 +84,8 @@ enum class ServerName {
   // metrics service, reached by their well-known names.
   kVerify,
   // Any certificate of the cluster's CA: worker agents, reached by node IP addresses that
-  // their certificates need not list (docs/security.md says what this trusts).
+  // their certificates need not list (docs/security.md says what this trusts). Without
+  // --tls-ca it is kVerify against the system's roots.
   kAnyOfTheCa,
 };
 

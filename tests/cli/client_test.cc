@@ -201,7 +201,9 @@ TEST_F(GrpcClientTest, RingctlShowsTheSchedulersValidationMessageVerbatim) {
   runtime.getenv = [](const char*) -> const char* { return nullptr; };
   std::ostringstream out;
   std::ostringstream err;
-  int code = RunCli({"submit", "--name", "x", "--replicas", "5000", "--scheduler", address_},
+  // The fake scheduler serves plaintext on loopback, as a development cluster run --insecure.
+  int code = RunCli({"submit", "--name", "x", "--replicas", "5000", "--scheduler", address_,
+                     "--insecure"},
                     runtime, out, err);
   EXPECT_EQ(code, 2);
   EXPECT_EQ(err.str(), "ringctl: invalid job spec: replicas: must be 1..4096, got 5000\n");
@@ -212,7 +214,7 @@ TEST_F(GrpcClientTest, RingctlWatchExitsZeroWhenTheJobSucceeds) {
   Runtime runtime = ProcessRuntime();
   std::ostringstream out;
   std::ostringstream err;
-  EXPECT_EQ(RunCli({"watch", "j-1", "--scheduler", address_}, runtime, out, err), 0);
+  EXPECT_EQ(RunCli({"watch", "j-1", "--scheduler", address_, "--insecure"}, runtime, out, err), 0);
   EXPECT_THAT(out.str(), ::testing::HasSubstr("SUCCEEDED"));
   EXPECT_EQ(err.str(), "");
 }
