@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -179,9 +180,13 @@ TEST_F(WorkerE2eTest, FourRankMpiJobSpansTwoWorkersAndSucceeds) {
     seen_workers.insert(r.worker_id());
   }
   EXPECT_THAT(seen_workers, SizeIs(2));
-  // ringctl logs finds it too, though the ended job has no placement any more.
-  auto ringctl = Subprocess::Start({RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler",
-                                    cluster_->scheduler().addr(), "logs", id, "--rank", "2"});
+  // ringctl logs finds it too, though the ended job has no placement any more; with the CA
+  // from its flag and its client certificate from the environment (the agents require one).
+  const CertFiles client = TestCerts::Get().Client();
+  auto ringctl = Subprocess::Start(
+      {RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler", cluster_->scheduler().addr(),
+       "--tls-ca", client.ca, "logs", id, "--rank", "2"},
+      {{"RINGMASTER_TLS_CERT", client.cert}, {"RINGMASTER_TLS_KEY", client.key}});
   ASSERT_TRUE(ringctl.ok()) << ringctl.status();
   auto code = (*ringctl)->Wait(10s);
   ASSERT_TRUE(code.ok()) << code.status();
@@ -332,6 +337,24 @@ TEST_F(WorkerE2eTest, ExecRunsNothingWithoutTheAttemptsTokenOrACertificateOfTheC
     if (!token.empty()) break;
   }
   ASSERT_FALSE(token.empty());
+  // The workload (a team's program) gets the CA but not the worker's certificate and key,
+  // which ringmaster-rank and the launch processes hold.
+  int workloads = 0;
+  for (pid_t pid : ProcessesWithEnv(JobTag(id))) {
+    std::ifstream comm(absl::StrCat("/proc/", pid, "/comm"));
+    std::string name;
+    std::getline(comm, name);
+    if (name == "ringmaster-rank" || name == "orted" || name == "mpirun" ||
+        name == "ringmaster-rsh") {
+      EXPECT_NE(EnvOfProcess(pid, "RINGMASTER_TLS_KEY"), "") << name;
+      continue;
+    }
+    ++workloads;
+    EXPECT_EQ(EnvOfProcess(pid, "RINGMASTER_TLS_KEY"), "") << name;
+    EXPECT_EQ(EnvOfProcess(pid, "RINGMASTER_TLS_CERT"), "") << name;
+    EXPECT_NE(EnvOfProcess(pid, "RINGMASTER_TLS_CA"), "") << name;
+  }
+  EXPECT_GT(workloads, 0);
 
   // A peer worker's certificate, as ringmaster-rsh holds it.
   auto credentials = [](const TlsOptions& tls) {
