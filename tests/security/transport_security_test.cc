@@ -217,6 +217,32 @@ TEST(InsecureModeTest, InsecureEnvironmentVariableIsRefusedOffLoopbackToo) {
   EXPECT_THAT((*p)->Log(), HasSubstr("--insecure (or RINGMASTER_INSECURE) is refused"));
 }
 
+TEST(InsecureModeTest, InsecureOnLoopbackServesPlaintextWithALoudWarning) {
+  auto port = PickFreePort();
+  auto http = PickFreePort();
+  ASSERT_TRUE(port.ok() && http.ok());
+  const std::string addr = absl::StrCat("127.0.0.1:", *port);
+  auto p = Subprocess::Start({RINGMASTER_BINARY_DIR "/services/metrics/ringmaster-metrics",
+                              "--insecure", "--listen=" + addr,
+                              absl::StrCat("--metrics-listen=127.0.0.1:", *http)});
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto stub = v1::ClusterService::NewStub(
+      grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + 1s);
+        v1::ListWorkersResponse resp;
+        // UNIMPLEMENTED: the plaintext call reached the server (it has no cluster API).
+        return stub->ListWorkers(&ctx, v1::ListWorkersRequest(), &resp).error_code() ==
+               grpc::StatusCode::UNIMPLEMENTED;
+      },
+      10s))
+      << (*p)->LogTail();
+  EXPECT_THAT((*p)->Log(), HasSubstr("*** INSECURE: ringmaster-metrics runs with --insecure"));
+  EXPECT_THAT((*p)->Log(), HasSubstr("in PLAINTEXT"));
+}
+
 TEST(InsecureModeTest, TlsWithoutCertificatesFailsAtStartNamingTheFlag) {
   auto [code, log] = RunToExit(RINGMASTER_BINARY_DIR "/services/metrics/ringmaster-metrics",
                                {"--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0"});
