@@ -135,7 +135,9 @@ TEST_F(TransportSecurityTest, WorkerIsAdmittedUnderTheNameOfItsCertificate) {
   grpc::Status s = Register(scheduler_->WorkerChannel("w1"), CpuWorker("w1", "127.0.0.2", 1),
                             &registered);
   EXPECT_TRUE(registered) << s.error_message();
-  EXPECT_EQ(StoredWorkers(), 1);
+  // The positive control of the "nothing stored" checks below (stored by the scheduler's
+  // writer, which may finish after Registered went out).
+  EXPECT_TRUE(WaitFor([&] { return StoredWorkers() == 1; }, 10s)) << StoredWorkers();
 }
 
 TEST_F(TransportSecurityTest, WorkerClaimingAnotherWorkersIdIsDeniedAndNothingIsStored) {
