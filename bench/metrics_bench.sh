@@ -9,7 +9,7 @@ source "$root/scripts/lib/pg.sh"   # free_port
 cmake --build "$build" --target ringmaster-metrics metrics_bench >/dev/null
 grpc_port=$(free_port); http_port=$(free_port)
 "$build/services/metrics/ringmaster-metrics" --listen "127.0.0.1:$grpc_port" \
-  --metrics-listen "127.0.0.1:$http_port" >/tmp/ringmaster-metrics-bench.log 2>&1 &
+  --metrics-listen "127.0.0.1:$http_port" --insecure >/tmp/ringmaster-metrics-bench.log 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
 echo "machine: $(nproc) cores"

@@ -15,6 +15,11 @@ rounds=${1:-3}
 steps=${2:-200}
 export RINGMASTER_SCHEDULER=${RINGMASTER_SCHEDULER:-127.0.0.1:7070}
 ringctl="$build/cli/ringctl"
+# The quickstart cluster speaks TLS with the certificates it made (docs/security.md).
+certs=${RINGMASTER_QUICKSTART_DIR:-/tmp/ringmaster-quickstart}/certs
+export RINGMASTER_TLS_CA=${RINGMASTER_TLS_CA:-$certs/ca.crt}
+export RINGMASTER_TLS_CERT=${RINGMASTER_TLS_CERT:-$certs/client/tls.crt}
+export RINGMASTER_TLS_KEY=${RINGMASTER_TLS_KEY:-$certs/client/tls.key}
 if ! "$ringctl" workers >/dev/null 2>&1; then
   "$root/scripts/quickstart" >/dev/null
 fi

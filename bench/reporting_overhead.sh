@@ -12,7 +12,9 @@ source "$root/scripts/lib/pg.sh"   # free_port
 cmake --build "$build" --target ringmaster-metrics ringmaster-train >/dev/null
 grpc_port=$(free_port); http_port=$(free_port)
 "$build/services/metrics/ringmaster-metrics" --listen "127.0.0.1:$grpc_port" \
-  --metrics-listen "127.0.0.1:$http_port" >/tmp/ringmaster-reporting-bench.log 2>&1 &
+  --metrics-listen "127.0.0.1:$http_port" --insecure >/tmp/ringmaster-reporting-bench.log 2>&1 &
+# Loopback only: the trainer's metrics stream in plaintext, as the service runs.
+export RINGMASTER_INSECURE=1
 pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

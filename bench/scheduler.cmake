@@ -2,8 +2,8 @@ add_executable(placement_bench ${CMAKE_CURRENT_LIST_DIR}/placement_bench.cc)
 target_link_libraries(placement_bench PRIVATE ringmaster_scheduler_core)
 
 add_executable(submit_bench ${CMAKE_CURRENT_LIST_DIR}/submit_bench.cc)
-target_link_libraries(submit_bench PRIVATE ringmaster_proto gRPC::grpc++ PkgConfig::PQXX
-  absl::strings)
+target_link_libraries(submit_bench PRIVATE ringmaster_common ringmaster_proto gRPC::grpc++
+  PkgConfig::PQXX absl::strings)
 
 find_package(MPI COMPONENTS CXX)
 if(MPI_FOUND)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Durable submit throughput next to the single-row INSERT rate of the same Postgres.
-# Starts a throw-away Postgres (fsync on, as in production), Redis and the scheduler on
-# loopback, runs bench/submit_bench, and stops everything. Usage: bench/submit_bench.sh [CLIENTS] [JOBS]
+# Durable submit throughput, with TLS and in plaintext, and next to the single-row INSERT rate
+# of the same Postgres. For each transport: starts a throw-away Postgres (fsync on, as in
+# production), Redis and the scheduler on loopback, runs bench/submit_bench, and stops
+# everything. Prints the TLS/plaintext throughput ratio (target: at least 0.9).
+# Usage: [ROUNDS=3] bench/submit_bench.sh [CLIENTS] [JOBS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RINGMASTER_BUILD_DIR:-$root/build}
@@ -11,11 +13,40 @@ source "$root/bench/lib/stack.sh"
 
 [ -n "${RINGMASTER_BENCH_NO_BUILD:-}" ] ||
   cmake --build "$build" --target ringmaster-scheduler submit_bench >/dev/null
-stack_start --postgres-pool "$clients" --log-level warning
 echo "machine: $(nproc) cores; Postgres 15 with fsync on; scheduler pool $clients connections"
-"$build/bench/submit_bench" "127.0.0.1:$grpc_port" "$url" "$clients" "$jobs" || { tail -20 "$tmp/scheduler.log"; exit 1; }
+
 # Where the scheduler's time went: its own histograms of group commits.
-curl -s "http://127.0.0.1:$metrics_port/metrics" | awk '
-  /^ringmaster_store_commit_seconds_sum/ {cs=$2} /^ringmaster_store_commit_seconds_count/ {cc=$2}
-  /^ringmaster_store_batch_writes_sum/ {bs=$2} /^ringmaster_store_batch_writes_count/ {bc=$2}
-  END { if (cc > 0) printf "  scheduler: %d transactions, %.1f writes each, %.2f ms each (mean)\n", cc, bs/bc, 1000*cs/cc }'
+commit_summary() {
+  curl -s "http://127.0.0.1:$metrics_port/metrics" | awk '
+    /^ringmaster_store_commit_seconds_sum/ {cs=$2} /^ringmaster_store_commit_seconds_count/ {cc=$2}
+    /^ringmaster_store_batch_writes_sum/ {bs=$2} /^ringmaster_store_batch_writes_count/ {bc=$2}
+    END { if (cc > 0) printf "  scheduler: %d transactions, %.1f writes each, %.2f ms each (mean)\n", cc, bs/bc, 1000*cs/cc }'
+}
+
+# ROUNDS rounds (default 3), each plaintext then TLS, alternating which goes first, each on a
+# fresh stack; the INSERT comparison only in the first. The ratio is of the medians: one round
+# on a busy machine swings either way by a third.
+rounds=${ROUNDS:-3}
+declare -A rates=([plaintext]="" [tls]="")
+for round in $(seq "$rounds"); do
+  order=(plaintext tls)
+  [ $((round % 2)) -eq 0 ] && order=(tls plaintext)
+  for transport in "${order[@]}"; do
+    STACK_TLS=$([ $transport = tls ] && echo 1 || echo 0) stack_start --postgres-pool "$clients" \
+      --log-level warning
+    extra=(--submit-only)
+    [ "$round" = 1 ] && [ $transport = plaintext ] && extra=()
+    out=$("$build/bench/submit_bench" "127.0.0.1:$grpc_port" "$url" "$clients" "$jobs" "${extra[@]}") ||
+      { echo "$out"; tail -20 "$tmp/scheduler.log"; exit 1; }
+    echo "round $round: $out"
+    commit_summary
+    rates[$transport]+=" $(echo "$out" | awk '/SubmitJob via gRPC/ {print $5; exit}')"
+    stack_stop
+  done
+done
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+tls=$(echo "${rates[tls]}" | median)
+plain=$(echo "${rates[plaintext]}" | median)
+echo "submits/s per round: TLS${rates[tls]}; plaintext${rates[plaintext]}"
+awk -v t="$tls" -v p="$plain" 'BEGIN {
+  printf "TLS vs plaintext (medians): %.0f vs %.0f submits/s, ratio %.2f (target >= 0.90)\n", t, p, t / p }'

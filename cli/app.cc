@@ -115,8 +115,13 @@ class Invocation {
   Outcome FollowRankZero(const std::string& id) {
     std::optional<int32_t> followed;
     std::chrono::milliseconds poll = kFollowPollMin;
-    std::unique_ptr<WorkerLogsClient> workers =
-        runtime_.connect_workers ? runtime_.connect_workers() : nullptr;
+    if (!runtime_.connect_workers) return Failure{kExitError, "no way to reach workers"};
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+        MakeChannelCredentials(cmd_.tls, ServerName::kAnyOfTheCa);
+    if (!credentials.ok()) {
+      return Failure{kExitUsage, std::string(credentials.status().message())};
+    }
+    std::unique_ptr<WorkerLogsClient> workers = runtime_.connect_workers(*credentials);
     if (workers == nullptr) return Failure{kExitError, "no way to reach workers"};
     LogsOptions options;
     options.job_id = id;
@@ -314,7 +319,11 @@ class Invocation {
 
   int Logs() {
     if (!runtime_.connect_workers) return Fail({kExitError, "no way to reach workers"});
-    std::unique_ptr<WorkerLogsClient> workers = runtime_.connect_workers();
+    // Already made once in RunCli: the files were readable a moment ago.
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+        MakeChannelCredentials(cmd_.tls, ServerName::kAnyOfTheCa);
+    if (!credentials.ok()) return Fail({kExitUsage, std::string(credentials.status().message())});
+    std::unique_ptr<WorkerLogsClient> workers = runtime_.connect_workers(*credentials);
     LogsOptions options;
     options.job_id = cmd_.job_id;
     options.rank = cmd_.rank;
@@ -362,11 +371,14 @@ Runtime ProcessRuntime() {
   };
   runtime.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
   runtime.new_request_id = NewRequestId;
-  runtime.connect = [](const std::string& address) -> std::unique_ptr<SchedulerClient> {
-    return std::make_unique<GrpcSchedulerClient>(address);
+  runtime.connect = [](const std::string& address,
+                       std::shared_ptr<grpc::ChannelCredentials> credentials)
+      -> std::unique_ptr<SchedulerClient> {
+    return std::make_unique<GrpcSchedulerClient>(address, std::move(credentials));
   };
-  runtime.connect_workers = []() -> std::unique_ptr<WorkerLogsClient> {
-    return std::make_unique<GrpcWorkerLogsClient>();
+  runtime.connect_workers = [](std::shared_ptr<grpc::ChannelCredentials> credentials)
+      -> std::unique_ptr<WorkerLogsClient> {
+    return std::make_unique<GrpcWorkerLogsClient>(std::move(credentials));
   };
   return runtime;
 }
@@ -382,7 +394,17 @@ int RunCli(const std::vector<std::string>& args, const Runtime& runtime, std::os
     out << Usage(cmd->verb);
     return kExitOk;
   }
-  std::unique_ptr<SchedulerClient> client = runtime.connect(cmd->scheduler);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(cmd->tls);
+  if (!credentials.ok()) {
+    err << "ringctl: " << SingleLine(credentials.status().message()) << "\n";
+    return kExitUsage;
+  }
+  if (cmd->tls.insecure && !IsLoopbackAddress(cmd->scheduler)) {
+    err << "ringctl: warning: --insecure: talking plaintext to " << cmd->scheduler
+        << ", which is not a loopback address\n";
+  }
+  std::unique_ptr<SchedulerClient> client = runtime.connect(cmd->scheduler, *credentials);
   return Invocation(*cmd, runtime, *client, out, err).Run();
 }
 

@@ -24,10 +24,15 @@ struct Runtime {
   std::function<int64_t()> now_ms;
   std::function<void(std::chrono::milliseconds)> sleep;
   std::function<std::string()> new_request_id;
-  // Opens a client for the scheduler at an address (not yet connected).
-  std::function<std::unique_ptr<SchedulerClient>(const std::string& address)> connect;
+  // Opens a client for the scheduler at an address (not yet connected), with the channel
+  // credentials of the command's TLS flags.
+  std::function<std::unique_ptr<SchedulerClient>(
+      const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials)>
+      connect;
   // Opens a client for worker agents (`ringctl logs`).
-  std::function<std::unique_ptr<WorkerLogsClient>()> connect_workers;
+  std::function<std::unique_ptr<WorkerLogsClient>(
+      std::shared_ptr<grpc::ChannelCredentials> credentials)>
+      connect_workers;
   RetryPolicy retry;
 };
 

@@ -116,6 +116,23 @@ const std::vector<FlagSpec>& Flags() {
        "ADDR",
        "scheduler host:port (env RINGMASTER_SCHEDULER; default localhost:7070)"},
       {"output", 'o', {}, "FORMAT", "table (default) or json (protobuf JSON, for scripts)"},
+      {"tls-ca",
+       0,
+       {},
+       "FILE",
+       "CA bundle (PEM) the scheduler is verified against (env RINGMASTER_TLS_CA; default: the "
+       "system's roots)"},
+      {"tls-cert",
+       0,
+       {},
+       "FILE",
+       "client certificate (PEM), needed by `logs` to reach workers (env RINGMASTER_TLS_CERT)"},
+      {"tls-key", 0, {}, "FILE", "key of --tls-cert (env RINGMASTER_TLS_KEY)"},
+      {"insecure",
+       0,
+       {},
+       nullptr,
+       "plaintext gRPC, for a development cluster on loopback (env RINGMASTER_INSECURE=1)"},
       {"help", 'h', {}, nullptr, "print usage"},
       {"file",
        'f',
@@ -235,6 +252,12 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
       RM_RETURN_IF_ERROR(SplitHostPort(value, "--scheduler", &host, &port));
     }
     cmd->scheduler = value;
+  } else if (name == "tls-ca") {
+    cmd->tls.ca_file = value;
+  } else if (name == "tls-cert") {
+    cmd->tls.cert_file = value;
+  } else if (name == "tls-key") {
+    cmd->tls.key_file = value;
   } else if (name == "output") {
     if (value == "table") {
       cmd->output = OutputFormat::kTable;
@@ -391,6 +414,8 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
         fail(absl::InvalidArgumentError(absl::StrCat(shown, " takes no value")));
       } else if (std::string(flag->name) == "wait") {
         cmd.wait = true;
+      } else if (std::string(flag->name) == "insecure") {
+        cmd.tls.insecure = true;
       } else {
         cmd.follow = true;
       }
@@ -463,6 +488,17 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
   if (cmd.scheduler.empty()) {
     const char* env = getenv(kSchedulerEnv);
     cmd.scheduler = (env != nullptr && env[0] != '\0') ? env : kDefaultScheduler;
+  }
+  // Flags win over the environment, as for the services (common/tls.h).
+  for (auto [name, field] : {std::pair{kTlsCaEnv, &cmd.tls.ca_file},
+                             std::pair{kTlsCertEnv, &cmd.tls.cert_file},
+                             std::pair{kTlsKeyEnv, &cmd.tls.key_file}}) {
+    const char* env = getenv(name);
+    if (field->empty() && env != nullptr) *field = env;
+  }
+  if (const char* env = getenv(kInsecureEnv); !cmd.tls.insecure && env != nullptr) {
+    bool insecure = false;
+    cmd.tls.insecure = absl::SimpleAtob(env, &insecure) && insecure;
   }
   return cmd;
 }

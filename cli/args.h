@@ -2,7 +2,7 @@
 //
 //   ringctl [GLOBAL FLAGS] COMMAND [FLAGS] [ARGS] [-- CMD ARGS...]
 //
-// Global flags (--scheduler, -o/--output, -h/--help) may come before or after the command.
+// Global flags (--scheduler, -o/--output, --tls-*, --insecure, -h/--help) may come before or after the command.
 // Flags take their value as `--flag value` or `--flag=value` (`-f value`, `-o value` for the
 // short ones). Stateless and thread-safe.
 #ifndef RINGMASTER_CLI_ARGS_H_
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/tls.h"
 #include "job_spec.h"
 #include "ringmaster/v1/job.pb.h"
 
@@ -37,6 +38,8 @@ struct Command {
   // From --scheduler, else $RINGMASTER_SCHEDULER, else kDefaultScheduler.
   std::string scheduler;
   OutputFormat output = OutputFormat::kTable;
+  // --tls-ca, --tls-cert, --tls-key, --insecure, else RINGMASTER_TLS_*, RINGMASTER_INSECURE.
+  TlsOptions tls;
 
   // get, cancel, watch, logs.
   std::string job_id;

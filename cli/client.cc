@@ -12,10 +12,10 @@
 namespace ringmaster::cli {
 
 GrpcSchedulerClient::GrpcSchedulerClient(const std::string& address,
+                                         std::shared_ptr<grpc::ChannelCredentials> credentials,
                                          std::chrono::milliseconds unary_deadline)
     : unary_deadline_(unary_deadline) {
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(address, std::move(credentials));
   jobs_ = v1::JobService::NewStub(channel);
   cluster_ = v1::ClusterService::NewStub(channel);
   queues_ = v1::QueueService::NewStub(channel);

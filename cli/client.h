@@ -4,6 +4,8 @@
 #ifndef RINGMASTER_CLI_CLIENT_H_
 #define RINGMASTER_CLI_CLIENT_H_
 
+#include <grpcpp/security/credentials.h>
+
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -40,14 +42,15 @@ class SchedulerClient {
       const v1::DeleteQueueRequest& request);
 };
 
-// Talks gRPC to one scheduler address over an insecure channel. Unary calls carry
+// Talks gRPC to one scheduler address with the given credentials (common/tls.h). Unary calls carry
 // `unary_deadline` and do not wait for the channel to become ready, so an unreachable
 // scheduler fails at once with UNAVAILABLE instead of hanging; WatchJob has no deadline (it
 // lasts as long as the job). Thread-compatible, as the generated stubs are.
 class GrpcSchedulerClient : public SchedulerClient {
  public:
-  explicit GrpcSchedulerClient(const std::string& address,
-                               std::chrono::milliseconds unary_deadline = std::chrono::seconds(5));
+  GrpcSchedulerClient(const std::string& address,
+                      std::shared_ptr<grpc::ChannelCredentials> credentials,
+                      std::chrono::milliseconds unary_deadline = std::chrono::seconds(5));
 
   absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest& request) override;
   absl::StatusOr<v1::Job> GetJob(const v1::GetJobRequest& request) override;

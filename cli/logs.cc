@@ -13,7 +13,7 @@ absl::Status GrpcWorkerLogsClient::ReadLogs(
     const std::string& agent_address, const v1::ReadLogsRequest& request,
     const std::function<void(const v1::LogChunk&)>& on_chunk) {
   auto stub = v1::WorkerAgent::NewStub(
-      grpc::CreateChannel(agent_address, grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(agent_address, credentials_));
   grpc::ClientContext context;
   context.set_wait_for_ready(false);
   std::unique_ptr<grpc::ClientReader<v1::LogChunk>> reader = stub->ReadLogs(&context, request);

@@ -31,12 +31,18 @@ class WorkerLogsClient {
                                 const std::function<void(const v1::LogChunk&)>& on_chunk) = 0;
 };
 
-// Over gRPC, one insecure channel per call. No deadline (a followed log lasts as long as its
-// rank); an unreachable agent fails at once with UNAVAILABLE.
+// Over gRPC, one channel per call with the given credentials (the agents require a client
+// certificate of the cluster's CA unless they run --insecure). No deadline (a followed log
+// lasts as long as its rank); an unreachable agent fails at once with UNAVAILABLE.
 class GrpcWorkerLogsClient : public WorkerLogsClient {
  public:
+  explicit GrpcWorkerLogsClient(std::shared_ptr<grpc::ChannelCredentials> credentials)
+      : credentials_(std::move(credentials)) {}
   absl::Status ReadLogs(const std::string& agent_address, const v1::ReadLogsRequest& request,
                         const std::function<void(const v1::LogChunk&)>& on_chunk) override;
+
+ private:
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
 };
 
 struct LogsOptions {

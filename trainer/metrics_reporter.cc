@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/tls.h"
 #include "ringmaster/v1/metrics.grpc.pb.h"
 
 namespace ringmaster::trainer {
@@ -79,7 +80,17 @@ void MetricsReporter::Report(const StepStats& stats) {
 //     first error if it dropped anything.
 void MetricsReporter::Run() {
   using Clock = std::chrono::steady_clock;
-  auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  // The rank's worker hands it the cluster's CA (RINGMASTER_TLS_CA) or RINGMASTER_INSECURE;
+  // the rank has no certificate of its own (see docs/security.md).
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(TlsOptionsFromEnvironment());
+  if (!credentials.ok()) {
+    RM_LOG(kWarning) << "metrics stream to " << address_
+                     << ": " << credentials.status().message();
+    // Never plaintext by accident: TLS against the system's roots, which fails closed.
+    credentials = MakeChannelCredentials(TlsOptions{});
+  }
+  auto channel = grpc::CreateChannel(address_, *credentials);
   auto stub = v1::MetricsService::NewStub(channel);
   std::unique_ptr<grpc::ClientContext> ctx;
   std::unique_ptr<grpc::ClientWriter<v1::SampleBatch>> writer;

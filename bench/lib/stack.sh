@@ -4,6 +4,10 @@
 #   stack_start [SCHEDULER FLAGS...]   starts them and waits for the scheduler's gRPC port; sets
 #       tmp, url (the ringmaster database), pg_port, redis_port, grpc_port, metrics_port, and the
 #       pids redis and scheduler. Add further background pids to `pids` to have them stopped too.
+#   With STACK_TLS=1 the scheduler serves TLS with development certificates made in $tmp/certs
+#   (scripts/lib/dev_certs.sh) and RINGMASTER_TLS_CA is exported for the clients; otherwise it
+#   runs --insecure on loopback and RINGMASTER_INSECURE=1 is exported.
+#   stack_stop stops everything; stack_start may then be called again.
 source "$root/scripts/lib/pg.sh"
 
 pids=()
@@ -11,6 +15,8 @@ stack_stop() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   [ -n "${tmp:-}" ] && pg_stop "$tmp/pg" && rm -rf "$tmp"
+  pids=()
+  tmp=
 }
 
 stack_start() {
@@ -25,9 +31,20 @@ stack_start() {
     >"$tmp/redis.log" 2>&1 &
   redis=$!
   pids+=($redis)
+  local transport=(--insecure)
+  if [ "${STACK_TLS:-0}" = 1 ]; then
+    "$root/scripts/lib/dev_certs.sh" "$tmp/certs"
+    transport=(--tls-cert "$tmp/certs/scheduler/tls.crt" --tls-key "$tmp/certs/scheduler/tls.key"
+      --tls-ca "$tmp/certs/ca.crt")
+    export RINGMASTER_TLS_CA=$tmp/certs/ca.crt
+    unset RINGMASTER_INSECURE
+  else
+    export RINGMASTER_INSECURE=1
+    unset RINGMASTER_TLS_CA
+  fi
   "$build/services/scheduler/ringmaster-scheduler" --listen "127.0.0.1:$grpc_port" \
     --metrics-listen "127.0.0.1:$metrics_port" --postgres-url "$url" \
-    --redis-addr "127.0.0.1:$redis_port" "$@" >"$tmp/scheduler.log" 2>&1 &
+    --redis-addr "127.0.0.1:$redis_port" "${transport[@]}" "$@" >"$tmp/scheduler.log" 2>&1 &
   scheduler=$!
   pids+=($scheduler)
   for _ in $(seq 100); do

@@ -17,7 +17,7 @@ _ringctl() {
   fi
 
   local commands="submit get list cancel watch workers logs help"
-  local global="--scheduler --output -o --help -h"
+  local global="--scheduler --output -o --tls-ca --tls-cert --tls-key --insecure --help -h"
   local cmd="" i scheduler=()
   for ((i = 1; i < cword; i++)); do
     case ${words[i]} in
@@ -36,6 +36,7 @@ _ringctl() {
       COMPREPLY=($(compgen -W "pending starting running succeeded failed cancelled" -- "$cur"))
       return 0 ;;
     --restart-policy) COMPREPLY=($(compgen -W "Never OnFailure" -- "$cur")); return 0 ;;
+    --tls-ca | --tls-cert | --tls-key) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
     -f | --file)
       if [[ $cmd == submit ]]; then
         COMPREPLY=($(compgen -f -- "$cur"))

@@ -25,6 +25,11 @@ void Flags::Add(const std::string& name, const std::string& default_value,
   order_.push_back(name);
 }
 
+void Flags::AddSwitch(const std::string& name, const std::string& help) {
+  Add(name, "false", help);
+  flags_[name].is_switch = true;
+}
+
 absl::Status Flags::Parse(int argc, char** argv) {
   bool only_positional = false;
   for (int i = 1; i < argc; ++i) {
@@ -58,7 +63,9 @@ absl::Status Flags::Parse(int argc, char** argv) {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown flag --", name, " (see ", program_, " --help)"));
     }
-    if (!has_value) {
+    if (!has_value && it->second.is_switch) {
+      value = "true";
+    } else if (!has_value) {
       if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
       value = argv[++i];
     }

@@ -20,6 +20,9 @@ class Flags {
   // Declares a flag. `name` is the long name without dashes ("scheduler-addr"); the
   // environment name is RINGMASTER_ + upper-cased name with '-' as '_'.
   void Add(const std::string& name, const std::string& default_value, const std::string& help);
+  // Declares a boolean flag that takes no value: `--name` is true, `--name=false` false, and
+  // the environment variable any value GetBool reads ("1", "true"). Default false.
+  void AddSwitch(const std::string& name, const std::string& help);
 
   // Parses argv. Unknown flags and missing values are INVALID_ARGUMENT naming the flag.
   // `--help` sets help_requested(). Arguments that are not flags (and everything after `--`)
@@ -45,6 +48,7 @@ class Flags {
     std::string help;
     std::string value;
     bool set = false;
+    bool is_switch = false;
   };
   std::string program_;
   std::string summary_;

@@ -66,8 +66,23 @@ class TLSConfig:
 TLSLike = Union[TLSConfig, Mapping[str, Optional[str]], bool, None]
 
 
+def _tls_from_environment() -> Optional[TLSConfig]:
+    """What ringctl and the services read: TLS unless RINGMASTER_INSECURE=1."""
+    if os.environ.get("RINGMASTER_INSECURE", "") in ("1", "true"):
+        return None
+    def env(name: str) -> Optional[str]:
+        return os.environ.get(name) or None
+    return TLSConfig(
+        ca=env("RINGMASTER_TLS_CA"),
+        cert=env("RINGMASTER_TLS_CERT"),
+        key=env("RINGMASTER_TLS_KEY"),
+    )
+
+
 def _tls_config(tls: TLSLike) -> Optional[TLSConfig]:
-    if tls is None or tls is False:
+    if tls is None:
+        return _tls_from_environment()
+    if tls is False:
         return None
     if tls is True:
         return TLSConfig()
@@ -136,9 +151,12 @@ class Client:
             address: The scheduler's ``host:port`` (any gRPC target, e.g. ``dns:///h:7070``).
                 Defaults to ``$RINGMASTER_SCHEDULER``, then ``localhost:7070``.
             token: A bearer token, sent as ``authorization: Bearer TOKEN`` on every call.
-            tls: None for a plaintext channel; ``True`` for TLS with the system's roots; a
-                :class:`TLSConfig` or a dict with ``ca``, ``cert``, ``key`` (paths to PEM
-                files) and ``server_name``. The worker agents that ``logs`` reads from are
+            tls: None (the default) reads the environment as ringctl does: TLS, verified
+                against ``$RINGMASTER_TLS_CA`` (else the system's roots), with the client
+                certificate ``$RINGMASTER_TLS_CERT``/``$RINGMASTER_TLS_KEY`` if set, or
+                plaintext when ``$RINGMASTER_INSECURE`` is 1. ``False`` for plaintext;
+                ``True`` for TLS with the system's roots; a :class:`TLSConfig` or a dict with
+                ``ca``, ``cert``, ``key`` (paths to PEM files) and ``server_name``. The worker agents that ``logs`` reads from are
                 reached with the same credentials.
             timeout: Deadline in seconds of every unary call.
         """

@@ -12,6 +12,7 @@
 
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "rpc/metrics_service.h"
 
 namespace {
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   flags.Add("series-ttl-s", "300", "a job's series go away this long after its last sample");
   flags.Add("max-jobs", "1000", "jobs with live series at most; samples of more are dropped");
   flags.Add("max-ranks", "65536", "ranks with live series at most, over all jobs");
+  AddTlsFlags(flags);
   if (auto s = flags.Parse(argc, argv); !s.ok()) return Fail(std::string(s.message()));
   if (flags.help_requested()) {
     std::fputs(flags.Usage().c_str(), stdout);
@@ -45,6 +47,15 @@ int main(int argc, char** argv) {
   if (ttl_s < 1 || max_jobs < 1 || max_ranks < 1) {
     return Fail("--series-ttl-s, --max-jobs and --max-ranks must be positive");
   }
+  absl::StatusOr<TlsOptions> tls = TlsOptionsFromFlags(flags);
+  if (!tls.ok()) return Fail(std::string(tls.status().message()));
+  // Ranks stream here, and a rank runs a team's program: it gets the CA to check this server,
+  // not the worker's own certificate, so a client certificate is verified when given but not
+  // required (docs/security.md).
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = MakeServerCredentials(
+      *tls, ClientCertificates::kVerifyIfPresent, "--listen", flags.Get("listen"));
+  if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
+  if (tls->insecure) WarnInsecure("ringmaster-metrics");
   metrics::Limits limits{ttl_s * 1000, static_cast<size_t>(max_jobs),
                          static_cast<size_t>(max_ranks)};
   metrics::MetricsState state(limits, [] {
@@ -66,11 +77,12 @@ int main(int argc, char** argv) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(flags.Get("listen"), grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(flags.Get("listen"), *credentials, &port);
   builder.RegisterService(&service);
   auto server = builder.BuildAndStart();
   if (!server || port == 0) return Fail("cannot listen on " + flags.Get("listen"));
-  RM_LOG(kInfo) << "ringmaster-metrics ingesting on " << flags.Get("listen") << ", /metrics on "
+  RM_LOG(kInfo) << "ringmaster-metrics ingesting" << (tls->insecure ? " in PLAINTEXT" : " over TLS")
+                << " on " << flags.Get("listen") << ", /metrics on "
                 << flags.Get("metrics-listen");
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);

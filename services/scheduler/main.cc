@@ -16,6 +16,7 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/net.h"
+#include "common/tls.h"
 #include "core/clock.h"
 #include "rpc/queue_service.h"
 #include "rpc/services.h"
@@ -66,6 +67,7 @@ ringmaster::Flags MakeFlags() {
             "how far ahead a reservation may lie (1..8760); a gang that cannot start sooner "
             "waits without one");
   flags.Add("log-level", "info", "debug, info, warning or error");
+  ringmaster::AddTlsFlags(flags);
   return flags;
 }
 
@@ -140,6 +142,19 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError("--reservation-window-hours must be 1..8760"));
   }
   options.reservation_window_ms = window_hours * 3600 * 1000;
+  // Checked before anything starts: a refused --insecure must not wait for Postgres first.
+  absl::StatusOr<TlsOptions> tls = TlsOptionsFromFlags(flags);
+  if (!tls.ok()) return Fail(tls.status());
+  // Clients (people, ringctl) may come without a certificate; workers are checked by the name
+  // in theirs (WorkerServiceImpl).
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server_credentials =
+      MakeServerCredentials(*tls, ClientCertificates::kVerifyIfPresent, "--listen",
+                            flags.Get("listen"));
+  if (!server_credentials.ok()) return Fail(server_credentials.status());
+  if (tls->insecure) {
+    WarnInsecure("ringmaster-scheduler");
+    RM_LOG(kWarning) << "--insecure: worker registrations are NOT checked against certificates";
+  }
   PostgresPoolOptions pool_options;
   pool_options.statement_timeout_ms = pg_timeout_ms;
   pool_options.acquire_timeout_ms = pg_timeout_ms;
@@ -230,13 +245,13 @@ int main(int argc, char** argv) {
 
   JobServiceImpl job_service(&scheduler);
   ClusterServiceImpl cluster_service(&scheduler);
-  WorkerServiceImpl worker_service(&scheduler);
+  WorkerServiceImpl worker_service(&scheduler, /*verify_identity=*/!tls->insecure);
   QueueServiceImpl queue_service(&scheduler);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(flags.Get("listen"), grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(flags.Get("listen"), *server_credentials, &bound_port);
   builder.RegisterService(&job_service);
   builder.RegisterService(&cluster_service);
   builder.RegisterService(&worker_service);
@@ -245,7 +260,8 @@ int main(int argc, char** argv) {
   if (!server || bound_port == 0) {
     return Fail(absl::UnavailableError("cannot listen on " + flags.Get("listen")));
   }
-  RM_LOG(kInfo) << "ringmaster-scheduler serving gRPC on " << flags.Get("listen")
+  RM_LOG(kInfo) << "ringmaster-scheduler serving gRPC"
+                << (tls->insecure ? " in PLAINTEXT" : " over TLS") << " on " << flags.Get("listen")
                 << ", /metrics on " << flags.Get("metrics-listen");
 
   auto next_renewal = std::chrono::steady_clock::now() + renew_every;

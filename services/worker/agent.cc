@@ -619,6 +619,7 @@ std::map<std::string, std::string> Agent::ChildEnvironment(const Attempt& attemp
   env[kAttemptEnv] = absl::StrCat(attempt.assignment.attempt);
   env[kAgentAddrEnv] = absl::StrCat(options_.inventory.address, ":", options_.inventory.port);
   env.try_emplace("PMIX_MCA_gds", "hash");  // see LauncherEnvironment
+  for (const auto& [name, value] : options_.tls_env) env[name] = value;
   return env;
 }
 

@@ -105,6 +105,10 @@ struct AgentOptions {
   std::string checkpoint_root;
   // Parent of Open MPI's session directories (see SessionBase). Empty: /tmp/ringmaster-mpi-UID.
   std::string mpi_tmpdir;
+  // Added to the environment of mpirun and orted: the worker's own TLS settings
+  // (RINGMASTER_TLS_*, RINGMASTER_INSECURE), for ringmaster-rsh and ringmaster-rank to call the
+  // agents with. ringmaster-rank keeps the certificate and key away from the workload.
+  std::map<std::string, std::string> tls_env;
   std::vector<std::string> mpirun_args;
   // SIGTERM -> SIGKILL.
   std::chrono::milliseconds kill_grace{5000};

@@ -18,6 +18,7 @@
 #include "agent.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "core/inventory.h"
 #include "host/gpus.h"
 #include "host/ports.h"
@@ -110,6 +111,7 @@ ringmaster::Flags MakeFlags() {
             "MASTER_PORTs for the jobs this worker launches, A-B; keep it outside the kernel's "
             "ephemeral range, and give workers that share a host and address ranges of their own");
   flags.Add("log-level", "info", "debug, info, warning or error");
+  ringmaster::AddTlsFlags(flags);
   return flags;
 }
 
@@ -207,6 +209,21 @@ int main(int argc, char** argv) {
   options.master_port_last = master_ports->second;
   const std::string listen =
       flags.Get("listen").empty() ? inv.address + ":7071" : flags.Get("listen");
+  absl::StatusOr<TlsOptions> tls = TlsOptionsFromFlags(flags);
+  if (!tls.ok()) return Fail(tls.status());
+  // Only services call the agent (ringmaster-rsh, ringmaster-rank, peer workers): mutual TLS.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server_credentials =
+      MakeServerCredentials(*tls, ClientCertificates::kRequire, "--listen", listen);
+  if (!server_credentials.ok()) return Fail(server_credentials.status());
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials =
+      MakeChannelCredentials(*tls);
+  if (!channel_credentials.ok()) return Fail(channel_credentials.status());
+  if (tls->insecure) {
+    WarnInsecure("ringmaster-worker");
+    RM_LOG(kWarning) << "--insecure: Exec, StartRank and ReportRank are accepted from any peer "
+                        "that holds a job token";
+  }
+  options.tls_env = TlsEnvironment(*tls, /*with_identity=*/true);
   const std::string metrics_listen =
       flags.Get("metrics-listen").empty() ? inv.address + ":9465" : flags.Get("metrics-listen");
 
@@ -222,12 +239,12 @@ int main(int argc, char** argv) {
 
   // The agent service listens before we register: its port goes into the registration.
   Agent agent(options, registry.get());
-  AgentServiceImpl service(&agent);
+  AgentServiceImpl service(&agent, /*verify_peers=*/!tls->insecure);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(listen, *server_credentials, &bound_port);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || bound_port == 0) {
@@ -235,7 +252,7 @@ int main(int argc, char** argv) {
   }
   agent.SetPort(bound_port);
   agent.Start();
-  SchedulerSession session(flags.Get("scheduler"), &agent);
+  SchedulerSession session(flags.Get("scheduler"), *channel_credentials, &agent);
   session.Start();
   RM_LOG(kInfo) << "ringmaster-worker " << inv.worker_id << " at " << inv.address << ":"
                 << bound_port << " (gRPC on " << listen << ", /metrics on " << metrics_listen

@@ -18,6 +18,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/tls.h"
 #include "core/launch.h"
 #include "core/throughput.h"
 #include "host/file_io.h"
@@ -87,7 +88,12 @@ int RunRank(const std::vector<std::string>& program) {
   // orted gone: stop the workload cleanly (it gets SIGKILL if we die first).
   prctl(PR_SET_PDEATHSIG, SIGTERM);
 
-  AgentClient agent(agent_addr);
+  // The worker's certificate, from the environment it gave orted and mpirun.
+  const TlsOptions tls = TlsOptionsFromEnvironment();
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(tls, ServerName::kAnyOfTheCa);
+  if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
+  AgentClient agent(agent_addr, *credentials);
   v1::StartRankRequest start;
   start.set_job_id(job_id);
   start.set_attempt(attempt);
@@ -119,6 +125,11 @@ int RunRank(const std::vector<std::string>& program) {
   SpawnOptions spawn;
   spawn.argv = program;
   spawn.env = CurrentEnvironment();
+  // The workload is a team's program: it may verify servers against the CA (the trainer's
+  // metrics stream) but gets no path to the worker's own certificate and key.
+  for (const auto& [name, value] : TlsEnvironment(tls, /*with_identity=*/true)) {
+    if (name != kTlsCaEnv && name != kInsecureEnv) spawn.env.erase(name);
+  }
   spawn.pipe_output = true;
   // Not a new session: the worker finds the rank by the session orted runs in. A process
   // group of its own lets us signal the workload and whatever it started at once.

@@ -16,6 +16,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/tls.h"
 #include "core/launch.h"
 #include "rpc/agent_client.h"
 
@@ -75,7 +76,12 @@ int main(int argc, char** argv) {
   request.set_attempt(attempt);
   request.set_token(env(kTokenEnv));
   for (int i = 2; i < argc; ++i) request.add_argv(argv[i]);
-  AgentClient agent(absl::StrCat(host, ":", *port));
+  // The launching worker's certificate (RINGMASTER_TLS_*, set by the worker for mpirun).
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ringmaster::MakeChannelCredentials(ringmaster::TlsOptionsFromEnvironment(),
+                                         ringmaster::ServerName::kAnyOfTheCa);
+  if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
+  AgentClient agent(absl::StrCat(host, ":", *port), *credentials);
   absl::StatusOr<v1::ExitStatus> result = agent.Exec(
       request,
       [](bool is_stderr, std::string_view data) {

@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "support/postgres_server.h"
 #include "support/redis_server.h"
+#include "support/test_certs.h"
 #include "support/wait_for.h"
 #include "worker/cluster.h"
 
@@ -82,8 +83,7 @@ TEST(ChaosTest, KillsAndRestartsLoseNoJobAndRunNoFinishedJobTwice) {
         req.set_request_id(absl::StrCat("chaos-", i));
         v1::SubmitJobResponse resp;
         // A new channel per try: the scheduler's address stays, its process does not.
-        auto channel = grpc::CreateChannel(cluster.scheduler().addr(),
-                                           grpc::InsecureChannelCredentials());
+        auto channel = cluster.scheduler().ChannelWith(TestCerts::Get().CaOnly());
         if (v1::JobService::NewStub(channel)->SubmitJob(&ctx, req, &resp).ok()) {
           std::lock_guard<std::mutex> lock(mu);
           accepted[i] = resp.job().id();

@@ -132,6 +132,34 @@ TEST(ArgsTest, SchedulerFlagThenEnvThenDefault) {
             "flag-host:7272");
 }
 
+TEST(ArgsTest, TlsFlagsThenEnvironment) {
+  Command flags = Parse({"list", "--tls-ca", "/f/ca.crt", "--tls-cert=/f/c.crt", "--tls-key",
+                         "/f/c.key", "--insecure"},
+                        Env({{"RINGMASTER_TLS_CA", "/env/ca.crt"}}));
+  EXPECT_EQ(flags.tls.ca_file, "/f/ca.crt");
+  EXPECT_EQ(flags.tls.cert_file, "/f/c.crt");
+  EXPECT_EQ(flags.tls.key_file, "/f/c.key");
+  EXPECT_TRUE(flags.tls.insecure);
+  Command env = Parse({"list"}, Env({{"RINGMASTER_TLS_CA", "/env/ca.crt"},
+                                     {"RINGMASTER_TLS_CERT", "/env/c.crt"},
+                                     {"RINGMASTER_TLS_KEY", "/env/c.key"},
+                                     {"RINGMASTER_INSECURE", "1"}}));
+  EXPECT_EQ(env.tls.ca_file, "/env/ca.crt");
+  EXPECT_EQ(env.tls.cert_file, "/env/c.crt");
+  EXPECT_EQ(env.tls.key_file, "/env/c.key");
+  EXPECT_TRUE(env.tls.insecure);
+  // TLS is the default.
+  EXPECT_FALSE(Parse({"list"}).tls.insecure);
+  EXPECT_FALSE(Parse({"list"}, Env({{"RINGMASTER_INSECURE", "0"}})).tls.insecure);
+}
+
+TEST(ArgsTest, InsecureTakesNoValue) {
+  absl::StatusOr<Command> cmd = ParseArgs({"list", "--insecure=yes"}, Env());
+  ASSERT_FALSE(cmd.ok());
+  EXPECT_EQ(cmd.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(cmd.status().message()), ::testing::HasSubstr("--insecure takes no value"));
+}
+
 TEST(ArgsTest, MalformedSchedulerAddressIsAUsageError) {
   EXPECT_EQ(ErrorOf({"list", "--scheduler", "localhost"}),
             "--scheduler must be HOST:PORT, got 'localhost'");

@@ -127,7 +127,7 @@ class GrpcClientTest : public ::testing::Test {
 };
 
 TEST_F(GrpcClientTest, UnaryCallsRoundTrip) {
-  GrpcSchedulerClient client(address_);
+  GrpcSchedulerClient client(address_, grpc::InsecureChannelCredentials());
   v1::GetJobRequest get;
   get.set_job_id("j-1");
   absl::StatusOr<v1::Job> job = client.GetJob(get);
@@ -153,7 +153,7 @@ TEST_F(GrpcClientTest, UnaryCallsRoundTrip) {
 }
 
 TEST_F(GrpcClientTest, ServerCodesAndMessagesComeThroughUnchanged) {
-  GrpcSchedulerClient client(address_);
+  GrpcSchedulerClient client(address_, grpc::InsecureChannelCredentials());
   v1::GetJobRequest get;
   get.set_job_id("j-404");
   absl::StatusOr<v1::Job> job = client.GetJob(get);
@@ -162,14 +162,14 @@ TEST_F(GrpcClientTest, ServerCodesAndMessagesComeThroughUnchanged) {
 }
 
 TEST_F(GrpcClientTest, UnaryCallsHonourTheDeadline) {
-  GrpcSchedulerClient client(address_, std::chrono::milliseconds(100));
+  GrpcSchedulerClient client(address_, grpc::InsecureChannelCredentials(), std::chrono::milliseconds(100));
   v1::GetJobRequest get;
   get.set_job_id("slow");
   EXPECT_EQ(client.GetJob(get).status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
 TEST_F(GrpcClientTest, WatchStreamsEveryEventThenEnds) {
-  GrpcSchedulerClient client(address_);
+  GrpcSchedulerClient client(address_, grpc::InsecureChannelCredentials());
   v1::WatchJobRequest watch;
   watch.set_job_id("j-1");
   std::vector<v1::JobState> states;
@@ -182,7 +182,7 @@ TEST_F(GrpcClientTest, WatchStreamsEveryEventThenEnds) {
 
 TEST_F(GrpcClientTest, SubmitRetrySendsTheSameRequestIdOverTheWire) {
   jobs_.FailNextSubmits(2);
-  GrpcSchedulerClient client(address_);
+  GrpcSchedulerClient client(address_, grpc::InsecureChannelCredentials());
   v1::SubmitJobRequest request;
   request.set_request_id("0123456789abcdef0123456789abcdef");
   request.mutable_spec()->set_name("x");
@@ -201,7 +201,9 @@ TEST_F(GrpcClientTest, RingctlShowsTheSchedulersValidationMessageVerbatim) {
   runtime.getenv = [](const char*) -> const char* { return nullptr; };
   std::ostringstream out;
   std::ostringstream err;
-  int code = RunCli({"submit", "--name", "x", "--replicas", "5000", "--scheduler", address_},
+  // The fake scheduler serves plaintext on loopback, as a development cluster run --insecure.
+  int code = RunCli({"submit", "--name", "x", "--replicas", "5000", "--scheduler", address_,
+                     "--insecure"},
                     runtime, out, err);
   EXPECT_EQ(code, 2);
   EXPECT_EQ(err.str(), "ringctl: invalid job spec: replicas: must be 1..4096, got 5000\n");
@@ -212,7 +214,7 @@ TEST_F(GrpcClientTest, RingctlWatchExitsZeroWhenTheJobSucceeds) {
   Runtime runtime = ProcessRuntime();
   std::ostringstream out;
   std::ostringstream err;
-  EXPECT_EQ(RunCli({"watch", "j-1", "--scheduler", address_}, runtime, out, err), 0);
+  EXPECT_EQ(RunCli({"watch", "j-1", "--scheduler", address_, "--insecure"}, runtime, out, err), 0);
   EXPECT_THAT(out.str(), ::testing::HasSubstr("SUCCEEDED"));
   EXPECT_EQ(err.str(), "");
 }

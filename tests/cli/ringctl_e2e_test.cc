@@ -14,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/test_certs.h"
 #include "support/subprocess.h"
 #include "worker/cluster.h"
 
@@ -64,6 +65,7 @@ class RingctlE2eTest : public ::testing::Test {
   static Result Ringctl(std::vector<std::string> args) {
     std::vector<std::string> argv = {RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler",
                                      cluster_->scheduler().addr()};
+    for (const std::string& flag : TestCerts::Get().Client().Flags()) argv.push_back(flag);
     argv.insert(argv.end(), args.begin(), args.end());
     Result result;
     auto process = Subprocess::Start(argv);
@@ -119,16 +121,12 @@ TEST_F(RingctlE2eTest, SubmitFollowStreamsRankZerosOutputThenExitsWithTheJobsSta
 TEST_F(RingctlE2eTest, SubmitWaitOfACancelledJobExitsFive) {
   std::vector<std::string> argv = {RINGMASTER_BINARY_DIR "/cli/ringctl",
                                    "--scheduler",
-                                   cluster_->scheduler().addr(),
-                                   "submit",
-                                   "--name",
-                                   "cancel-me",
-                                   "--replicas",
-                                   "1",
-                                   "--wait",
-                                   "--",
-                                   "sleep",
-                                   "300"};
+                                   cluster_->scheduler().addr()};
+  for (const std::string& flag : TestCerts::Get().Client().Flags()) argv.push_back(flag);
+  for (const char* word :
+       {"submit", "--name", "cancel-me", "--replicas", "1", "--wait", "--", "sleep", "300"}) {
+    argv.push_back(word);
+  }
   auto process = Subprocess::Start(argv);
   ASSERT_TRUE(process.ok()) << process.status();
   std::string id;

@@ -18,7 +18,9 @@
 #     plane on 127.0.0.1, the workers on 127.0.0.2 and 127.0.0.3. All traffic stays on lo.
 #  6. Waits for both workers READY, runs a 1-rank job with the host's ringctl, then submits a
 #     4-rank job with ringctl inside the scheduler container (`docker-compose exec`) and
-#     follows it with the host's ringctl to SUCCEEDED.
+#     follows it with the host's ringctl to SUCCEEDED. Every gRPC connection is TLS, with the
+#     certificates compose's `certs` service made in a directory of this test
+#     (RINGMASTER_TLS_DIR).
 #  7. Reads the job's ringmaster_job_images_per_second from Prometheus' HTTP API (> 0), checks
 #     Prometheus scrapes the scheduler, both workers and the metrics service, and that every
 #     panel query of dashboards/ (what Grafana would draw from this Prometheus) has data.
@@ -192,6 +194,7 @@ RINGMASTER_SIMULATE_GPU_TYPE=t4
 RINGMASTER_PROMETHEUS_PORT=$prom
 RINGMASTER_SCRAPE_INTERVAL=1s
 RINGMASTER_GRAFANA_PORT=$grafana
+RINGMASTER_TLS_DIR=$tmp/certs
 EOF
 # The shell's variables win over an env file in compose: make them the same.
 set -a
@@ -200,6 +203,10 @@ source "$env_file"
 set +a
 scheduler=127.0.0.1:$sched
 prometheus=127.0.0.1:$prom
+# The host's ringctl over TLS with the certificates compose's `certs` service makes; the client
+# certificate is for `ringctl logs` (the workers require one).
+export RINGMASTER_TLS_CA=$tmp/certs/ca.crt RINGMASTER_TLS_CERT=$tmp/certs/client/tls.crt \
+  RINGMASTER_TLS_KEY=$tmp/certs/client/tls.key
 say "ports: scheduler $scheduler, Prometheus $prometheus, workers 127.0.0.2/127.0.0.3:$wport"
 
 # ---- 4. The compose files are valid, with and without the overrides.

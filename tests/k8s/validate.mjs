@@ -25,7 +25,16 @@ const OTHER_ENV = {
   NVIDIA_DRIVER_CAPABILITIES: 'the NVIDIA container runtime (NVML and CUDA libraries)',
 };
 // Secrets an overlay expects the operator to create (documented in docs/kubernetes.md).
-const EXTERNAL_SECRETS = { 'overlays/gpu': { 'ringmaster-postgres': ['username', 'password'] } };
+const TLS_KEYS = ['tls.crt', 'tls.key', 'ca.crt'];
+const EXTERNAL_SECRETS = {
+  'overlays/gpu': {
+    'ringmaster-postgres': ['username', 'password'],
+    // cert-manager's layout (docs/security.md).
+    'ringmaster-scheduler-tls': TLS_KEYS,
+    'ringmaster-metrics-tls': TLS_KEYS,
+    'ringmaster-worker-tls': TLS_KEYS,
+  },
+};
 // GPU pools an overlay must have: node selector value -> at least one GPU per worker.
 const GPU_POOLS = { 'overlays/gpu': ['t4', 'v100'] };
 const GPU_TYPE_LABEL = 'ringmaster.dev/gpu-type';
@@ -133,8 +142,14 @@ async function checkSchemas(where, objects) {
       fail(`${where} ${o.apiVersion} ${o.kind} ${o.metadata?.name}`, 'no schema for it');
       continue;
     }
+    // kustomize folds long Secret values (certificates) over several lines; the API server's
+    // base64 decoder skips the line breaks, the schema's "byte" format does not.
+    const unfolded = o.kind === 'Secret' && o.data
+      ? { ...o, data: Object.fromEntries(Object.entries(o.data).map(([k, v]) =>
+        [k, typeof v === 'string' ? v.replace(/\s+/g, '') : v])) }
+      : o;
     try {
-      new cls(o).validate();
+      new cls(unfolded).validate();
     } catch (e) {
       fail(`${where} ${id(o)}`, `schema: ${e.message}`);
     }

@@ -15,6 +15,7 @@
 #include "ringmaster/v1/metrics.grpc.pb.h"
 #include "support/http_get.h"
 #include "support/subprocess.h"
+#include "support/test_certs.h"
 #include "support/wait_for.h"
 #include "trainer/metrics_reporter.h"
 
@@ -70,12 +71,17 @@ class MetricsServiceTest : public ::testing::Test {
     auto p = Subprocess::Start(
         {RINGMASTER_BINARY_DIR "/services/metrics/ringmaster-metrics", "--listen", addr_,
          "--metrics-listen", absl::StrCat("127.0.0.1:", http_port_), "--max-jobs",
-         std::to_string(kMaxJobs)});
+         std::to_string(kMaxJobs), "--tls-cert=" + TestCerts::Get().Metrics().cert,
+         "--tls-key=" + TestCerts::Get().Metrics().key, "--tls-ca=" + TestCerts::Get().ca()});
+    // The trainer's MetricsReporter finds the CA where a worker puts it for its ranks.
+    setenv(kTlsCaEnv, TestCerts::Get().ca().c_str(), 1);
     ASSERT_TRUE(p.ok()) << p.status();
     process_ = *std::move(p);
     ASSERT_TRUE(WaitFor([&] { return !HttpGet(http_port_, "/metrics").empty(); }, 10s))
         << process_->LogTail();
-    auto channel = grpc::CreateChannel(addr_, grpc::InsecureChannelCredentials());
+    // As a rank: the CA, no certificate of its own.
+    auto channel =
+        grpc::CreateChannel(addr_, *MakeChannelCredentials(TestCerts::Get().CaOnly()));
     // /metrics answers before the gRPC server is up: wait for both.
     ASSERT_TRUE(channel->WaitForConnected(std::chrono::system_clock::now() + 10s))
         << process_->LogTail();

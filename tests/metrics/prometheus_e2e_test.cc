@@ -18,6 +18,7 @@
 #include "ringmaster/v1/metrics.grpc.pb.h"
 #include "support/http_get.h"
 #include "support/subprocess.h"
+#include "support/test_certs.h"
 #include "support/wait_for.h"
 #include "worker/cluster.h"
 
@@ -73,7 +74,9 @@ class PrometheusE2eTest : public ::testing::Test {
     metrics_http_ = *http_port;
     auto metrics = Subprocess::Start(
         {RINGMASTER_BINARY_DIR "/services/metrics/ringmaster-metrics", "--listen", metrics_addr_,
-         "--metrics-listen", absl::StrCat("127.0.0.1:", metrics_http_)});
+         "--metrics-listen", absl::StrCat("127.0.0.1:", metrics_http_),
+         "--tls-cert=" + TestCerts::Get().Metrics().cert,
+         "--tls-key=" + TestCerts::Get().Metrics().key, "--tls-ca=" + TestCerts::Get().ca()});
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     metrics_ = *std::move(metrics);
 
@@ -142,7 +145,7 @@ class PrometheusE2eTest : public ::testing::Test {
 TEST_F(PrometheusE2eTest, ThroughputMatchesTheTrainerAndEveryPanelHasData) {
   // The 1-rank throughput that scaling efficiency divides by.
   auto stub = v1::MetricsService::NewStub(
-      grpc::CreateChannel(metrics_addr_, grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(metrics_addr_, *MakeChannelCredentials(TestCerts::Get().CaOnly())));
   grpc::ClientContext ctx;
   v1::Baseline baseline;
   baseline.set_model("mlp-small");

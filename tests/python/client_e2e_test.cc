@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "support/subprocess.h"
+#include "support/test_certs.h"
 #include "worker/cluster.h"
 
 namespace ringmaster::test {
@@ -39,6 +40,8 @@ TEST(PythonClientE2eTest, UnittestSuitePassesAgainstARealCluster) {
       {"PYTHONDONTWRITEBYTECODE", "1"},
       {"PYTHONUNBUFFERED", "1"},
   };
+  // The cluster speaks TLS: the client certificate of the test CA (logs reaches the workers).
+  for (const auto& [name, value] : TestCerts::Get().Client().Env()) options.env[name] = value;
   auto suite = Subprocess::Start(options);
   ASSERT_TRUE(suite.ok()) << suite.status();
   auto code = (*suite)->Wait(300s);

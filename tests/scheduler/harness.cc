@@ -81,15 +81,31 @@ absl::Status SchedulerProcess::Spawn() {
                   "--pass-interval-ms", "100",
                   // A killed scheduler's lease passes on within a second (Restart, standbys).
                   "--lease-ttl-ms", "1000"};
+  for (const std::string& flag : TestCerts::Get().Scheduler().Flags()) options.argv.push_back(flag);
   options.argv.insert(options.argv.end(), extra_args_.begin(), extra_args_.end());
   options.log_path = log_path_;
   auto process = Subprocess::Start(options);
   if (!process.ok()) return process.status();
   process_ = *std::move(process);
-  channel_ = grpc::CreateChannel(addr_, grpc::InsecureChannelCredentials());
+  // The test as a user: verifies the scheduler, has no certificate of its own.
+  channel_ = grpc::CreateChannel(addr_, *MakeChannelCredentials(TestCerts::Get().CaOnly()));
   jobs_ = v1::JobService::NewStub(channel_);
   cluster_ = v1::ClusterService::NewStub(channel_);
   return absl::OkStatus();
+}
+
+std::shared_ptr<grpc::Channel> SchedulerProcess::WorkerChannel(const std::string& worker_id) const {
+  return ChannelWith(TestCerts::Get().Worker(worker_id).Options());
+}
+
+std::shared_ptr<grpc::Channel> SchedulerProcess::ChannelWith(const TlsOptions& tls) const {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(tls);
+  if (!credentials.ok()) {
+    ADD_FAILURE() << credentials.status();
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  return grpc::CreateChannel(addr_, *credentials);
 }
 
 absl::Status SchedulerProcess::WaitServing(std::chrono::milliseconds timeout) {

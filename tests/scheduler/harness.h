@@ -22,6 +22,7 @@
 #include "support/http_get.h"
 #include "support/redis_server.h"
 #include "support/subprocess.h"
+#include "support/test_certs.h"
 #include "support/test_database.h"
 
 namespace ringmaster::test {
@@ -49,6 +50,10 @@ class SchedulerProcess {
   v1::JobService::Stub& jobs() { return *jobs_; }
   v1::ClusterService::Stub& cluster() { return *cluster_; }
   std::shared_ptr<grpc::Channel> channel() { return channel_; }
+  // A channel that presents `credentials` (default: the certificate of worker `worker_id`), for
+  // a TestWorker: the scheduler admits a worker only under a name of its certificate.
+  std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& worker_id) const;
+  std::shared_ptr<grpc::Channel> ChannelWith(const TlsOptions& tls) const;
 
  private:
   static absl::StatusOr<std::unique_ptr<SchedulerProcess>> Create(

@@ -42,7 +42,7 @@ class SchedulerTest : public ::testing::Test {
   }
 
   TestWorker& AddWorker(v1::RegisterWorker registration) {
-    workers_.push_back(std::make_unique<TestWorker>(scheduler_->channel(), registration));
+    workers_.push_back(std::make_unique<TestWorker>(scheduler_->WorkerChannel(registration.worker_id()), registration));
     EXPECT_TRUE(workers_.back()->Connect()) << "worker " << registration.worker_id();
     return *workers_.back();
   }
@@ -637,8 +637,9 @@ TEST_F(SchedulerTest, ServesPrometheusMetrics) {
 }
 
 TEST_F(SchedulerTest, MalformedWorkerRegistrationIsRefused) {
+  // An id no certificate can name: the identity check refuses it before it is validated.
   v1::RegisterWorker bad = GpuWorker("BAD ID", "127.0.0.2", 1, "t4");
-  auto stub = v1::WorkerService::NewStub(scheduler_->channel());
+  auto stub = v1::WorkerService::NewStub(scheduler_->WorkerChannel("w1"));
   grpc::ClientContext ctx;
   auto stream = stub->Connect(&ctx);
   v1::WorkerMessage msg;
@@ -648,8 +649,8 @@ TEST_F(SchedulerTest, MalformedWorkerRegistrationIsRefused) {
   v1::SchedulerMessage reply;
   EXPECT_FALSE(stream->Read(&reply));
   grpc::Status s = stream->Finish();
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(s.error_message(), HasSubstr("worker_id"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(s.error_message(), HasSubstr("BAD ID"));
 
   grpc::ClientContext ctx2;
   auto stream2 = stub->Connect(&ctx2);
@@ -679,7 +680,7 @@ TEST(SchedulerDatabaseOutageTest, AHungAndARestartedPostgresLoseNothingAndCatchU
                                           "1500"});
   ASSERT_TRUE(started.ok()) << started.status();
   SchedulerProcess& scheduler = **started;
-  TestWorker w(scheduler.channel(), CpuWorker("w1", "127.0.0.2", 2));
+  TestWorker w(scheduler.WorkerChannel("w1"), CpuWorker("w1", "127.0.0.2", 2));
   ASSERT_TRUE(w.Connect());
   auto submit = [&](const std::string& name, v1::SubmitJobResponse* resp) {
     grpc::ClientContext ctx;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
 #include "gtest/gtest.h"
+#include "support/test_certs.h"
 #include "support/wait_for.h"
 
 namespace ringmaster::test {
@@ -50,6 +51,9 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
                   "2000",
                   "--exec-wait-ms",
                   "2000"};
+  for (const std::string& flag : TestCerts::Get().Worker(config.id).Flags()) {
+    options.argv.push_back(flag);
+  }
   if (config.simulated_gpus > 0) {
     options.argv.insert(options.argv.end(), {"--simulate-gpus", absl::StrCat(config.simulated_gpus),
                                              "--simulate-gpu-type", "t4"});
@@ -236,8 +240,10 @@ std::vector<v1::JobEvent> Cluster::Events(const std::string& id) {
 
 absl::StatusOr<std::string> Cluster::RankLog(const std::string& agent_addr,
                                              const std::string& job_id, int rank, int attempt) {
-  auto stub =
-      v1::WorkerAgent::NewStub(grpc::CreateChannel(agent_addr, grpc::InsecureChannelCredentials()));
+  // As `ringctl logs` with ringctl's client certificate: agents serve only the cluster's CA.
+  auto stub = v1::WorkerAgent::NewStub(grpc::CreateChannel(
+      agent_addr,
+      *MakeChannelCredentials(TestCerts::Get().Client().Options(), ServerName::kAnyOfTheCa)));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1::ReadLogsRequest req;

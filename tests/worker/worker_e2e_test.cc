@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -179,9 +180,13 @@ TEST_F(WorkerE2eTest, FourRankMpiJobSpansTwoWorkersAndSucceeds) {
     seen_workers.insert(r.worker_id());
   }
   EXPECT_THAT(seen_workers, SizeIs(2));
-  // ringctl logs finds it too, though the ended job has no placement any more.
-  auto ringctl = Subprocess::Start({RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler",
-                                    cluster_->scheduler().addr(), "logs", id, "--rank", "2"});
+  // ringctl logs finds it too, though the ended job has no placement any more; with the CA
+  // from its flag and its client certificate from the environment (the agents require one).
+  const CertFiles client = TestCerts::Get().Client();
+  auto ringctl = Subprocess::Start(
+      {RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler", cluster_->scheduler().addr(),
+       "--tls-ca", client.ca, "logs", id, "--rank", "2"},
+      {{"RINGMASTER_TLS_CERT", client.cert}, {"RINGMASTER_TLS_KEY", client.key}});
   ASSERT_TRUE(ringctl.ok()) << ringctl.status();
   auto code = (*ringctl)->Wait(10s);
   ASSERT_TRUE(code.ok()) << code.status();
@@ -319,7 +324,7 @@ TEST_F(WorkerE2eTest, RuntimeLimitStopsTheGang) {
   EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty());
 }
 
-TEST_F(WorkerE2eTest, ExecRunsNothingWithoutTheAttemptsToken) {
+TEST_F(WorkerE2eTest, ExecRunsNothingWithoutTheAttemptsTokenOrACertificateOfTheCa) {
   const std::string id = SubmitOk(ShellSpec("target", 2, "sleep 600"));
   ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
   auto job = cluster_->GetJob(id);
@@ -332,18 +337,42 @@ TEST_F(WorkerE2eTest, ExecRunsNothingWithoutTheAttemptsToken) {
     if (!token.empty()) break;
   }
   ASSERT_FALSE(token.empty());
+  // The workload (a team's program) gets the CA but not the worker's certificate and key,
+  // which ringmaster-rank and the launch processes hold.
+  int workloads = 0;
+  for (pid_t pid : ProcessesWithEnv(JobTag(id))) {
+    std::ifstream comm(absl::StrCat("/proc/", pid, "/comm"));
+    std::string name;
+    std::getline(comm, name);
+    if (name == "ringmaster-rank" || name == "orted" || name == "mpirun" ||
+        name == "ringmaster-rsh") {
+      EXPECT_NE(EnvOfProcess(pid, "RINGMASTER_TLS_KEY"), "") << name;
+      continue;
+    }
+    ++workloads;
+    EXPECT_EQ(EnvOfProcess(pid, "RINGMASTER_TLS_KEY"), "") << name;
+    EXPECT_EQ(EnvOfProcess(pid, "RINGMASTER_TLS_CERT"), "") << name;
+    EXPECT_NE(EnvOfProcess(pid, "RINGMASTER_TLS_CA"), "") << name;
+  }
+  EXPECT_GT(workloads, 0);
 
-  worker::AgentClient client(agent);
-  auto exec = [&](const std::string& job_id, const std::string& with_token,
-                  const std::string& marker) {
+  // A peer worker's certificate, as ringmaster-rsh holds it.
+  auto credentials = [](const TlsOptions& tls) {
+    return *MakeChannelCredentials(tls, ServerName::kAnyOfTheCa);
+  };
+  worker::AgentClient client(agent, credentials(TestCerts::Get().Worker("w2").Options()));
+  auto exec_as = [&](worker::AgentClient& as, const std::string& job_id,
+                     const std::string& with_token, const std::string& marker) {
     v1::ExecRequest req;
     req.set_job_id(job_id);
     req.set_attempt(0);
     req.set_token(with_token);
     req.add_argv("touch");
     req.add_argv(marker);
-    return client.Exec(req, [](bool, std::string_view) {});
+    return as.Exec(req, [](bool, std::string_view) {});
   };
+  auto exec = [&](const std::string& job_id, const std::string& with_token,
+                  const std::string& marker) { return exec_as(client, job_id, with_token, marker); };
   auto exists = [](const std::string& path) {
     struct stat st;
     return stat(path.c_str(), &st) == 0;
@@ -357,7 +386,8 @@ TEST_F(WorkerE2eTest, ExecRunsNothingWithoutTheAttemptsToken) {
   // A worker the job is not placed on refuses the right token too.
   for (auto& w : cluster_->workers()) {
     if (WorkersOf(*job).count(w->config().id)) continue;
-    worker::AgentClient outsider(w->agent_addr());
+    worker::AgentClient outsider(w->agent_addr(),
+                                 credentials(TestCerts::Get().Worker("w2").Options()));
     v1::ExecRequest req;
     req.set_job_id(id);
     req.set_attempt(0);
@@ -367,11 +397,33 @@ TEST_F(WorkerE2eTest, ExecRunsNothingWithoutTheAttemptsToken) {
               absl::StatusCode::kPermissionDenied);
     break;  // one is enough: each waits for an assignment that never comes
   }
+  // The right token from a peer without a certificate, or with one of another CA: refused in
+  // the handshake (mutual TLS), so nothing runs.
+  worker::AgentClient no_certificate(agent, credentials(TestCerts::Get().CaOnly()));
+  EXPECT_EQ(exec_as(no_certificate, id, token, dir + "/no-certificate").status().code(),
+            absl::StatusCode::kUnavailable);
+  CertFiles foreign = TestCerts::Foreign().Worker("w2");
+  worker::AgentClient foreign_ca(
+      agent, credentials(TlsOptions{foreign.cert, foreign.key, TestCerts::Get().ca(), false}));
+  EXPECT_EQ(exec_as(foreign_ca, id, token, dir + "/foreign-ca").status().code(),
+            absl::StatusCode::kUnavailable);
+  v1::ReportRankRequest report;
+  report.set_job_id(id);
+  report.set_attempt(0);
+  report.set_token(token);
+  report.set_kind(v1::ReportRankRequest::KIND_EXITED);
+  EXPECT_EQ(no_certificate.ReportRank(report, std::chrono::seconds(1)).code(),
+            absl::StatusCode::kUnavailable);
+  auto plaintext = grpc::InsecureChannelCredentials();
+  worker::AgentClient plain(agent, plaintext);
+  EXPECT_EQ(exec_as(plain, id, token, dir + "/plaintext").status().code(),
+            absl::StatusCode::kUnavailable);
   auto allowed = exec(id, token, dir + "/allowed");
   ASSERT_TRUE(allowed.ok()) << allowed.status();
   EXPECT_EQ(allowed->exit_code(), 0);
   EXPECT_TRUE(exists(dir + "/allowed"));
-  for (const char* name : {"wrong", "missing", "elsewhere", "outsider"}) {
+  for (const char* name :
+       {"wrong", "missing", "elsewhere", "outsider", "no-certificate", "foreign-ca", "plaintext"}) {
     EXPECT_FALSE(exists(absl::StrCat(dir, "/", name))) << name;
   }
   ASSERT_TRUE(cluster_->Cancel(id).ok());

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "convert/convert.h"
 
 namespace ringmaster::scheduler {
@@ -176,6 +177,12 @@ grpc::Status WorkerServiceImpl::Connect(
     return ToGrpcStatus(absl::InvalidArgumentError("the first message must be register"));
   }
   const v1::RegisterWorker& reg = first.register_();
+  if (verify_identity_) {
+    if (auto s = CheckWorkerIdentity(*ctx->auth_context(), reg.worker_id()); !s.ok()) {
+      RM_LOG(kWarning) << "refused a registration from " << ctx->peer() << ": " << s.message();
+      return ToGrpcStatus(s);
+    }
+  }
   Worker worker;
   worker.id = reg.worker_id();
   worker.address = reg.address();

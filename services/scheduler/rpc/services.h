@@ -40,15 +40,21 @@ class ClusterServiceImpl final : public v1::ClusterService::Service {
 // One Connect stream per worker: a reader thread hands worker messages to the scheduler while
 // the handler thread writes the scheduler's queued messages, so the scheduler never blocks on
 // a slow worker.
+//
+// With `verify_identity` (every mode but --insecure), a registration is admitted only when the
+// worker id is a subjectAltName DNS name of the caller's client certificate
+// (CheckWorkerIdentity); anything else is PERMISSION_DENIED before the scheduler sees it.
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
-  explicit WorkerServiceImpl(Scheduler* scheduler) : scheduler_(scheduler) {}
+  WorkerServiceImpl(Scheduler* scheduler, bool verify_identity)
+      : scheduler_(scheduler), verify_identity_(verify_identity) {}
   grpc::Status Connect(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::SchedulerMessage, v1::WorkerMessage>* stream) override;
 
  private:
   Scheduler* scheduler_;
+  bool verify_identity_;
 };
 
 }  // namespace ringmaster::scheduler

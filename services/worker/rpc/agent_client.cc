@@ -27,9 +27,9 @@ absl::Status WithRetry(std::chrono::milliseconds deadline, const Call& call) {
 
 }  // namespace
 
-AgentClient::AgentClient(const std::string& address)
-    : stub_(v1::WorkerAgent::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+AgentClient::AgentClient(const std::string& address,
+                         std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : stub_(v1::WorkerAgent::NewStub(grpc::CreateChannel(address, std::move(credentials)))) {}
 
 absl::StatusOr<v1::ExitStatus> AgentClient::Exec(
     const v1::ExecRequest& request,

@@ -19,8 +19,9 @@ namespace ringmaster::worker {
 
 class AgentClient {
  public:
-  // `address` is HOST:PORT of the agent.
-  explicit AgentClient(const std::string& address);
+  // `address` is HOST:PORT of the agent; `credentials` from MakeChannelCredentials (the
+  // agent requires a client certificate of the cluster's CA unless it runs --insecure).
+  AgentClient(const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials);
 
   // Runs the command; `on_output(is_stderr, data)` gets its output as it comes. Returns the
   // exit status. `context` (optional) lets another thread cancel the call.

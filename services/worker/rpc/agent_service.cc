@@ -2,11 +2,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/log.h"
+#include "common/tls.h"
 
 namespace ringmaster::worker {
 
+absl::Status AgentServiceImpl::CheckPeer(grpc::ServerContext* ctx, const char* call) const {
+  if (!verify_peers_) return absl::OkStatus();
+  absl::Status s = CheckServicePeer(*ctx->auth_context(), call);
+  if (!s.ok()) RM_LOG(kWarning) << "refused " << call << " from " << ctx->peer();
+  return s;
+}
+
 grpc::Status AgentServiceImpl::Exec(grpc::ServerContext* ctx, const v1::ExecRequest* req,
                                     grpc::ServerWriter<v1::ExecOutput>* writer) {
+  if (auto s = CheckPeer(ctx, "Exec"); !s.ok()) return ToGrpcStatus(s);
   std::vector<std::string> argv(req->argv().begin(), req->argv().end());
   std::map<std::string, std::string> env(req->env().begin(), req->env().end());
   absl::StatusOr<ExitInfo> exit = agent_->Exec(
@@ -44,8 +54,9 @@ grpc::Status AgentServiceImpl::ReadLogs(grpc::ServerContext* ctx, const v1::Read
       [&] { return ctx->IsCancelled(); }));
 }
 
-grpc::Status AgentServiceImpl::StartRank(grpc::ServerContext*, const v1::StartRankRequest* req,
+grpc::Status AgentServiceImpl::StartRank(grpc::ServerContext* ctx, const v1::StartRankRequest* req,
                                          v1::StartRankResponse* resp) {
+  if (auto s = CheckPeer(ctx, "StartRank"); !s.ok()) return ToGrpcStatus(s);
   absl::StatusOr<StartedRank> started =
       agent_->StartRank(req->job_id(), req->attempt(), req->token(), req->mpi_rank(), req->pid());
   if (!started.ok()) return ToGrpcStatus(started.status());
@@ -55,8 +66,10 @@ grpc::Status AgentServiceImpl::StartRank(grpc::ServerContext*, const v1::StartRa
   return grpc::Status::OK;
 }
 
-grpc::Status AgentServiceImpl::ReportRank(grpc::ServerContext*, const v1::ReportRankRequest* req,
+grpc::Status AgentServiceImpl::ReportRank(grpc::ServerContext* ctx,
+                                          const v1::ReportRankRequest* req,
                                           v1::ReportRankResponse*) {
+  if (auto s = CheckPeer(ctx, "ReportRank"); !s.ok()) return ToGrpcStatus(s);
   switch (req->kind()) {
     case v1::ReportRankRequest::KIND_EXITED: {
       RankExit exit;

@@ -8,9 +8,13 @@
 
 namespace ringmaster::worker {
 
+//
+// With `verify_peers` (every mode but --insecure), Exec, StartRank and ReportRank are served
+// only to callers with a certificate of the cluster's CA (the port's mutual TLS already demands
+// one; this keeps the rule where the calls are), on top of the per-attempt token.
 class AgentServiceImpl final : public v1::WorkerAgent::Service {
  public:
-  explicit AgentServiceImpl(Agent* agent) : agent_(agent) {}
+  AgentServiceImpl(Agent* agent, bool verify_peers) : agent_(agent), verify_peers_(verify_peers) {}
 
   grpc::Status Exec(grpc::ServerContext* ctx, const v1::ExecRequest* req,
                     grpc::ServerWriter<v1::ExecOutput>* writer) override;
@@ -22,7 +26,10 @@ class AgentServiceImpl final : public v1::WorkerAgent::Service {
                           v1::ReportRankResponse* resp) override;
 
  private:
+  absl::Status CheckPeer(grpc::ServerContext* ctx, const char* call) const;
+
   Agent* agent_;
+  bool verify_peers_;
 };
 
 }  // namespace ringmaster::worker

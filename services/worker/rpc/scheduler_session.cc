@@ -9,7 +9,9 @@
 
 namespace ringmaster::worker {
 
-SchedulerSession::SchedulerSession(std::string scheduler_addr, Agent* agent)
+SchedulerSession::SchedulerSession(std::string scheduler_addr,
+                                   std::shared_ptr<grpc::ChannelCredentials> credentials,
+                                   Agent* agent)
     : scheduler_addr_(std::move(scheduler_addr)), agent_(agent) {
   grpc::ChannelArguments args;
   // gRPC's own reconnect backoff grows to two minutes; a restarted scheduler should see its
@@ -18,7 +20,7 @@ SchedulerSession::SchedulerSession(std::string scheduler_addr, Agent* agent)
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   stub_ = v1::WorkerService::NewStub(
-      grpc::CreateCustomChannel(scheduler_addr_, grpc::InsecureChannelCredentials(), args));
+      grpc::CreateCustomChannel(scheduler_addr_, std::move(credentials), args));
 }
 
 SchedulerSession::~SchedulerSession() { Stop(); }

@@ -30,7 +30,9 @@ namespace ringmaster::worker {
 
 class SchedulerSession {
  public:
-  SchedulerSession(std::string scheduler_addr, Agent* agent);
+  // `credentials` from MakeChannelCredentials: the worker's certificate is its identity.
+  SchedulerSession(std::string scheduler_addr,
+                   std::shared_ptr<grpc::ChannelCredentials> credentials, Agent* agent);
   ~SchedulerSession();
   SchedulerSession(const SchedulerSession&) = delete;
   SchedulerSession& operator=(const SchedulerSession&) = delete;

@@ -1,0 +1,10 @@
+# Transport security (TLS, mutual TLS, worker identity, --insecure) against real processes.
+if(TARGET ringmaster-scheduler)
+  ringmaster_test(transport_security_test integration
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/../scheduler/harness.cc
+      ${CMAKE_CURRENT_LIST_DIR}/transport_security_test.cc
+    LIBS ringmaster_test_support ringmaster_proto gRPC::grpc++ PkgConfig::PQXX)
+  add_dependencies(transport_security_test ringmaster-scheduler ringmaster-metrics
+    ringmaster-worker)
+endif()
