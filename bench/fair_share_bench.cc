@@ -47,14 +47,13 @@ World Make(uint64_t seed) {
     queue.name = "q" + std::to_string(q);
     queue.cohort = "c" + std::to_string(q % kCohorts);
     queue.weight = 1 + q % 3;
-    queue.quotas["a100"] = ResourceQuota{kWorkers * kGpusPerWorker / kQueues, std::nullopt,
-                                         std::nullopt};
+    queue.quotas["a100"] =
+        ResourceQuota{kWorkers * kGpusPerWorker / kQueues, std::nullopt, std::nullopt};
     queue.reclaim_within_cohort = q % 2 ? ReclaimWithinCohort::kAny : ReclaimWithinCohort::kNever;
     queue.within_queue = q % 3 ? PreemptWithinQueue::kLowerPriority : PreemptWithinQueue::kNever;
     w.queues[queue.name] = queue;
   }
-  std::uniform_int_distribution<int> size(0, 4), queue(0, kQueues - 1), prio(0, 3),
-      hours(1, 24);
+  std::uniform_int_distribution<int> size(0, 4), queue(0, kQueues - 1), prio(0, 3), hours(1, 24);
   // Busy queues q0..q49 (five in each cohort: a queue's cohort is its number mod 10) borrow
   // what q50..q99 leave idle.
   std::uniform_int_distribution<int> busy(0, kQueues / 2 - 1);
@@ -134,10 +133,11 @@ int main() {
   }
   const double fair_rate = kRounds * static_cast<double>(kPending) / fair_s;
   const double base_rate = kRounds * static_cast<double>(kPending) / base_s;
-  std::printf("fair share pass: %.1f ms, %zu started, %zu preempted, %zu reservations, %zu "
-              "waiting with a reason\n",
-              1000 * fair_s / kRounds, last.starts.size(), last.preemptions.size(),
-              last.reservations.size(), last.waiting.size());
+  std::printf(
+      "fair share pass: %.1f ms, %zu started, %zu preempted, %zu reservations, %zu "
+      "waiting with a reason\n",
+      1000 * fair_s / kRounds, last.starts.size(), last.preemptions.size(),
+      last.reservations.size(), last.waiting.size());
   std::printf("baseline pass:   %.1f ms, %lld started\n", 1000 * base_s / kRounds,
               static_cast<long long>(base_started));
   std::printf("decisions/s: fair share %.0f, baseline %.0f, ratio %.2f\n", fair_rate, base_rate,

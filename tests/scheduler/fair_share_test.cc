@@ -39,7 +39,8 @@ Queue MakeQueue(const std::string& name, const std::string& cohort, int64_t nomi
 class World {
  public:
   explicit World(int workers, int gpus_each = 8) {
-    for (int i = 0; i < workers; ++i) cluster.UpsertWorker(MakeWorker("w" + std::to_string(i), gpus_each));
+    for (int i = 0; i < workers; ++i)
+      cluster.UpsertWorker(MakeWorker("w" + std::to_string(i), gpus_each));
   }
   void AddQueue(Queue q) { queues[q.name] = std::move(q); }
 
@@ -360,11 +361,11 @@ TEST(FairShareTest, BackfillHonoursReservations) {
   w.AddQueue(q);
   Job& r1 = w.Submit("default", 1, 8, 0, /*max_runtime_s=*/3600);
   w.Submit("default", 1, 4, 0, 7200);
-  w.Pass();  // w0 full until +1h, w1 half until +2h
-  Job& gang = w.Submit("default", 2, 8);  // needs both workers: reserved at +2h
-  Job& short_job = w.Submit("default", 1, 4, 0, 3600);   // ends at +1h, before: backfills
+  w.Pass();                                                // w0 full until +1h, w1 half until +2h
+  Job& gang = w.Submit("default", 2, 8);                   // needs both workers: reserved at +2h
+  Job& short_job = w.Submit("default", 1, 4, 0, 3600);     // ends at +1h, before: backfills
   Job& long_job = w.Submit("default", 1, 2, 0, 3 * 3600);  // would overlap: waits
-  Job& unlimited = w.Submit("default", 1, 2);               // no runtime limit: waits
+  Job& unlimited = w.Submit("default", 1, 2);              // no runtime limit: waits
   PassResult r = w.Pass();
   ASSERT_EQ(r.reservations.size(), 1u);
   EXPECT_EQ(r.reservations[0].job_id, gang.id);

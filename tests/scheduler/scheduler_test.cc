@@ -528,7 +528,8 @@ class PreemptionTest : public SchedulerTest {
     }
     a1_ = Run(InQueue(CommandSpec(2), "team-a"));
     a2_ = Run(InQueue(CommandSpec(2), "team-a"));  // borrows team-b's share
-    RM_ASSERT_OK_AND_ASSIGN(CreateJobResult b, scheduler_->Submit(InQueue(CommandSpec(2), "team-b"), ""));
+    RM_ASSERT_OK_AND_ASSIGN(CreateJobResult b,
+                            scheduler_->Submit(InQueue(CommandSpec(2), "team-b"), ""));
     b1_ = b.job.id;
     scheduler_->RunPass();
     RM_ASSERT_OK(scheduler_->Flush(5'000));

@@ -1,6 +1,4 @@
 // ringmaster-sim's replay on a slice of the Philly trace: the policy's invariants hold.
-#include "sim/replay.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -8,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/replay.h"
 
 namespace ringmaster::scheduler::sim {
 namespace {
@@ -70,10 +69,11 @@ TEST(SimTest, FairShareKeepsItsPromisesUnderContentionAndBeatsFifoPerVc) {
   EXPECT_EQ(base.preemptions, 0);
   EXPECT_GT(base.avg_queue_s, 0);
   EXPECT_LT(r.avg_queue_s, base.avg_queue_s);
-  std::printf("slice: %lld jobs; avg queueing FIFO per VC %.0f s, fair share %.0f s; %lld "
-              "preemptions; longest refused %lld s\n",
-              static_cast<long long>(r.jobs), base.avg_queue_s, r.avg_queue_s,
-              static_cast<long long>(r.preemptions), static_cast<long long>(r.longest_refused_s));
+  std::printf(
+      "slice: %lld jobs; avg queueing FIFO per VC %.0f s, fair share %.0f s; %lld "
+      "preemptions; longest refused %lld s\n",
+      static_cast<long long>(r.jobs), base.avg_queue_s, r.avg_queue_s,
+      static_cast<long long>(r.preemptions), static_cast<long long>(r.longest_refused_s));
 }
 
 TEST(SimTest, TraceErrorsNameTheLineAndColumn) {

@@ -128,9 +128,9 @@ TEST_F(PreemptionE2eTest, AQueueWithinItsNominalReclaimsABorrowersWholeGang) {
 
   // Its program saw SIGTERM on every rank (and saved), then was gone.
   for (int rank = 0; rank < 2; ++rank) {
-    EXPECT_TRUE(WaitFor([&] { return FileHas(absl::StrCat(Dir(a2), "/sigterm-", rank),
-                                             "SIGTERM in attempt 0"); },
-                        10s))
+    EXPECT_TRUE(WaitFor(
+        [&] { return FileHas(absl::StrCat(Dir(a2), "/sigterm-", rank), "SIGTERM in attempt 0"); },
+        10s))
         << "rank " << rank << " of " << a2 << " never saw SIGTERM";
   }
 
@@ -157,8 +157,7 @@ TEST_F(PreemptionE2eTest, NothingIsLostWhenTheSchedulerRestartsInTheMiddleOfAPre
   ASSERT_EQ(cluster_->WaitState(a2, v1::JOB_STATE_PENDING).state(), v1::JOB_STATE_PENDING);
   ASSERT_TRUE(cluster_->scheduler().Restart(SIGKILL).ok());
   // B still gets its share, and A's job still finishes.
-  EXPECT_EQ(cluster_->WaitState(b1, v1::JOB_STATE_SUCCEEDED, 60s).state(),
-            v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(cluster_->WaitState(b1, v1::JOB_STATE_SUCCEEDED, 60s).state(), v1::JOB_STATE_SUCCEEDED);
   v1::Job again = cluster_->WaitState(a2, v1::JOB_STATE_SUCCEEDED, 60s);
   EXPECT_EQ(again.state(), v1::JOB_STATE_SUCCEEDED) << again.ShortDebugString();
   EXPECT_EQ(cluster_->GetJob(a1)->attempt(), 0);

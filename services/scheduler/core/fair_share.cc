@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <deque>
-#include <optional>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <string_view>
 #include <tuple>
-#include <unordered_map>
 #include <unordered_map>
 
 #include "absl/container/flat_hash_map.h"
@@ -71,8 +70,7 @@ const Queue* QuotaLedger::QueueOf(const std::string& name) const {
   return it == queues_.end() ? nullptr : &it->second;
 }
 
-QuotaLedger::Account QuotaLedger::AccountOf(const Queue& queue,
-                                            const std::string& resource) const {
+QuotaLedger::Account QuotaLedger::AccountOf(const Queue& queue, const std::string& resource) const {
   Account a;
   auto q = queue.quotas.find(resource);
   if (q != queue.quotas.end()) {
@@ -131,8 +129,8 @@ QuotaLedger::Check QuotaLedger::CanAdmit(const std::string& queue_name,
   } else {
     auto p = pools_.find({queue->cohort, demand.resource});
     const Pool pool = p == pools_.end() ? Pool{} : p->second;
-    const int64_t draw = std::max<int64_t>(0, next - a.guaranteed) -
-                         std::max<int64_t>(0, a.used - a.guaranteed);
+    const int64_t draw =
+        std::max<int64_t>(0, next - a.guaranteed) - std::max<int64_t>(0, a.used - a.guaranteed);
     if (pool.used + draw > pool.total) {
       // What the cohort could still give this queue beyond its guaranteed part.
       const int64_t free = std::max<int64_t>(0, pool.total - pool.used);
@@ -228,8 +226,8 @@ class Pass {
     std::deque<std::string> types;  // resolved types of jobs that named none
     for (const Job* job : input.placed) {
       const int64_t amount = AmountOf(job->spec);
-      std::string_view resource = job->spec.gpus_per_replica == 0 ? std::string_view(kCpuResource)
-                                                                   : job->spec.gpu_type;
+      std::string_view resource =
+          job->spec.gpus_per_replica == 0 ? std::string_view(kCpuResource) : job->spec.gpu_type;
       if (resource.empty()) resource = types.emplace_back(HeldDemand(*job, cluster).resource);
       sums[{job->spec.queue, resource}] += amount;
     }
@@ -378,8 +376,8 @@ Pass::Attempt Pass::TryStart(const Job& job) {
   Attempt a;
   std::vector<Demand> demands = CandidateDemands(job.spec, cluster_);
   if (demands.empty()) {
-    a.reason = absl::StrCat("unschedulable: needs ", AmountOf(job.spec),
-                            " x GPU, the cluster has none");
+    a.reason =
+        absl::StrCat("unschedulable: needs ", AmountOf(job.spec), " x GPU, the cluster has none");
   }
   const int64_t runtime_ms = job.spec.max_runtime_seconds * 1000;
   const bool may_backfill = runtime_ms > 0 && in_.now_ms + runtime_ms <= EarliestReservation();
@@ -397,8 +395,8 @@ Pass::Attempt Pass::TryStart(const Job& job) {
     }
     GangRequest request = RequestOf(job.spec);
     if (request.gpus_per_replica > 0) request.gpu_type = d.resource;
-    auto key = std::make_tuple(d.resource, request.replicas, request.gpus_per_replica,
-                               may_backfill);
+    auto key =
+        std::make_tuple(d.resource, request.replicas, request.gpus_per_replica, may_backfill);
     if (auto memo = no_room_.find(key); memo != no_room_.end()) {
       a.reason = memo->second;
       continue;
@@ -421,10 +419,11 @@ Pass::Attempt Pass::TryStart(const Job& job) {
       a.ranks = std::move(p.ranks);
       return a;
     }
-    a.reason = p.kind == PlacementDecision::Kind::kInfeasible
-                   ? absl::StrCat("unschedulable: ", p.reason)
-                   : (result_.reservations.empty() ? p.reason
-                                                   : absl::StrCat(p.reason, " outside reservations"));
+    a.reason =
+        p.kind == PlacementDecision::Kind::kInfeasible
+            ? absl::StrCat("unschedulable: ", p.reason)
+            : (result_.reservations.empty() ? p.reason
+                                            : absl::StrCat(p.reason, " outside reservations"));
     no_room_[key] = a.reason;
   }
   return a;
@@ -477,8 +476,8 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
       if (name == job.spec.queue) {
         const bool lower = v.spec.priority < job.spec.priority;
         const bool newer_equal = v.spec.priority == job.spec.priority && v.seq > job.seq;
-        if (lower || (newer_equal && queue->within_queue ==
-                                         PreemptWithinQueue::kLowerOrNewerEqualPriority)) {
+        if (lower || (newer_equal &&
+                      queue->within_queue == PreemptWithinQueue::kLowerOrNewerEqualPriority)) {
           why = "priority";
         }
       } else if (above && (queue->reclaim_within_cohort == ReclaimWithinCohort::kAny ||
@@ -489,8 +488,8 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
     }
   }
   auto give_up = [&] {
-    auto [it, added] = no_victims_.emplace(std::make_pair(job.spec.queue, demand.resource),
-                                           demand.amount);
+    auto [it, added] =
+        no_victims_.emplace(std::make_pair(job.spec.queue, demand.resource), demand.amount);
     if (!added) it->second = std::min(it->second, demand.amount);
     return false;
   };
@@ -591,8 +590,8 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
     std::set<std::string> workers;
     for (const RankPlacement& r : p.ranks) workers.insert(r.worker_id);
     result_.waiting[job.id] = absl::StrCat(
-        "reserved: starts by ", absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
-                                                 absl::FromUnixMillis(t), absl::UTCTimeZone()),
+        "reserved: starts by ",
+        absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(t), absl::UTCTimeZone()),
         " on ", absl::StrJoin(workers, ","));
     Mask(p.ranks, /*hard=*/false);
     result_.reservations.push_back({job.id, t, std::move(p.ranks)});
@@ -663,8 +662,8 @@ PassResult Pass::Run() {
     }
     result_.waiting[job.id] = a.reason;
     const bool preempted = options_.preemption && TryPreempt(job, a);
-    if (!preempted && options_.backfill && a.quota_ok && job.spec.replicas * std::max(
-        job.spec.gpus_per_replica, 1) > 1 &&
+    if (!preempted && options_.backfill && a.quota_ok &&
+        job.spec.replicas * std::max(job.spec.gpus_per_replica, 1) > 1 &&
         static_cast<int32_t>(result_.reservations.size()) < options_.reservations &&
         a.reason.rfind("unschedulable", 0) != 0) {
       Reserve(job, a.demand);

@@ -91,7 +91,7 @@ class QuotaLedger {
 
   std::map<std::string, Queue> queues_;
   std::map<std::pair<std::string, std::string>, int64_t> used_;  // (queue, resource)
-  std::map<std::pair<std::string, std::string>, Pool> pools_;     // (cohort, resource)
+  std::map<std::pair<std::string, std::string>, Pool> pools_;    // (cohort, resource)
 };
 
 struct PolicyOptions {

@@ -28,8 +28,7 @@ Reference ReadReference(const std::string& path) {
     std::vector<std::string> c = absl::StrSplit(line, ',');
     if (c.size() < 10 || c[0] != "all") continue;
     ref.found = absl::SimpleAtod(c[2], &ref.fifo_jct) && absl::SimpleAtod(c[4], &ref.srtf_jct) &&
-                absl::SimpleAtod(c[6], &ref.fifo_queue) &&
-                absl::SimpleAtod(c[8], &ref.srtf_queue);
+                absl::SimpleAtod(c[6], &ref.fifo_queue) && absl::SimpleAtod(c[8], &ref.srtf_queue);
   }
   return ref;
 }
@@ -39,33 +38,36 @@ void Print(const char* name, const SimReport& r, double wall_s) {
   std::printf("jobs finished          %lld\n", static_cast<long long>(r.jobs));
   std::printf("JCT s                  avg %.0f  p50 %.0f  p99 %.0f\n", r.avg_jct_s, r.p50_jct_s,
               r.p99_jct_s);
-  std::printf("queueing delay s       avg %.1f  p50 %.0f  p99 %.0f\n", r.avg_queue_s,
-              r.p50_queue_s, r.p99_queue_s);
+  std::printf("queueing delay s       avg %.1f  p50 %.0f  p99 %.0f\n", r.avg_queue_s, r.p50_queue_s,
+              r.p99_queue_s);
   std::printf("GPU utilisation        %.3f of %lld GPUs\n", r.utilisation,
               static_cast<long long>(r.total_gpus));
   std::printf("longest wait, 32+ GPUs %lld s (%.2f days)\n",
               static_cast<long long>(r.longest_wait_32plus_s), r.longest_wait_32plus_s / 86400.0);
   std::printf("preemptions            %lld\n", static_cast<long long>(r.preemptions));
-  std::printf("longest refused share  %lld s (a queue with demand within its nominal, while "
-              "others borrowed)\n", static_cast<long long>(r.longest_refused_s));
+  std::printf(
+      "longest refused share  %lld s (a queue with demand within its nominal, while "
+      "others borrowed)\n",
+      static_cast<long long>(r.longest_refused_s));
   std::printf("over-allocations %lld, partial gangs %lld, passes %lld, wall %.1f s\n",
               static_cast<long long>(r.over_allocations), static_cast<long long>(r.partial_gangs),
               static_cast<long long>(r.passes), wall_s);
   double total_gpu_s = 0;
   for (const auto& [vc, q] : r.queues) total_gpu_s += q.gpu_seconds;
-  std::printf("%-8s %6s %6s %9s %9s %9s %10s %9s\n", "queue", "GPUs", "jobs", "entitled",
-              "got", "asked", "preempted", "refused_s");
+  std::printf("%-8s %6s %6s %9s %9s %9s %10s %9s\n", "queue", "GPUs", "jobs", "entitled", "got",
+              "asked", "preempted", "refused_s");
   for (const auto& [vc, q] : r.queues) {
-    std::printf("%-8s %6d %6lld %8.1f%% %8.1f%% %8.1f%% %10lld %9lld\n", vc.c_str(),
-                q.nominal_gpus, static_cast<long long>(q.jobs),
+    std::printf("%-8s %6d %6lld %8.1f%% %8.1f%% %8.1f%% %10lld %9lld\n", vc.c_str(), q.nominal_gpus,
+                static_cast<long long>(q.jobs),
                 100.0 * q.nominal_gpus / std::max<int64_t>(1, r.total_gpus),
                 total_gpu_s > 0 ? 100.0 * q.gpu_seconds / total_gpu_s : 0.0,
                 100.0 * q.demand_gpu_seconds /
-                    std::max(1.0, [&] {
-                      double d = 0;
-                      for (const auto& [n, o] : r.queues) d += o.demand_gpu_seconds;
-                      return d;
-                    }()),
+                    std::max(1.0,
+                             [&] {
+                               double d = 0;
+                               for (const auto& [n, o] : r.queues) d += o.demand_gpu_seconds;
+                               return d;
+                             }()),
                 static_cast<long long>(q.preempted), static_cast<long long>(q.longest_refused_s));
   }
 }
@@ -96,8 +98,10 @@ int Run(int argc, char** argv) {
     return 0;
   }
   int64_t limit = 0, ckpt = 0, grace = 0, reservations = 0, round = 0;
-  for (auto [name, out] : {std::pair{"limit", &limit}, {"checkpoint-minutes", &ckpt},
-                           {"grace-seconds", &grace}, {"reservations", &reservations},
+  for (auto [name, out] : {std::pair{"limit", &limit},
+                           {"checkpoint-minutes", &ckpt},
+                           {"grace-seconds", &grace},
+                           {"reservations", &reservations},
                            {"runtime-round-seconds", &round}}) {
     if (auto s = flags.GetInt(name, out); !s.ok() || *out < 0) {
       std::cerr << "--" << name << ": a non-negative integer expected\n";
@@ -105,8 +109,8 @@ int Run(int argc, char** argv) {
     }
   }
   double speedup = 1;
-  if (auto s = flags.GetDouble("arrival-speedup", &speedup); !s.ok() || !(speedup >= 1) ||
-      speedup > 1000) {
+  if (auto s = flags.GetDouble("arrival-speedup", &speedup);
+      !s.ok() || !(speedup >= 1) || speedup > 1000) {
     std::cerr << "--arrival-speedup: a number 1..1000 expected\n";
     return 2;
   }

@@ -63,7 +63,8 @@ absl::StatusOr<std::vector<TraceJob>> ParsePhillyCsv(std::istream& in) {
       if (row != "timestamp,duration,num_gpus,gpu_time,cluster") {
         return absl::InvalidArgumentError(
             absl::StrCat("line 1: expected the header timestamp,duration,num_gpus,gpu_time,"
-                         "cluster, got '", row, "'"));
+                         "cluster, got '",
+                         row, "'"));
       }
       continue;
     }
@@ -78,7 +79,8 @@ absl::StatusOr<std::vector<TraceJob>> ParsePhillyCsv(std::istream& in) {
     job.submit_s = *t;
     double duration = 0;
     if (!absl::SimpleAtod(cols[1], &duration) || !(duration >= 0) || duration > 1e9) {
-      return bad("duration", absl::StrCat("a number of seconds 0..1e9 expected, got '", cols[1], "'"));
+      return bad("duration",
+                 absl::StrCat("a number of seconds 0..1e9 expected, got '", cols[1], "'"));
     }
     job.duration_s = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(duration)));
     if (!absl::SimpleAtoi(cols[2], &job.gpus) || job.gpus < 1 || job.gpus > 4096) {
@@ -103,8 +105,8 @@ absl::StatusOr<std::map<std::string, int32_t>> ParseVcSizes(std::istream& in) {
     if (n == 1 || row.empty()) continue;
     std::vector<std::string> cols = absl::StrSplit(row, ',');
     int32_t nodes = 0;
-    if (cols.size() != 2 || cols[0].empty() || !absl::SimpleAtoi(cols[1], &nodes) ||
-        nodes < 1 || nodes > 100000) {
+    if (cols.size() != 2 || cols[0].empty() || !absl::SimpleAtoi(cols[1], &nodes) || nodes < 1 ||
+        nodes > 100000) {
       return absl::InvalidArgumentError(
           absl::StrCat("line ", n, ": expected 'vc,nodes' with nodes 1..100000, got '", row, "'"));
     }
@@ -123,8 +125,8 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
     Queue q;
     q.name = vc;
     q.cohort = options.sharing ? "philly" : "";
-    q.quotas["gpu"] = ResourceQuota{int64_t{nodes} * options.gpus_per_node, std::nullopt,
-                                    std::nullopt};
+    q.quotas["gpu"] =
+        ResourceQuota{int64_t{nodes} * options.gpus_per_node, std::nullopt, std::nullopt};
     q.reclaim_within_cohort =
         options.sharing ? ReclaimWithinCohort::kAny : ReclaimWithinCohort::kNever;
     queues[vc] = q;
@@ -273,7 +275,8 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
       ++report.queues[jobs[v].spec.queue].preempted;
       // Stops after the grace period, unless it finishes first (its end event comes sooner).
       const int64_t end = state[v].run_started_s + state[v].remaining_s;
-      if (end > now + options.grace_s) events.push({now + options.grace_s, 1, v, state[v].generation});
+      if (end > now + options.grace_s)
+        events.push({now + options.grace_s, 1, v, state[v].generation});
     }
     for (const auto& s : r.starts) {
       const size_t i = static_cast<size_t>(std::stoll(s.job_id));

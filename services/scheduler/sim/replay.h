@@ -46,7 +46,7 @@ struct SimOptions {
 struct QueueOutcome {
   int32_t nominal_gpus = 0;
   int64_t jobs = 0;
-  double gpu_seconds = 0;    // run time of its jobs, work lost to preemption included
+  double gpu_seconds = 0;         // run time of its jobs, work lost to preemption included
   double demand_gpu_seconds = 0;  // the work its jobs asked for
   // Longest time one of its pending jobs fit the queue's unused nominal quota while another
   // queue borrowed: how long it waited for what it was promised.
@@ -62,8 +62,8 @@ struct SimReport {
   int64_t longest_wait_32plus_s = 0;
   int64_t preemptions = 0;
   int64_t passes = 0;
-  int64_t over_allocations = 0;  // starts the cluster refused: must stay 0
-  int64_t partial_gangs = 0;     // starts with fewer ranks than replicas: must stay 0
+  int64_t over_allocations = 0;   // starts the cluster refused: must stay 0
+  int64_t partial_gangs = 0;      // starts with fewer ranks than replicas: must stay 0
   int64_t longest_refused_s = 0;  // max over queues
   int64_t total_gpus = 0;
   std::map<std::string, QueueOutcome> queues;
