@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import time
 import uuid
 from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
@@ -11,7 +12,7 @@ from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, Type
 import grpc
 
 from ringmaster.v1 import agent_pb2, agent_pb2_grpc, job_pb2, job_pb2_grpc, worker_pb2
-from ringmaster.v1 import worker_pb2_grpc
+from ringmaster.v1 import queue_pb2, queue_pb2_grpc, worker_pb2_grpc
 
 from . import errors
 from .spec import SpecLike, build_spec
@@ -98,6 +99,42 @@ def _tls_config(tls: TLSLike) -> Optional[TLSConfig]:
     raise TypeError(f"tls must be a TLSConfig, a dict, True or None, got {type(tls).__name__}")
 
 
+def _enum_value(enum: Any, prefix: str, setting: str, value: str) -> int:
+    """"LowerPriority" -> PREFIX_LOWER_PRIORITY."""
+    name = prefix + re.sub(r"(?<!^)(?=[A-Z])", "_", value).upper()
+    try:
+        return enum.Value(name)
+    except ValueError:
+        raise ValueError(f"{setting}: unknown value {value!r}") from None
+
+
+def _queue_proto(name: str, settings: Mapping[str, Any]) -> "queue_pb2.Queue":
+    known = {"cohort", "weight", "quotas", "within_queue", "reclaim_within_cohort",
+             "min_runtime_seconds"}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise TypeError(f"unknown queue setting(s): {', '.join(unknown)}")
+    q = queue_pb2.Queue(name=name, cohort=settings.get("cohort", ""),
+                        weight=settings.get("weight", 1),
+                        min_runtime_seconds=settings.get("min_runtime_seconds", 0))
+    for resource, quota in (settings.get("quotas") or {}).items():
+        if isinstance(quota, Mapping):
+            q.resources[resource].nominal = quota.get("nominal", 0)
+            for limit in ("borrowing_limit", "lending_limit"):
+                if quota.get(limit) is not None:
+                    setattr(q.resources[resource], limit, quota[limit])
+        else:
+            q.resources[resource].nominal = quota
+    if "within_queue" in settings:
+        q.within_queue = _enum_value(queue_pb2.PreemptWithinQueue, "PREEMPT_WITHIN_QUEUE_",
+                                     "within_queue", settings["within_queue"])
+    if "reclaim_within_cohort" in settings:
+        q.reclaim_within_cohort = _enum_value(queue_pb2.ReclaimWithinCohort,
+                                              "RECLAIM_WITHIN_COHORT_", "reclaim_within_cohort",
+                                              settings["reclaim_within_cohort"])
+    return q
+
+
 def _label_selector(labels: Union[str, Mapping[str, str], None]) -> str:
     if labels is None:
         return ""
@@ -156,8 +193,8 @@ class Client:
                 certificate ``$RINGMASTER_TLS_CERT``/``$RINGMASTER_TLS_KEY`` if set, or
                 plaintext when ``$RINGMASTER_INSECURE`` is 1. ``False`` for plaintext;
                 ``True`` for TLS with the system's roots; a :class:`TLSConfig` or a dict with
-                ``ca``, ``cert``, ``key`` (paths to PEM files) and ``server_name``. The worker agents that ``logs`` reads from are
-                reached with the same credentials.
+                ``ca``, ``cert``, ``key`` (paths to PEM files) and ``server_name``. The worker
+                agents that ``logs`` reads from are reached with the same credentials.
             timeout: Deadline in seconds of every unary call.
         """
         self.address = address or os.environ.get(SCHEDULER_ENV) or DEFAULT_SCHEDULER
@@ -169,6 +206,7 @@ class Client:
         self._channel = self._open_channel(self.address)
         self._jobs = job_pb2_grpc.JobServiceStub(self._channel)
         self._cluster = worker_pb2_grpc.ClusterServiceStub(self._channel)
+        self._queues = queue_pb2_grpc.QueueServiceStub(self._channel)
 
     # -- life of the client --------------------------------------------------------------
 
@@ -476,6 +514,45 @@ class Client:
         elif last is not None and not isinstance(last, errors.NotFound):
             raise type(last)(f"{why} ({last.message})", last.code)
         raise errors.NotFound(why)
+
+    # -- queues (docs/fair-share.md) ---------------------------------------------------
+
+    def create_queue(self, name: str, **settings: Any) -> "queue_pb2.QueueWithStatus":
+        """Creates a queue; returns it as stored, with its status.
+
+        Settings (all optional): ``cohort``, ``weight``, ``quotas`` (by resource, a GPU type or
+        ``"cpu"``: a nominal count, or a dict with ``nominal``, ``borrowing_limit`` and
+        ``lending_limit``), ``within_queue`` (``"Never"``, ``"LowerPriority"``,
+        ``"LowerOrNewerEqualPriority"``), ``reclaim_within_cohort`` (``"Never"``,
+        ``"LowerPriority"``, ``"Any"``) and ``min_runtime_seconds``.
+
+        Raises:
+            InvalidArgument: A setting is out of range (the message names it).
+            AlreadyExists: A queue of that name exists.
+        """
+        request = queue_pb2.CreateQueueRequest(queue=_queue_proto(name, settings))
+        return self._call(self._queues.CreateQueue, request)
+
+    def update_queue(self, name: str, **settings: Any) -> "queue_pb2.QueueWithStatus":
+        """Replaces every setting of queue ``name`` (as :meth:`create_queue` takes them)."""
+        request = queue_pb2.UpdateQueueRequest(queue=_queue_proto(name, settings))
+        return self._call(self._queues.UpdateQueue, request)
+
+    def get_queue(self, name: str) -> "queue_pb2.QueueWithStatus":
+        """The queue with its status: per resource in use, borrowed and lent; pending jobs."""
+        return self._call(self._queues.GetQueue, queue_pb2.GetQueueRequest(name=name))
+
+    def list_queues(self) -> List["queue_pb2.QueueWithStatus"]:
+        """Every queue, by name."""
+        return list(self._call(self._queues.ListQueues, queue_pb2.ListQueuesRequest()).queues)
+
+    def delete_queue(self, name: str) -> None:
+        """Deletes a queue.
+
+        Raises:
+            FailedPrecondition: The queue still has live jobs, or is ``default``.
+        """
+        self._call(self._queues.DeleteQueue, queue_pb2.DeleteQueueRequest(name=name))
 
     # -- plumbing ------------------------------------------------------------------------
 

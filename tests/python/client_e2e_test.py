@@ -203,6 +203,33 @@ class ClientE2eTest(unittest.TestCase):
         for job_id in ids:
             self.client.wait(job_id, timeout=60)
 
+    def test_queues_are_created_read_listed_refused_and_deleted(self):
+        name = f"py-{uuid.uuid4().hex[:8]}"
+        created = self.client.create_queue(
+            name,
+            cohort="lab",
+            weight=2,
+            quotas={"t4": 2, "cpu": {"nominal": 4, "lending_limit": 1}},
+            reclaim_within_cohort="Any",
+            within_queue="LowerPriority",
+        )
+        self.assertEqual(created.queue.name, name)
+        got = self.client.get_queue(name)
+        self.assertEqual(got.queue.resources["t4"].nominal, 2)
+        self.assertEqual(got.queue.resources["cpu"].lending_limit, 1)
+        self.assertEqual(got.queue.weight, 2)
+        self.assertIn(name, [q.queue.name for q in self.client.list_queues()])
+        with self.assertRaises(ringmaster.InvalidArgument) as bad:
+            self.client.update_queue(name, cohort="lab", weight=5000)
+        self.assertIn("weight", str(bad.exception))
+        with self.assertRaises(ValueError):
+            self.client.create_queue("x", reclaim_within_cohort="Sometimes")
+        self.client.delete_queue(name)
+        with self.assertRaises(ringmaster.NotFound):
+            self.client.get_queue(name)
+        with self.assertRaises(ringmaster.FailedPrecondition):
+            self.client.delete_queue("default")
+
     def test_unknown_job_is_not_found(self):
         with self.assertRaises(errors.NotFound) as cm:
             self.client.get("j-000000000000")
