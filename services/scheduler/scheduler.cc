@@ -1267,15 +1267,23 @@ std::string Scheduler::NewToken() {
   return token;
 }
 
-QueueStatus Scheduler::QueueStatusLocked(const Queue& queue) const {
+std::map<std::string, int64_t> Scheduler::PendingByQueueLocked() const {
+  std::map<std::string, int64_t> pending;
+  for (const auto& [id, job] : jobs_) {
+    if (job.state == JobState::kPending) ++pending[job.spec.queue];
+  }
+  return pending;
+}
+
+QueueStatus Scheduler::QueueStatusLocked(const Queue& queue,
+                                         const std::map<std::string, int64_t>& pending) const {
   // As of the last pass (its ledger), and the jobs waiting now.
   QueueStatus status;
   for (const auto& [resource, u] : ledger_.UsageOf(queue.name)) {
     status.resources[resource] = ResourceUsage{u.used, u.borrowed, u.lent};
   }
-  for (const auto& [id, job] : jobs_) {
-    if (job.state == JobState::kPending && job.spec.queue == queue.name) ++status.pending_jobs;
-  }
+  auto it = pending.find(queue.name);
+  status.pending_jobs = it == pending.end() ? 0 : it->second;
   status.weighted_share = ledger_.Share(queue.name);
   return status;
 }
@@ -1299,7 +1307,7 @@ absl::StatusOr<QueueView> Scheduler::CreateQueue(const Queue& in) {
   std::lock_guard<std::mutex> lock(mu_);
   queues_[stored->name] = *stored;
   RM_LOG(kInfo) << "queue " << stored->name << " created";
-  return QueueView{*stored, QueueStatusLocked(*stored)};
+  return QueueView{*stored, QueueStatusLocked(*stored, PendingByQueueLocked())};
 }
 
 absl::StatusOr<QueueView> Scheduler::UpdateQueue(const Queue& in) {
@@ -1326,7 +1334,7 @@ absl::StatusOr<QueueView> Scheduler::UpdateQueue(const Queue& in) {
     RM_LOG(kInfo) << "queue " << stored->name << " updated";
     // New quotas or weights may let waiting jobs start: the next pass looks at all of them.
     capacity_grew_ = true;
-    view = {*stored, QueueStatusLocked(*stored)};
+    view = {*stored, QueueStatusLocked(*stored, PendingByQueueLocked())};
   }
   Wake();
   return view;
@@ -1337,14 +1345,17 @@ absl::StatusOr<QueueView> Scheduler::GetQueue(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = queues_.find(name);
   if (it == queues_.end()) return absl::NotFoundError(absl::StrCat("no queue '", name, "'"));
-  return QueueView{it->second, QueueStatusLocked(it->second)};
+  return QueueView{it->second, QueueStatusLocked(it->second, PendingByQueueLocked())};
 }
 
 std::vector<QueueView> Scheduler::ListQueues() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<QueueView> out;
   out.reserve(queues_.size());
-  for (const auto& [name, queue] : queues_) out.push_back({queue, QueueStatusLocked(queue)});
+  const std::map<std::string, int64_t> pending = PendingByQueueLocked();
+  for (const auto& [name, queue] : queues_) {
+    out.push_back({queue, QueueStatusLocked(queue, pending)});
+  }
   return out;
 }
 

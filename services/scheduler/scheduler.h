@@ -262,7 +262,10 @@ class Scheduler {
   // The queues by name, for the policy; mu_ must be held.
   const std::map<std::string, Queue>& QueuesLocked() const { return queues_; }
   // What `queue` holds (as of the last pass's quota ledger) and how many of its jobs wait.
-  QueueStatus QueueStatusLocked(const Queue& queue) const;
+  // `pending`: pending jobs by queue (PendingByQueueLocked), counted once for a whole list.
+  QueueStatus QueueStatusLocked(const Queue& queue,
+                                const std::map<std::string, int64_t>& pending) const;
+  std::map<std::string, int64_t> PendingByQueueLocked() const;
   // Forgets unsettled_creates_ whose writes are done or dropped; out_mu_ must be held.
   void PruneUnsettledCreatesLocked();
   // Store errors of a queue write as the caller should see them.

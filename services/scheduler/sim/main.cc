@@ -52,8 +52,11 @@ void Print(const char* name, const SimReport& r, double wall_s) {
   std::printf("over-allocations %lld, partial gangs %lld, passes %lld, wall %.1f s\n",
               static_cast<long long>(r.over_allocations), static_cast<long long>(r.partial_gangs),
               static_cast<long long>(r.passes), wall_s);
-  double total_gpu_s = 0;
-  for (const auto& [vc, q] : r.queues) total_gpu_s += q.gpu_seconds;
+  double total_gpu_s = 0, total_demand_s = 0;
+  for (const auto& [vc, q] : r.queues) {
+    total_gpu_s += q.gpu_seconds;
+    total_demand_s += q.demand_gpu_seconds;
+  }
   std::printf("%-8s %6s %6s %9s %9s %9s %10s %9s\n", "queue", "GPUs", "jobs", "entitled", "got",
               "asked", "preempted", "refused_s");
   for (const auto& [vc, q] : r.queues) {
@@ -61,13 +64,7 @@ void Print(const char* name, const SimReport& r, double wall_s) {
                 static_cast<long long>(q.jobs),
                 100.0 * q.nominal_gpus / std::max<int64_t>(1, r.total_gpus),
                 total_gpu_s > 0 ? 100.0 * q.gpu_seconds / total_gpu_s : 0.0,
-                100.0 * q.demand_gpu_seconds /
-                    std::max(1.0,
-                             [&] {
-                               double d = 0;
-                               for (const auto& [n, o] : r.queues) d += o.demand_gpu_seconds;
-                               return d;
-                             }()),
+                100.0 * q.demand_gpu_seconds / std::max(1.0, total_demand_s),
                 static_cast<long long>(q.preempted), static_cast<long long>(q.longest_refused_s));
   }
 }
