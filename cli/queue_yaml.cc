@@ -1,17 +1,11 @@
 #include "queue_yaml.h"
 
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iostream>
 #include <limits>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -32,26 +26,6 @@ constexpr std::array<absl::string_view, 7> kTopKeys = {"name",
                                                        "min_runtime_seconds"};
 constexpr std::array<absl::string_view, 3> kQuotaKeys = {"nominal", "borrowing_limit",
                                                          "lending_limit"};
-
-// Past this many documents a YAML text is only "more than" that many.
-constexpr int kMaxDocumentsCounted = 2;
-
-// Parser events of a document, ignored: counting documents needs only HandleNextDocument.
-class DocumentCounter : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark&) override {}
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-};
 
 // Walks one YAML document; `source_` and the key path prefix every error.
 class QueueReader {
@@ -238,26 +212,7 @@ std::optional<v1::ReclaimWithinCohort> ParseReclaimWithinCohort(const std::strin
 }
 
 absl::StatusOr<v1::Queue> ParseQueueYaml(absl::string_view text, absl::string_view source) {
-  YAML::Node document;
-  try {
-    // One document only, counted without YAML::LoadAll, which can loop on malformed input
-    // (yaml-cpp issue 1040, see spec_yaml.cc).
-    std::istringstream stream{std::string(text)};
-    YAML::Parser parser(stream);
-    DocumentCounter counter;
-    int documents = 0;
-    while (documents <= kMaxDocumentsCounted && parser.HandleNextDocument(counter)) ++documents;
-    if (documents != 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(source, ": expected one YAML document with the queue's fields, found ",
-                       documents > kMaxDocumentsCounted ? "more than " : "",
-                       std::min(documents, kMaxDocumentsCounted)));
-    }
-    document = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
-  }
+  RM_ASSIGN_OR_RETURN(YAML::Node document, LoadOneYamlDocument(text, source, "queue"));
   v1::Queue queue;
   try {
     RM_RETURN_IF_ERROR(QueueReader(source).Read(document, &queue));
@@ -268,18 +223,9 @@ absl::StatusOr<v1::Queue> ParseQueueYaml(absl::string_view text, absl::string_vi
 }
 
 absl::StatusOr<v1::Queue> LoadQueueFile(const std::string& path) {
-  std::ostringstream text;
-  if (path == "-") {
-    text << std::cin.rdbuf();
-    return ParseQueueYaml(text.str(), "<stdin>");
-  }
-  std::ifstream file(path);
-  if (!file) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
-  }
-  text << file.rdbuf();
-  return ParseQueueYaml(text.str(), path);
+  std::string text, source;
+  RM_RETURN_IF_ERROR(ReadInputFile(path, &text, &source));
+  return ParseQueueYaml(text, source);
 }
 
 }  // namespace ringmaster::cli

@@ -282,8 +282,8 @@ class SpecReader {
 
 }  // namespace
 
-absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view text, absl::string_view source) {
-  YAML::Node document;
+absl::StatusOr<YAML::Node> LoadOneYamlDocument(absl::string_view text, absl::string_view source,
+                                               absl::string_view what) {
   try {
     // Count the documents without YAML::LoadAll: on some malformed input (a stray ',') the
     // parser of yaml-cpp 0.7 reports an empty document forever and LoadAll collects them until
@@ -295,16 +295,38 @@ absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view text, absl::strin
     while (documents <= kMaxDocumentsCounted && parser.HandleNextDocument(counter)) ++documents;
     if (documents != 1) {
       return absl::InvalidArgumentError(
-          absl::StrCat(source, ": expected one YAML document with the job's fields, found ",
+          absl::StrCat(source, ": expected one YAML document with the ", what, "'s fields, found ",
                        documents > kMaxDocumentsCounted ? "more than " : "",
                        std::min(documents, kMaxDocumentsCounted)));
     }
-    document = YAML::Load(std::string(text));
+    return YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     // Syntax errors carry a position; yaml-cpp counts lines and columns from 0.
     return absl::InvalidArgumentError(
         absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
   }
+}
+
+absl::Status ReadInputFile(const std::string& path, std::string* text, std::string* source) {
+  std::ostringstream buffer;
+  if (path == "-") {
+    buffer << std::cin.rdbuf();
+    *source = "<stdin>";
+  } else {
+    std::ifstream file(path);
+    if (!file) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+    }
+    buffer << file.rdbuf();
+    *source = path;
+  }
+  *text = buffer.str();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view text, absl::string_view source) {
+  RM_ASSIGN_OR_RETURN(YAML::Node document, LoadOneYamlDocument(text, source, "job"));
   v1::JobSpec spec;
   try {
     RM_RETURN_IF_ERROR(SpecReader(source).Read(document, &spec));
@@ -315,18 +337,9 @@ absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view text, absl::strin
 }
 
 absl::StatusOr<v1::JobSpec> LoadJobSpecFile(const std::string& path) {
-  std::ostringstream text;
-  if (path == "-") {
-    text << std::cin.rdbuf();
-    return ParseJobSpecYaml(text.str(), "<stdin>");
-  }
-  std::ifstream file(path);
-  if (!file) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
-  }
-  text << file.rdbuf();
-  return ParseJobSpecYaml(text.str(), path);
+  std::string text, source;
+  RM_RETURN_IF_ERROR(ReadInputFile(path, &text, &source));
+  return ParseJobSpecYaml(text, source);
 }
 
 }  // namespace ringmaster::cli

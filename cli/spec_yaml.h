@@ -6,6 +6,8 @@
 #ifndef RINGMASTER_CLI_SPEC_YAML_H_
 #define RINGMASTER_CLI_SPEC_YAML_H_
 
+#include <yaml-cpp/yaml.h>
+
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -25,6 +27,14 @@ absl::StatusOr<v1::JobSpec> LoadJobSpecFile(const std::string& path);
 // U+10FFFF). Protobuf string fields must be; a spec with other bytes would fail to parse on the
 // scheduler's side as a transport error instead of naming its field.
 bool IsValidUtf8(absl::string_view text);
+
+// The one YAML document of `text` (ringctl's files hold one: a job spec or a queue). Errors
+// name `source`, and say "one YAML document with the WHAT's fields" when there are more.
+absl::StatusOr<YAML::Node> LoadOneYamlDocument(absl::string_view text, absl::string_view source,
+                                               absl::string_view what);
+
+// The text of the file at `path` ("-": standard input) and the name errors should give it.
+absl::Status ReadInputFile(const std::string& path, std::string* text, std::string* source);
 
 }  // namespace ringmaster::cli
 
