@@ -102,11 +102,12 @@ std::string FormatQueue(const v1::QueueWithStatus& q) {
           quota->second.has_lending_limit() ? absl::StrCat(quota->second.lending_limit()) : "all";
     }
     rows.push_back({name, nominal, borrowing, lending, absl::StrCat(u.in_use()),
-                    absl::StrCat(u.borrowed()), absl::StrCat(u.lent())});
+                    absl::StrCat(u.borrowed()), absl::StrCat(u.lent()),
+                    absl::StrFormat("%.2f", u.used_seconds() / 3600.0)});
   }
   absl::StrAppend(&out, "\n",
                   RenderTable({"RESOURCE", "NOMINAL", "BORROWING LIMIT", "LENDING LIMIT", "IN USE",
-                               "BORROWED", "LENT"},
+                               "BORROWED", "LENT", "USED (HOURS)"},
                               rows));
   return out;
 }

@@ -539,7 +539,8 @@ class Client:
         return self._call(self._queues.UpdateQueue, request)
 
     def get_queue(self, name: str) -> "queue_pb2.QueueWithStatus":
-        """The queue with its status: per resource in use, borrowed and lent; pending jobs."""
+        """The queue with its status: per resource in use, borrowed, lent and used_seconds
+        (accounting); pending jobs."""
         return self._call(self._queues.GetQueue, queue_pb2.GetQueueRequest(name=name))
 
     def list_queues(self) -> List["queue_pb2.QueueWithStatus"]:

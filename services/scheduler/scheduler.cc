@@ -85,6 +85,11 @@ struct Scheduler::Metrics {
         queue_share(prometheus::BuildGauge().Name("ringmaster_queue_dominant_share")
                         .Help("Weighted dominant resource share of the queue's borrowing "
                               "(0 within nominal)")
+                        .Register(r)),
+        queue_usage(prometheus::BuildCounter().Name("ringmaster_queue_resource_seconds_total")
+                        .Help("Resource-seconds used by the queue's jobs (GPU-seconds per GPU "
+                              "type, CPU-slot-seconds for cpu) from RUNNING to their end; "
+                              "stored in Postgres, so it survives restarts")
                         .Register(r)) {}
 
   prometheus::Family<prometheus::Gauge>& jobs;
@@ -101,6 +106,7 @@ struct Scheduler::Metrics {
   prometheus::Family<prometheus::Counter>& preemptions;
   prometheus::Family<prometheus::Gauge>& queue_quota;
   prometheus::Family<prometheus::Gauge>& queue_share;
+  prometheus::Family<prometheus::Counter>& queue_usage;
   std::set<std::pair<std::string, std::string>> quota_labels;
   // Label sets set before, so a vanished one is set back to 0 rather than left stale.
   std::set<std::pair<std::string, std::string>> job_labels;
@@ -131,11 +137,14 @@ absl::Status Scheduler::Start() {
   if (!workers.ok()) return workers.status();
   auto queues = store_->ListQueues();
   if (!queues.ok()) return queues.status();
+  auto usage = store_->ListQueueUsage();
+  if (!usage.ok()) return usage.status();
   std::vector<std::string> beats;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const int64_t now = clock_->NowMs();
     for (Queue& q : *queues) queues_[q.name] = std::move(q);
+    for (const QueueUsage& u : *usage) usage_ms_[{u.queue, u.resource}] = u.used_ms;
     for (Worker& w : *workers) {
       // Until it reconnects, a worker holds its placements but takes no new ones.
       cluster_.UpsertWorker(w);
@@ -463,8 +472,15 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
   // Decided: memory moves now, the store and the workers hear of it through the writer.
   Write write;
   write.job_write = {JobWrite::Kind::kUpdate, next, t->event,
-                     input.kind == JobInput::Kind::kPlaced || !t->released.empty()};
+                     input.kind == JobInput::Kind::kPlaced || !t->released.empty(), std::nullopt};
   write.waiter = std::move(waiter);
+  if (next.state != JobState::kRunning) {
+    // The attempt stops running: its queue is charged in the same transaction.
+    if (auto used = AttemptUsage(it->second, cluster_, now)) {
+      usage_ms_[{used->queue, used->resource}] += used->used_ms;
+      write.job_write.usage = std::move(used);
+    }
+  }
   if (input.kind == JobInput::Kind::kPreempted) {
     // Its ranks get the grace period to checkpoint; their GPUs are theirs until they exit.
     Draining& d = draining_[{job_id, from_attempt}];
@@ -673,6 +689,9 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
       if (std::find(result.skipped.begin(), result.skipped.end(), job.id) !=
           result.skipped.end()) {
         RM_LOG(kError) << "job " << job.id << " had already ended in the store; write skipped";
+        if (const auto& used = w.job_write.usage) {
+          usage_ms_[{used->queue, used->resource}] -= used->used_ms;
+        }
         if (w.waiter) {
           std::lock_guard<std::mutex> wl(w.waiter->mu);
           w.waiter->result = absl::FailedPreconditionError(
@@ -860,7 +879,8 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
     auto waiter = std::make_shared<Waiter>();
     Write write;
     write.job_write = {JobWrite::Kind::kCreate, job,
-                       JobEvent{job.id, 1, JobState::kPending, 0, "submitted", 0, now}, false};
+                       JobEvent{job.id, 1, JobState::kPending, 0, "submitted", 0, now}, false,
+                       std::nullopt};
     write.waiter = waiter;
     Enqueue(std::move(write));
     auto created = Wait(*waiter, absl::StrCat("job ", job.id));
@@ -1236,6 +1256,18 @@ void Scheduler::UpdateGaugesLocked() {
       }
     }
   }
+  // Counters only go up: a running attempt's share is counted as it runs and again (exactly)
+  // when it ends, so the total never falls.
+  std::vector<const Job*> running;
+  for (const auto& [id, job] : jobs_) {
+    if (job.state == JobState::kRunning) running.push_back(&job);
+  }
+  for (const auto& [key, ms] : WithRunning(usage_ms_, running, cluster_, clock_->NowMs())) {
+    prometheus::Counter& c =
+        metrics_->queue_usage.Add({{"queue", key.first}, {"resource", key.second}});
+    const double seconds = static_cast<double>(ms) / 1000.0;
+    if (seconds > c.Value()) c.Increment(seconds - c.Value());
+  }
   auto totals = cluster_.GpuTotals();
   for (const auto& type : metrics_->gpu_labels) totals.try_emplace(type);
   for (const auto& [type, t] : totals) {
@@ -1267,23 +1299,29 @@ std::string Scheduler::NewToken() {
   return token;
 }
 
-std::map<std::string, int64_t> Scheduler::PendingByQueueLocked() const {
-  std::map<std::string, int64_t> pending;
+Scheduler::QueueTallies Scheduler::TallyQueuesLocked() const {
+  QueueTallies tallies;
+  std::vector<const Job*> running;
   for (const auto& [id, job] : jobs_) {
-    if (job.state == JobState::kPending) ++pending[job.spec.queue];
+    if (job.state == JobState::kPending) ++tallies.pending[job.spec.queue];
+    if (job.state == JobState::kRunning) running.push_back(&job);
   }
-  return pending;
+  tallies.used_ms = WithRunning(usage_ms_, running, cluster_, clock_->NowMs());
+  return tallies;
 }
 
-QueueStatus Scheduler::QueueStatusLocked(const Queue& queue,
-                                         const std::map<std::string, int64_t>& pending) const {
-  // As of the last pass (its ledger), and the jobs waiting now.
+QueueStatus Scheduler::QueueStatusLocked(const Queue& queue, const QueueTallies& tallies) const {
+  // As of the last pass (its ledger), and the jobs waiting and running now.
   QueueStatus status;
   for (const auto& [resource, u] : ledger_.UsageOf(queue.name)) {
-    status.resources[resource] = ResourceUsage{u.used, u.borrowed, u.lent};
+    status.resources[resource] = ResourceUsage{u.used, u.borrowed, u.lent, 0};
   }
-  auto it = pending.find(queue.name);
-  status.pending_jobs = it == pending.end() ? 0 : it->second;
+  for (auto it = tallies.used_ms.lower_bound({queue.name, ""});
+       it != tallies.used_ms.end() && it->first.first == queue.name; ++it) {
+    status.resources[it->first.second].used_seconds = static_cast<double>(it->second) / 1000.0;
+  }
+  auto it = tallies.pending.find(queue.name);
+  status.pending_jobs = it == tallies.pending.end() ? 0 : it->second;
   status.weighted_share = ledger_.Share(queue.name);
   return status;
 }
@@ -1307,7 +1345,7 @@ absl::StatusOr<QueueView> Scheduler::CreateQueue(const Queue& in) {
   std::lock_guard<std::mutex> lock(mu_);
   queues_[stored->name] = *stored;
   RM_LOG(kInfo) << "queue " << stored->name << " created";
-  return QueueView{*stored, QueueStatusLocked(*stored, PendingByQueueLocked())};
+  return QueueView{*stored, QueueStatusLocked(*stored, TallyQueuesLocked())};
 }
 
 absl::StatusOr<QueueView> Scheduler::UpdateQueue(const Queue& in) {
@@ -1334,7 +1372,7 @@ absl::StatusOr<QueueView> Scheduler::UpdateQueue(const Queue& in) {
     RM_LOG(kInfo) << "queue " << stored->name << " updated";
     // New quotas or weights may let waiting jobs start: the next pass looks at all of them.
     capacity_grew_ = true;
-    view = {*stored, QueueStatusLocked(*stored, PendingByQueueLocked())};
+    view = {*stored, QueueStatusLocked(*stored, TallyQueuesLocked())};
   }
   Wake();
   return view;
@@ -1345,16 +1383,16 @@ absl::StatusOr<QueueView> Scheduler::GetQueue(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = queues_.find(name);
   if (it == queues_.end()) return absl::NotFoundError(absl::StrCat("no queue '", name, "'"));
-  return QueueView{it->second, QueueStatusLocked(it->second, PendingByQueueLocked())};
+  return QueueView{it->second, QueueStatusLocked(it->second, TallyQueuesLocked())};
 }
 
 std::vector<QueueView> Scheduler::ListQueues() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<QueueView> out;
   out.reserve(queues_.size());
-  const std::map<std::string, int64_t> pending = PendingByQueueLocked();
+  const QueueTallies tallies = TallyQueuesLocked();
   for (const auto& [name, queue] : queues_) {
-    out.push_back({queue, QueueStatusLocked(queue, pending)});
+    out.push_back({queue, QueueStatusLocked(queue, tallies)});
   }
   return out;
 }
@@ -1394,6 +1432,7 @@ absl::Status Scheduler::DeleteQueue(const std::string& name) {
   if (auto s = store_->DeleteQueue(name, epoch_); !s.ok()) return QueueWriteError(s);
   std::lock_guard<std::mutex> lock(mu_);
   queues_.erase(name);
+  std::erase_if(usage_ms_, [&](const auto& entry) { return entry.first.first == name; });
   RM_LOG(kInfo) << "queue " << name << " deleted";
   return absl::OkStatus();
 }

@@ -77,6 +77,7 @@
 #include "core/placement.h"
 #include "core/queue_status.h"
 #include "core/types.h"
+#include "core/usage.h"
 #include "store/coordination.h"
 #include "store/job_store.h"
 
@@ -261,11 +262,15 @@ class Scheduler {
   void UpdateGaugesLocked();
   // The queues by name, for the policy; mu_ must be held.
   const std::map<std::string, Queue>& QueuesLocked() const { return queues_; }
-  // What `queue` holds (as of the last pass's quota ledger) and how many of its jobs wait.
-  // `pending`: pending jobs by queue (PendingByQueueLocked), counted once for a whole list.
-  QueueStatus QueueStatusLocked(const Queue& queue,
-                                const std::map<std::string, int64_t>& pending) const;
-  std::map<std::string, int64_t> PendingByQueueLocked() const;
+  // What `queue` holds (as of the last pass's quota ledger), how many of its jobs wait, and
+  // what it has used (core/usage.h).
+  // `tallies`: counted once for a whole list (TallyQueuesLocked).
+  struct QueueTallies {
+    std::map<std::string, int64_t> pending;  // pending jobs by queue
+    UsageTotals used_ms;                     // accounting, running attempts included
+  };
+  QueueStatus QueueStatusLocked(const Queue& queue, const QueueTallies& tallies) const;
+  QueueTallies TallyQueuesLocked() const;
   // Forgets unsettled_creates_ whose writes are done or dropped; out_mu_ must be held.
   void PruneUnsettledCreatesLocked();
   // Store errors of a queue write as the caller should see them.
@@ -314,6 +319,9 @@ class Scheduler {
   std::set<std::string> ripe_claims_;
   bool reserved_ = false;  // the last full pass made reservations: no incremental pass
   QuotaLedger ledger_;     // quota use as of the last pass
+  // Accounting (core/usage.h): what ended attempts used, by (queue, resource), as stored plus
+  // what was decided since (the ends on their way to Postgres).
+  UsageTotals usage_ms_;
 
   // Queue writes hold it exclusively, Submit shared until its job is stored (see "Queues").
   // Taken before mu_, never while holding it.

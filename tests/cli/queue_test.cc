@@ -173,6 +173,7 @@ v1::QueueWithStatus VisionWithStatus() {
   v1::ResourceStatus& t4 = (*q.mutable_status()->mutable_resources())["t4"];
   t4.set_in_use(20);
   t4.set_borrowed(4);
+  t4.set_used_seconds(9'000);
   q.mutable_status()->set_pending_jobs(3);
   q.mutable_status()->set_weighted_share(0.125);
   return q;
@@ -212,9 +213,12 @@ TEST(QueueFormatTest, GetShowsTheSettingsThenOneRowPerResource) {
             "Created:       2024-05-01T12:00:00Z\n"
             "Updated:       2024-05-01T12:00:00Z\n"
             "\n"
-            "RESOURCE   NOMINAL   BORROWING LIMIT   LENDING LIMIT   IN USE   BORROWED   LENT\n"
-            "cpu        64        unlimited         all             0        0          0\n"
-            "t4         16        8                 all             20       4          0\n");
+            "RESOURCE   NOMINAL   BORROWING LIMIT   LENDING LIMIT   IN USE   BORROWED   LENT   "
+            "USED (HOURS)\n"
+            "cpu        64        unlimited         all             0        0          0      "
+            "0.00\n"
+            "t4         16        8                 all             20       4          0      "
+            "2.50\n");
   EXPECT_THAT(FormatQueue(DefaultQueue()),
               HasSubstr("No quotas: only the cluster's capacity bounds this queue."));
 }

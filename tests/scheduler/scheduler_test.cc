@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
 #include "store/fault_injecting_job_store.h"
 #include "store/in_memory_coordination.h"
 #include "store/in_memory_job_store.h"
@@ -22,6 +23,7 @@ namespace ringmaster::scheduler {
 namespace {
 
 using Call = FaultInjectingJobStore::Call;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
@@ -93,14 +95,14 @@ class SchedulerTest : public ::testing::Test {
 
   void SetUp() override { Start(); }
 
-  void Start(SchedulerOptions options = {}) {
+  void Start(SchedulerOptions options = {}, prometheus::Registry* registry = nullptr) {
     options.heartbeat_timeout_ms = kHeartbeatTimeoutMs;
     options.write_wait_ms = 2'000;
     options.retry_min_ms = 5;
     options.retry_max_ms = 20;
     options.on_fenced = [this](const absl::Status&) { fenced_ = true; };
     scheduler_ = std::make_unique<Scheduler>(&store_, &queue_, &liveness_, &clock_, options,
-                                             nullptr);
+                                             registry);
     RM_ASSERT_OK(scheduler_->Start());
   }
 
@@ -511,6 +513,91 @@ TEST_F(SchedulerTest, AFencedLeaderChangesNoQueue) {
 }
 
 // Two teams share one worker's 4 CPU slots; each is promised 2.
+// The value of counter `name` with label queue=`queue`, resource=`resource`; -1 when absent.
+double CounterValue(prometheus::Registry& registry, const std::string& name,
+                    const std::string& queue, const std::string& resource) {
+  for (const auto& family : registry.Collect()) {
+    if (family.name != name) continue;
+    for (const auto& metric : family.metric) {
+      std::map<std::string, std::string> labels;
+      for (const auto& l : metric.label) labels[l.name] = l.value;
+      if (labels["queue"] == queue && labels["resource"] == resource) {
+        return metric.counter.value;
+      }
+    }
+  }
+  return -1;
+}
+
+// Lets `ms` of simulated time pass, the worker heartbeating as it does.
+void Elapse(Scheduler& scheduler, FakeClock& clock, const std::string& worker, int64_t ms) {
+  for (int64_t left = ms; left > 0; left -= 1'000) {
+    clock.Advance(std::min<int64_t>(left, 1'000));
+    scheduler.Heartbeat(worker);
+  }
+}
+
+TEST_F(SchedulerTest, AQueueIsChargedForRunningTimeAndTheChargeSurvivesARestart) {
+  scheduler_.reset();
+  prometheus::Registry registry;
+  Start({}, &registry);
+  Register(CpuWorker("w1", 4));
+  const std::string id = SubmitAndPlace(CommandSpec(2));
+  RM_ASSERT_OK_AND_ASSIGN(Job job, scheduler_->GetJob(id));
+  // Placed but not running yet: nothing is charged.
+  Elapse(*scheduler_, clock_, "w1", 3'000);
+  RM_ASSERT_OK_AND_ASSIGN(QueueView view, scheduler_->GetQueue("default"));
+  EXPECT_EQ(view.status.resources["cpu"].used_seconds, 0);
+  for (int rank = 0; rank < 2; ++rank) Report("w1", job, rank, RankReport::Kind::kStarted);
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  // Running: 2 slots for 10 s so far.
+  Elapse(*scheduler_, clock_, "w1", 10'000);
+  RM_ASSERT_OK_AND_ASSIGN(view, scheduler_->GetQueue("default"));
+  EXPECT_EQ(view.status.resources["cpu"].used_seconds, 20);
+  scheduler_->RunPass();  // the gauges and counters follow the passes
+  EXPECT_EQ(CounterValue(registry, "ringmaster_queue_resource_seconds_total", "default", "cpu"),
+            20);
+  for (int rank = 0; rank < 2; ++rank) Report("w1", job, rank, RankReport::Kind::kExited, 0);
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(id), JobState::kSucceeded);
+  // Ended: stored with the end, and it no longer grows.
+  RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListQueueUsage());
+  EXPECT_THAT(stored, ElementsAre(QueueUsage{"default", "cpu", 20'000}));
+  Elapse(*scheduler_, clock_, "w1", 60'000);
+  scheduler_->RunPass();
+  EXPECT_EQ(CounterValue(registry, "ringmaster_queue_resource_seconds_total", "default", "cpu"),
+            20);
+  // A new leader reads it back.
+  scheduler_->Stop();
+  scheduler_.reset();
+  prometheus::Registry after;
+  Start({}, &after);
+  RM_ASSERT_OK_AND_ASSIGN(view, scheduler_->GetQueue("default"));
+  EXPECT_EQ(view.status.resources["cpu"].used_seconds, 20);
+  scheduler_->RunPass();
+  EXPECT_EQ(CounterValue(after, "ringmaster_queue_resource_seconds_total", "default", "cpu"), 20);
+  scheduler_.reset();  // before the registry it reports to
+}
+
+TEST_F(SchedulerTest, AnAttemptThatFailsOrRestartsIsChargedUntilItStopsRunning) {
+  Register(CpuWorker("w1", 4));
+  JobSpec spec = CommandSpec(1);
+  spec.restart_policy = RestartPolicy::kOnFailure;
+  spec.backoff_limit = 3;
+  const std::string id = SubmitAndPlace(spec);
+  RM_ASSERT_OK_AND_ASSIGN(Job job, scheduler_->GetJob(id));
+  Report("w1", job, 0, RankReport::Kind::kStarted);
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  Elapse(*scheduler_, clock_, "w1", 4'000);
+  Report("w1", job, 0, RankReport::Kind::kExited, 1);  // fails: back to PENDING
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  Elapse(*scheduler_, clock_, "w1", 30'000);  // waiting is not charged
+  RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListQueueUsage());
+  EXPECT_THAT(stored, ElementsAre(QueueUsage{"default", "cpu", 4'000}));
+  RM_ASSERT_OK_AND_ASSIGN(QueueView view, scheduler_->GetQueue("default"));
+  EXPECT_EQ(view.status.resources["cpu"].used_seconds, 4);
+}
+
 class PreemptionTest : public SchedulerTest {
  protected:
   void SetUp() override {

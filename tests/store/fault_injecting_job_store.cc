@@ -145,4 +145,9 @@ absl::Status FaultInjectingJobStore::DeleteQueue(const std::string& name, int64_
   return store_->DeleteQueue(name, epoch);
 }
 
+absl::StatusOr<std::vector<QueueUsage>> FaultInjectingJobStore::ListQueueUsage() {
+  if (auto s = Enter(Call::kListQueueUsage); !s.ok()) return s;
+  return store_->ListQueueUsage();
+}
+
 }  // namespace ringmaster::scheduler

@@ -18,7 +18,7 @@ class FaultInjectingJobStore : public JobStore {
   enum class Call {
     kCreateJob, kGetJob, kListJobs, kListActiveJobs, kUpdateJob, kListEvents,
     kTakeLeadership, kCommit, kUpsertWorker, kListWorkers, kCreateQueue, kUpdateQueue,
-    kGetQueue, kListQueues, kDeleteQueue,
+    kGetQueue, kListQueues, kDeleteQueue, kListQueueUsage,
   };
 
   // `store` must outlive this object.
@@ -55,6 +55,7 @@ class FaultInjectingJobStore : public JobStore {
   absl::StatusOr<Queue> GetQueue(const std::string& name) override;
   absl::StatusOr<std::vector<Queue>> ListQueues() override;
   absl::Status DeleteQueue(const std::string& name, int64_t epoch) override;
+  absl::StatusOr<std::vector<QueueUsage>> ListQueueUsage() override;
 
  private:
   struct Fault {

@@ -633,14 +633,15 @@ namespace ringmaster::scheduler::store_test {
 namespace {
 
 JobWrite CreateWrite(const Job& job) {
-  return {JobWrite::Kind::kCreate, job, FirstEvent(job), false};
+  return {JobWrite::Kind::kCreate, job, FirstEvent(job), false, std::nullopt};
 }
 
 JobWrite UpdateWrite(const Job& job, int64_t seq, const std::string& reason,
                      bool placement_changed) {
   Job next = job;
   next.last_event_seq = seq;
-  return {JobWrite::Kind::kUpdate, next, Event(job, seq, job.state, reason), placement_changed};
+  return {JobWrite::Kind::kUpdate, next, Event(job, seq, job.state, reason), placement_changed,
+          std::nullopt};
 }
 
 }  // namespace
@@ -770,6 +771,63 @@ TEST_P(JobStoreConformanceTest, UpdatesOfAnEndedJobAreSkippedAndTheRestLands) {
   EXPECT_THAT(events, IsEmpty());
   RM_ASSERT_OK_AND_ASSIGN(got, store().GetJob("j-live"));
   EXPECT_EQ(got.placement, started.placement);
+}
+
+TEST_P(JobStoreConformanceTest, CommitAddsUsageOfStoredUpdatesPerQueueAndResource) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job a = MakeJob("j-a", "vision");
+  Job b = MakeJob("j-b", "vision");
+  RM_ASSERT_OK(store().CreateJob(a, FirstEvent(a)));
+  RM_ASSERT_OK(store().CreateJob(b, FirstEvent(b)));
+  WriteBatch batch;
+  batch.jobs.push_back(UpdateWrite(Started(a), 2, "placed", true));
+  batch.jobs.back().usage = QueueUsage{"vision", "t4", 5'000};
+  batch.jobs.push_back(UpdateWrite(Started(b), 2, "placed", true));
+  batch.jobs.back().usage = QueueUsage{"vision", "t4", 3'000};
+  RM_ASSERT_OK(store().Commit(batch, epoch));
+  WriteBatch more;
+  Job again = Started(a);
+  again.attempt = 1;
+  more.jobs.push_back(UpdateWrite(again, 3, "restarted", false));
+  more.jobs.back().usage = QueueUsage{"vision", "cpu", 250};
+  RM_ASSERT_OK(store().Commit(more, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(auto usage, store().ListQueueUsage());
+  EXPECT_THAT(usage,
+              ElementsAre(QueueUsage{"vision", "cpu", 250}, QueueUsage{"vision", "t4", 8'000}));
+}
+
+TEST_P(JobStoreConformanceTest, UsageOfASkippedUpdateIsNotAdded) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job job = MakeJob("j-1", "vision");
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  Job cancelled = job;
+  cancelled.state = JobState::kCancelled;
+  cancelled.last_event_seq = 2;
+  RM_ASSERT_OK(store().UpdateJob(cancelled, Event(job, 2, JobState::kCancelled, "cancelled")));
+  WriteBatch batch;
+  batch.jobs.push_back(UpdateWrite(Started(job), 3, "placed", true));
+  batch.jobs.back().usage = QueueUsage{"vision", "t4", 5'000};
+  RM_ASSERT_OK_AND_ASSIGN(CommitResult result, store().Commit(batch, epoch));
+  EXPECT_THAT(result.skipped, ElementsAre("j-1"));
+  RM_ASSERT_OK_AND_ASSIGN(auto usage, store().ListQueueUsage());
+  EXPECT_THAT(usage, IsEmpty());
+}
+
+TEST_P(JobStoreConformanceTest, MalformedUsageRefusesTheWholeBatch) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job job = MakeJob("j-1", "vision");
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  for (const QueueUsage& bad : {QueueUsage{"vision", "t4", -1}, QueueUsage{"", "t4", 1},
+                                QueueUsage{"vision", "", 1}}) {
+    WriteBatch batch;
+    batch.jobs.push_back(UpdateWrite(Started(job), 2, "placed", true));
+    batch.jobs.back().usage = bad;
+    EXPECT_THAT(store().Commit(batch, epoch), StatusIs(absl::StatusCode::kInvalidArgument));
+  }
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
+  EXPECT_EQ(got.state, JobState::kPending);
+  RM_ASSERT_OK_AND_ASSIGN(auto usage, store().ListQueueUsage());
+  EXPECT_THAT(usage, IsEmpty());
 }
 
 TEST_P(JobStoreConformanceTest, SeveralUpdatesOfOneJobInABatchKeepEveryEventAndTheLastRow) {

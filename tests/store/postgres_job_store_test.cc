@@ -65,7 +65,8 @@ class PostgresJobStoreBackend : public JobStoreBackend {
     if (!emptied_) {
       // Queues as the migration leaves them: only default.
       auto status = Exec(*url,
-                         "TRUNCATE jobs, job_events, placements, workers, queues, queue_quotas "
+                         "TRUNCATE jobs, job_events, placements, workers, queues, queue_quotas, "
+                         "queue_usage "
                          "RESTART IDENTITY; "
                          "INSERT INTO queues (name, created_at_ms, updated_at_ms) "
                          "VALUES ('default', 0, 0)");

@@ -156,6 +156,31 @@ TEST_P(JobStoreConformanceTest, AQueueWithALiveJobCannotBeDeletedUntilTheJobEnds
   EXPECT_EQ(got.spec.queue, "vision");
 }
 
+TEST_P(JobStoreConformanceTest, DeletingAQueueDeletesItsUsage) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  RM_ASSERT_OK(store().CreateQueue(MakeQueue("vision"), epoch));
+  RM_ASSERT_OK(store().CreateQueue(MakeQueue("audio"), epoch));
+  Job job = MakeJob("j-1", "vision");
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  Job other = MakeJob("j-2", "audio");
+  RM_ASSERT_OK(store().CreateJob(other, FirstEvent(other)));
+  WriteBatch batch;
+  for (const Job* j : {&job, &other}) {
+    Job done = *j;
+    done.state = JobState::kSucceeded;
+    done.last_event_seq = 2;
+    JobEvent end = FirstEvent(*j);
+    end.seq = 2;
+    end.state = JobState::kSucceeded;
+    batch.jobs.push_back({JobWrite::Kind::kUpdate, done, end, false, std::nullopt});
+    batch.jobs.back().usage = QueueUsage{j->spec.queue, "t4", 1'000};
+  }
+  RM_ASSERT_OK(store().Commit(batch, epoch));
+  RM_ASSERT_OK(store().DeleteQueue("vision", epoch));
+  RM_ASSERT_OK_AND_ASSIGN(auto usage, store().ListQueueUsage());
+  EXPECT_THAT(usage, ElementsAre(QueueUsage{"audio", "t4", 1'000}));
+}
+
 TEST_P(JobStoreConformanceTest, QueueWritesUnderAnOlderEpochAreFencedAndWriteNothing) {
   RM_ASSERT_OK_AND_ASSIGN(int64_t old_epoch, store().TakeLeadership());
   RM_ASSERT_OK(store().CreateQueue(MakeQueue("vision"), old_epoch));

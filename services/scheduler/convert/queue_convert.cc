@@ -100,6 +100,7 @@ v1::QueueStatus ToProto(const QueueStatus& status) {
     r.set_in_use(usage.in_use);
     r.set_borrowed(usage.borrowed);
     r.set_lent(usage.lent);
+    r.set_used_seconds(usage.used_seconds);
   }
   out.set_pending_jobs(status.pending_jobs);
   out.set_weighted_share(status.weighted_share);

@@ -14,6 +14,8 @@ struct ResourceUsage {
   int64_t in_use = 0;    // held by the queue's placed jobs
   int64_t borrowed = 0;  // of in_use, above the queue's nominal
   int64_t lent = 0;      // of the queue's nominal, used by other queues of its cohort
+  // Accounting (core/usage.h): resource-seconds the queue's jobs used, running ones so far.
+  double used_seconds = 0;
   bool operator==(const ResourceUsage&) const = default;
 };
 

@@ -137,6 +137,15 @@ struct Queue {
   bool operator==(const Queue&) const = default;
 };
 
+// Accounting: resource-milliseconds (GPU-ms of one GPU type, or CPU-slot-ms for "cpu") used by
+// a queue's jobs.
+struct QueueUsage {
+  std::string queue;
+  std::string resource;
+  int64_t used_ms = 0;
+  bool operator==(const QueueUsage&) const = default;
+};
+
 enum class WorkerState { kReady, kLost };
 const char* WorkerStateName(WorkerState state);
 

@@ -186,6 +186,7 @@ absl::StatusOr<CommitResult> InMemoryJobStore::Commit(const WriteBatch& batch, i
         w.placement_changed ? *SortedPlacement(w.job.placement) : stored.job.placement;
     CopyMutableFields(w.job, std::move(placement), stored.job);
     stored.events.emplace(w.event.seq, ForJob(w.job, w.event));
+    if (w.usage) usage_[{w.usage->queue, w.usage->resource}] += w.usage->used_ms;
   }
   for (const Worker& worker : batch.workers) workers_[worker.id] = worker;
   return result;
@@ -272,7 +273,15 @@ absl::Status InMemoryJobStore::DeleteQueue(const std::string& name, int64_t epoc
                      "or wait for them to end first"));
   }
   queues_.erase(it);
+  std::erase_if(usage_, [&](const auto& entry) { return entry.first.first == name; });
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<QueueUsage>> InMemoryJobStore::ListQueueUsage() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<QueueUsage> out;
+  for (const auto& [key, ms] : usage_) out.push_back({key.first, key.second, ms});
+  return out;
 }
 
 }  // namespace ringmaster::scheduler

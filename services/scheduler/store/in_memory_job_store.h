@@ -36,6 +36,7 @@ class InMemoryJobStore : public JobStore {
   absl::StatusOr<Queue> GetQueue(const std::string& name) override;
   absl::StatusOr<std::vector<Queue>> ListQueues() override;
   absl::Status DeleteQueue(const std::string& name, int64_t epoch) override;
+  absl::StatusOr<std::vector<QueueUsage>> ListQueueUsage() override;
 
  private:
   struct StoredJob {
@@ -50,6 +51,7 @@ class InMemoryJobStore : public JobStore {
   std::map<int64_t, std::string> ids_by_seq_;          // submit order
   std::map<std::string, std::string> ids_by_request_;  // request id -> job id
   std::map<std::string, Worker> workers_;              // by id
+  std::map<std::pair<std::string, std::string>, int64_t> usage_;  // (queue, resource) -> ms
   std::map<std::string, Queue> queues_;                // by name
 };
 

@@ -35,6 +35,9 @@ struct JobWrite {
   // rewritten; otherwise they are left alone (a state change of a 64-rank job stays a few
   // statements).
   bool placement_changed = false;
+  // kUpdate ending a running attempt: what it used, added to its queue's accounting in the same
+  // transaction (not when the write is skipped because the stored job had already ended).
+  std::optional<QueueUsage> usage;
 };
 
 // Everything the scheduler decided since its last commit, stored in one transaction.
@@ -123,6 +126,10 @@ class JobStore {
   // NOT_FOUND when there is no such queue; FAILED_PRECONDITION for `default`, and while a job
   // of the queue is not terminal (checked in the same transaction as the delete).
   virtual absl::Status DeleteQueue(const std::string& name, int64_t epoch) = 0;
+
+  // Accounting stored by Commit (JobWrite::usage), summed per queue and resource, by queue then
+  // resource. A deleted queue's usage is deleted with it.
+  virtual absl::StatusOr<std::vector<QueueUsage>> ListQueueUsage() = 0;
 };
 
 }  // namespace ringmaster::scheduler

@@ -123,6 +123,18 @@ INSERT INTO queues (name, created_at_ms, updated_at_ms)
      R"sql(
 ALTER TABLE jobs ADD COLUMN preemptions integer NOT NULL DEFAULT 0;
 )sql"},
+    {6, "queue_usage: resource-milliseconds each queue's ended attempts used (accounting)",
+     R"sql(
+-- Added to in the transaction that stores an attempt's end, so it survives restarts and counts
+-- no attempt twice. No foreign key: a job of a queue that is not stored (older data) must not
+-- make its batch fail. Deleting a queue deletes its rows.
+CREATE TABLE queue_usage (
+  queue     text NOT NULL,
+  resource  text NOT NULL,  -- a GPU type, or 'cpu' (CPU slots)
+  used_ms   bigint NOT NULL CHECK (used_ms >= 0),
+  PRIMARY KEY (queue, resource)
+);
+)sql"},
 };
 
 bool MigrationsAreOrdered() {

@@ -137,6 +137,14 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"count_live_jobs_of_queue",
      "SELECT count(*) FROM jobs WHERE queue = $1 AND state IN ('PENDING', 'STARTING', 'RUNNING')"},
     {"delete_queue", "DELETE FROM queues WHERE name = $1"},
+    {"delete_queue_usage", "DELETE FROM queue_usage WHERE queue = $1"},
+    {"add_queue_usage",
+     "INSERT INTO queue_usage (queue, resource, used_ms) "
+     "SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) "
+     "ON CONFLICT (queue, resource) DO UPDATE SET used_ms = queue_usage.used_ms + "
+     "EXCLUDED.used_ms"},
+    {"select_queue_usage",
+     "SELECT queue, resource, used_ms FROM queue_usage ORDER BY queue, resource"},
     {"delete_queue_quotas", "DELETE FROM queue_quotas WHERE queue = $1"},
     {"insert_queue_quotas",
      "INSERT INTO queue_quotas (queue, resource, nominal, borrowing_limit, lending_limit) "
@@ -701,10 +709,21 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
         }
       }
       std::set<std::string> skipped(result.skipped.begin(), result.skipped.end());
+      std::map<std::pair<std::string, std::string>, int64_t> usage;
       for (const JobWrite& w : batch.jobs) {
         if (w.kind == JobWrite::Kind::kUpdate && !skipped.contains(w.job.id)) {
           add_event(w.job.id, w.event);
+          if (w.usage) usage[{w.usage->queue, w.usage->resource}] += w.usage->used_ms;
         }
+      }
+      if (!usage.empty()) {
+        Columns sums(3);
+        for (const auto& [key, ms] : usage) {
+          sums.Add(0, key.first);
+          sums.Add(1, key.second);
+          sums.Add(2, absl::StrCat(ms));
+        }
+        tx.exec_prepared("add_queue_usage", sums.Array(0), sums.Array(1), sums.Array(2));
       }
       if (!rows.empty()) {
         tx.exec_prepared("update_jobs", rows.Array(0), rows.Array(1), rows.Array(2),
@@ -892,9 +911,23 @@ absl::Status PostgresJobStore::DeleteQueue(const std::string& name, int64_t epoc
                        "or wait for them to end first"));
     }
     tx.exec_prepared("delete_queue", name);
+    tx.exec_prepared("delete_queue_usage", name);
     tx.commit();
     return absl::OkStatus();
   });
+}
+
+absl::StatusOr<std::vector<QueueUsage>> PostgresJobStore::ListQueueUsage() {
+  return pool_->Run<std::vector<QueueUsage>>(
+      [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<QueueUsage>> {
+        ReadTransaction tx(conn);
+        std::vector<QueueUsage> out;
+        for (const auto& row : tx.exec_prepared("select_queue_usage")) {
+          out.push_back({row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int64_t>()});
+        }
+        tx.commit();
+        return out;
+      });
 }
 
 }  // namespace ringmaster::scheduler

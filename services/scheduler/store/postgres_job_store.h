@@ -38,6 +38,7 @@ class PostgresJobStore : public JobStore {
   absl::StatusOr<Queue> GetQueue(const std::string& name) override;
   absl::StatusOr<std::vector<Queue>> ListQueues() override;
   absl::Status DeleteQueue(const std::string& name, int64_t epoch) override;
+  absl::StatusOr<std::vector<QueueUsage>> ListQueueUsage() override;
 
   // How many migrations Connect applied (0 when the schema was already current).
   int migrations_applied() const { return migrations_applied_; }

@@ -30,6 +30,12 @@ absl::Status CheckBatch(const WriteBatch& batch, int64_t epoch) {
       return absl::InvalidArgumentError(absl::StrCat(
           "new job ", w.job.id, " must be unplaced, at attempt 0, with only its first event"));
     }
+    if (w.usage && (w.kind != JobWrite::Kind::kUpdate || w.usage->queue.empty() ||
+                    w.usage->resource.empty() || w.usage->used_ms < 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "usage of job ", w.job.id,
+          " must name a queue and a resource, be non-negative, and come with an update"));
+    }
   }
   for (const Worker& w : batch.workers) {
     if (w.id.empty()) return absl::InvalidArgumentError("worker id is empty");
