@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "common/net.h"
 #include "common/status_macros.h"
+#include "study.h"
 
 namespace ringmaster::cli {
 namespace {
@@ -26,7 +27,7 @@ struct VerbInfo {
   const char* summary;
 };
 
-constexpr std::array<VerbInfo, 8> kVerbs = {{
+constexpr std::array<VerbInfo, 9> kVerbs = {{
     {Verb::kSubmit, "submit", "submit [-f FILE] [FLAGS] [--wait | --follow] [-- CMD ARGS...]",
      "Submit a job; prints its id. --wait/--follow: exit 0 only if it SUCCEEDED."},
     {Verb::kGet, "get", "get ID", "Show one job: state, placement, times, exit code."},
@@ -40,6 +41,10 @@ constexpr std::array<VerbInfo, 8> kVerbs = {{
      "Print a rank's output, read from the worker it ran on; -f follows it."},
     {Verb::kQueue, "queue", "queue create -f FILE | get NAME | list | update -f FILE | delete NAME",
      "Manage queues: quotas per GPU type, cohort, weight, preemption settings."},
+    {Verb::kStudy, "study",
+     "study scaling --gpus 1,2,4,8 [FLAGS] [-- CMD ARGS...] | list | get ID | compare ID ID",
+     "Run a scaling study (one job per size, images/sec, speedup, efficiency, chart); show or "
+     "compare stored ones."},
 }};
 
 struct QueueActionInfo {
@@ -98,6 +103,48 @@ absl::Status ParseQueueArgs(std::vector<std::string>& positional, Command* cmd) 
   return absl::OkStatus();
 }
 
+// `study ACTION [ID...]` from the positional arguments (consumed).
+absl::Status ParseStudyArgs(std::vector<std::string>& positional, Command* cmd) {
+  if (positional.empty()) {
+    return absl::InvalidArgumentError(
+        "missing study action: scaling, list, get or compare (see ringctl study --help)");
+  }
+  const std::string action = positional.front();
+  positional.erase(positional.begin());
+  size_t ids = 0;
+  if (action == "scaling") {
+    cmd->study_action = StudyAction::kScaling;
+    if (cmd->study_sizes.empty()) {
+      return absl::InvalidArgumentError("study scaling needs --gpus (such as --gpus 1,2,4,8)");
+    }
+  } else if (action == "list") {
+    cmd->study_action = StudyAction::kList;
+  } else if (action == "get") {
+    cmd->study_action = StudyAction::kGet;
+    ids = 1;
+  } else if (action == "compare") {
+    cmd->study_action = StudyAction::kCompare;
+    ids = 2;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown study action '", action,
+        "' (expected scaling, list, get or compare; see ringctl study --help)"));
+  }
+  if (positional.size() < ids) {
+    return absl::InvalidArgumentError(absl::StrCat("missing study ID (usage: ringctl study ",
+                                                   action, ids == 1 ? " ID)" : " ID ID)"));
+  }
+  cmd->study_ids.assign(positional.begin(), positional.begin() + static_cast<std::ptrdiff_t>(ids));
+  positional.erase(positional.begin(), positional.begin() + static_cast<std::ptrdiff_t>(ids));
+  if (cmd->study_action != StudyAction::kScaling &&
+      (!cmd->study_sizes.empty() || cmd->study_parallel || cmd->study_cpu || !cmd->chart.empty())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("study ", action, " takes no --gpus, --parallel, --cpu or --chart (only "
+                                       "study scaling does)"));
+  }
+  return absl::OkStatus();
+}
+
 struct FlagSpec {
   const char* name;
   char short_name;
@@ -140,18 +187,46 @@ const std::vector<FlagSpec>& Flags() {
        "FILE",
        "YAML job spec, or queue for queue create/update ('-' reads stdin)"},
       {"name", 0, {Verb::kSubmit}, "NAME", "job name"},
-      {"queue", 0, {Verb::kSubmit, Verb::kList}, "QUEUE", "queue (list: only this queue)"},
+      {"queue",
+       0,
+       {Verb::kSubmit, Verb::kList, Verb::kStudy},
+       "QUEUE",
+       "queue (list: only this queue)"},
       {"priority", 0, {Verb::kSubmit}, "N", "priority, higher runs first"},
       {"replicas", 0, {Verb::kSubmit}, "N", "number of ranks"},
       {"gpus-per-replica", 0, {Verb::kSubmit}, "N", "GPUs per rank (0: CPU ranks)"},
-      {"gpu-type", 0, {Verb::kSubmit}, "TYPE", "GPU type every rank needs (t4, v100, ...)"},
-      {"model", 0, {Verb::kSubmit}, "MODEL", "trainer model (mlp-small, mlp, mlp-large)"},
-      {"steps", 0, {Verb::kSubmit}, "N", "trainer SGD steps"},
-      {"batch-size", 0, {Verb::kSubmit}, "N", "trainer samples per rank per step"},
+      {"gpu-type",
+       0,
+       {Verb::kSubmit, Verb::kStudy},
+       "TYPE",
+       "GPU type every rank needs (t4, v100, ...)"},
+      {"model",
+       0,
+       {Verb::kSubmit, Verb::kStudy},
+       "MODEL",
+       "trainer model (mlp-small, mlp, mlp-large)"},
+      {"steps", 0, {Verb::kSubmit, Verb::kStudy}, "N", "trainer SGD steps"},
+      {"batch-size", 0, {Verb::kSubmit, Verb::kStudy}, "N", "trainer samples per rank per step"},
       {"restart-policy", 0, {Verb::kSubmit}, "POLICY", "Never or OnFailure"},
       {"backoff-limit", 0, {Verb::kSubmit}, "N", "restarts allowed under OnFailure"},
       {"max-runtime-seconds", 0, {Verb::kSubmit}, "N", "wall-clock limit per attempt (0: none)"},
-      {"label", 0, {Verb::kSubmit}, "K=V", "add a label (repeatable)"},
+      {"label", 0, {Verb::kSubmit, Verb::kStudy}, "K=V", "add a label (repeatable)"},
+      {"gpus",
+       0,
+       {Verb::kStudy},
+       "N,N,...",
+       "study scaling: the sizes, in GPUs (one job each, one GPU per rank)"},
+      {"parallel",
+       0,
+       {Verb::kStudy},
+       nullptr,
+       "study scaling: submit every size at once (default: one after the other)"},
+      {"cpu", 0, {Verb::kStudy}, nullptr, "study scaling: CPU ranks instead of GPUs"},
+      {"chart",
+       0,
+       {Verb::kStudy},
+       "FILE",
+       "study scaling: write the SVG chart here (default: next to the stored study)"},
       {"request-id", 0, {Verb::kSubmit}, "ID", "idempotency key (default: random per invocation)"},
       {"wait",
        0,
@@ -271,8 +346,13 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
     cmd->spec_file = value;
   } else if (name == "name") {
     o.name = value;
+  } else if (name == "gpus") {
+    RM_ASSIGN_OR_RETURN(cmd->study_sizes, ParseStudySizes(value));
+  } else if (name == "chart") {
+    if (value.empty()) return absl::InvalidArgumentError("--chart: must not be empty");
+    cmd->chart = value;
   } else if (name == "queue") {
-    if (cmd->verb == Verb::kSubmit) {
+    if (cmd->verb == Verb::kSubmit || cmd->verb == Verb::kStudy) {
       o.queue = value;
     } else {
       cmd->queue = value;
@@ -416,6 +496,10 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
         cmd.wait = true;
       } else if (std::string(flag->name) == "insecure") {
         cmd.tls.insecure = true;
+      } else if (std::string(flag->name) == "parallel") {
+        cmd.study_parallel = true;
+      } else if (std::string(flag->name) == "cpu") {
+        cmd.study_cpu = true;
       } else {
         cmd.follow = true;
       }
@@ -466,6 +550,9 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
     case Verb::kQueue:
       RM_RETURN_IF_ERROR(ParseQueueArgs(positional, &cmd));
       break;
+    case Verb::kStudy:
+      RM_RETURN_IF_ERROR(ParseStudyArgs(positional, &cmd));
+      break;
     default:
       break;
   }
@@ -476,7 +563,7 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
                                   : ""));
   }
   if (saw_dash_dash) {
-    if (cmd.verb != Verb::kSubmit) {
+    if (cmd.verb != Verb::kSubmit && cmd.study_action != StudyAction::kScaling) {
       return absl::InvalidArgumentError(
           absl::StrCat(verb_name, " does not take a command after --"));
     }
@@ -540,6 +627,14 @@ std::string Usage(Verb verb) {
         << "to each other, a weight, and preemption settings. The YAML format is that of\n"
         << "docs/examples/queue.yaml; update replaces every field. The queue default always\n"
         << "exists and cannot be deleted; a queue with live jobs cannot be deleted either.\n";
+  }
+  if (verb == Verb::kStudy) {
+    out << "\nscaling submits one job per size (replicas = GPUs, one GPU each), labelled\n"
+        << "study=ID, waits for each, reads rank 0's 'total images/sec', and prints GPUs,\n"
+        << "images/sec, speedup over the smallest size and scaling efficiency. Without -- the\n"
+        << "built-in trainer runs; a command after -- must print 'total images/sec: N' on rank 0.\n"
+        << "Studies and their SVG charts are kept in $RINGMASTER_STUDY_DIR (default\n"
+        << "~/.local/share/ringmaster/studies): list, get ID and compare ID ID read them.\n";
   }
   if (verb == Verb::kSubmit) {
     out << "\nThe spec comes from -f FILE (YAML, see docs/examples/job.yaml) and the flags below;\n"

@@ -24,10 +24,13 @@ namespace ringmaster::cli {
 inline constexpr const char* kDefaultScheduler = "localhost:7070";
 inline constexpr const char* kSchedulerEnv = "RINGMASTER_SCHEDULER";
 
-enum class Verb { kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers, kLogs, kQueue };
+enum class Verb { kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers, kLogs, kQueue, kStudy };
 
 // `ringctl queue ACTION`.
 enum class QueueAction { kNone, kCreate, kGet, kList, kUpdate, kDelete };
+
+// `ringctl study ACTION`.
+enum class StudyAction { kNone, kScaling, kList, kGet, kCompare };
 
 enum class OutputFormat { kTable, kJson };
 
@@ -65,6 +68,15 @@ struct Command {
   // queue ACTION [NAME] (-f FILE goes to spec_file).
   QueueAction queue_action = QueueAction::kNone;
   std::string queue_name;
+
+  // study scaling --gpus, --parallel, --cpu, --chart (and the spec flags below); study get ID,
+  // study compare A B.
+  StudyAction study_action = StudyAction::kNone;
+  std::vector<int32_t> study_sizes;
+  bool study_parallel = false;
+  bool study_cpu = false;
+  std::string chart;
+  std::vector<std::string> study_ids;
 
   // submit -f, --request-id and the spec flags.
   std::string spec_file;

@@ -16,7 +16,7 @@ _ringctl() {
     cword=$COMP_CWORD
   fi
 
-  local commands="submit get list cancel watch workers logs help"
+  local commands="submit get list cancel watch workers logs queue study help"
   local global="--scheduler --output -o --tls-ca --tls-cert --tls-key --insecure --help -h"
   local cmd="" i scheduler=()
   for ((i = 1; i < cword; i++)); do
@@ -36,16 +36,16 @@ _ringctl() {
       COMPREPLY=($(compgen -W "pending starting running succeeded failed cancelled" -- "$cur"))
       return 0 ;;
     --restart-policy) COMPREPLY=($(compgen -W "Never OnFailure" -- "$cur")); return 0 ;;
-    --tls-ca | --tls-cert | --tls-key) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+    --tls-ca | --tls-cert | --tls-key | --chart) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
     -f | --file)
-      if [[ $cmd == submit ]]; then
+      if [[ $cmd == submit || $cmd == queue ]]; then
         COMPREPLY=($(compgen -f -- "$cur"))
         return 0
       fi ;;
     --scheduler | --name | --queue | --priority | --replicas | --gpus-per-replica | \
       --gpu-type | --model | --steps | --batch-size | --backoff-limit | \
       --max-runtime-seconds | --label | --request-id | --limit | --page-size | -l | \
-      --selector | --reason | --rank | --attempt)
+      --selector | --reason | --rank | --attempt | --gpus)
       return 0 ;;
   esac
 
@@ -61,6 +61,10 @@ _ringctl() {
     watch) flags="" ;;
     workers) flags="" ;;
     logs) flags="--rank --attempt --follow -f" ;;
+    queue) flags="--file -f" ;;
+    study)
+      flags="--gpus --parallel --cpu --chart --queue --gpu-type --model --steps --batch-size
+             --label" ;;
     help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return 0 ;;
     "") COMPREPLY=($(compgen -W "$commands $global" -- "$cur")); return 0 ;;
   esac
@@ -70,6 +74,14 @@ _ringctl() {
     return 0
   fi
   case $cmd in
+    queue)
+      if [[ ${words[cword - 1]} == queue ]]; then
+        COMPREPLY=($(compgen -W "create get list update delete" -- "$cur"))
+      fi ;;
+    study)
+      if [[ ${words[cword - 1]} == study ]]; then
+        COMPREPLY=($(compgen -W "scaling list get compare" -- "$cur"))
+      fi ;;
     get | cancel | watch | logs)
       # Job ids of the newest jobs, from the scheduler (quietly nothing when unreachable).
       local ids

@@ -209,7 +209,8 @@ TEST(ArgsTest, ShellCompletionsKnowEveryFlagOfEveryCommand) {
     std::stringstream text;
     text << file.rdbuf();
     const std::string script = text.str();
-    for (const char* verb : {"submit", "get", "list", "cancel", "watch", "workers", "logs"}) {
+    for (const char* verb :
+         {"submit", "get", "list", "cancel", "watch", "workers", "logs", "queue", "study"}) {
       SCOPED_TRACE(verb);
       EXPECT_THAT(script, HasSubstr(absl::StrCat(" ", verb, " ")));  // in the command list
       const std::string start = absl::StrCat("    ", verb, ")");

@@ -3,7 +3,12 @@
 // through jobs picked by a label selector.
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -62,13 +67,14 @@ class RingctlE2eTest : public ::testing::Test {
   }
 
   // Runs ringctl with `args` against the cluster's scheduler.
-  static Result Ringctl(std::vector<std::string> args) {
+  static Result Ringctl(std::vector<std::string> args,
+                        std::map<std::string, std::string> env = {}) {
     std::vector<std::string> argv = {RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler",
                                      cluster_->scheduler().addr()};
     for (const std::string& flag : TestCerts::Get().Client().Flags()) argv.push_back(flag);
     argv.insert(argv.end(), args.begin(), args.end());
     Result result;
-    auto process = Subprocess::Start(argv);
+    auto process = Subprocess::Start(argv, std::move(env));
     if (!process.ok()) {
       result.output = process.status().ToString();
       return result;
@@ -177,6 +183,56 @@ TEST_F(RingctlE2eTest, ListPagesThroughTheJobsALabelSelectorPicks) {
   Result bad = Ringctl({"list", "-l", "a=b=c"});
   EXPECT_EQ(bad.code, 2) << bad.output;
   EXPECT_THAT(bad.output, HasSubstr("label_selector: \"a=b=c\""));
+}
+
+}  // namespace
+}  // namespace ringmaster::test
+
+namespace ringmaster::test {
+namespace {
+
+TEST_F(RingctlE2eTest, StudyScalingRunsOneTrainerJobPerSizeAndKeepsTheStudy) {
+  char pattern[] = "/tmp/ringctl-studies-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  const std::map<std::string, std::string> env = {{"RINGMASTER_STUDY_DIR", dir}};
+  Result r = Ringctl({"study", "scaling", "--gpus", "1,2", "--cpu", "--model", "mlp-small",
+                      "--steps", "30"},
+                     env);
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("Study: +(s-[0-9a-f]{8})"))) << r.output;
+  const std::string id = m[1];
+  // One row per size: the smallest is the base (1.00x, 100%), the other has a figure.
+  EXPECT_TRUE(std::regex_search(r.output,
+                                std::regex("\n1 +[0-9]+\\.[0-9]{2} +1\\.00x +100\\.0% +j-")))
+      << r.output;
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex("\n2 +[0-9]+\\.[0-9]{2} +[0-9]+\\.[0-9]{2}x +[0-9.]+% +j-")))
+      << r.output;
+  // The chart and the stored study.
+  std::ifstream svg(dir + "/" + id + ".svg");
+  std::stringstream chart;
+  chart << svg.rdbuf();
+  EXPECT_THAT(chart.str(), HasSubstr("<polyline"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/" + id + ".json"));
+  // The jobs carry the study's label.
+  Result jobs = Ringctl({"list", "-l", "study=" + id});
+  EXPECT_EQ(jobs.code, 0) << jobs.output;
+  EXPECT_EQ(std::count(jobs.output.begin(), jobs.output.end(), '\n'), 3) << jobs.output;
+  // Read back: list, get, compare.
+  Result list = Ringctl({"study", "list"}, env);
+  EXPECT_EQ(list.code, 0) << list.output;
+  EXPECT_THAT(list.output, HasSubstr(id));
+  Result get = Ringctl({"study", "get", id}, env);
+  EXPECT_EQ(get.code, 0) << get.output;
+  EXPECT_THAT(get.output, HasSubstr("GPUS   IMAGES/SEC"));
+  Result compare = Ringctl({"study", "compare", id, id}, env);
+  EXPECT_EQ(compare.code, 0) << compare.output;
+  EXPECT_THAT(compare.output, HasSubstr("1.00\n"));
+  Result missing = Ringctl({"study", "get", "s-00000000"}, env);
+  EXPECT_EQ(missing.code, 4) << missing.output;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -11,11 +11,15 @@ ringmaster_test(cli_test unit
     ${CMAKE_CURRENT_LIST_DIR}/ringctl_binary_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/logs_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/queue_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/study_test.cc
   LIBS ringmaster_cli)
+# status_test_util.h (header only).
+target_include_directories(cli_test PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 # The binary test runs the built ringctl.
 add_dependencies(cli_test ringctl)
 
-# ringctl against a real cluster: submit --wait/--follow and list's paging and selectors.
+# ringctl against a real cluster: submit --wait/--follow, list's paging and selectors, and a
+# scaling study of real trainer jobs.
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
   ringmaster_test(ringctl_e2e_test e2e
     SOURCES
@@ -25,5 +29,5 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
     LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   add_dependencies(ringctl_e2e_test ringctl ringmaster-scheduler ringmaster-worker
-    ringmaster-rsh ringmaster-rank)
+    ringmaster-rsh ringmaster-rank ringmaster-train)
 endif()
