@@ -8,3 +8,19 @@ if(TARGET ringmaster-scheduler)
   add_dependencies(transport_security_test ringmaster-scheduler ringmaster-metrics
     ringmaster-worker)
 endif()
+
+# Hostile bytes (random and truncated frames on every port, random messages into every RPC)
+# against a real cluster; bounded (a fixed number of rounds). OpenSSL opens the TLS sessions
+# whose insides are garbage.
+find_package(OpenSSL)
+if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support AND OPENSSL_FOUND)
+  ringmaster_test(hostile_bytes_test e2e
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/hostile_bytes_test.cc
+      ${PROJECT_SOURCE_DIR}/tests/worker/cluster.cc
+      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
+    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+      PkgConfig::PQXX OpenSSL::SSL)
+  add_dependencies(hostile_bytes_test ringmaster-scheduler ringmaster-worker ringmaster-metrics
+    ringmaster-rsh ringmaster-rank)
+endif()
