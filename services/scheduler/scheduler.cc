@@ -437,6 +437,31 @@ void Scheduler::PlaceLocked() {
   }
 }
 
+void Scheduler::HoldStoppingRankLocked(const Worker& worker, const HeldRank& rank, int64_t now) {
+  Draining& d = draining_[{rank.job_id, rank.attempt}];
+  for (const RankPlacement& r : d.held.placement) {
+    if (r.rank == rank.rank) return;  // held already (no restart: the worker reconnected)
+  }
+  RankPlacement placed{rank.rank, worker.id, worker.address, rank.gpu_indices, worker.port};
+  if (!cluster_.Allocate({placed}).ok()) {
+    // Taken by a placement made before the worker came back: nothing left to protect.
+    if (d.held.placement.empty()) draining_.erase({rank.job_id, rank.attempt});
+    return;
+  }
+  if (d.held.id.empty()) {
+    // As the policy saw it before the restart: its seq and start keep its place among its
+    // queue's jobs (which of them are borrowers).
+    if (auto it = jobs_.find(rank.job_id); it != jobs_.end()) d.held = it->second;
+    d.held.id = rank.job_id;
+    d.held.attempt = rank.attempt;
+    d.held.placement.clear();
+    d.deadline_ms = now + options_.preemption_grace_ms + 5'000;
+  }
+  d.held.placement.push_back(std::move(placed));
+  RM_LOG(kInfo) << "job " << rank.job_id << " attempt " << rank.attempt << " rank " << rank.rank
+                << " is still stopping on " << worker.id << "; its GPUs stay held until it exits";
+}
+
 void Scheduler::ReleaseDrainedLocked(const std::pair<std::string, int32_t>& attempt) {
   auto it = draining_.find(attempt);
   if (it == draining_.end()) return;
@@ -1094,6 +1119,7 @@ absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<H
         }
       }
       if (!placed_here) {
+        if (h.stopping && !h.exited) HoldStoppingRankLocked(w, h, now);
         link->SendStop(h.job_id, h.attempt, "no live attempt holds this rank", 0);
         continue;
       }

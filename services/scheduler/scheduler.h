@@ -108,6 +108,9 @@ struct HeldRank {
   int32_t rank = 0;
   bool exited = false;
   int32_t exit_code = 0;
+  // Told to stop and still exiting, and the GPUs it holds (empty: a CPU slot).
+  bool stopping = false;
+  std::vector<int32_t> gpu_indices;
 };
 
 struct RankReport {
@@ -252,6 +255,9 @@ class Scheduler {
   void PlaceLocked();
   // A preempted attempt's GPUs go back once its ranks have exited (or its grace ran out).
   void ReleaseDrainedLocked(const std::pair<std::string, int32_t>& attempt);
+  // A registering worker still holds `rank` of a stopped attempt (a scheduler restart during a
+  // preemption's grace forgot it): its GPUs are held again, as Draining, until it exits.
+  void HoldStoppingRankLocked(const Worker& worker, const HeldRank& rank, int64_t now);
   // Applies `input` to the live job `id` in memory and hands the write to the writer.
   absl::Status CommitLocked(const std::string& job_id, const JobInput& input,
                             std::shared_ptr<Waiter> waiter = nullptr);

@@ -310,8 +310,16 @@ std::vector<HeldRank> Agent::TakeRegistration() {
   outbox_.clear();
   std::vector<HeldRank> held;
   for (const auto& [key, a] : attempts_) {
-    if (a->forget) continue;
-    for (const HeldRank& h : a->gang.Held()) held.push_back(h);
+    for (HeldRank h : a->gang.Held()) {
+      // A stopped attempt is listed only while its ranks are still exiting (a preemption's
+      // grace): a scheduler that restarted meanwhile must not hand their GPUs out yet.
+      if (a->forget && h.exited) continue;
+      h.stopping = a->forget;
+      for (const RankPlacement& p : a->assignment.placement) {
+        if (p.rank == h.rank) h.gpu_indices = p.gpu_indices;
+      }
+      held.push_back(std::move(h));
+    }
   }
   return held;
 }

@@ -676,6 +676,37 @@ TEST_F(PreemptionTest, TheBorrowerIsStoppedWithTheGraceAndItsSlotsWaitForItsRank
   EXPECT_EQ(StoredState(a2_), JobState::kPending);  // it would borrow team-b's share again
 }
 
+TEST_F(PreemptionTest, ARestartDuringTheGraceKeepsTheStoppingRanksSlotsHeld) {
+  // The scheduler dies while a2's ranks are still checkpointing; a new one starts.
+  scheduler_.reset();
+  SchedulerOptions options;
+  options.preemption_grace_ms = 30'000;
+  Start(options);
+  // w1 comes back holding a1 (running) and a2's first attempt, told to stop and still exiting.
+  link_ = std::make_shared<RecordingLink>();
+  const std::vector<HeldRank> held = {
+      {a1_, 0, 0, false, 0, false, {}},
+      {a1_, 0, 1, false, 0, false, {}},
+      {a2_, 0, 0, false, 0, true, {}},
+      {a2_, 0, 1, false, 0, true, {}},
+  };
+  RM_ASSERT_OK(scheduler_->RegisterWorker(CpuWorker("w1", 4), held, link_));
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  // Team B waits: the slots are a2's until its ranks are gone, as before the restart.
+  EXPECT_FALSE(Assigned(b1_));
+  EXPECT_EQ(StoredState(b1_), JobState::kPending);
+  Job old;
+  old.id = a2_;
+  old.attempt = 0;
+  Report("w1", old, 0, RankReport::Kind::kExited, 143);
+  Report("w1", old, 1, RankReport::Kind::kExited, 143);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_TRUE(Assigned(b1_));
+  EXPECT_EQ(StoredState(a1_), JobState::kRunning);
+}
+
 TEST_F(PreemptionTest, RanksThatNeverReportGiveBackTheirSlotsAfterTheGrace) {
   for (int i = 0; i < 6; ++i) {  // 30 s, the worker's heartbeats going on
     clock_.Advance(5'000);

@@ -101,9 +101,10 @@ TEST_F(GangTest, RegistrationListsEveryRankWithItsEnd) {
   gang.OnExited(6, 0, 15, "");
   gang.OnLaunchFailed("x");  // rank 7
   EXPECT_THAT(gang.Held(),
-              ElementsAre(HeldRank{"j-2", 3, 4, false, 0}, HeldRank{"j-2", 3, 5, true, 0},
-                          HeldRank{"j-2", 3, 6, true, 128 + 15},
-                          HeldRank{"j-2", 3, 7, true, kLaunchFailedExitCode}));
+              ElementsAre(HeldRank{"j-2", 3, 4, false, 0, false, {}},
+                          HeldRank{"j-2", 3, 5, true, 0, false, {}},
+                          HeldRank{"j-2", 3, 6, true, 128 + 15, false, {}},
+                          HeldRank{"j-2", 3, 7, true, kLaunchFailedExitCode, false, {}}));
 }
 
 TEST_F(GangTest, UnknownRanksAreIgnored) {

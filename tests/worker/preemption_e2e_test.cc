@@ -158,6 +158,19 @@ TEST_F(PreemptionE2eTest, NothingIsLostWhenTheSchedulerRestartsInTheMiddleOfAPre
   ASSERT_TRUE(cluster_->scheduler().Restart(SIGKILL).ok());
   // B still gets its share, and A's job still finishes.
   EXPECT_EQ(cluster_->WaitState(b1, v1::JOB_STATE_SUCCEEDED, 60s).state(), v1::JOB_STATE_SUCCEEDED);
+  // The new scheduler kept A's GPUs held while A's ranks were still saving: B was placed only
+  // after both had saved and exited.
+  int64_t saved_ms = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    struct stat st {};
+    ASSERT_EQ(stat(absl::StrCat(Dir(a2), "/saved-", rank).c_str(), &st), 0) << "rank " << rank;
+    saved_ms = std::max<int64_t>(saved_ms, st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000);
+  }
+  int64_t placed_ms = 0;
+  for (const v1::JobEvent& e : cluster_->Events(b1)) {
+    if (e.state() == v1::JOB_STATE_STARTING && placed_ms == 0) placed_ms = e.time_ms();
+  }
+  EXPECT_GE(placed_ms, saved_ms) << "B was placed on GPUs that A's ranks still held";
   v1::Job again = cluster_->WaitState(a2, v1::JOB_STATE_SUCCEEDED, 60s);
   EXPECT_EQ(again.state(), v1::JOB_STATE_SUCCEEDED) << again.ShortDebugString();
   EXPECT_EQ(cluster_->GetJob(a1)->attempt(), 0);

@@ -191,7 +191,8 @@ grpc::Status WorkerServiceImpl::Connect(
   for (const v1::Gpu& gpu : reg.gpus()) worker.gpus.push_back(scheduler::FromProto(gpu));
   std::vector<HeldRank> held;
   for (const v1::RunningRank& r : reg.ranks()) {
-    held.push_back({r.job_id(), r.attempt(), r.rank(), r.exited(), r.exit_code()});
+    held.push_back({r.job_id(), r.attempt(), r.rank(), r.exited(), r.exit_code(), r.stopping(),
+                    std::vector<int32_t>(r.gpu_indices().begin(), r.gpu_indices().end())});
   }
 
   auto link = std::make_shared<StreamLink>();

@@ -125,7 +125,7 @@ std::map<int32_t, int32_t> GangState::RunningPids() const {
 std::vector<HeldRank> GangState::Held() const {
   std::vector<HeldRank> held;
   for (const auto& [rank, r] : ranks_) {
-    HeldRank h{job_id_, attempt_, rank, false, 0};
+    HeldRank h{job_id_, attempt_, rank, false, 0, false, {}};
     if (r.phase == Phase::kExited) {
       h.exited = true;
       h.exit_code = r.signal != 0 ? 128 + r.signal : r.exit_code;

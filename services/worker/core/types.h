@@ -63,6 +63,9 @@ struct HeldRank {
   int32_t rank = 0;
   bool exited = false;
   int32_t exit_code = 0;
+  // Told to stop and still exiting (RunningRank.stopping), and the GPUs it was given.
+  bool stopping = false;
+  std::vector<int32_t> gpu_indices;
   bool operator==(const HeldRank&) const = default;
 };
 

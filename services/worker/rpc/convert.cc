@@ -70,6 +70,8 @@ v1::RegisterWorker ToProto(const Inventory& inventory, const std::vector<HeldRan
     r->set_rank(h.rank);
     r->set_exited(h.exited);
     r->set_exit_code(h.exit_code);
+    r->set_stopping(h.stopping);
+    for (int32_t gpu : h.gpu_indices) r->add_gpu_indices(gpu);
   }
   return proto;
 }
