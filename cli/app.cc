@@ -372,9 +372,10 @@ Runtime ProcessRuntime() {
   runtime.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
   runtime.new_request_id = NewRequestId;
   runtime.connect = [](const std::string& address,
-                       std::shared_ptr<grpc::ChannelCredentials> credentials)
-      -> std::unique_ptr<SchedulerClient> {
-    return std::make_unique<GrpcSchedulerClient>(address, std::move(credentials));
+                       std::shared_ptr<grpc::ChannelCredentials> credentials,
+                       const std::string& token) -> std::unique_ptr<SchedulerClient> {
+    return std::make_unique<GrpcSchedulerClient>(address, std::move(credentials),
+                                                 std::chrono::seconds(5), token);
   };
   runtime.connect_workers = [](std::shared_ptr<grpc::ChannelCredentials> credentials)
       -> std::unique_ptr<WorkerLogsClient> {
@@ -404,7 +405,8 @@ int RunCli(const std::vector<std::string>& args, const Runtime& runtime, std::os
     err << "ringctl: warning: --insecure: talking plaintext to " << cmd->scheduler
         << ", which is not a loopback address\n";
   }
-  std::unique_ptr<SchedulerClient> client = runtime.connect(cmd->scheduler, *credentials);
+  std::unique_ptr<SchedulerClient> client =
+      runtime.connect(cmd->scheduler, *credentials, cmd->token);
   return Invocation(*cmd, runtime, *client, out, err).Run();
 }
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
+#include "common/bearer_token.h"
 #include "common/net.h"
 #include "common/status_macros.h"
 
@@ -128,6 +129,12 @@ const std::vector<FlagSpec>& Flags() {
        "FILE",
        "client certificate (PEM), needed by `logs` to reach workers (env RINGMASTER_TLS_CERT)"},
       {"tls-key", 0, {}, "FILE", "key of --tls-cert (env RINGMASTER_TLS_KEY)"},
+      {"token",
+       0,
+       {},
+       "TOKEN",
+       "bearer token (env RINGMASTER_TOKEN; default: the file "
+       "${XDG_CONFIG_HOME:-~/.config}/ringmaster/token)"},
       {"insecure",
        0,
        {},
@@ -252,6 +259,8 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
       RM_RETURN_IF_ERROR(SplitHostPort(value, "--scheduler", &host, &port));
     }
     cmd->scheduler = value;
+  } else if (name == "token") {
+    cmd->token = value;
   } else if (name == "tls-ca") {
     cmd->tls.ca_file = value;
   } else if (name == "tls-cert") {
@@ -499,6 +508,19 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
   if (const char* env = getenv(kInsecureEnv); !cmd.tls.insecure && env != nullptr) {
     bool insecure = false;
     cmd.tls.insecure = absl::SimpleAtob(env, &insecure) && insecure;
+  }
+  if (cmd.token.empty()) {
+    if (const char* env = getenv(kTokenEnv); env != nullptr && env[0] != '\0') {
+      cmd.token = std::string(absl::StripAsciiWhitespace(env));
+    } else {
+      const char* xdg = getenv("XDG_CONFIG_HOME");
+      const char* home = getenv("HOME");
+      if (xdg != nullptr && xdg[0] != '\0') {
+        cmd.token = ReadTokenFile(std::string(xdg) + "/ringmaster/token");
+      } else if (home != nullptr && home[0] != '\0') {
+        cmd.token = ReadTokenFile(std::string(home) + "/.config/ringmaster/token");
+      }
+    }
   }
   return cmd;
 }

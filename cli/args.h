@@ -40,6 +40,9 @@ struct Command {
   OutputFormat output = OutputFormat::kTable;
   // --tls-ca, --tls-cert, --tls-key, --insecure, else RINGMASTER_TLS_*, RINGMASTER_INSECURE.
   TlsOptions tls;
+  // Bearer token: --token, else RINGMASTER_TOKEN, else the file
+  // ${XDG_CONFIG_HOME:-$HOME/.config}/ringmaster/token (common/bearer_token.h). Never printed.
+  std::string token;
 
   // get, cancel, watch, logs.
   std::string job_id;

@@ -179,7 +179,9 @@ class Scheduler {
   // DEADLINE_EXCEEDED after `timeout_ms`.
   absl::Status Flush(int64_t timeout_ms);
 
-  absl::StatusOr<CreateJobResult> Submit(const JobSpec& spec, const std::string& request_id);
+  // `team` is the submitter's (its token's), stored with the job.
+  absl::StatusOr<CreateJobResult> Submit(const JobSpec& spec, const std::string& request_id,
+                                         const std::string& team = "");
   absl::StatusOr<Job> GetJob(const std::string& job_id);
   // One page of jobs, newest first; the paging protocol is in core/job_list.h.
   absl::StatusOr<JobPage> ListJobs(const JobListQuery& query);

@@ -293,8 +293,8 @@ class QueueCommandTest : public ::testing::Test {
     runtime_.now_ms = [] { return int64_t{1714564800000}; };
     runtime_.sleep = [](std::chrono::milliseconds) {};
     runtime_.new_request_id = [] { return std::string("id"); };
-    runtime_.connect = [this](const std::string&, std::shared_ptr<grpc::ChannelCredentials>)
-        -> std::unique_ptr<SchedulerClient> {
+    runtime_.connect = [this](const std::string&, std::shared_ptr<grpc::ChannelCredentials>,
+                              const std::string&) -> std::unique_ptr<SchedulerClient> {
       return std::make_unique<Forwarder>(&fake_);
     };
   }

@@ -8,3 +8,13 @@ if(TARGET ringmaster-scheduler)
   add_dependencies(transport_security_test ringmaster-scheduler ringmaster-metrics
     ringmaster-worker)
 endif()
+
+# Who may do what (tokens, roles, teams, audit) over every RPC of the scheduler's API.
+if(TARGET ringmaster-scheduler)
+  ringmaster_test(authz_test integration
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/../scheduler/harness.cc
+      ${CMAKE_CURRENT_LIST_DIR}/authz_test.cc
+    LIBS ringmaster_test_support ringmaster_proto gRPC::grpc++ PkgConfig::PQXX)
+  add_dependencies(authz_test ringmaster-scheduler)
+endif()

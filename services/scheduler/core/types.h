@@ -80,6 +80,8 @@ struct Job {
   int64_t finished_at_ms = 0;
   int32_t exit_code = 0;
   std::string message;
+  // The submitter's team (its token's); '' for jobs from before tokens existed.
+  std::string team;
 };
 
 struct JobEvent {

@@ -29,7 +29,7 @@ constexpr int kDefaultListLimit = 100;
 #define RM_JOB_COLUMNS                                                                    \
   "id, seq, coalesce(request_id, '') AS request_id, spec::text AS spec, state, attempt, " \
   "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "  \
-  "finished_at_ms, exit_code, message, preemptions"
+  "finished_at_ms, exit_code, message, preemptions, team"
 
 #define RM_QUEUE_SELECT                                                              \
   "SELECT q.name, q.cohort, q.weight, q.within_queue, q.reclaim_within_cohort, "     \
@@ -41,9 +41,9 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"insert_job",
      "INSERT INTO jobs (id, request_id, name, queue, priority, spec, state, attempt, "
      "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "
-     "finished_at_ms, exit_code, message) "
+     "finished_at_ms, exit_code, message, team) "
      "VALUES ($1, NULLIF($2, ''), $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, "
-     "$15, $16, $17) "
+     "$15, $16, $17, $18) "
      "ON CONFLICT (request_id) DO NOTHING RETURNING seq"},
     {"select_job_by_request", "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE request_id = $1"},
     {"select_job", "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE id = $1"},
@@ -77,15 +77,15 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"insert_new_jobs",
      "WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], "
      "$5::integer[], $6::text[], $7::bigint[], $8::text[], $9::bigint[], $10::text[], "
-     "$11::text[]) "
+     "$11::text[], $12::text[]) "
      "WITH ORDINALITY AS v(id, request_id, name, queue, priority, spec, created_at_ms, reason, "
-     "time_ms, state, pending_reason, ord)), "
+     "time_ms, state, pending_reason, team, ord)), "
      "ins AS (INSERT INTO jobs (id, request_id, name, queue, priority, spec, state, attempt, "
      "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "
-     "finished_at_ms, exit_code, message) "
+     "finished_at_ms, exit_code, message, team) "
      "SELECT id, NULLIF(request_id, ''), name, queue, priority, spec::jsonb, state, 0, "
      "pending_reason, '', 1, "
-     "created_at_ms, created_at_ms, 0, 0, 0, '' FROM v ORDER BY ord "
+     "created_at_ms, created_at_ms, 0, 0, 0, '', team FROM v ORDER BY ord "
      "ON CONFLICT DO NOTHING RETURNING id, seq), "
      "ev AS (INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
      "SELECT v.id, 1, v.state, 0, v.reason, 0, v.time_ms FROM v JOIN ins ON ins.id = v.id) "
@@ -250,6 +250,7 @@ absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
   job.exit_code = row["exit_code"].as<int32_t>();
   job.message = row["message"].as<std::string>();
   job.preemptions = row["preemptions"].as<int32_t>();
+  job.team = row["team"].as<std::string>();
   return job;
 }
 
@@ -402,7 +403,7 @@ absl::StatusOr<CreateJobResult> PostgresJobStore::CreateJob(const Job& job, cons
             "insert_job", job.id, job.request_id, job.spec.name, job.spec.queue, job.spec.priority,
             SpecToJson(job.spec), JobStateName(job.state), job.attempt, job.pending_reason,
             job.token, job.last_event_seq, job.created_at_ms, job.updated_at_ms, job.started_at_ms,
-            job.finished_at_ms, job.exit_code, job.message);
+            job.finished_at_ms, job.exit_code, job.message, job.team);
         if (inserted.empty()) {
           pqxx::result existing = tx.exec_prepared("select_job_by_request", job.request_id);
           if (existing.empty()) {
@@ -464,6 +465,10 @@ absl::StatusOr<std::vector<Job>> PostgresJobStore::ListJobs(const JobFilter& fil
   if (!filter.queue.empty()) {
     params.push_back(filter.queue);
     conditions.push_back(absl::StrCat("queue = $", params.size()));
+  }
+  if (filter.team.has_value()) {
+    params.push_back(*filter.team);
+    conditions.push_back(absl::StrCat("team = $", params.size()));
   }
   if (filter.before_seq.has_value()) {
     params.push_back(std::to_string(*filter.before_seq));
@@ -614,12 +619,13 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
         rows.Add(8, absl::StrCat(w->event.time_ms));
         rows.Add(9, JobStateName(job.state));
         rows.Add(10, job.pending_reason);
+        rows.Add(11, job.team);
       }
       std::map<std::string, int64_t> inserted;
-      for (const auto& row : tx.exec_prepared("insert_new_jobs", rows.Array(0), rows.Array(1),
-                                              rows.Array(2), rows.Array(3), rows.Array(4),
-                                              rows.Array(5), rows.Array(6), rows.Array(7),
-                                              rows.Array(8), rows.Array(9), rows.Array(10))) {
+      for (const auto& row : tx.exec_prepared(
+               "insert_new_jobs", rows.Array(0), rows.Array(1), rows.Array(2), rows.Array(3),
+               rows.Array(4), rows.Array(5), rows.Array(6), rows.Array(7), rows.Array(8),
+               rows.Array(9), rows.Array(10), rows.Array(11))) {
         inserted[row[0].as<std::string>()] = row[1].as<int64_t>();
       }
       // The rest met a taken request id (the earlier job is the answer) or a taken job id.
