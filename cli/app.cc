@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "admin_command.h"
 #include "errors.h"
 #include "format.h"
 #include "job_spec.h"
@@ -54,6 +55,8 @@ class Invocation {
         return Logs();
       case Verb::kQueue:
         return RunQueueCommand(cmd_, client_, out_, err_);
+      case Verb::kAdmin:
+        return RunAdminCommand(cmd_, out_, err_);
       case Verb::kNone:
         break;
     }

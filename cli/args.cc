@@ -27,7 +27,7 @@ struct VerbInfo {
   const char* summary;
 };
 
-constexpr std::array<VerbInfo, 8> kVerbs = {{
+constexpr std::array<VerbInfo, 9> kVerbs = {{
     {Verb::kSubmit, "submit", "submit [-f FILE] [FLAGS] [--wait | --follow] [-- CMD ARGS...]",
      "Submit a job; prints its id. --wait/--follow: exit 0 only if it SUCCEEDED."},
     {Verb::kGet, "get", "get ID", "Show one job: state, placement, times, exit code."},
@@ -41,7 +41,56 @@ constexpr std::array<VerbInfo, 8> kVerbs = {{
      "Print a rank's output, read from the worker it ran on; -f follows it."},
     {Verb::kQueue, "queue", "queue create -f FILE | get NAME | list | update -f FILE | delete NAME",
      "Manage queues: quotas per GPU type, cohort, weight, preemption settings."},
+    {Verb::kAdmin, "admin",
+     "admin token create --team T --role R [--expires 30d] | token list [--all] | token revoke "
+     "ID | audit [--limit N]",
+     "Bearer tokens and the audit trail (needs an admin token)."},
 }};
+
+absl::Status ParseAdminArgs(std::vector<std::string>& positional, Command* cmd) {
+  constexpr const char* kUsage =
+      "expected token create, token list, token revoke ID or audit (see ringctl admin --help)";
+  if (positional.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("missing admin action: ", kUsage));
+  }
+  const std::string first = positional.front();
+  positional.erase(positional.begin());
+  if (first == "audit") {
+    cmd->admin_action = AdminAction::kAudit;
+  } else if (first == "token" && !positional.empty()) {
+    const std::string action = positional.front();
+    positional.erase(positional.begin());
+    if (action == "create") cmd->admin_action = AdminAction::kTokenCreate;
+    if (action == "list") cmd->admin_action = AdminAction::kTokenList;
+    if (action == "revoke") {
+      if (positional.empty()) {
+        return absl::InvalidArgumentError(
+            "missing token ID (usage: ringctl admin token revoke ID)");
+      }
+      cmd->admin_action = AdminAction::kTokenRevoke;
+      cmd->token_id = positional.front();
+      positional.erase(positional.begin());
+    }
+  }
+  if (cmd->admin_action == AdminAction::kNone) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown admin action: ", kUsage));
+  }
+  if (cmd->admin_action == AdminAction::kTokenCreate &&
+      (cmd->token_team.empty() || cmd->token_role.empty())) {
+    return absl::InvalidArgumentError(
+        "admin token create needs --team T and --role R (admin, member or viewer)");
+  }
+  if (cmd->admin_action != AdminAction::kTokenCreate &&
+      (!cmd->token_team.empty() || !cmd->token_role.empty() || !cmd->token_expires.empty() ||
+       !cmd->token_description.empty())) {
+    return absl::InvalidArgumentError(
+        "--team, --role, --expires and --description belong to admin token create");
+  }
+  if (cmd->all_tokens && cmd->admin_action != AdminAction::kTokenList) {
+    return absl::InvalidArgumentError("--all belongs to admin token list");
+  }
+  return absl::OkStatus();
+}
 
 struct QueueActionInfo {
   QueueAction action;
@@ -180,7 +229,20 @@ const std::vector<FlagSpec>& Flags() {
        {Verb::kList},
        "SELECTOR",
        "only jobs whose labels match: team=vision,env!=prod,gpu,!spot (comma: and)"},
-      {"limit", 0, {Verb::kList}, "N", "at most N jobs (default: all)"},
+      {"limit",
+       0,
+       {Verb::kList, Verb::kAdmin},
+       "N",
+       "at most N jobs (default: all); admin audit: at most N entries (default 100)"},
+      {"team", 0, {Verb::kAdmin}, "T", "admin token create: the token's team"},
+      {"role", 0, {Verb::kAdmin}, "R", "admin token create: admin, member or viewer"},
+      {"expires",
+       0,
+       {Verb::kAdmin},
+       "D",
+       "admin token create: lifetime, e.g. 30d, 12h, 90m (default: never expires)"},
+      {"description", 0, {Verb::kAdmin}, "TEXT", "admin token create: what the token is for"},
+      {"all", 0, {Verb::kAdmin}, nullptr, "admin token list: revoked and expired tokens too"},
       {"page-size", 0, {Verb::kList}, "N", "jobs per ListJobs call (default 500, at most 1000)"},
       {"reason", 0, {Verb::kCancel}, "TEXT", "reason kept in the job's events"},
       {"rank", 0, {Verb::kLogs}, "R", "the rank whose output to print (default 0)"},
@@ -328,6 +390,14 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
           value, "'"));
     }
     cmd->state = *state;
+  } else if (name == "team") {
+    cmd->token_team = value;
+  } else if (name == "role") {
+    cmd->token_role = value;
+  } else if (name == "expires") {
+    cmd->token_expires = value;
+  } else if (name == "description") {
+    cmd->token_description = value;
   } else if (name == "limit") {
     RM_ASSIGN_OR_RETURN(cmd->limit, ParseInt32(name, value));
   } else if (name == "selector") {
@@ -425,6 +495,8 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
         cmd.wait = true;
       } else if (std::string(flag->name) == "insecure") {
         cmd.tls.insecure = true;
+      } else if (std::string(flag->name) == "all") {
+        cmd.all_tokens = true;
       } else {
         cmd.follow = true;
       }
@@ -474,6 +546,9 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
       break;
     case Verb::kQueue:
       RM_RETURN_IF_ERROR(ParseQueueArgs(positional, &cmd));
+      break;
+    case Verb::kAdmin:
+      RM_RETURN_IF_ERROR(ParseAdminArgs(positional, &cmd));
       break;
     default:
       break;

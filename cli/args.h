@@ -24,7 +24,10 @@ namespace ringmaster::cli {
 inline constexpr const char* kDefaultScheduler = "localhost:7070";
 inline constexpr const char* kSchedulerEnv = "RINGMASTER_SCHEDULER";
 
-enum class Verb { kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers, kLogs, kQueue };
+enum class Verb { kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers, kLogs, kQueue, kAdmin };
+
+// `ringctl admin ...`.
+enum class AdminAction { kNone, kTokenCreate, kTokenList, kTokenRevoke, kAudit };
 
 // `ringctl queue ACTION`.
 enum class QueueAction { kNone, kCreate, kGet, kList, kUpdate, kDelete };
@@ -68,6 +71,16 @@ struct Command {
   // queue ACTION [NAME] (-f FILE goes to spec_file).
   QueueAction queue_action = QueueAction::kNone;
   std::string queue_name;
+
+  // admin: token create --team --role [--expires] [--description] | token list [--all] |
+  // token revoke ID | audit [--limit N].
+  AdminAction admin_action = AdminAction::kNone;
+  std::string token_team;
+  std::string token_role;
+  std::string token_expires;
+  std::string token_description;
+  std::string token_id;
+  bool all_tokens = false;
 
   // submit -f, --request-id and the spec flags.
   std::string spec_file;

@@ -17,7 +17,7 @@ _ringctl() {
   fi
 
   local commands="submit get list cancel watch workers logs help"
-  local global="--scheduler --output -o --tls-ca --tls-cert --tls-key --insecure --help -h"
+  local global="--scheduler --output -o --tls-ca --tls-cert --tls-key --token --insecure --help -h"
   local cmd="" i scheduler=()
   for ((i = 1; i < cword; i++)); do
     case ${words[i]} in

@@ -511,7 +511,8 @@ class Client:
             channel = self._open_channel(address)
             try:
                 stub = agent_pb2_grpc.WorkerAgentStub(channel)
-                for chunk in stub.ReadLogs(request, metadata=self._metadata):
+                # No bearer token: agents do not check one, and it is not theirs to see.
+                for chunk in stub.ReadLogs(request):
                     wrote = True
                     yield chunk.data.decode("utf-8", errors="replace")
                 return

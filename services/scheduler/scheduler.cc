@@ -892,6 +892,13 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
   }
 }
 
+std::optional<std::vector<std::string>> Scheduler::QueueTeams(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = queues_.find(name);
+  if (it == queues_.end()) return std::nullopt;
+  return it->second.teams;
+}
+
 absl::StatusOr<Job> Scheduler::GetJob(const std::string& job_id) {
   if (auto s = ValidateJobId(job_id); !s.ok()) return s;
   std::optional<Job> live;

@@ -207,6 +207,8 @@ class Scheduler {
   absl::StatusOr<QueueView> CreateQueue(const Queue& queue);
   absl::StatusOr<QueueView> UpdateQueue(const Queue& queue);
   absl::StatusOr<QueueView> GetQueue(const std::string& name);
+  // The teams a queue is bound to (empty: every team); nullopt when there is no such queue.
+  std::optional<std::vector<std::string>> QueueTeams(const std::string& name);
   // By name.
   std::vector<QueueView> ListQueues();
   absl::Status DeleteQueue(const std::string& name);

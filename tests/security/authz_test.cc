@@ -5,13 +5,17 @@
 // call is stored (rows of jobs, queues, api_tokens and audit_log counted in PostgreSQL). Also:
 // env values only for the job's own team, the audit trail, and that a revoked token stops at
 // once. One scheduler for the whole suite (its start is the expensive part).
+#include <sys/wait.h>
+
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <pqxx/pqxx>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/bearer_token.h"
 #include "common/tls.h"
@@ -28,6 +32,7 @@ namespace ringmaster::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using namespace std::chrono_literals;
 
 // One RPC of the API, callable with any channel: returns its status.
@@ -445,6 +450,84 @@ TEST_F(AuthzTest, ARevokedTokenStopsAtOnceAndOnlyItsHashIsStored) {
   EXPECT_EQ(Sql(absl::StrCat("SELECT count(*) FROM api_tokens WHERE id = '", id,
                              "' AND length(secret_sha256) = 32 AND revoked")),
             1);
+}
+
+TEST_F(AuthzTest, MembersSubmitOnlyToTheQueuesOfTheirTeam) {
+  v1::CreateQueueRequest create;
+  create.mutable_queue()->set_name("q-team-b");
+  create.mutable_queue()->add_teams("team-b");
+  v1::QueueWithStatus created;
+  grpc::ClientContext create_ctx;
+  grpc::Status s =
+      v1::QueueService::NewStub(admin_)->CreateQueue(Deadline(&create_ctx), create, &created);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_THAT(created.queue().teams(), ::testing::ElementsAre("team-b"));
+  auto submit = [&](const std::shared_ptr<grpc::Channel>& channel) {
+    v1::SubmitJobRequest req;
+    *req.mutable_spec() = CommandSpec("bound");
+    req.mutable_spec()->set_queue("q-team-b");
+    v1::SubmitJobResponse resp;
+    grpc::ClientContext ctx;
+    return v1::JobService::NewStub(channel)->SubmitJob(Deadline(&ctx), req, &resp);
+  };
+  const int64_t before = Sql("SELECT count(*) FROM jobs WHERE queue = 'q-team-b'");
+  s = submit(member_a_);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("jobs.write on queue \"q-team-b\""));
+  EXPECT_EQ(Sql("SELECT count(*) FROM jobs WHERE queue = 'q-team-b'"), before);
+  s = submit(member_b_);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  s = submit(admin_);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(Sql("SELECT count(*) FROM jobs WHERE queue = 'q-team-b'"), before + 2);
+  EXPECT_EQ(Sql("SELECT count(*) FROM queues WHERE name = 'q-team-b' AND teams = '{team-b}'"), 1);
+
+  v1::CreateQueueRequest bad;
+  bad.mutable_queue()->set_name("q-bad");
+  bad.mutable_queue()->add_teams("Team B");
+  grpc::ClientContext bad_ctx;
+  s = v1::QueueService::NewStub(admin_)->CreateQueue(Deadline(&bad_ctx), bad, &created);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("teams[0]"));
+}
+
+TEST_F(AuthzTest, RingctlAdminCreatesListsAndRevokesTokensAndShowsTheAudit) {
+  auto run = [&](const std::string& args, std::string* output) {
+    const std::string command =
+        absl::StrCat(RINGMASTER_BINARY_DIR "/cli/ringctl --scheduler ", scheduler_->addr(),
+                     " --tls-ca ", TestCerts::Get().ca(), " ", args, " 2>/dev/null");
+    output->clear();
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) return -1;
+    char buffer[4096];
+    size_t n = 0;
+    while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
+    const int status = pclose(pipe);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  std::string out;
+  ASSERT_EQ(run("admin token create --team team-d --role viewer --expires 1h", &out), 0) << out;
+  const std::string token(absl::StripAsciiWhitespace(out));
+  ASSERT_THAT(token, ::testing::MatchesRegex("rmt_[0-9a-f]{16}_[0-9a-f]{64}"));
+  const std::string id = token.substr(4, 16);
+  ASSERT_EQ(run("admin token list", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr(id));
+  EXPECT_THAT(out, HasSubstr("team-d"));
+  EXPECT_THAT(out, Not(HasSubstr(token.substr(21))));  // never the secret
+  // The new token works for what a viewer may do, and not for the admin API.
+  ASSERT_EQ(run(absl::StrCat("--token ", token, " list"), &out), 0) << out;
+  EXPECT_NE(run(absl::StrCat("--token ", token, " admin token list"), &out), 0) << out;
+  ASSERT_EQ(run(absl::StrCat("admin token revoke ", id), &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("revoked token " + id));
+  EXPECT_NE(run(absl::StrCat("--token ", token, " list"), &out), 0) << out;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return run("admin audit --limit 20", &out) == 0 &&
+               out.find("RevokeToken") != std::string::npos && out.find(id) != std::string::npos;
+      },
+      10s, 50ms))
+      << out;
+  EXPECT_EQ(run("admin token frobnicate", &out), 2);
 }
 
 TEST_F(AuthzTest, BadTokenRequestsNameTheField) {

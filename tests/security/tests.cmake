@@ -16,5 +16,9 @@ if(TARGET ringmaster-scheduler)
       ${CMAKE_CURRENT_LIST_DIR}/../scheduler/harness.cc
       ${CMAKE_CURRENT_LIST_DIR}/authz_test.cc
     LIBS ringmaster_test_support ringmaster_proto gRPC::grpc++ PkgConfig::PQXX)
-  add_dependencies(authz_test ringmaster-scheduler)
+  add_dependencies(authz_test ringmaster-scheduler ringctl)
 endif()
+
+ringmaster_test(authz_core_test unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/authz_core_test.cc
+  LIBS ringmaster_scheduler_core ringmaster_common)

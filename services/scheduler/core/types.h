@@ -133,6 +133,8 @@ struct Queue {
   ReclaimWithinCohort reclaim_within_cohort = ReclaimWithinCohort::kNever;
   // A job of this queue is not preempted before it has run this long.
   int64_t min_runtime_seconds = 0;
+  // Teams whose members may submit to this queue, sorted; empty: every team (core/authz.h).
+  std::vector<std::string> teams;
   int64_t created_at_ms = 0;
   int64_t updated_at_ms = 0;
   bool unlimited() const { return quotas.empty(); }

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/tls.h"
@@ -53,6 +54,14 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::Submi
   if (!req->has_spec()) return ToGrpcStatus(absl::InvalidArgumentError("spec: is required"));
   auto spec = FromProto(req->spec());
   if (!spec.ok()) return ToGrpcStatus(spec.status());
+  // Members submit only to the queues bound to their team (an unknown queue is left to Submit,
+  // whose NOT_FOUND names it).
+  const std::string queue = spec->queue.empty() ? std::string(kDefaultQueue) : spec->queue;
+  if (auto teams = scheduler_->QueueTeams(queue); teams && !MaySubmitToQueue(*who, *teams)) {
+    return ToGrpcStatus(absl::PermissionDeniedError(
+        absl::StrCat("missing right jobs.write on queue \"", queue, "\": it is bound to teams ",
+                     absl::StrJoin(*teams, ", "), ", not to \"", who->team, "\"")));
+  }
   auto result = scheduler_->Submit(*spec, req->request_id(), who->team);
   if (!result.ok()) return ToGrpcStatus(result.status());
   if (!result->existing) {

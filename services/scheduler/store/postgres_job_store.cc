@@ -34,7 +34,8 @@ constexpr int kDefaultListLimit = 100;
 #define RM_QUEUE_SELECT                                                              \
   "SELECT q.name, q.cohort, q.weight, q.within_queue, q.reclaim_within_cohort, "     \
   "q.min_runtime_seconds, q.created_at_ms, q.updated_at_ms, r.resource, r.nominal, " \
-  "r.borrowing_limit, r.lending_limit FROM queues q LEFT JOIN queue_quotas r ON r.queue = q.name"
+  "r.borrowing_limit, r.lending_limit, array_to_string(q.teams, ',') "                \
+  "FROM queues q LEFT JOIN queue_quotas r ON r.queue = q.name"
 
 // Statements on hot paths, prepared on every connection of the pool.
 const std::vector<std::pair<const char*, const char*>> kStatements = {
@@ -128,11 +129,12 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"select_queue", RM_QUEUE_SELECT " WHERE q.name = $1 ORDER BY r.resource"},
     {"insert_queue",
      "INSERT INTO queues (name, cohort, weight, within_queue, reclaim_within_cohort, "
-     "min_runtime_seconds, created_at_ms, updated_at_ms) "
-     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"},
+     "min_runtime_seconds, created_at_ms, updated_at_ms, teams) "
+     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text[])"},
     {"update_queue",
      "UPDATE queues SET cohort = $2, weight = $3, within_queue = $4, reclaim_within_cohort = $5, "
-     "min_runtime_seconds = $6, updated_at_ms = $7 WHERE name = $1 RETURNING created_at_ms"},
+     "min_runtime_seconds = $6, updated_at_ms = $7, teams = $8::text[] WHERE name = $1 "
+     "RETURNING created_at_ms"},
     {"lock_queue", "SELECT 1 FROM queues WHERE name = $1 FOR UPDATE"},
     {"count_live_jobs_of_queue",
      "SELECT count(*) FROM jobs WHERE queue = $1 AND state IN ('PENDING', 'STARTING', 'RUNNING')"},
@@ -323,6 +325,8 @@ absl::StatusOr<std::vector<Queue>> QueuesFromResult(const pqxx::result& result) 
       queue.min_runtime_seconds = row[5].as<int64_t>();
       queue.created_at_ms = row[6].as<int64_t>();
       queue.updated_at_ms = row[7].as<int64_t>();
+      const std::string teams = row[12].as<std::string>();
+      if (!teams.empty()) queue.teams = absl::StrSplit(teams, ',');
       queues.push_back(std::move(queue));
     }
     if (row[8].is_null()) continue;  // no quotas
@@ -833,7 +837,8 @@ absl::StatusOr<Queue> PostgresJobStore::CreateQueue(const Queue& queue, int64_t 
     tx.exec_prepared("insert_queue", queue.name, queue.cohort, queue.weight,
                      PreemptWithinQueueName(queue.within_queue),
                      ReclaimWithinCohortName(queue.reclaim_within_cohort),
-                     queue.min_runtime_seconds, queue.created_at_ms, queue.updated_at_ms);
+                     queue.min_runtime_seconds, queue.created_at_ms, queue.updated_at_ms,
+                     TextArrayLiteral(queue.teams));
     InsertQuotas(tx, queue);
     tx.commit();
     return queue;
@@ -847,7 +852,8 @@ absl::StatusOr<Queue> PostgresJobStore::UpdateQueue(const Queue& queue, int64_t 
     pqxx::result updated = tx.exec_prepared("update_queue", queue.name, queue.cohort, queue.weight,
                                             PreemptWithinQueueName(queue.within_queue),
                                             ReclaimWithinCohortName(queue.reclaim_within_cohort),
-                                            queue.min_runtime_seconds, queue.updated_at_ms);
+                                            queue.min_runtime_seconds, queue.updated_at_ms,
+                                            TextArrayLiteral(queue.teams));
     if (updated.empty()) return absl::NotFoundError(absl::StrCat("no queue ", queue.name));
     tx.exec_prepared("delete_queue_quotas", queue.name);
     InsertQuotas(tx, queue);
