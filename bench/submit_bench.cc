@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/bearer_token.h"
 #include "common/tls.h"
 #include "ringmaster/v1/job.grpc.pb.h"
 
@@ -110,7 +111,8 @@ int main(int argc, char** argv) {
   if (argc != 5 && !(argc == 6 && std::string(argv[5]) == "--submit-only")) {
     std::fprintf(stderr,
                  "usage: submit_bench SCHEDULER_ADDR POSTGRES_URL CLIENTS JOBS [--submit-only]\n"
-                 "  TLS from RINGMASTER_TLS_CA (and _CERT, _KEY), or RINGMASTER_INSECURE=1\n");
+                 "  TLS from RINGMASTER_TLS_CA (and _CERT, _KEY), or RINGMASTER_INSECURE=1;\n"
+                 "  bearer token from RINGMASTER_TOKEN\n");
     return 2;
   }
   const bool submit_only = argc == 6;
@@ -130,8 +132,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(credentials.status().message()).c_str());
     return 2;
   }
-  auto channel = grpc::CreateChannel(argv[1], *credentials);
-  std::string run = absl::StrCat("bench-", std::chrono::system_clock::now().time_since_epoch().count());
+  // The bearer token from RINGMASTER_TOKEN (or the user's token file); none in the plaintext
+  // baseline, whose scheduler runs --insecure-no-auth.
+  auto channel =
+      ringmaster::CreateChannelWithToken(argv[1], *credentials, ringmaster::ResolveBearerToken(""));
+  std::string run =
+      absl::StrCat("bench-", std::chrono::system_clock::now().time_since_epoch().count());
   SubmitOp submit{channel, run};
   // Warm-up: connections, prepared statements, the first pages of the tables.
   RunClients(clients, 20, SubmitOp{channel, run + "-warm"});

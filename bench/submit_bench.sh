@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Durable submit throughput, with TLS and in plaintext, and next to the single-row INSERT rate
-# of the same Postgres. For each transport: starts a throw-away Postgres (fsync on, as in
+# Durable submit throughput, with TLS and bearer-token checks (every submit authenticated,
+# authorized and written to the audit trail) and in plaintext without tokens, and next to the
+# single-row INSERT rate of the same Postgres. For each transport: starts a throw-away Postgres (fsync on, as in
 # production), Redis and the scheduler on loopback, runs bench/submit_bench, and stops
 # everything. Prints the TLS/plaintext throughput ratio (target: at least 0.9).
 # Usage: [ROUNDS=3] bench/submit_bench.sh [CLIENTS] [JOBS]

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "admin_command.h"
 #include "errors.h"
 #include "format.h"
 #include "job_spec.h"
@@ -57,6 +58,8 @@ class Invocation {
         return RunQueueCommand(cmd_, client_, out_, err_);
       case Verb::kStudy:
         return RunStudyCommand(cmd_, runtime_, client_, out_, err_);
+      case Verb::kAdmin:
+        return RunAdminCommand(cmd_, out_, err_);
       case Verb::kNone:
         break;
     }
@@ -375,9 +378,10 @@ Runtime ProcessRuntime() {
   runtime.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
   runtime.new_request_id = NewRequestId;
   runtime.connect = [](const std::string& address,
-                       std::shared_ptr<grpc::ChannelCredentials> credentials)
-      -> std::unique_ptr<SchedulerClient> {
-    return std::make_unique<GrpcSchedulerClient>(address, std::move(credentials));
+                       std::shared_ptr<grpc::ChannelCredentials> credentials,
+                       const std::string& token) -> std::unique_ptr<SchedulerClient> {
+    return std::make_unique<GrpcSchedulerClient>(address, std::move(credentials),
+                                                 std::chrono::seconds(5), token);
   };
   runtime.connect_workers = [](std::shared_ptr<grpc::ChannelCredentials> credentials)
       -> std::unique_ptr<WorkerLogsClient> {
@@ -407,7 +411,8 @@ int RunCli(const std::vector<std::string>& args, const Runtime& runtime, std::os
     err << "ringctl: warning: --insecure: talking plaintext to " << cmd->scheduler
         << ", which is not a loopback address\n";
   }
-  std::unique_ptr<SchedulerClient> client = runtime.connect(cmd->scheduler, *credentials);
+  std::unique_ptr<SchedulerClient> client =
+      runtime.connect(cmd->scheduler, *credentials, cmd->token);
   return Invocation(*cmd, runtime, *client, out, err).Run();
 }
 

@@ -25,9 +25,11 @@ struct Runtime {
   std::function<void(std::chrono::milliseconds)> sleep;
   std::function<std::string()> new_request_id;
   // Opens a client for the scheduler at an address (not yet connected), with the channel
-  // credentials of the command's TLS flags.
+  // credentials of the command's TLS flags and the bearer token every call carries (empty:
+  // none; common/bearer_token.h).
   std::function<std::unique_ptr<SchedulerClient>(
-      const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials)>
+      const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials,
+      const std::string& token)>
       connect;
   // Opens a client for worker agents (`ringctl logs`).
   std::function<std::unique_ptr<WorkerLogsClient>(

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
+#include "common/bearer_token.h"
 #include "common/net.h"
 #include "common/status_macros.h"
 #include "study.h"
@@ -27,7 +28,7 @@ struct VerbInfo {
   const char* summary;
 };
 
-constexpr std::array<VerbInfo, 9> kVerbs = {{
+constexpr std::array<VerbInfo, 10> kVerbs = {{
     {Verb::kSubmit, "submit", "submit [-f FILE] [FLAGS] [--wait | --follow] [-- CMD ARGS...]",
      "Submit a job; prints its id. --wait/--follow: exit 0 only if it SUCCEEDED."},
     {Verb::kGet, "get", "get ID", "Show one job: state, placement, times, exit code."},
@@ -45,7 +46,56 @@ constexpr std::array<VerbInfo, 9> kVerbs = {{
      "study scaling --gpus 1,2,4,8 [FLAGS] [-- CMD ARGS...] | list | get ID | compare ID ID",
      "Run a scaling study (one job per size, images/sec, speedup, efficiency, chart); show or "
      "compare stored ones."},
+    {Verb::kAdmin, "admin",
+     "admin token create --team T --role R [--expires 30d] | token list [--all] | token revoke "
+     "ID | audit [--limit N]",
+     "Bearer tokens and the audit trail (needs an admin token)."},
 }};
+
+absl::Status ParseAdminArgs(std::vector<std::string>& positional, Command* cmd) {
+  constexpr const char* kUsage =
+      "expected token create, token list, token revoke ID or audit (see ringctl admin --help)";
+  if (positional.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("missing admin action: ", kUsage));
+  }
+  const std::string first = positional.front();
+  positional.erase(positional.begin());
+  if (first == "audit") {
+    cmd->admin_action = AdminAction::kAudit;
+  } else if (first == "token" && !positional.empty()) {
+    const std::string action = positional.front();
+    positional.erase(positional.begin());
+    if (action == "create") cmd->admin_action = AdminAction::kTokenCreate;
+    if (action == "list") cmd->admin_action = AdminAction::kTokenList;
+    if (action == "revoke") {
+      if (positional.empty()) {
+        return absl::InvalidArgumentError(
+            "missing token ID (usage: ringctl admin token revoke ID)");
+      }
+      cmd->admin_action = AdminAction::kTokenRevoke;
+      cmd->token_id = positional.front();
+      positional.erase(positional.begin());
+    }
+  }
+  if (cmd->admin_action == AdminAction::kNone) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown admin action: ", kUsage));
+  }
+  if (cmd->admin_action == AdminAction::kTokenCreate &&
+      (cmd->token_team.empty() || cmd->token_role.empty())) {
+    return absl::InvalidArgumentError(
+        "admin token create needs --team T and --role R (admin, member or viewer)");
+  }
+  if (cmd->admin_action != AdminAction::kTokenCreate &&
+      (!cmd->token_team.empty() || !cmd->token_role.empty() || !cmd->token_expires.empty() ||
+       !cmd->token_description.empty())) {
+    return absl::InvalidArgumentError(
+        "--team, --role, --expires and --description belong to admin token create");
+  }
+  if (cmd->all_tokens && cmd->admin_action != AdminAction::kTokenList) {
+    return absl::InvalidArgumentError("--all belongs to admin token list");
+  }
+  return absl::OkStatus();
+}
 
 struct QueueActionInfo {
   QueueAction action;
@@ -175,6 +225,12 @@ const std::vector<FlagSpec>& Flags() {
        "FILE",
        "client certificate (PEM), needed by `logs` to reach workers (env RINGMASTER_TLS_CERT)"},
       {"tls-key", 0, {}, "FILE", "key of --tls-cert (env RINGMASTER_TLS_KEY)"},
+      {"token",
+       0,
+       {},
+       "TOKEN",
+       "bearer token (env RINGMASTER_TOKEN; default: the file "
+       "${XDG_CONFIG_HOME:-~/.config}/ringmaster/token)"},
       {"insecure",
        0,
        {},
@@ -248,7 +304,20 @@ const std::vector<FlagSpec>& Flags() {
        {Verb::kList},
        "SELECTOR",
        "only jobs whose labels match: team=vision,env!=prod,gpu,!spot (comma: and)"},
-      {"limit", 0, {Verb::kList}, "N", "at most N jobs (default: all)"},
+      {"limit",
+       0,
+       {Verb::kList, Verb::kAdmin},
+       "N",
+       "at most N jobs (default: all); admin audit: at most N entries (default 100)"},
+      {"team", 0, {Verb::kAdmin}, "T", "admin token create: the token's team"},
+      {"role", 0, {Verb::kAdmin}, "R", "admin token create: admin, member or viewer"},
+      {"expires",
+       0,
+       {Verb::kAdmin},
+       "D",
+       "admin token create: lifetime, e.g. 30d, 12h, 90m (default: never expires)"},
+      {"description", 0, {Verb::kAdmin}, "TEXT", "admin token create: what the token is for"},
+      {"all", 0, {Verb::kAdmin}, nullptr, "admin token list: revoked and expired tokens too"},
       {"page-size", 0, {Verb::kList}, "N", "jobs per ListJobs call (default 500, at most 1000)"},
       {"reason", 0, {Verb::kCancel}, "TEXT", "reason kept in the job's events"},
       {"rank", 0, {Verb::kLogs}, "R", "the rank whose output to print (default 0)"},
@@ -327,6 +396,8 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
       RM_RETURN_IF_ERROR(SplitHostPort(value, "--scheduler", &host, &port));
     }
     cmd->scheduler = value;
+  } else if (name == "token") {
+    cmd->token = value;
   } else if (name == "tls-ca") {
     cmd->tls.ca_file = value;
   } else if (name == "tls-cert") {
@@ -399,6 +470,14 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
           value, "'"));
     }
     cmd->state = *state;
+  } else if (name == "team") {
+    cmd->token_team = value;
+  } else if (name == "role") {
+    cmd->token_role = value;
+  } else if (name == "expires") {
+    cmd->token_expires = value;
+  } else if (name == "description") {
+    cmd->token_description = value;
   } else if (name == "limit") {
     RM_ASSIGN_OR_RETURN(cmd->limit, ParseInt32(name, value));
   } else if (name == "selector") {
@@ -500,6 +579,8 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
         cmd.study_parallel = true;
       } else if (std::string(flag->name) == "cpu") {
         cmd.study_cpu = true;
+      } else if (std::string(flag->name) == "all") {
+        cmd.all_tokens = true;
       } else {
         cmd.follow = true;
       }
@@ -553,6 +634,9 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
     case Verb::kStudy:
       RM_RETURN_IF_ERROR(ParseStudyArgs(positional, &cmd));
       break;
+    case Verb::kAdmin:
+      RM_RETURN_IF_ERROR(ParseAdminArgs(positional, &cmd));
+      break;
     default:
       break;
   }
@@ -586,6 +670,19 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
   if (const char* env = getenv(kInsecureEnv); !cmd.tls.insecure && env != nullptr) {
     bool insecure = false;
     cmd.tls.insecure = absl::SimpleAtob(env, &insecure) && insecure;
+  }
+  if (cmd.token.empty()) {
+    if (const char* env = getenv(kTokenEnv); env != nullptr && env[0] != '\0') {
+      cmd.token = std::string(absl::StripAsciiWhitespace(env));
+    } else {
+      const char* xdg = getenv("XDG_CONFIG_HOME");
+      const char* home = getenv("HOME");
+      if (xdg != nullptr && xdg[0] != '\0') {
+        cmd.token = ReadTokenFile(std::string(xdg) + "/ringmaster/token");
+      } else if (home != nullptr && home[0] != '\0') {
+        cmd.token = ReadTokenFile(std::string(home) + "/.config/ringmaster/token");
+      }
+    }
   }
   return cmd;
 }

@@ -24,7 +24,12 @@ namespace ringmaster::cli {
 inline constexpr const char* kDefaultScheduler = "localhost:7070";
 inline constexpr const char* kSchedulerEnv = "RINGMASTER_SCHEDULER";
 
-enum class Verb { kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers, kLogs, kQueue, kStudy };
+enum class Verb {
+  kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers, kLogs, kQueue, kStudy, kAdmin
+};
+
+// `ringctl admin ...`.
+enum class AdminAction { kNone, kTokenCreate, kTokenList, kTokenRevoke, kAudit };
 
 // `ringctl queue ACTION`.
 enum class QueueAction { kNone, kCreate, kGet, kList, kUpdate, kDelete };
@@ -43,6 +48,9 @@ struct Command {
   OutputFormat output = OutputFormat::kTable;
   // --tls-ca, --tls-cert, --tls-key, --insecure, else RINGMASTER_TLS_*, RINGMASTER_INSECURE.
   TlsOptions tls;
+  // Bearer token: --token, else RINGMASTER_TOKEN, else the file
+  // ${XDG_CONFIG_HOME:-$HOME/.config}/ringmaster/token (common/bearer_token.h). Never printed.
+  std::string token;
 
   // get, cancel, watch, logs.
   std::string job_id;
@@ -77,6 +85,15 @@ struct Command {
   bool study_cpu = false;
   std::string chart;
   std::vector<std::string> study_ids;
+  // admin: token create --team --role [--expires] [--description] | token list [--all] |
+  // token revoke ID | audit [--limit N].
+  AdminAction admin_action = AdminAction::kNone;
+  std::string token_team;
+  std::string token_role;
+  std::string token_expires;
+  std::string token_description;
+  std::string token_id;
+  bool all_tokens = false;
 
   // submit -f, --request-id and the spec flags.
   std::string spec_file;

@@ -7,15 +7,17 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/bearer_token.h"
 #include "common/grpc_status.h"
 
 namespace ringmaster::cli {
 
 GrpcSchedulerClient::GrpcSchedulerClient(const std::string& address,
                                          std::shared_ptr<grpc::ChannelCredentials> credentials,
-                                         std::chrono::milliseconds unary_deadline)
+                                         std::chrono::milliseconds unary_deadline,
+                                         const std::string& token)
     : unary_deadline_(unary_deadline) {
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(address, std::move(credentials));
+  std::shared_ptr<grpc::Channel> channel = CreateChannelWithToken(address, credentials, token);
   jobs_ = v1::JobService::NewStub(channel);
   cluster_ = v1::ClusterService::NewStub(channel);
   queues_ = v1::QueueService::NewStub(channel);

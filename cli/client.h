@@ -48,9 +48,11 @@ class SchedulerClient {
 // lasts as long as the job). Thread-compatible, as the generated stubs are.
 class GrpcSchedulerClient : public SchedulerClient {
  public:
+  // `token`: sent as `authorization: Bearer` on every call (none when empty).
   GrpcSchedulerClient(const std::string& address,
                       std::shared_ptr<grpc::ChannelCredentials> credentials,
-                      std::chrono::milliseconds unary_deadline = std::chrono::seconds(5));
+                      std::chrono::milliseconds unary_deadline = std::chrono::seconds(5),
+                      const std::string& token = "");
 
   absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest& request) override;
   absl::StatusOr<v1::Job> GetJob(const v1::GetJobRequest& request) override;

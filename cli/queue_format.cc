@@ -73,6 +73,7 @@ std::string FormatQueue(const v1::QueueWithStatus& q) {
       {"Within queue:", PreemptWithinQueueName(queue.within_queue())},
       {"Reclaim:", ReclaimWithinCohortName(queue.reclaim_within_cohort())},
       {"Min runtime:", absl::StrCat(queue.min_runtime_seconds(), "s")},
+      {"Teams:", queue.teams().empty() ? "- (every team)" : absl::StrJoin(queue.teams(), ", ")},
       {"Pending jobs:", absl::StrCat(q.status().pending_jobs())},
       {"Share:", Share(q.status().weighted_share())},
       {"Created:", FormatTimeMs(queue.created_at_ms())},

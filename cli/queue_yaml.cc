@@ -17,13 +17,14 @@
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 7> kTopKeys = {"name",
+constexpr std::array<absl::string_view, 8> kTopKeys = {"name",
                                                        "cohort",
                                                        "weight",
                                                        "resources",
                                                        "within_queue",
                                                        "reclaim_within_cohort",
-                                                       "min_runtime_seconds"};
+                                                       "min_runtime_seconds",
+                                                       "teams"};
 constexpr std::array<absl::string_view, 3> kQuotaKeys = {"nominal", "borrowing_limit",
                                                          "lending_limit"};
 
@@ -67,6 +68,13 @@ class QueueReader {
         queue->set_reclaim_within_cohort(*v);
       } else if (key == "resources") {
         RM_RETURN_IF_ERROR(Resources(value, queue));
+      } else if (key == "teams") {
+        // A list of team names; the scheduler checks each (teams[i]).
+        if (!value.IsSequence()) return Error(key, "expected a list of team names");
+        for (size_t i = 0; i < value.size(); ++i) {
+          RM_ASSIGN_OR_RETURN(*queue->add_teams(),
+                              String(value[i], absl::StrCat(key, "[", i, "]")));
+        }
       }
     }
     return absl::OkStatus();

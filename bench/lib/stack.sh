@@ -5,8 +5,10 @@
 #       tmp, url (the ringmaster database), pg_port, redis_port, grpc_port, metrics_port, and the
 #       pids redis and scheduler. Add further background pids to `pids` to have them stopped too.
 #   With STACK_TLS=1 the scheduler serves TLS with development certificates made in $tmp/certs
-#   (scripts/lib/dev_certs.sh) and RINGMASTER_TLS_CA is exported for the clients; otherwise it
-#   runs --insecure on loopback and RINGMASTER_INSECURE=1 is exported.
+#   (scripts/lib/dev_certs.sh) and RINGMASTER_TLS_CA is exported for the clients, and checks
+#   bearer tokens: it makes an admin token, exported as RINGMASTER_TOKEN. Otherwise it runs
+#   --insecure on loopback, RINGMASTER_INSECURE=1 is exported, and calls need no token
+#   (--insecure-no-auth) unless STACK_AUTH=1.
 #   stack_stop stops everything; stack_start may then be called again.
 source "$root/scripts/lib/pg.sh"
 
@@ -32,10 +34,16 @@ stack_start() {
   redis=$!
   pids+=($redis)
   local transport=(--insecure)
+  # Plaintext is the baseline: no bearer tokens either (--insecure-no-auth), unless STACK_AUTH=1.
+  [ "${STACK_AUTH:-0}" = 1 ] || transport+=(--insecure-no-auth)
+  unset RINGMASTER_TOKEN
   if [ "${STACK_TLS:-0}" = 1 ]; then
     "$root/scripts/lib/dev_certs.sh" "$tmp/certs"
+    # TLS and bearer tokens: the scheduler makes an admin token, exported below as
+    # RINGMASTER_TOKEN for the benchmark's client.
+    rm -f "$tmp/admin-token"
     transport=(--tls-cert "$tmp/certs/scheduler/tls.crt" --tls-key "$tmp/certs/scheduler/tls.key"
-      --tls-ca "$tmp/certs/ca.crt")
+      --tls-ca "$tmp/certs/ca.crt" --admin-token-file "$tmp/admin-token")
     export RINGMASTER_TLS_CA=$tmp/certs/ca.crt
     unset RINGMASTER_INSECURE
   else
@@ -48,7 +56,10 @@ stack_start() {
   scheduler=$!
   pids+=($scheduler)
   for _ in $(seq 100); do
-    (echo >/dev/tcp/127.0.0.1/$grpc_port) 2>/dev/null && return 0
+    if (echo >/dev/tcp/127.0.0.1/$grpc_port) 2>/dev/null; then
+      [ -s "$tmp/admin-token" ] && export RINGMASTER_TOKEN=$(cat "$tmp/admin-token")
+      return 0
+    fi
     sleep 0.1
   done
   echo "the scheduler did not open 127.0.0.1:$grpc_port:" >&2

@@ -16,8 +16,8 @@ _ringctl() {
     cword=$COMP_CWORD
   fi
 
-  local commands="submit get list cancel watch workers logs queue study help"
-  local global="--scheduler --output -o --tls-ca --tls-cert --tls-key --insecure --help -h"
+  local commands="submit get list cancel watch workers logs queue study admin help"
+  local global="--scheduler --output -o --tls-ca --tls-cert --tls-key --token --insecure --help -h"
   local cmd="" i scheduler=()
   for ((i = 1; i < cword; i++)); do
     case ${words[i]} in

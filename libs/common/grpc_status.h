@@ -8,6 +8,9 @@
 
 namespace ringmaster {
 
+// The same code and message, except for INTERNAL, UNKNOWN and DATA_LOSS: those reach the client
+// as INTERNAL "internal error e-<12 hex> ...", and the message (SQL text, hosts) is logged under
+// that id only.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);
 

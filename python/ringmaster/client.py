@@ -153,6 +153,23 @@ def _job_id(job: JobRef) -> str:
     raise TypeError(f"expected a job id or a Job, got {type(job).__name__}")
 
 
+
+TOKEN_ENV = "RINGMASTER_TOKEN"
+
+
+def resolve_token() -> Optional[str]:
+    """The bearer token the way ringctl finds it: ``$RINGMASTER_TOKEN``, else the first line of
+    ``${XDG_CONFIG_HOME:-~/.config}/ringmaster/token``; None when neither has one."""
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if token:
+        return token
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    try:
+        with open(os.path.join(config, "ringmaster", "token"), encoding="utf-8") as f:
+            return f.readline().strip() or None
+    except OSError:
+        return None
+
 class Client:
     """A connection to a Ringmaster scheduler: submit, inspect, watch and cancel jobs.
 
@@ -188,6 +205,8 @@ class Client:
             address: The scheduler's ``host:port`` (any gRPC target, e.g. ``dns:///h:7070``).
                 Defaults to ``$RINGMASTER_SCHEDULER``, then ``localhost:7070``.
             token: A bearer token, sent as ``authorization: Bearer TOKEN`` on every call.
+                Defaults, as for ringctl, to ``$RINGMASTER_TOKEN``, then the first line of
+                ``${XDG_CONFIG_HOME:-~/.config}/ringmaster/token``.
             tls: None (the default) reads the environment as ringctl does: TLS, verified
                 against ``$RINGMASTER_TLS_CA`` (else the system's roots), with the client
                 certificate ``$RINGMASTER_TLS_CERT``/``$RINGMASTER_TLS_KEY`` if set, or
@@ -200,6 +219,7 @@ class Client:
         self.address = address or os.environ.get(SCHEDULER_ENV) or DEFAULT_SCHEDULER
         self.timeout = timeout
         self._tls = _tls_config(tls)
+        token = token or resolve_token()
         self._metadata: Tuple[Tuple[str, str], ...] = (
             (("authorization", f"Bearer {token}"),) if token else ()
         )
@@ -491,7 +511,8 @@ class Client:
             channel = self._open_channel(address)
             try:
                 stub = agent_pb2_grpc.WorkerAgentStub(channel)
-                for chunk in stub.ReadLogs(request, metadata=self._metadata):
+                # No bearer token: agents do not check one, and it is not theirs to see.
+                for chunk in stub.ReadLogs(request):
                     wrote = True
                     yield chunk.data.decode("utf-8", errors="replace")
                 return

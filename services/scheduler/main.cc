@@ -18,9 +18,12 @@
 #include "common/net.h"
 #include "common/tls.h"
 #include "core/clock.h"
+#include "rpc/admin_service.h"
+#include "rpc/authenticator.h"
 #include "rpc/queue_service.h"
 #include "rpc/services.h"
 #include "scheduler.h"
+#include "store/identity_store.h"
 #include "store/postgres_job_store.h"
 #include "store/redis_client.h"
 #include "store/redis_coordination.h"
@@ -66,6 +69,14 @@ ringmaster::Flags MakeFlags() {
   flags.Add("reservation-window-hours", "168",
             "how far ahead a reservation may lie (1..8760); a gang that cannot start sooner "
             "waits without one");
+  flags.Add("admin-token-file", "",
+            "bootstrap admin token (docs/security.md): when the file exists its token is "
+            "registered as an admin token; when it does not and no admin token exists, a new "
+            "one is made and written there (mode 0600). Empty: no bootstrap");
+  flags.AddSwitch("insecure-no-auth",
+                  "with --insecure only (loopback): calls without a bearer token are served as "
+                  "an admin of team 'anonymous'. For benchmark baselines; never in a shared "
+                  "cluster");
   flags.Add("log-level", "info", "debug, info, warning or error");
   ringmaster::AddTlsFlags(flags);
   return flags;
@@ -182,6 +193,27 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   if (!store.ok()) return Fail(store.status());
+  // Tokens and the audit trail: two connections of their own (the schema is migrated above).
+  absl::StatusOr<std::unique_ptr<PostgresIdentityStore>> identity =
+      PostgresIdentityStore::Connect(flags.Get("postgres-url"), 2, pool_options);
+  if (!identity.ok()) return Fail(identity.status());
+  if (!flags.Get("admin-token-file").empty()) {
+    if (auto s = EnsureBootstrapAdmin(identity->get(), clock, flags.Get("admin-token-file"));
+        !s.ok()) {
+      return Fail(s);
+    }
+  }
+  Authenticator authenticator(identity->get(), &clock);
+  bool no_auth = false;
+  if (auto s = flags.GetBool("insecure-no-auth", &no_auth); !s.ok()) return Fail(s);
+  if (no_auth) {
+    if (!tls->insecure) {
+      return Fail(absl::InvalidArgumentError(
+          "--insecure-no-auth is allowed only together with --insecure (plaintext on loopback)"));
+    }
+    RM_LOG(kWarning) << "*** --insecure-no-auth: calls WITHOUT a token are served as an admin";
+    authenticator.AllowAnonymous();
+  }
 
   RedisOptions redis_options;
   redis_options.host = redis_host;
@@ -243,10 +275,11 @@ int main(int argc, char** argv) {
   Scheduler scheduler(store->get(), &queue, &liveness, &clock, options, registry.get());
   if (auto s = scheduler.Start(); !s.ok()) return Fail(s);
 
-  JobServiceImpl job_service(&scheduler);
-  ClusterServiceImpl cluster_service(&scheduler);
+  JobServiceImpl job_service(&scheduler, &authenticator);
+  ClusterServiceImpl cluster_service(&scheduler, &authenticator);
   WorkerServiceImpl worker_service(&scheduler, /*verify_identity=*/!tls->insecure);
-  QueueServiceImpl queue_service(&scheduler);
+  QueueServiceImpl queue_service(&scheduler, &authenticator);
+  AdminServiceImpl admin_service(&authenticator);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -256,6 +289,7 @@ int main(int argc, char** argv) {
   builder.RegisterService(&cluster_service);
   builder.RegisterService(&worker_service);
   builder.RegisterService(&queue_service);
+  builder.RegisterService(&admin_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || bound_port == 0) {
     return Fail(absl::UnavailableError("cannot listen on " + flags.Get("listen")));

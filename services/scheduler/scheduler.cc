@@ -873,7 +873,8 @@ absl::StatusOr<CreateJobResult> Scheduler::Wait(Waiter& waiter, const std::strin
 }
 
 absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
-                                                  const std::string& request_id) {
+                                                  const std::string& request_id,
+                                                  const std::string& team) {
   if (auto s = ValidateRequestId(request_id); !s.ok()) return s;
   auto valid = ValidateJobSpec(spec);
   if (!valid.ok()) return valid.status();
@@ -896,6 +897,7 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
   Job job;
   job.spec = *std::move(valid);
   job.request_id = request_id;
+  job.team = team;
   job.state = JobState::kPending;
   job.created_at_ms = job.updated_at_ms = now;
   job.last_event_seq = 1;
@@ -916,6 +918,11 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
     }
     if (created.status().code() == absl::StatusCode::kAborted && tries < 3) continue;  // id taken
     if (!created.ok()) return created.status();
+    if (created->existing && created->job.team != job.team) {
+      // Another team's request id: say no more than that it is taken.
+      return absl::AlreadyExistsError(
+          absl::StrCat("request_id ", request_id, " is already used; choose another"));
+    }
     if (created->existing && !(created->job.spec == job.spec)) {
       return absl::AlreadyExistsError(absl::StrCat("request_id ", request_id,
                                                    " was already used for a different spec (job ",
@@ -928,6 +935,13 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
     }
     return created;
   }
+}
+
+std::optional<std::vector<std::string>> Scheduler::QueueTeams(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = queues_.find(name);
+  if (it == queues_.end()) return std::nullopt;
+  return it->second.teams;
 }
 
 absl::StatusOr<Job> Scheduler::GetJob(const std::string& job_id) {
@@ -953,6 +967,7 @@ absl::StatusOr<JobPage> Scheduler::ListJobs(const JobListQuery& query) {
   JobFilter f;
   f.state = query.state;
   f.queue = query.queue;
+  f.team = query.team;
   if (!f.queue.empty()) {
     if (auto s = ValidateQueueName(f.queue); !s.ok()) return s;
   }

@@ -183,7 +183,9 @@ class Scheduler {
   // DEADLINE_EXCEEDED after `timeout_ms`.
   absl::Status Flush(int64_t timeout_ms);
 
-  absl::StatusOr<CreateJobResult> Submit(const JobSpec& spec, const std::string& request_id);
+  // `team` is the submitter's (its token's), stored with the job.
+  absl::StatusOr<CreateJobResult> Submit(const JobSpec& spec, const std::string& request_id,
+                                         const std::string& team = "");
   absl::StatusOr<Job> GetJob(const std::string& job_id);
   // One page of jobs, newest first; the paging protocol is in core/job_list.h.
   absl::StatusOr<JobPage> ListJobs(const JobListQuery& query);
@@ -209,6 +211,8 @@ class Scheduler {
   absl::StatusOr<QueueView> CreateQueue(const Queue& queue);
   absl::StatusOr<QueueView> UpdateQueue(const Queue& queue);
   absl::StatusOr<QueueView> GetQueue(const std::string& name);
+  // The teams a queue is bound to (empty: every team); nullopt when there is no such queue.
+  std::optional<std::vector<std::string>> QueueTeams(const std::string& name);
   // By name.
   std::vector<QueueView> ListQueues();
   absl::Status DeleteQueue(const std::string& name);

@@ -120,8 +120,8 @@ class AppTest : public ::testing::Test {
     runtime_.now_ms = [] { return int64_t{1714564800000}; };
     runtime_.sleep = [this](std::chrono::milliseconds d) { sleeps_.push_back(d); };
     runtime_.new_request_id = [] { return std::string("generated-id"); };
-    runtime_.connect = [this](const std::string& address, std::shared_ptr<grpc::ChannelCredentials>)
-        -> std::unique_ptr<SchedulerClient> {
+    runtime_.connect = [this](const std::string& address, std::shared_ptr<grpc::ChannelCredentials>,
+                              const std::string&) -> std::unique_ptr<SchedulerClient> {
       connected_to_ = address;
       return std::make_unique<Forwarder>(&fake_);
     };

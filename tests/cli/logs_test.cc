@@ -93,8 +93,8 @@ class LogsTest : public ::testing::Test {
     runtime.now_ms = [] { return int64_t{0}; };
     runtime.sleep = [](std::chrono::milliseconds) {};
     runtime.new_request_id = [] { return std::string("id"); };
-    runtime.connect = [this](const std::string&, std::shared_ptr<grpc::ChannelCredentials>)
-        -> std::unique_ptr<SchedulerClient> {
+    runtime.connect = [this](const std::string&, std::shared_ptr<grpc::ChannelCredentials>,
+                             const std::string&) -> std::unique_ptr<SchedulerClient> {
       return std::make_unique<Borrowed<SchedulerClient, JobAndWorkers>>(&scheduler_);
     };
     runtime.connect_workers =

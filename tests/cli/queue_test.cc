@@ -70,7 +70,7 @@ TEST(QueueYamlTest, AQueueWithOnlyANameHasNoQuotas) {
 TEST(QueueYamlTest, ErrorsNameTheYamlPath) {
   EXPECT_EQ(ErrorOf("name: a\ncolour: red\n"),
             "queue.yaml: colour: unknown key (expected one of: name, cohort, weight, resources, "
-            "within_queue, reclaim_within_cohort, min_runtime_seconds)");
+            "within_queue, reclaim_within_cohort, min_runtime_seconds, teams)");
   EXPECT_EQ(ErrorOf("resources:\n  t4:\n    nominal: lots\n"),
             "queue.yaml: resources.t4.nominal: expected an integer, got \"lots\"");
   EXPECT_EQ(ErrorOf("resources:\n  t4:\n    nominal: 1\n    lending: 2\n"),
@@ -208,6 +208,7 @@ TEST(QueueFormatTest, GetShowsTheSettingsThenOneRowPerResource) {
             "Within queue:  LowerPriority\n"
             "Reclaim:       Never\n"
             "Min runtime:   600s\n"
+            "Teams:         - (every team)\n"
             "Pending jobs:  3\n"
             "Share:         0.12\n"
             "Created:       2024-05-01T12:00:00Z\n"
@@ -297,8 +298,8 @@ class QueueCommandTest : public ::testing::Test {
     runtime_.now_ms = [] { return int64_t{1714564800000}; };
     runtime_.sleep = [](std::chrono::milliseconds) {};
     runtime_.new_request_id = [] { return std::string("id"); };
-    runtime_.connect = [this](const std::string&, std::shared_ptr<grpc::ChannelCredentials>)
-        -> std::unique_ptr<SchedulerClient> {
+    runtime_.connect = [this](const std::string&, std::shared_ptr<grpc::ChannelCredentials>,
+                              const std::string&) -> std::unique_ptr<SchedulerClient> {
       return std::make_unique<Forwarder>(&fake_);
     };
   }

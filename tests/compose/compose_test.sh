@@ -252,6 +252,10 @@ say "stack up in $((SECONDS - start)) s"
 
 ready=0
 for _ in $(seq 120); do
+  # The admin token the scheduler made at its first start (docs/security.md).
+  [ -n "${RINGMASTER_TOKEN:-}" ] ||
+    RINGMASTER_TOKEN=$(compose exec -T scheduler cat /var/lib/ringmaster/token 2>/dev/null || true)
+  export RINGMASTER_TOKEN
   ready=$("$ringctl_bin" --scheduler "$scheduler" -o json workers 2>/dev/null | grep -c '"READY"' || true)
   [ "$ready" -ge 2 ] && break
   sleep 0.5

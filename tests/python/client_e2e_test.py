@@ -190,13 +190,14 @@ class ClientE2eTest(unittest.TestCase):
         self.assertIn('label_selector: "a=b=c"', str(cm.exception))
         # The raw call: a token is opaque, and only continues the list it came from.
         first = self.client._jobs.ListJobs(
-            job_pb2.ListJobsRequest(label_selector=f"batch={batch}", page_size=2))
+            job_pb2.ListJobsRequest(label_selector=f"batch={batch}", page_size=2),
+            metadata=self.client._metadata)
         self.assertEqual(len(first.jobs), 2)
         self.assertTrue(first.next_page_token)
         for bad in (job_pb2.ListJobsRequest(page_token="bogus"),
                     job_pb2.ListJobsRequest(page_token=first.next_page_token, queue="other")):
             with self.assertRaises(grpc.RpcError) as cm:
-                self.client._jobs.ListJobs(bad)
+                self.client._jobs.ListJobs(bad, metadata=self.client._metadata)
             self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
             self.assertTrue(cm.exception.details().startswith("page_token: "),
                             cm.exception.details())
@@ -242,10 +243,14 @@ class ClientE2eTest(unittest.TestCase):
             with self.assertRaises(errors.Unavailable):
                 dead.get("j-000000000000")
 
-    def test_a_bearer_token_is_sent_without_breaking_calls(self):
-        # The scheduler does not check tokens yet; the metadata must still be well-formed.
-        with ringmaster.Client(self.address, token="t0ken") as c:
+    def test_the_bearer_token_comes_from_the_environment_or_the_argument(self):
+        # The harness exports the admin token as RINGMASTER_TOKEN; Client() found it above.
+        token = os.environ["RINGMASTER_TOKEN"]
+        with ringmaster.Client(self.address, token=token) as c:
             self.assertEqual(c.get(self.client.submit(shell("tok", 1, "true")).id).name, "tok")
+        with ringmaster.Client(self.address, token="t0ken") as c:
+            with self.assertRaises(errors.Unauthenticated):
+                c.list(limit=1)
 
 
 if __name__ == "__main__":

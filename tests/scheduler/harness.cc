@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "gtest/gtest.h"
+#include "common/bearer_token.h"
 #include "common/net.h"
+#include "gtest/gtest.h"
+#include "support/test_tokens.h"
 #include "support/wait_for.h"
 
 namespace ringmaster::test {
@@ -82,13 +84,17 @@ absl::Status SchedulerProcess::Spawn() {
                   // A killed scheduler's lease passes on within a second (Restart, standbys).
                   "--lease-ttl-ms", "1000"};
   for (const std::string& flag : TestCerts::Get().Scheduler().Flags()) options.argv.push_back(flag);
+  options.argv.push_back("--admin-token-file");
+  options.argv.push_back(AdminToken().file);
   options.argv.insert(options.argv.end(), extra_args_.begin(), extra_args_.end());
   options.log_path = log_path_;
   auto process = Subprocess::Start(options);
   if (!process.ok()) return process.status();
   process_ = *std::move(process);
-  // The test as a user: verifies the scheduler, has no certificate of its own.
-  channel_ = grpc::CreateChannel(addr_, *MakeChannelCredentials(TestCerts::Get().CaOnly()));
+  // The test as a user: verifies the scheduler, has no certificate of its own, holds the
+  // admin token.
+  channel_ = CreateChannelWithToken(addr_, *MakeChannelCredentials(TestCerts::Get().CaOnly()),
+                                    AdminToken().token);
   jobs_ = v1::JobService::NewStub(channel_);
   cluster_ = v1::ClusterService::NewStub(channel_);
   return absl::OkStatus();
@@ -105,7 +111,7 @@ std::shared_ptr<grpc::Channel> SchedulerProcess::ChannelWith(const TlsOptions& t
     ADD_FAILURE() << credentials.status();
     credentials = grpc::InsecureChannelCredentials();
   }
-  return grpc::CreateChannel(addr_, *credentials);
+  return CreateChannelWithToken(addr_, *credentials, AdminToken().token);
 }
 
 absl::Status SchedulerProcess::WaitServing(std::chrono::milliseconds timeout) {

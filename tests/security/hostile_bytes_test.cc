@@ -36,6 +36,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "ringmaster/v1/admin.pb.h"
 #include "ringmaster/v1/agent.pb.h"
 #include "ringmaster/v1/job.pb.h"
 #include "ringmaster/v1/metrics.pb.h"
@@ -44,6 +45,7 @@
 #include "support/http_get.h"
 #include "support/subprocess.h"
 #include "support/test_certs.h"
+#include "support/test_tokens.h"
 #include "worker/cluster.h"
 
 namespace ringmaster::test {
@@ -495,6 +497,7 @@ TEST_F(HostileBytesTest, RandomMessagesIntoEveryRpcAreRefusedCleanly) {
   // Each file's descriptor is linked in through one of its messages.
   const std::vector<const pb::FileDescriptor*> files = {
       v1::SubmitJobRequest::descriptor()->file(), v1::CreateQueueRequest::descriptor()->file(),
+      v1::CreateTokenRequest::descriptor()->file(),
       v1::WorkerMessage::descriptor()->file(), v1::ExecRequest::descriptor()->file(),
       v1::SampleBatch::descriptor()->file()};
   const CertFiles client = TestCerts::Get().Client();
@@ -506,6 +509,7 @@ TEST_F(HostileBytesTest, RandomMessagesIntoEveryRpcAreRefusedCleanly) {
       {"ringmaster.v1.JobService", cluster_->scheduler().addr()},
       {"ringmaster.v1.QueueService", cluster_->scheduler().addr()},
       {"ringmaster.v1.ClusterService", cluster_->scheduler().addr()},
+      {"ringmaster.v1.AdminService", cluster_->scheduler().addr()},
       {"ringmaster.v1.WorkerService", cluster_->scheduler().addr()},
       {"ringmaster.v1.WorkerAgent", worker.agent_addr()},
       {"ringmaster.v1.MetricsService", *metrics_addr_},
@@ -538,7 +542,9 @@ TEST_F(HostileBytesTest, RandomMessagesIntoEveryRpcAreRefusedCleanly) {
             payload = msg->SerializeAsString();
             if (i % 3 == 2 && !payload.empty()) payload.resize(b.Below(payload.size()));
           }
-          ++codes[Call(stub, path, payload, "")];
+          // Most calls carry the admin token, so that they reach the handlers behind the
+          // authorization check; the rest test that check.
+          ++codes[Call(stub, path, payload, i % 4 == 3 ? "" : AdminToken().token)];
           ++calls;
         }
         // Nothing may have taken the server down (UNAVAILABLE would say so).

@@ -24,3 +24,16 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support AND OPENSSL_FO
   add_dependencies(hostile_bytes_test ringmaster-scheduler ringmaster-worker ringmaster-metrics
     ringmaster-rsh ringmaster-rank)
 endif()
+# Who may do what (tokens, roles, teams, audit) over every RPC of the scheduler's API.
+if(TARGET ringmaster-scheduler)
+  ringmaster_test(authz_test integration
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/../scheduler/harness.cc
+      ${CMAKE_CURRENT_LIST_DIR}/authz_test.cc
+    LIBS ringmaster_test_support ringmaster_proto gRPC::grpc++ PkgConfig::PQXX)
+  add_dependencies(authz_test ringmaster-scheduler ringctl)
+endif()
+
+ringmaster_test(authz_core_test unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/authz_core_test.cc
+  LIBS ringmaster_scheduler_core ringmaster_common)

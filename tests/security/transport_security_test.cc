@@ -9,12 +9,14 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/bearer_token.h"
 #include "common/net.h"
 #include "common/tls.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scheduler/harness.h"
 #include "support/test_certs.h"
+#include "support/test_tokens.h"
 #include "support/wait_for.h"
 
 namespace ringmaster::test {
@@ -111,7 +113,8 @@ TEST_F(TransportSecurityTest, AgentStyleChannelsSkipTheNameCheckButNotTheChain) 
   // And accepts one of its own CA.
   auto own = MakeChannelCredentials(TestCerts::Get().CaOnly(), ServerName::kAnyOfTheCa);
   ASSERT_TRUE(own.ok());
-  auto own_stub = v1::ClusterService::NewStub(grpc::CreateChannel(scheduler_->addr(), *own));
+  auto own_stub = v1::ClusterService::NewStub(
+      CreateChannelWithToken(scheduler_->addr(), *own, AdminToken().token));
   grpc::ClientContext ctx2;
   ctx2.set_deadline(std::chrono::system_clock::now() + 5s);
   EXPECT_TRUE(own_stub->ListWorkers(&ctx2, v1::ListWorkersRequest(), &resp).ok());

@@ -9,6 +9,7 @@ absl::StatusOr<Queue> FromProto(const v1::Queue& queue) {
   out.name = queue.name();
   out.cohort = queue.cohort();
   out.weight = queue.weight();
+  out.teams.assign(queue.teams().begin(), queue.teams().end());
   for (const auto& [resource, quota] : queue.resources()) {
     ResourceQuota q;
     q.nominal = quota.nominal();
@@ -58,6 +59,7 @@ v1::Queue ToProto(const Queue& queue) {
   v1::Queue out;
   out.set_name(queue.name);
   out.set_cohort(queue.cohort);
+  for (const std::string& team : queue.teams) out.add_teams(team);
   out.set_weight(queue.weight);
   for (const auto& [resource, quota] : queue.quotas) {
     v1::ResourceQuota& q = (*out.mutable_resources())[resource];

@@ -70,6 +70,8 @@ struct PageCursor {
 struct JobListQuery {
   std::optional<JobState> state;
   std::string queue;  // empty: any
+  // Only this team's jobs (set from the caller's token, not by the caller); nullopt: any.
+  std::optional<std::string> team;
   std::string label_selector;
   int32_t page_size = 0;
   std::string page_token;

@@ -80,6 +80,8 @@ struct Job {
   int64_t finished_at_ms = 0;
   int32_t exit_code = 0;
   std::string message;
+  // The submitter's team (its token's); '' for jobs from before tokens existed.
+  std::string team;
 };
 
 struct JobEvent {
@@ -131,6 +133,8 @@ struct Queue {
   ReclaimWithinCohort reclaim_within_cohort = ReclaimWithinCohort::kNever;
   // A job of this queue is not preempted before it has run this long.
   int64_t min_runtime_seconds = 0;
+  // Teams whose members may submit to this queue, sorted; empty: every team (core/authz.h).
+  std::vector<std::string> teams;
   int64_t created_at_ms = 0;
   int64_t updated_at_ms = 0;
   bool unlimited() const { return quotas.empty(); }

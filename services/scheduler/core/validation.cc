@@ -1,11 +1,13 @@
 #include "core/validation.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/authz.h"
 
 namespace ringmaster::scheduler {
 namespace {
@@ -216,6 +218,16 @@ absl::StatusOr<Queue> ValidateQueue(const Queue& in) {
   }
   if (queue.weight == 0) queue.weight = 1;
   if (auto s = CheckRange("weight", queue.weight, 1, kMaxQueueWeight); !s.ok()) return s;
+  if (queue.teams.size() > 64) {
+    return Invalid("teams", absl::StrCat("at most 64 allowed, got ", queue.teams.size()));
+  }
+  for (size_t i = 0; i < queue.teams.size(); ++i) {
+    if (auto s = ValidateTeamName(queue.teams[i], absl::StrCat("teams[", i, "]")); !s.ok()) {
+      return s;
+    }
+  }
+  std::sort(queue.teams.begin(), queue.teams.end());
+  queue.teams.erase(std::unique(queue.teams.begin(), queue.teams.end()), queue.teams.end());
   if (queue.quotas.size() > kMaxQueueResources) {
     return Invalid("resources", absl::StrCat("at most ", kMaxQueueResources, " allowed, got ",
                                              queue.quotas.size()));

@@ -1,17 +1,20 @@
 // QueueService over gRPC: a thin adapter from ringmaster.v1 queue messages to the Scheduler's
 // queue calls (which validate every input). Status is converted to grpc::Status once, here.
+// Reads need any valid token; create, update and delete need an admin's (and are audited).
 // Thread-safe as the Scheduler is.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_RPC_QUEUE_SERVICE_H_
 #define RINGMASTER_SERVICES_SCHEDULER_RPC_QUEUE_SERVICE_H_
 
 #include "ringmaster/v1/queue.grpc.pb.h"
+#include "rpc/authenticator.h"
 #include "scheduler.h"
 
 namespace ringmaster::scheduler {
 
 class QueueServiceImpl final : public v1::QueueService::Service {
  public:
-  explicit QueueServiceImpl(Scheduler* scheduler) : scheduler_(scheduler) {}
+  QueueServiceImpl(Scheduler* scheduler, Authenticator* auth)
+      : scheduler_(scheduler), auth_(auth) {}
   grpc::Status CreateQueue(grpc::ServerContext* ctx, const v1::CreateQueueRequest* req,
                            v1::QueueWithStatus* resp) override;
   grpc::Status UpdateQueue(grpc::ServerContext* ctx, const v1::UpdateQueueRequest* req,
@@ -25,6 +28,7 @@ class QueueServiceImpl final : public v1::QueueService::Service {
 
  private:
   Scheduler* scheduler_;
+  Authenticator* auth_;
 };
 
 }  // namespace ringmaster::scheduler

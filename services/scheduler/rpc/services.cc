@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/tls.h"
@@ -14,28 +15,78 @@
 
 namespace ringmaster::scheduler {
 
-grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext*, const v1::SubmitJobRequest* req,
+namespace {
+
+constexpr const char* kRedacted = "<redacted>";
+
+// The job as `who` may read it: env values of a command only for the job's own team.
+v1::Job JobFor(const Principal& who, const Job& job) {
+  v1::Job out = ToProto(job);
+  out.set_team(job.team);
+  if (job.team != who.team && out.spec().has_command()) {
+    for (auto& [name, value] : *out.mutable_spec()->mutable_command()->mutable_env()) {
+      value = kRedacted;
+    }
+  }
+  return out;
+}
+
+absl::Status NoSuchJob(const std::string& job_id) {
+  return absl::NotFoundError(absl::StrCat("no job ", job_id));
+}
+
+}  // namespace
+
+absl::StatusOr<Job> JobServiceImpl::VisibleJob(const Principal& who, const std::string& job_id) {
+  auto job = scheduler_->GetJob(job_id);
+  if (!job.ok()) {
+    if (job.status().code() == absl::StatusCode::kNotFound) return NoSuchJob(job_id);
+    return job.status();
+  }
+  if (!SeesTeam(who, job->team)) return NoSuchJob(job_id);
+  return job;
+}
+
+grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
                                        v1::SubmitJobResponse* resp) {
+  auto who = auth_->Check(*ctx, Action::kSubmitJob);
+  if (!who.ok()) return ToGrpcStatus(who.status());
   if (!req->has_spec()) return ToGrpcStatus(absl::InvalidArgumentError("spec: is required"));
   auto spec = FromProto(req->spec());
   if (!spec.ok()) return ToGrpcStatus(spec.status());
-  auto result = scheduler_->Submit(*spec, req->request_id());
+  // Members submit only to the queues bound to their team (an unknown queue is left to Submit,
+  // whose NOT_FOUND names it).
+  const std::string queue = spec->queue.empty() ? std::string(kDefaultQueue) : spec->queue;
+  if (auto teams = scheduler_->QueueTeams(queue); teams && !MaySubmitToQueue(*who, *teams)) {
+    return ToGrpcStatus(absl::PermissionDeniedError(
+        absl::StrCat("missing right jobs.write on queue \"", queue, "\": it is bound to teams ",
+                     absl::StrJoin(*teams, ", "), ", not to \"", who->team, "\"")));
+  }
+  auto result = scheduler_->Submit(*spec, req->request_id(), who->team);
   if (!result.ok()) return ToGrpcStatus(result.status());
-  *resp->mutable_job() = ToProto(result->job);
+  if (!result->existing) {
+    auth_->Audit(*who, *ctx, Action::kSubmitJob, result->job.id,
+                 absl::StrCat("queue=", result->job.spec.queue));
+  }
+  *resp->mutable_job() = JobFor(*who, result->job);
   resp->set_existing(result->existing);
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req,
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                                     v1::Job* resp) {
-  auto job = scheduler_->GetJob(req->job_id());
+  auto who = auth_->Check(*ctx, Action::kGetJob);
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  auto job = VisibleJob(*who, req->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *resp = ToProto(*job);
+  *resp = JobFor(*who, *job);
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* req,
+grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                       v1::ListJobsResponse* resp) {
+  auto who = auth_->Check(*ctx, Action::kListJobs);
+  if (!who.ok()) return ToGrpcStatus(who.status());
   JobListQuery query;
   if (req->state() != v1::JOB_STATE_UNSPECIFIED) {
     query.state = FromProto(req->state());
@@ -48,30 +99,45 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRe
   query.label_selector = req->label_selector();
   query.page_size = req->page_size() != 0 ? req->page_size() : req->limit();
   query.page_token = req->page_token();
+  if (who->role != Role::kAdmin) query.team = who->team;
   auto page = scheduler_->ListJobs(query);
   if (!page.ok()) return ToGrpcStatus(page.status());
-  for (const Job& job : page->jobs) *resp->add_jobs() = ToProto(job);
+  for (const Job& job : page->jobs) *resp->add_jobs() = JobFor(*who, job);
   resp->set_next_page_token(page->next_page_token);
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*, const v1::CancelJobRequest* req,
+grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req,
                                        v1::CancelJobResponse* resp) {
+  auto who = auth_->Authenticate(*ctx);
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  auto visible = VisibleJob(*who, req->job_id());
+  if (!visible.ok()) return ToGrpcStatus(visible.status());
+  if (auto s = Authorize(*who, Action::kCancelJob, visible->team); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   auto job = scheduler_->Cancel(req->job_id(), req->reason());
   if (!job.ok()) return ToGrpcStatus(job.status());
-  *resp->mutable_job() = ToProto(*job);
+  auth_->Audit(*who, *ctx, Action::kCancelJob, job->id, req->reason());
+  *resp->mutable_job() = JobFor(*who, *job);
   return grpc::Status::OK;
 }
 
 grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                                       grpc::ServerWriter<v1::JobEvent>* writer) {
+  auto who = auth_->Check(*ctx, Action::kWatchJob);
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  if (auto job = VisibleJob(*who, req->job_id()); !job.ok()) return ToGrpcStatus(job.status());
   return ToGrpcStatus(scheduler_->Watch(
       req->job_id(), [&](const JobEvent& e) { return writer->Write(ToProto(e)); },
       [&] { return ctx->IsCancelled(); }));
 }
 
-grpc::Status ClusterServiceImpl::ListWorkers(grpc::ServerContext*, const v1::ListWorkersRequest*,
+grpc::Status ClusterServiceImpl::ListWorkers(grpc::ServerContext* ctx,
+                                             const v1::ListWorkersRequest*,
                                              v1::ListWorkersResponse* resp) {
+  auto who = auth_->Check(*ctx, Action::kListWorkers);
+  if (!who.ok()) return ToGrpcStatus(who.status());
   for (const WorkerView& view : scheduler_->ListWorkers()) {
     v1::WorkerInfo* info = resp->add_workers();
     info->set_worker_id(view.worker.id);

@@ -5,13 +5,17 @@
 
 #include "ringmaster/v1/job.grpc.pb.h"
 #include "ringmaster/v1/worker.grpc.pb.h"
+#include "rpc/authenticator.h"
 #include "scheduler.h"
 
 namespace ringmaster::scheduler {
 
+// Every RPC first authenticates the caller's bearer token and checks its right (core/authz.h);
+// jobs of other teams are NOT_FOUND and absent from lists, and command env values are shown
+// only to the job's own team (others, admins, see the names with values redacted).
 class JobServiceImpl final : public v1::JobService::Service {
  public:
-  explicit JobServiceImpl(Scheduler* scheduler) : scheduler_(scheduler) {}
+  JobServiceImpl(Scheduler* scheduler, Authenticator* auth) : scheduler_(scheduler), auth_(auth) {}
   grpc::Status SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
                          v1::SubmitJobResponse* resp) override;
   grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
@@ -24,17 +28,22 @@ class JobServiceImpl final : public v1::JobService::Service {
                         grpc::ServerWriter<v1::JobEvent>* writer) override;
 
  private:
+  // The job if `who` may see it; NOT_FOUND, the same as for a job that does not exist, if not.
+  absl::StatusOr<Job> VisibleJob(const Principal& who, const std::string& job_id);
   Scheduler* scheduler_;
+  Authenticator* auth_;
 };
 
 class ClusterServiceImpl final : public v1::ClusterService::Service {
  public:
-  explicit ClusterServiceImpl(Scheduler* scheduler) : scheduler_(scheduler) {}
+  ClusterServiceImpl(Scheduler* scheduler, Authenticator* auth)
+      : scheduler_(scheduler), auth_(auth) {}
   grpc::Status ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest* req,
                            v1::ListWorkersResponse* resp) override;
 
  private:
   Scheduler* scheduler_;
+  Authenticator* auth_;
 };
 
 // One Connect stream per worker: a reader thread hands worker messages to the scheduler while

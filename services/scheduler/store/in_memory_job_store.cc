@@ -86,6 +86,7 @@ absl::StatusOr<std::vector<Job>> InMemoryJobStore::ListJobs(const JobFilter& fil
     const Job& job = jobs_.at(it->second).job;
     if (filter.state.has_value() && job.state != *filter.state) continue;
     if (!filter.queue.empty() && job.spec.queue != filter.queue) continue;
+    if (filter.team.has_value() && job.team != *filter.team) continue;
     if (!MatchesLabels(filter.labels, job.spec.labels)) continue;
     out.push_back(job);
   }

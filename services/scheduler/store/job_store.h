@@ -62,7 +62,9 @@ bool IsFenced(const absl::Status& status);
 struct JobFilter {
   std::optional<JobState> state;
   std::string queue;  // empty: any
-  int limit = 100;    // newest first
+  // Only jobs of this team (Job::team); nullopt: any team.
+  std::optional<std::string> team;
+  int limit = 100;  // newest first
   // Keyset paging (core/job_list.h): only jobs with seq below this.
   std::optional<int64_t> before_seq;
   // Every requirement must hold (MatchesLabels).

@@ -135,13 +135,50 @@ CREATE TABLE queue_usage (
   PRIMARY KEY (queue, resource)
 );
 )sql"},
+    {7, "identity: api tokens (hashed), audit trail, the team of a job, the teams of a queue",
+     R"sql(
+-- A bearer token is "rmt_<id>_<secret>"; only SHA-256(secret) is stored (docs/security.md).
+CREATE TABLE api_tokens (
+  id             text PRIMARY KEY,
+  secret_sha256  bytea NOT NULL CHECK (length(secret_sha256) = 32),
+  team           text NOT NULL,
+  role           text NOT NULL CHECK (role IN ('admin', 'member', 'viewer')),
+  description    text NOT NULL DEFAULT '',
+  created_by     text NOT NULL DEFAULT '',
+  created_at_ms  bigint NOT NULL,
+  expires_at_ms  bigint NOT NULL DEFAULT 0,  -- 0: never
+  revoked        boolean NOT NULL DEFAULT false,
+  revoked_at_ms  bigint NOT NULL DEFAULT 0
+);
+
+CREATE TABLE audit_log (
+  seq        bigserial PRIMARY KEY,
+  at_ms      bigint NOT NULL,
+  principal  text NOT NULL,   -- token id, or "bootstrap"
+  team       text NOT NULL,
+  role       text NOT NULL,
+  peer       text NOT NULL,   -- gRPC peer address
+  action     text NOT NULL,   -- e.g. SubmitJob, RevokeToken
+  resource   text NOT NULL,   -- job id, queue name, token id
+  detail     text NOT NULL DEFAULT ''
+);
+
+-- The submitter's team; '' for jobs submitted before tokens (visible to admins only).
+ALTER TABLE jobs ADD COLUMN team text NOT NULL DEFAULT '';
+-- Teams allowed to submit to a queue; empty: every team.
+ALTER TABLE queues ADD COLUMN teams text[] NOT NULL DEFAULT '{}';
+)sql"},
 };
 
+// Strictly increasing from 1. Parallel branches reserve version numbers, so a gap may exist
+// until they are merged and renumbered.
 bool MigrationsAreOrdered() {
-  for (size_t i = 0; i < kMigrations.size(); ++i) {
-    if (kMigrations[i].version != static_cast<int>(i) + 1) return false;
+  int previous = 0;
+  for (const Migration& migration : kMigrations) {
+    if (migration.version <= previous) return false;
+    previous = migration.version;
   }
-  return true;
+  return !kMigrations.empty() && kMigrations.front().version == 1;
 }
 
 }  // namespace

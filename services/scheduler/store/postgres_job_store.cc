@@ -29,21 +29,22 @@ constexpr int kDefaultListLimit = 100;
 #define RM_JOB_COLUMNS                                                                    \
   "id, seq, coalesce(request_id, '') AS request_id, spec::text AS spec, state, attempt, " \
   "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "  \
-  "finished_at_ms, exit_code, message, preemptions"
+  "finished_at_ms, exit_code, message, preemptions, team"
 
 #define RM_QUEUE_SELECT                                                              \
   "SELECT q.name, q.cohort, q.weight, q.within_queue, q.reclaim_within_cohort, "     \
   "q.min_runtime_seconds, q.created_at_ms, q.updated_at_ms, r.resource, r.nominal, " \
-  "r.borrowing_limit, r.lending_limit FROM queues q LEFT JOIN queue_quotas r ON r.queue = q.name"
+  "r.borrowing_limit, r.lending_limit, array_to_string(q.teams, ',') "                \
+  "FROM queues q LEFT JOIN queue_quotas r ON r.queue = q.name"
 
 // Statements on hot paths, prepared on every connection of the pool.
 const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"insert_job",
      "INSERT INTO jobs (id, request_id, name, queue, priority, spec, state, attempt, "
      "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "
-     "finished_at_ms, exit_code, message) "
+     "finished_at_ms, exit_code, message, team) "
      "VALUES ($1, NULLIF($2, ''), $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, $14, "
-     "$15, $16, $17) "
+     "$15, $16, $17, $18) "
      "ON CONFLICT (request_id) DO NOTHING RETURNING seq"},
     {"select_job_by_request", "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE request_id = $1"},
     {"select_job", "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE id = $1"},
@@ -77,15 +78,15 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"insert_new_jobs",
      "WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], "
      "$5::integer[], $6::text[], $7::bigint[], $8::text[], $9::bigint[], $10::text[], "
-     "$11::text[]) "
+     "$11::text[], $12::text[]) "
      "WITH ORDINALITY AS v(id, request_id, name, queue, priority, spec, created_at_ms, reason, "
-     "time_ms, state, pending_reason, ord)), "
+     "time_ms, state, pending_reason, team, ord)), "
      "ins AS (INSERT INTO jobs (id, request_id, name, queue, priority, spec, state, attempt, "
      "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "
-     "finished_at_ms, exit_code, message) "
+     "finished_at_ms, exit_code, message, team) "
      "SELECT id, NULLIF(request_id, ''), name, queue, priority, spec::jsonb, state, 0, "
      "pending_reason, '', 1, "
-     "created_at_ms, created_at_ms, 0, 0, 0, '' FROM v ORDER BY ord "
+     "created_at_ms, created_at_ms, 0, 0, 0, '', team FROM v ORDER BY ord "
      "ON CONFLICT DO NOTHING RETURNING id, seq), "
      "ev AS (INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
      "SELECT v.id, 1, v.state, 0, v.reason, 0, v.time_ms FROM v JOIN ins ON ins.id = v.id) "
@@ -128,11 +129,12 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"select_queue", RM_QUEUE_SELECT " WHERE q.name = $1 ORDER BY r.resource"},
     {"insert_queue",
      "INSERT INTO queues (name, cohort, weight, within_queue, reclaim_within_cohort, "
-     "min_runtime_seconds, created_at_ms, updated_at_ms) "
-     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"},
+     "min_runtime_seconds, created_at_ms, updated_at_ms, teams) "
+     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text[])"},
     {"update_queue",
      "UPDATE queues SET cohort = $2, weight = $3, within_queue = $4, reclaim_within_cohort = $5, "
-     "min_runtime_seconds = $6, updated_at_ms = $7 WHERE name = $1 RETURNING created_at_ms"},
+     "min_runtime_seconds = $6, updated_at_ms = $7, teams = $8::text[] WHERE name = $1 "
+     "RETURNING created_at_ms"},
     {"lock_queue", "SELECT 1 FROM queues WHERE name = $1 FOR UPDATE"},
     {"count_live_jobs_of_queue",
      "SELECT count(*) FROM jobs WHERE queue = $1 AND state IN ('PENDING', 'STARTING', 'RUNNING')"},
@@ -258,6 +260,7 @@ absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
   job.exit_code = row["exit_code"].as<int32_t>();
   job.message = row["message"].as<std::string>();
   job.preemptions = row["preemptions"].as<int32_t>();
+  job.team = row["team"].as<std::string>();
   return job;
 }
 
@@ -330,6 +333,8 @@ absl::StatusOr<std::vector<Queue>> QueuesFromResult(const pqxx::result& result) 
       queue.min_runtime_seconds = row[5].as<int64_t>();
       queue.created_at_ms = row[6].as<int64_t>();
       queue.updated_at_ms = row[7].as<int64_t>();
+      const std::string teams = row[12].as<std::string>();
+      if (!teams.empty()) queue.teams = absl::StrSplit(teams, ',');
       queues.push_back(std::move(queue));
     }
     if (row[8].is_null()) continue;  // no quotas
@@ -410,7 +415,7 @@ absl::StatusOr<CreateJobResult> PostgresJobStore::CreateJob(const Job& job, cons
             "insert_job", job.id, job.request_id, job.spec.name, job.spec.queue, job.spec.priority,
             SpecToJson(job.spec), JobStateName(job.state), job.attempt, job.pending_reason,
             job.token, job.last_event_seq, job.created_at_ms, job.updated_at_ms, job.started_at_ms,
-            job.finished_at_ms, job.exit_code, job.message);
+            job.finished_at_ms, job.exit_code, job.message, job.team);
         if (inserted.empty()) {
           pqxx::result existing = tx.exec_prepared("select_job_by_request", job.request_id);
           if (existing.empty()) {
@@ -472,6 +477,10 @@ absl::StatusOr<std::vector<Job>> PostgresJobStore::ListJobs(const JobFilter& fil
   if (!filter.queue.empty()) {
     params.push_back(filter.queue);
     conditions.push_back(absl::StrCat("queue = $", params.size()));
+  }
+  if (filter.team.has_value()) {
+    params.push_back(*filter.team);
+    conditions.push_back(absl::StrCat("team = $", params.size()));
   }
   if (filter.before_seq.has_value()) {
     params.push_back(std::to_string(*filter.before_seq));
@@ -622,12 +631,13 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
         rows.Add(8, absl::StrCat(w->event.time_ms));
         rows.Add(9, JobStateName(job.state));
         rows.Add(10, job.pending_reason);
+        rows.Add(11, job.team);
       }
       std::map<std::string, int64_t> inserted;
-      for (const auto& row : tx.exec_prepared("insert_new_jobs", rows.Array(0), rows.Array(1),
-                                              rows.Array(2), rows.Array(3), rows.Array(4),
-                                              rows.Array(5), rows.Array(6), rows.Array(7),
-                                              rows.Array(8), rows.Array(9), rows.Array(10))) {
+      for (const auto& row : tx.exec_prepared(
+               "insert_new_jobs", rows.Array(0), rows.Array(1), rows.Array(2), rows.Array(3),
+               rows.Array(4), rows.Array(5), rows.Array(6), rows.Array(7), rows.Array(8),
+               rows.Array(9), rows.Array(10), rows.Array(11))) {
         inserted[row[0].as<std::string>()] = row[1].as<int64_t>();
       }
       // The rest met a taken request id (the earlier job is the answer) or a taken job id.
@@ -846,7 +856,8 @@ absl::StatusOr<Queue> PostgresJobStore::CreateQueue(const Queue& queue, int64_t 
     tx.exec_prepared("insert_queue", queue.name, queue.cohort, queue.weight,
                      PreemptWithinQueueName(queue.within_queue),
                      ReclaimWithinCohortName(queue.reclaim_within_cohort),
-                     queue.min_runtime_seconds, queue.created_at_ms, queue.updated_at_ms);
+                     queue.min_runtime_seconds, queue.created_at_ms, queue.updated_at_ms,
+                     TextArrayLiteral(queue.teams));
     InsertQuotas(tx, queue);
     tx.commit();
     return queue;
@@ -860,7 +871,8 @@ absl::StatusOr<Queue> PostgresJobStore::UpdateQueue(const Queue& queue, int64_t 
     pqxx::result updated = tx.exec_prepared("update_queue", queue.name, queue.cohort, queue.weight,
                                             PreemptWithinQueueName(queue.within_queue),
                                             ReclaimWithinCohortName(queue.reclaim_within_cohort),
-                                            queue.min_runtime_seconds, queue.updated_at_ms);
+                                            queue.min_runtime_seconds, queue.updated_at_ms,
+                                            TextArrayLiteral(queue.teams));
     if (updated.empty()) return absl::NotFoundError(absl::StrCat("no queue ", queue.name));
     tx.exec_prepared("delete_queue_quotas", queue.name);
     InsertQuotas(tx, queue);

@@ -1,0 +1,258 @@
+#include "rpc/authenticator.h"
+
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+
+namespace ringmaster::scheduler {
+namespace {
+
+constexpr const char* kPrefix = "rmt_";
+constexpr size_t kIdHex = 16;
+constexpr size_t kSecretHex = 64;
+
+std::string Sha256(const std::string& data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+  return std::string(reinterpret_cast<const char*>(digest), sizeof(digest));
+}
+
+std::string RandomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  // RAND_bytes fails only when the system has no entropy source at all.
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1) {
+    RM_LOG(kError) << "RAND_bytes failed; refusing to make a predictable token";
+    std::abort();
+  }
+  return absl::BytesToHexString(raw);
+}
+
+bool IsLowerHex(std::string_view s) {
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+NewToken GenerateToken() {
+  NewToken t;
+  t.id = RandomHex(kIdHex / 2);
+  const std::string secret = RandomHex(kSecretHex / 2);
+  t.token = absl::StrCat(kPrefix, t.id, "_", secret);
+  t.secret_sha256 = Sha256(secret);
+  return t;
+}
+
+absl::Status ParseToken(const std::string& token, std::string* id, std::string* secret_sha256) {
+  const size_t prefix = std::strlen(kPrefix);
+  if (token.size() != prefix + kIdHex + 1 + kSecretHex || !absl::StartsWith(token, kPrefix) ||
+      token[prefix + kIdHex] != '_') {
+    return absl::UnauthenticatedError("malformed bearer token (expected rmt_<id>_<secret>)");
+  }
+  std::string_view id_part = std::string_view(token).substr(prefix, kIdHex);
+  std::string_view secret = std::string_view(token).substr(prefix + kIdHex + 1);
+  if (!IsLowerHex(id_part) || !IsLowerHex(secret)) {
+    return absl::UnauthenticatedError("malformed bearer token (expected rmt_<id>_<secret>)");
+  }
+  *id = std::string(id_part);
+  *secret_sha256 = Sha256(std::string(secret));
+  return absl::OkStatus();
+}
+
+Authenticator::Authenticator(PostgresIdentityStore* store, const Clock* clock, int64_t cache_ttl_ms)
+    : store_(store), clock_(clock), cache_ttl_ms_(cache_ttl_ms) {
+  audit_thread_ = std::thread([this] { AuditLoop(); });
+}
+
+Authenticator::~Authenticator() { Stop(); }
+
+void Authenticator::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(audit_mu_);
+    stopping_ = true;
+  }
+  audit_cv_.notify_all();
+  if (audit_thread_.joinable()) audit_thread_.join();
+}
+
+void Authenticator::AuditLoop() {
+  std::unique_lock<std::mutex> lock(audit_mu_);
+  while (true) {
+    audit_cv_.wait(lock, [&] { return stopping_ || !audit_queue_.empty(); });
+    if (audit_queue_.empty() && stopping_) return;
+    std::vector<AuditRecord> batch;
+    batch.swap(audit_queue_);
+    lock.unlock();
+    if (auto s = store_->AppendAudit(batch); !s.ok()) {
+      RM_LOG(kError) << "audit trail: could not store " << batch.size()
+                     << " entries (first: " << batch.front().action << " of "
+                     << batch.front().resource << " by " << batch.front().principal << "): " << s;
+    }
+    lock.lock();
+  }
+}
+
+absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContext& ctx) {
+  const auto& metadata = ctx.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) {
+    if (allow_anonymous_) return Principal{"anonymous", "anonymous", Role::kAdmin};
+    return absl::UnauthenticatedError(
+        "no credentials: send an 'authorization: Bearer <token>' header (ringctl: --token, "
+        "RINGMASTER_TOKEN or ~/.config/ringmaster/token)");
+  }
+  std::string value(it->second.data(), it->second.size());
+  if (!absl::StartsWithIgnoreCase(value, "Bearer ")) {
+    return absl::UnauthenticatedError("the authorization header is not 'Bearer <token>'");
+  }
+  std::string token(absl::StripAsciiWhitespace(value.substr(7)));
+  std::string id, hash;
+  if (auto s = ParseToken(token, &id, &hash); !s.ok()) return s;
+
+  const int64_t now = clock_->NowMs();
+  std::optional<TokenRecord> record;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto c = cache_.find(id);
+    if (c != cache_.end() && now - c->second.fetched_at_ms < cache_ttl_ms_) {
+      record = c->second.token;
+    }
+  }
+  if (!record) {
+    absl::StatusOr<std::optional<TokenRecord>> found = store_->FindToken(id);
+    if (!found.ok()) {
+      // The caller cannot be told apart from a stranger without the database.
+      return absl::UnavailableError(
+          absl::StrCat("cannot check the bearer token now: ", found.status().message()));
+    }
+    if (!found->has_value()) return absl::UnauthenticatedError("unknown bearer token");
+    record = **found;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cache_.size() > 10000) cache_.clear();  // bounded: ids are not secret
+    cache_[id] = Cached{*record, now};
+  }
+  if (record->secret_sha256.size() != hash.size() ||
+      CRYPTO_memcmp(record->secret_sha256.data(), hash.data(), hash.size()) != 0) {
+    return absl::UnauthenticatedError("unknown bearer token");
+  }
+  if (record->revoked) {
+    return absl::UnauthenticatedError(absl::StrCat("bearer token ", id, " was revoked"));
+  }
+  if (record->expires_at_ms != 0 && record->expires_at_ms <= now) {
+    return absl::UnauthenticatedError(absl::StrCat("bearer token ", id, " has expired"));
+  }
+  return Principal{record->id, record->team, record->role};
+}
+
+absl::StatusOr<Principal> Authenticator::Check(const grpc::ServerContext& ctx, Action action,
+                                               const std::string& resource_team) {
+  absl::StatusOr<Principal> who = Authenticate(ctx);
+  if (!who.ok()) return who;
+  if (auto s = Authorize(*who, action, resource_team); !s.ok()) return s;
+  return who;
+}
+
+void Authenticator::Forget(const std::string& token_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_.erase(token_id);
+}
+
+void Authenticator::Audit(const Principal& who, const grpc::ServerContext& ctx, Action action,
+                          const std::string& resource, const std::string& detail) {
+  AuditRecord a;
+  a.at_ms = clock_->NowMs();
+  a.principal = who.token_id;
+  a.team = who.team;
+  a.role = RoleName(who.role);
+  a.peer = ctx.peer();
+  a.action = ActionName(action);
+  a.resource = resource;
+  a.detail = detail;
+  {
+    std::lock_guard<std::mutex> lock(audit_mu_);
+    audit_queue_.push_back(std::move(a));
+  }
+  audit_cv_.notify_one();
+}
+
+absl::Status EnsureBootstrapAdmin(PostgresIdentityStore* store, const Clock& clock,
+                                  const std::string& file) {
+  std::ifstream in(file);
+  if (in) {
+    std::stringstream content;
+    content << in.rdbuf();
+    const std::string token(absl::StripAsciiWhitespace(content.str()));
+    std::string id, hash;
+    if (auto s = ParseToken(token, &id, &hash); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--admin-token-file ", file, ": ", s.message()));
+    }
+    auto found = store->FindToken(id);
+    if (!found.ok()) return found.status();
+    if (found->has_value()) {
+      if ((*found)->secret_sha256 != hash) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "--admin-token-file ", file, ": token id ", id,
+            " is registered with another secret; remove the file or give the right token"));
+      }
+      return absl::OkStatus();
+    }
+    TokenRecord record{
+        id,          hash,         "admin", Role::kAdmin, "bootstrap (from --admin-token-file)",
+        "bootstrap", clock.NowMs()};
+    absl::Status created = store->CreateToken(record);
+    // A second scheduler (a standby) registering the same file at the same moment.
+    if (created.code() == absl::StatusCode::kAlreadyExists) return absl::OkStatus();
+    if (!created.ok()) return created;
+    RM_LOG(kInfo) << "registered the admin token " << id << " of " << file;
+    return absl::OkStatus();
+  }
+  auto has_admin = store->HasActiveAdmin(clock.NowMs());
+  if (!has_admin.ok()) return has_admin.status();
+  if (*has_admin) {
+    RM_LOG(kInfo) << "--admin-token-file " << file
+                  << " does not exist, but an admin token does; none was made";
+    return absl::OkStatus();
+  }
+  NewToken t = GenerateToken();
+  int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--admin-token-file ", file, ": cannot create it: ", std::strerror(errno)));
+  }
+  const std::string line = t.token + "\n";
+  const bool written = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  close(fd);
+  if (!written) {
+    unlink(file.c_str());
+    return absl::FailedPreconditionError(
+        absl::StrCat("--admin-token-file ", file, ": cannot write it"));
+  }
+  TokenRecord record{t.id,        t.secret_sha256, "admin",      Role::kAdmin,
+                     "bootstrap", "bootstrap",     clock.NowMs()};
+  if (auto s = store->CreateToken(record); !s.ok()) {
+    unlink(file.c_str());
+    return s;
+  }
+  RM_LOG(kInfo) << "no admin token existed: made admin token " << t.id << " and wrote it to "
+                << file << " (mode 0600)";
+  return absl::OkStatus();
+}
+
+}  // namespace ringmaster::scheduler

@@ -1,0 +1,111 @@
+// Authenticator: who is calling. Reads the `authorization: Bearer rmt_<id>_<secret>` metadata
+// of a call, finds token <id> (PostgresIdentityStore, through a cache) and compares
+// SHA-256(<secret>) with the stored hash in constant time (CRYPTO_memcmp). Then checks that the
+// token is neither revoked nor expired. UNAUTHENTICATED otherwise, with a message that says
+// which (never the token).
+//
+// The cache holds a token's row for at most `cache_ttl_ms`, so a token revoked by another
+// process (or in SQL) stops working within that long; RevokeToken through this scheduler drops
+// it at once (Forget). Expiry is checked on every call. Lookups run on the RPC's thread, never
+// under the scheduler's mutex.
+//
+// Also writes the audit trail: Audit() queues an entry after the action succeeded, and one
+// thread stores whatever is queued in one transaction, so a burst of submits costs one commit,
+// not one each. An entry reaches Postgres within milliseconds; a crash of the scheduler in
+// that window loses the entries still queued (the actions themselves are stored). Stop() (or
+// the destructor) stores what is queued. Thread-safe.
+#ifndef RINGMASTER_SERVICES_SCHEDULER_RPC_AUTHENTICATOR_H_
+#define RINGMASTER_SERVICES_SCHEDULER_RPC_AUTHENTICATOR_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "core/authz.h"
+#include "core/clock.h"
+#include "store/identity_store.h"
+
+namespace ringmaster::scheduler {
+
+inline constexpr int64_t kTokenCacheTtlMs = 2000;
+
+// A new token: "rmt_" + 16 hex of id + "_" + 64 hex of a 256-bit secret (OpenSSL RAND_bytes).
+struct NewToken {
+  std::string id;
+  std::string token;          // shown once
+  std::string secret_sha256;  // 32 raw bytes, what is stored
+};
+NewToken GenerateToken();
+// Splits "rmt_<id>_<secret>" into id and SHA-256 of the secret; UNAUTHENTICATED when malformed.
+absl::Status ParseToken(const std::string& token, std::string* id, std::string* secret_sha256);
+
+class Authenticator {
+ public:
+  Authenticator(PostgresIdentityStore* store, const Clock* clock,
+                int64_t cache_ttl_ms = kTokenCacheTtlMs);
+  ~Authenticator();
+  Authenticator(const Authenticator&) = delete;
+  Authenticator& operator=(const Authenticator&) = delete;
+  // Stores the audit entries still queued and stops the audit thread.
+  void Stop();
+
+  // --insecure-no-auth (only with --insecure, on loopback): a call without an authorization
+  // header is an admin of team "anonymous". For benchmarks' baselines and throw-away local
+  // experiments; a call that does send a token is still checked.
+  void AllowAnonymous() { allow_anonymous_ = true; }
+
+  // The caller of `ctx`, from its bearer token.
+  absl::StatusOr<Principal> Authenticate(const grpc::ServerContext& ctx);
+  // Authenticate, then Authorize(action, resource_team).
+  absl::StatusOr<Principal> Check(const grpc::ServerContext& ctx, Action action,
+                                  const std::string& resource_team = "");
+  // Drops a token from the cache (after RevokeToken).
+  void Forget(const std::string& token_id);
+
+  // Queues an entry of the audit trail; a failure to store it is logged, not returned (the
+  // action is done).
+  void Audit(const Principal& who, const grpc::ServerContext& ctx, Action action,
+             const std::string& resource, const std::string& detail = "");
+
+  PostgresIdentityStore* store() const { return store_; }
+  const Clock* clock() const { return clock_; }
+
+ private:
+  struct Cached {
+    TokenRecord token;
+    int64_t fetched_at_ms = 0;
+  };
+  PostgresIdentityStore* const store_;
+  const Clock* const clock_;
+  const int64_t cache_ttl_ms_;
+  bool allow_anonymous_ = false;
+  std::mutex mu_;
+  absl::flat_hash_map<std::string, Cached> cache_;
+
+  void AuditLoop();
+  std::mutex audit_mu_;
+  std::condition_variable audit_cv_;
+  std::vector<AuditRecord> audit_queue_;
+  bool stopping_ = false;
+  std::thread audit_thread_;
+};
+
+// The bootstrap admin token, so a fresh cluster is usable without an extra step:
+//  1. `file` names a token file that exists: its token is registered as an admin token of team
+//     "admin" when its id is unknown (an operator or test harness chose it); a known id whose
+//     secret differs is FAILED_PRECONDITION.
+//  2. the file does not exist and no active admin token does either: a new admin token is made
+//     and written to the file with mode 0600 (the file's directory must exist).
+//  3. the file does not exist but an admin token does: nothing is made (logged).
+absl::Status EnsureBootstrapAdmin(PostgresIdentityStore* store, const Clock& clock,
+                                  const std::string& file);
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_RPC_AUTHENTICATOR_H_
