@@ -170,6 +170,17 @@ TEST_F(CheckpointE2eTest, ARankKilledMidRunResumesFromItsCheckpointWithIdentical
       30s, 10ms))
       << "no checkpoint of " << id << " at step " << kCheckpointEvery;
   ASSERT_EQ(::kill(*victim, SIGKILL), 0);
+  // The scheduler saw the checkpoint through rank 0's worker (ringctl get shows it).
+  v1::Job seen;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        absl::StatusOr<v1::Job> job = cluster_->GetJob(id);
+        if (job.ok()) seen = *job;
+        return job.ok() && seen.last_checkpoint_step() >= kCheckpointEvery;
+      },
+      10s, 20ms))
+      << seen.ShortDebugString();
+  EXPECT_GT(seen.last_checkpoint_time_ms(), seen.created_at_ms());
 
   v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_SUCCEEDED, 60s);
   ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.ShortDebugString();

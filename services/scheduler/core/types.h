@@ -80,6 +80,10 @@ struct Job {
   int64_t finished_at_ms = 0;
   int32_t exit_code = 0;
   std::string message;
+  // The newest checkpoint rank 0 reported (step, Unix ms); 0: none. In memory only, re-reported
+  // by the workers after a scheduler restart.
+  int64_t last_checkpoint_step = 0;
+  int64_t last_checkpoint_time_ms = 0;
 };
 
 struct JobEvent {
