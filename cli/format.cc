@@ -206,6 +206,10 @@ std::string FormatJob(const v1::Job& job) {
       {"Started:", FormatTimeMs(job.started_at_ms())},
       {"Finished:", FormatTimeMs(job.finished_at_ms())},
       {"Updated:", FormatTimeMs(job.updated_at_ms())},
+      {"Last checkpoint:", job.last_checkpoint_time_ms() == 0
+                               ? "-"
+                               : absl::StrCat("step ", job.last_checkpoint_step(), " at ",
+                                              FormatTimeMs(job.last_checkpoint_time_ms()))},
       {"Exit code:", absl::StrCat(job.exit_code())},
       {"Message:", OrDash(OneLine(job.message()))},
   };

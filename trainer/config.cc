@@ -54,6 +54,11 @@ void AddTrainerFlags(Flags* flags) {
   flags->Add("input-dim", "0", "input features per sample; 0: the model's (3x32x32)");
   flags->Add("num-classes", "0", "classes; 0: the model's");
   flags->Add("data-batches", "32", "distinct synthetic batches per rank, cycled");
+  flags->Add("checkpoint-dir", "",
+             "where rank 0 saves checkpoints and every rank resumes from (the worker sets "
+             "RINGMASTER_CHECKPOINT_DIR); empty: no checkpoints");
+  flags->Add("checkpoint-every", "50",
+             "with --checkpoint-dir: save every N steps (0: only on SIGTERM)");
   flags->Add("metrics-addr", "",
              "host:port of ringmaster-metrics; every rank streams a sample per step (empty: none)");
   flags->Add("job-id", "", "job id the samples carry (the worker sets RINGMASTER_JOB_ID)");
@@ -157,6 +162,9 @@ absl::StatusOr<TrainerConfig> ConfigFromFlags(const Flags& flags) {
   RM_RETURN_IF_ERROR(
       ReadInt(flags, "log-every", 1, std::numeric_limits<int>::max(), &config.log_every));
   RM_RETURN_IF_ERROR(ReadInt(flags, "data-batches", 1, 1 << 16, &config.data_batches));
+  config.checkpoint_dir = flags.Get("checkpoint-dir");
+  RM_RETURN_IF_ERROR(ReadInt(flags, "checkpoint-every", 0, std::numeric_limits<int>::max(),
+                             &config.checkpoint_every));
   config.metrics_addr = flags.Get("metrics-addr");
   config.job_id = flags.Get("job-id");
   RM_RETURN_IF_ERROR(ReadInt(flags, "attempt", 0, 1 << 20, &config.attempt));

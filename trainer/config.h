@@ -33,6 +33,12 @@ struct TrainerConfig {
   int log_every = 10;
   int data_batches = 32;  // synthetic batches per rank, cycled
 
+  // Checkpoints (checkpointing.h): where rank 0 keeps them (the worker sets
+  // RINGMASTER_CHECKPOINT_DIR; empty: none, and SIGTERM ends the process as usual) and how
+  // often besides SIGTERM (0: only on SIGTERM).
+  std::string checkpoint_dir;
+  int checkpoint_every = 50;
+
   // Streaming to the metrics service: its address (empty: no streaming) and the labels of
   // this job, which the worker passes in the environment (RINGMASTER_JOB_ID, ...).
   std::string metrics_addr;

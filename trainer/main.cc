@@ -12,18 +12,21 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "trainer/allreduce_benchmark.h"
+#include "trainer/checkpoint.h"
 #include "trainer/config.h"
 #include "trainer/cpu_compute.h"
 #include "trainer/gpu_backend.h"
 #include "trainer/host_collectives.h"
-#include "trainer/mpi_communicator.h"
 #include "trainer/metrics_reporter.h"
+#include "trainer/mpi_communicator.h"
 #include "trainer/trainer.h"
 
 namespace ringmaster::trainer {
 namespace {
 
 constexpr int kExitUsage = 2;
+// After SIGTERM with the checkpoint saved: the shell's code for "ended by SIGTERM".
+constexpr int kExitStoppedBySigterm = 128 + 15;
 
 // OpenBLAS starts one thread per core in every rank; with several ranks on one machine they
 // would fight over the cores, so each rank gets its share unless the user chose.
@@ -76,6 +79,11 @@ absl::Status Work(const TrainerConfig& config, Compute& compute, Communicator& c
   StepObserver on_step;
   if (reporter != nullptr) on_step = [reporter](const StepStats& s) { reporter->Report(s); };
   RM_ASSIGN_OR_RETURN(TrainResult result, Train(config, compute, communicator, out, on_step));
+  if (result.stopped_at_step != 0) {
+    // Every rank agreed on this (checkpointing.h), so it is shared like DATA_LOSS.
+    return absl::CancelledError(
+        absl::StrCat("stopped on SIGTERM after step ", result.stopped_at_step));
+  }
   if (result.ranks_differing != 0) {
     return absl::DataLossError(
         absl::StrCat(result.ranks_differing, " rank(s) ended with weights other than rank 0's"));
@@ -88,7 +96,8 @@ absl::Status Work(const TrainerConfig& config, Compute& compute, Communicator& c
 // blocked in a collective it will never join: that takes the whole job down at once, before
 // the communicators' destructors could wait on them.
 absl::Status FailJobUnlessShared(const absl::Status& status, MpiRuntime& runtime) {
-  if (!status.ok() && status.code() != absl::StatusCode::kDataLoss && runtime.world_size() > 1) {
+  if (!status.ok() && status.code() != absl::StatusCode::kDataLoss &&
+      status.code() != absl::StatusCode::kCancelled && runtime.world_size() > 1) {
     RM_LOG(kError) << status;
     runtime.Abort(1);
   }
@@ -100,8 +109,8 @@ absl::Status Run(const TrainerConfig& config, MpiRuntime& runtime) {
   const bool leader = mpi->rank() == 0;
   std::unique_ptr<MetricsReporter> reporter;
   if (!config.metrics_addr.empty() && config.mode == Mode::kTrain) {
-    ReportLabels labels{config.job_id,   config.attempt,  mpi->rank(),  mpi->size(),
-                        config.queue,    config.model.name, config.gpu_type, config.worker_id};
+    ReportLabels labels{config.job_id, config.attempt,    mpi->rank(),     mpi->size(),
+                        config.queue,  config.model.name, config.gpu_type, config.worker_id};
     reporter = std::make_unique<MetricsReporter>(config.metrics_addr, std::move(labels));
   }
 
@@ -160,7 +169,13 @@ int main(int argc, char** argv) {
     RM_LOG(kError) << mpi.status();
     return 1;
   }
+  // Only a trainer that checkpoints has a use for SIGTERM's grace period; others die at once.
+  if (config->mode == Mode::kTrain && !config->checkpoint_dir.empty()) InstallStopSignalHandlers();
   if (absl::Status status = Run(*config, **mpi); !status.ok()) {
+    if (status.code() == absl::StatusCode::kCancelled) {
+      RM_LOG(kInfo) << status.message();
+      return kExitStoppedBySigterm;
+    }
     RM_LOG(kError) << status;
     return 1;
   }

@@ -1,9 +1,11 @@
 #include "trainer/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "trainer/checkpointing.h"
 #include "trainer/gradient_buckets.h"
 #include "trainer/host_collectives.h"
 #include "trainer/mlp.h"
@@ -61,27 +63,39 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
     out->flush();
   }
 
+  // A run restarted after a failure or a preemption goes on from the newest checkpoint.
+  int first_step = 1;
+  if (!config.checkpoint_dir.empty()) {
+    RM_ASSIGN_OR_RETURN(int64_t resumed,
+                        ResumeFromNewestCheckpoint(config, mlp, compute, communicator, out));
+    first_step = static_cast<int>(resumed) + 1;
+    result.resumed_from_step = static_cast<int>(resumed);
+  }
+  // The warm-up is counted from where this run starts.
+  const int warm_until = std::min(config.steps, first_step - 1 + config.warmup_steps);
+
   // Start the clocks together.
   RM_RETURN_IF_ERROR(communicator.Barrier());
   Clock::time_point timed_start = Clock::now();
   Clock::time_point interval_start = timed_start;
   Clock::time_point step_start = timed_start;
-  int interval_first_step = 1;
+  int interval_first_step = first_step;
   double last_loss = -1;
-  for (int step = 1; step <= config.steps; ++step) {
+  int last_step = first_step - 1;
+  for (int step = first_step; step <= config.steps; ++step) {
     RM_RETURN_IF_ERROR(mlp.Forward(data.inputs(step - 1), data.labels(step - 1)));
     RM_RETURN_IF_ERROR(mlp.Backward(on_layer_ready));
     RM_RETURN_IF_ERROR(reducer.WaitAll());
     RM_RETURN_IF_ERROR(mlp.ApplyGradients(scale));
     RM_RETURN_IF_ERROR(compute.Synchronize());
     const Clock::time_point now = Clock::now();
-    if (step == config.warmup_steps) timed_start = now;
+    if (step == warm_until) timed_start = now;
 
-    if (step == 1 || step % config.log_every == 0 || step == config.steps) {
+    if (step == first_step || step % config.log_every == 0 || step == config.steps) {
       // Every rank takes part: the loss is averaged over all of them.
       RM_ASSIGN_OR_RETURN(double loss, GlobalLoss(mlp, compute, communicator));
       last_loss = loss;
-      if (step == 1) result.initial_loss = loss;
+      if (step == first_step) result.initial_loss = loss;
       if (step == config.steps) result.final_loss = loss;
       const double images_per_sec =
           global_batch * (step - interval_first_step + 1) / Seconds(interval_start, now);
@@ -97,17 +111,28 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
       // Throughput as total images/sec counts it: the average since the warm-up steps.
       const double seconds = Seconds(step_start, now);
       const double since = Seconds(timed_start, now);
-      const double rate = step > config.warmup_steps && since > 0
-                              ? config.batch_size * (step - config.warmup_steps) / since
+      const double rate = step > warm_until && since > 0
+                              ? config.batch_size * (step - warm_until) / since
                               : (seconds > 0 ? config.batch_size / seconds : 0);
       on_step(StepStats{step, seconds, rate, reducer.bytes_per_step(),
                         reducer.last_allreduce_seconds(), last_loss});
     }
+    last_step = step;
+    if (!config.checkpoint_dir.empty()) {
+      RM_ASSIGN_OR_RETURN(bool stop,
+                          CheckpointAtStepBoundary(config, step, mlp, compute, communicator, out));
+      if (stop) {
+        result.stopped_at_step = step;
+        return result;
+      }
+    }
     step_start = Clock::now();
   }
   const Clock::time_point end = Clock::now();
-  result.images_per_sec =
-      global_batch * (config.steps - config.warmup_steps) / Seconds(timed_start, end);
+  const double timed_seconds = Seconds(timed_start, end);
+  result.images_per_sec = last_step > warm_until && timed_seconds > 0
+                              ? global_batch * (last_step - warm_until) / timed_seconds
+                              : 0;
   result.allreduce_wait_seconds = reducer.wait_seconds();
 
   RM_ASSIGN_OR_RETURN(std::vector<float> weights, mlp.ParametersToHost());
@@ -119,8 +144,9 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
     *out << "----------------------------------------------------------------\n"
          << absl::StrFormat("total images/sec: %.2f\n", result.images_per_sec)
          << "----------------------------------------------------------------\n"
-         << absl::StrFormat("allreduce wait (not hidden by backward): %.3f ms/step on rank 0\n",
-                            1e3 * result.allreduce_wait_seconds / config.steps)
+         << absl::StrFormat(
+                "allreduce wait (not hidden by backward): %.3f ms/step on rank 0\n",
+                1e3 * result.allreduce_wait_seconds / std::max(1, config.steps - first_step + 1))
          << absl::StrFormat("initial loss: %.4f\n", result.initial_loss)
          << absl::StrFormat("final loss: %.4f\n", result.final_loss)
          << absl::StrFormat("weights checksum: %016x\n", result.weights_fingerprint)

@@ -22,6 +22,10 @@ struct TrainResult {
   int ranks_differing = 0;  // ranks whose final weights differ from rank 0's
   int buckets = 0;
   double allreduce_wait_seconds = 0;  // this rank's time blocked on allreduces
+  int resumed_from_step = 0;          // the checkpoint's step this run started after; 0: none
+  // The step after which the ranks stopped on SIGTERM (checkpoint saved); 0: ran to the end.
+  // The loss, throughput and weights fields are then unset.
+  int stopped_at_step = 0;
 };
 
 // What one rank saw in one step, for the metrics service.

@@ -1143,7 +1143,7 @@ absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<H
     FailJobsOnWorkerLocked(w.id, absl::StrCat("worker ", w.id, " re-registered"), &held_here);
     for (const HeldRank& h : held) {
       if (held_here.count({h.job_id, h.attempt, h.rank}) == 0) continue;
-      RankReport report{h.job_id, h.attempt, h.rank, RankReport::Kind::kStarted, 0, 0, ""};
+      RankReport report{h.job_id, h.attempt, h.rank, RankReport::Kind::kStarted, 0, 0, "", 0, 0};
       HandleRankLocked(w.id, report);
       if (h.exited) {
         report.kind = RankReport::Kind::kExited;
@@ -1171,12 +1171,35 @@ void Scheduler::Heartbeat(const std::string& worker_id) {
   }
 }
 
+// A checkpoint is no state change: no event and no write, only the live job's fields (and
+// the view GetJob reads). It may come from an attempt already preempted (the checkpoint its
+// SIGTERM made), never from a later one than the job's.
+void Scheduler::RecordCheckpointLocked(const std::string& worker_id, const RankReport& report) {
+  auto it = jobs_.find(report.job_id);
+  if (it == jobs_.end() || report.attempt > it->second.attempt) return;
+  Job& job = it->second;
+  if (report.checkpoint_time_ms < job.last_checkpoint_time_ms) return;
+  job.last_checkpoint_step = report.checkpoint_step;
+  job.last_checkpoint_time_ms = report.checkpoint_time_ms;
+  RM_LOG(kInfo) << "job " << job.id << ": checkpoint at step " << report.checkpoint_step
+                << " (reported by " << worker_id << ", attempt " << report.attempt << ")";
+  std::lock_guard<std::mutex> view(view_mu_);
+  if (auto s = stored_.find(job.id); s != stored_.end()) {
+    s->second.last_checkpoint_step = job.last_checkpoint_step;
+    s->second.last_checkpoint_time_ms = job.last_checkpoint_time_ms;
+  }
+}
+
 void Scheduler::ReportRank(const std::string& worker_id, const RankReport& report) {
   std::lock_guard<std::mutex> lock(mu_);
   HandleRankLocked(worker_id, report);
 }
 
 void Scheduler::HandleRankLocked(const std::string& worker_id, const RankReport& report) {
+  if (report.kind == RankReport::Kind::kCheckpoint) {
+    RecordCheckpointLocked(worker_id, report);
+    return;
+  }
   if (auto d = draining_.find({report.job_id, report.attempt});
       d != draining_.end() && report.kind != RankReport::Kind::kStarted) {
     d->second.exited.insert(report.rank);
@@ -1234,6 +1257,8 @@ void Scheduler::HandleRankLocked(const std::string& worker_id, const RankReport&
                                 absl::StrCat("rank ", report.rank, " could not start on ",
                                              worker_id, ": ", report.message.substr(0, 512))});
       break;
+    case RankReport::Kind::kCheckpoint:
+      break;  // handled above
   }
   if (!s.ok()) RM_LOG(kError) << "rank report for " << report.job_id << ": " << s;
 }

@@ -114,7 +114,7 @@ struct HeldRank {
 };
 
 struct RankReport {
-  enum class Kind { kStarted, kExited, kLaunchFailed };
+  enum class Kind { kStarted, kExited, kLaunchFailed, kCheckpoint };
   std::string job_id;
   int32_t attempt = 0;
   int32_t rank = 0;
@@ -122,6 +122,8 @@ struct RankReport {
   int32_t exit_code = 0;
   int32_t signal = 0;
   std::string message;
+  int64_t checkpoint_step = 0;  // kCheckpoint
+  int64_t checkpoint_time_ms = 0;
 };
 
 struct WorkerView {
@@ -253,8 +255,7 @@ class Scheduler {
   void AfterCommit(std::vector<Write>& batch, const CommitResult& result);
   void MirrorLoop();
   void Enqueue(Write write);
-  void SweepWorkersLocked(const std::set<std::string>& alive,
-                          std::vector<std::string>* beats);
+  void SweepWorkersLocked(const std::set<std::string>& alive, std::vector<std::string>* beats);
   void CheckDeadlinesLocked();
   void PlaceLocked();
   // A preempted attempt's GPUs go back once its ranks have exited (or its grace ran out).
@@ -269,6 +270,7 @@ class Scheduler {
   void FailJobsOnWorkerLocked(const std::string& worker_id, const std::string& reason,
                               const std::set<std::tuple<std::string, int32_t, int32_t>>* held);
   void HandleRankLocked(const std::string& worker_id, const RankReport& report);
+  void RecordCheckpointLocked(const std::string& worker_id, const RankReport& report);
   void UpdateGaugesLocked();
   // The queues by name, for the policy; mu_ must be held.
   const std::map<std::string, Queue>& QueuesLocked() const { return queues_; }

@@ -21,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/checkpoint_metadata.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "core/auth.h"
@@ -93,6 +94,9 @@ struct Agent::Attempt {
   bool workloads_done = false;
   Clock::time_point workloads_term_at;
   std::thread launcher_thread;
+  // Launcher only: the checkpoint.meta last reported, and the last complaint about it.
+  std::optional<CheckpointMetadata> checkpoint_sent;
+  std::string checkpoint_error;
 };
 
 // The worker's Prometheus families: ringmaster_worker_ prefix, base units, _total counters.
@@ -310,6 +314,7 @@ std::vector<HeldRank> Agent::TakeRegistration() {
   outbox_.clear();
   std::vector<HeldRank> held;
   for (const auto& [key, a] : attempts_) {
+    a->checkpoint_sent.reset();  // the new session hears the newest checkpoint again
     for (HeldRank h : a->gang.Held()) {
       // A stopped attempt is listed only while its ranks are still exiting (a preemption's
       // grace): a scheduler that restarted meanwhile must not hand their GPUs out yet.
@@ -394,6 +399,53 @@ ProcessSelector Agent::SelectorLocked(const Attempt& attempt) const {
   return selector;
 }
 
+void Agent::ReportCheckpoints() {
+  if (options_.checkpoint_root.empty()) return;
+  std::vector<Key> launched;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, a] : attempts_) {
+      if (a->launcher) launched.push_back(key);
+    }
+  }
+  // The files are read without the lock: RPCs must not wait for the disk.
+  std::vector<std::pair<Key, absl::StatusOr<CheckpointMetadata>>> read;
+  for (const Key& key : launched) {
+    read.emplace_back(
+        key, ReadCheckpointMetadata(absl::StrCat(options_.checkpoint_root, "/", key.first)));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  bool queued = false;
+  for (auto& [key, meta] : read) {
+    auto it = attempts_.find(key);
+    if (it == attempts_.end()) continue;
+    Attempt& a = *it->second;
+    if (!meta.ok()) {
+      const std::string why(meta.status().message());
+      if (meta.status().code() != absl::StatusCode::kNotFound && why != a.checkpoint_error) {
+        RM_LOG(kWarning) << "job " << key.first << ": " << why;
+      }
+      a.checkpoint_error = why;
+      continue;
+    }
+    if (a.checkpoint_sent && a.checkpoint_sent->step == meta->step &&
+        a.checkpoint_sent->time_ms == meta->time_ms) {
+      continue;
+    }
+    a.checkpoint_sent = *meta;
+    RankStatus s;
+    s.job_id = key.first;
+    s.attempt = key.second;
+    s.rank = 0;
+    s.kind = RankStatus::Kind::kCheckpoint;
+    s.checkpoint_step = meta->step;
+    s.checkpoint_time_ms = meta->time_ms;
+    outbox_.push_back(std::move(s));
+    queued = true;
+  }
+  if (queued) outbox_cv_.notify_all();
+}
+
 void Agent::Housekeeping() {
   struct Work {
     Key key;
@@ -408,6 +460,7 @@ void Agent::Housekeeping() {
       if (stopping_) return;
       wake_ = false;
     }
+    ReportCheckpoints();
     std::vector<Work> work;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -516,8 +569,8 @@ void Agent::Housekeeping() {
         // GPUs until they are (it ignores reports of attempts it has moved on from otherwise).
         for (const auto& r : a.assignment.placement) {
           if (r.worker_id != options_.inventory.worker_id) continue;
-          outbox_.push_back({key.first, key.second, r.rank, RankStatus::Kind::kExited, 0,
-                             SIGTERM, "stopped: nothing of the attempt is left on this worker"});
+          outbox_.push_back({key.first, key.second, r.rank, RankStatus::Kind::kExited, 0, SIGTERM,
+                             "stopped: nothing of the attempt is left on this worker", 0, 0});
         }
         outbox_cv_.notify_all();
         if (a.launcher_thread.joinable()) finished.push_back(std::move(a.launcher_thread));

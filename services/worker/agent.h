@@ -202,6 +202,9 @@ class Agent {
   struct Metrics;
 
   void Housekeeping();
+  // The launcher of an attempt (it holds rank 0) reports its job's checkpoint.meta whenever
+  // it changes (KIND_CHECKPOINT), and again to a new scheduler session.
+  void ReportCheckpoints();
   void Launch(Attempt* attempt);
   // Turns a GangState decision into statuses and, when asked, a local teardown.
   void ApplyLocked(Attempt& attempt, const GangState::Decision& decision);

@@ -96,6 +96,14 @@ TEST(FormatTest, JobShowsPendingReasonAndNoPlacement) {
   EXPECT_THAT(text, HasSubstr("Placement:       none\n"));
 }
 
+TEST(FormatTest, JobShowsItsLastCheckpointOrADash) {
+  EXPECT_THAT(FormatJob(PendingJob()), HasSubstr("Last checkpoint: -\n"));
+  v1::Job job = RunningJob();
+  job.set_last_checkpoint_step(1200);
+  job.set_last_checkpoint_time_ms(kNoonMs);
+  EXPECT_THAT(FormatJob(job), HasSubstr("Last checkpoint: step 1200 at 2024-05-01T12:00:00Z\n"));
+}
+
 TEST(FormatTest, JobShowsPlacementTable) {
   const std::string text = FormatJob(RunningJob());
   EXPECT_THAT(text, HasSubstr("Attempt:         1\n"));

@@ -267,6 +267,49 @@ TEST(FairShareTest, ReclaimPreemptsTheSmallestSetOfBorrowersNewestFirst) {
   EXPECT_EQ(w.jobs[a3.id].state, JobState::kPending);
 }
 
+TEST(FairShareTest, AmongEqualVictimsTheOneThatLosesTheLeastWorkSinceItsCheckpointGoes) {
+  World w(1);  // 8 GPUs
+  Queue a = MakeQueue("a", "c", 0);
+  Queue b = MakeQueue("b", "c", 8);
+  b.reclaim_within_cohort = ReclaimWithinCohort::kAny;
+  w.AddQueue(a);
+  w.AddQueue(b);
+  // Three equal borrowers (same queue, same priority), started in this order.
+  Job& old_fresh_checkpoint = w.Submit("a", 1, 4);
+  w.Pass();
+  w.now_ms += 60'000;
+  Job& newest_no_checkpoint = w.Submit("a", 1, 4);
+  w.Pass();
+  ASSERT_EQ(w.Running().size(), 2u);
+  w.now_ms += 600'000;
+  // The older job checkpointed a second ago; the newer one never did (10 minutes of work).
+  w.jobs[old_fresh_checkpoint.id].last_checkpoint_step = 900;
+  w.jobs[old_fresh_checkpoint.id].last_checkpoint_time_ms = w.now_ms - 1000;
+  Job& b1 = w.Submit("b", 1, 4);
+  PassResult r = w.Pass();
+  ASSERT_EQ(r.preemptions.size(), 1u);
+  EXPECT_EQ(r.preemptions[0].job_id, old_fresh_checkpoint.id);
+  EXPECT_EQ(r.preemptions[0].by_job_id, b1.id);
+  EXPECT_TRUE(w.Running().count(newest_no_checkpoint.id));
+
+  // Without checkpoints, the work lost is the time since the start: the newest goes, as before.
+  World v(1);
+  v.AddQueue(a);
+  v.AddQueue(b);
+  Job& older = v.Submit("a", 1, 4);
+  v.Pass();
+  v.now_ms += 60'000;
+  Job& newer = v.Submit("a", 1, 4);
+  v.Pass();
+  v.now_ms += 1000;
+  // A checkpoint from before this attempt started (the one it resumed from) saves nothing now.
+  v.jobs[older.id].last_checkpoint_time_ms = v.now_ms - 3'600'000;
+  v.Submit("b", 1, 4);
+  r = v.Pass();
+  ASSERT_EQ(r.preemptions.size(), 1u);
+  EXPECT_EQ(r.preemptions[0].job_id, newer.id);
+}
+
 TEST(FairShareTest, NoReclaimWhenTheQueueSaysNever) {
   World w(1);
   w.AddQueue(MakeQueue("a", "c", 4));

@@ -5,6 +5,7 @@ if(TARGET ringmaster_trainer_core)
   ringmaster_test(trainer_test unit
     SOURCES
       ${_trainer_tests}/allreduce_benchmark_test.cc
+      ${_trainer_tests}/checkpoint_test.cc
       ${_trainer_tests}/communicator_test.cc
       ${_trainer_tests}/config_test.cc
       ${_trainer_tests}/cpu_compute_test.cc

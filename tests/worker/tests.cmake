@@ -57,3 +57,17 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
   add_dependencies(preemption_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank)
 endif()
+
+if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support AND TARGET ringmaster-train)
+  # ringmaster-train killed (SIGKILL of a rank) and preempted (SIGTERM), resumed by the platform
+  # from its checkpoints with the weights of an uninterrupted run; about 25 s.
+  ringmaster_test(checkpoint_e2e_test e2e
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
+      ${CMAKE_CURRENT_LIST_DIR}/checkpoint_e2e_test.cc
+      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
+    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+      PkgConfig::PQXX)
+  add_dependencies(checkpoint_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
+    ringmaster-rank ringmaster-train)
+endif()

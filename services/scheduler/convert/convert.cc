@@ -130,6 +130,8 @@ v1::Job ToProto(const Job& job) {
   out.set_finished_at_ms(job.finished_at_ms);
   out.set_exit_code(job.exit_code);
   out.set_message(job.message);
+  out.set_last_checkpoint_step(job.last_checkpoint_step);
+  out.set_last_checkpoint_time_ms(job.last_checkpoint_time_ms);
   return out;
 }
 

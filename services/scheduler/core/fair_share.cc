@@ -35,6 +35,13 @@ std::string Describe(const Demand& d) {
 
 }  // namespace
 
+// Up to when a running job's work is safe: its last checkpoint, or the start of its attempt
+// when it has none since (a checkpoint older than the start is the one the attempt resumed
+// from). Preempting it now loses the work after this.
+int64_t WorkSavedAtMs(const Job& job, int64_t started_ms) {
+  return std::max(started_ms, job.last_checkpoint_time_ms);
+}
+
 std::vector<Demand> CandidateDemands(const JobSpec& spec, const ClusterState& cluster) {
   const int64_t amount = AmountOf(spec);
   if (spec.gpus_per_replica == 0) return {{kCpuResource, amount}};
@@ -494,15 +501,17 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
     return false;
   };
   if (candidates.empty()) return give_up();
-  // Borrowers first, then the lowest priority, then the most recently started.
+  // Borrowers first, then the lowest priority, then the one that loses the least work: the
+  // least time since its last checkpoint, or since it started when it has none this attempt
+  // (so among jobs without checkpoints, the most recently started).
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     if (a.borrowing != b.borrowing) return a.borrowing;
     if (a.holding->job->spec.priority != b.holding->job->spec.priority) {
       return a.holding->job->spec.priority < b.holding->job->spec.priority;
     }
-    if (a.holding->started_ms != b.holding->started_ms) {
-      return a.holding->started_ms > b.holding->started_ms;
-    }
+    const int64_t a_saved = WorkSavedAtMs(*a.holding->job, a.holding->started_ms);
+    const int64_t b_saved = WorkSavedAtMs(*b.holding->job, b.holding->started_ms);
+    if (a_saved != b_saved) return a_saved > b_saved;
     return a.holding->job->seq > b.holding->job->seq;
   });
 

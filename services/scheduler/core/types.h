@@ -82,6 +82,10 @@ struct Job {
   std::string message;
   // The submitter's team (its token's); '' for jobs from before tokens existed.
   std::string team;
+  // The newest checkpoint rank 0 reported (step, Unix ms); 0: none. In memory only, re-reported
+  // by the workers after a scheduler restart.
+  int64_t last_checkpoint_step = 0;
+  int64_t last_checkpoint_time_ms = 0;
 };
 
 struct JobEvent {

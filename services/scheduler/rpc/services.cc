@@ -222,6 +222,20 @@ absl::StatusOr<RankReport> FromProto(const v1::RankStatus& status) {
     case v1::RankStatus::KIND_STARTED: report.kind = RankReport::Kind::kStarted; break;
     case v1::RankStatus::KIND_EXITED: report.kind = RankReport::Kind::kExited; break;
     case v1::RankStatus::KIND_LAUNCH_FAILED: report.kind = RankReport::Kind::kLaunchFailed; break;
+    case v1::RankStatus::KIND_CHECKPOINT:
+      report.kind = RankReport::Kind::kCheckpoint;
+      if (status.checkpoint_step() < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "rank_status.checkpoint_step must be >= 0, got ", status.checkpoint_step()));
+      }
+      if (status.checkpoint_time_ms() <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("rank_status.checkpoint_time_ms must be Unix milliseconds > 0, got ",
+                         status.checkpoint_time_ms()));
+      }
+      report.checkpoint_step = status.checkpoint_step();
+      report.checkpoint_time_ms = status.checkpoint_time_ms();
+      break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("rank_status.kind: unknown value ", static_cast<int>(status.kind())));

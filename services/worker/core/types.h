@@ -45,7 +45,7 @@ struct Assignment {
 
 // A rank's life as the worker reports it to the scheduler (RankStatus on the wire).
 struct RankStatus {
-  enum class Kind { kStarted, kExited, kLaunchFailed };
+  enum class Kind { kStarted, kExited, kLaunchFailed, kCheckpoint };
   std::string job_id;
   int32_t attempt = 0;
   int32_t rank = 0;
@@ -53,6 +53,8 @@ struct RankStatus {
   int32_t exit_code = 0;
   int32_t signal = 0;
   std::string message;
+  int64_t checkpoint_step = 0;  // kCheckpoint: from checkpoint.meta
+  int64_t checkpoint_time_ms = 0;
   bool operator==(const RankStatus&) const = default;
 };
 

@@ -43,6 +43,11 @@ v1::RankStatus ToProto(const RankStatus& status) {
     case RankStatus::Kind::kLaunchFailed:
       proto.set_kind(v1::RankStatus::KIND_LAUNCH_FAILED);
       break;
+    case RankStatus::Kind::kCheckpoint:
+      proto.set_kind(v1::RankStatus::KIND_CHECKPOINT);
+      proto.set_checkpoint_step(status.checkpoint_step);
+      proto.set_checkpoint_time_ms(status.checkpoint_time_ms);
+      break;
   }
   proto.set_exit_code(status.exit_code);
   proto.set_signal(status.signal);

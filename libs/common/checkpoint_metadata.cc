@@ -1,0 +1,117 @@
+#include "common/checkpoint_metadata.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace ringmaster {
+namespace {
+
+absl::Status Errno(absl::string_view what, const std::string& path) {
+  const int saved = errno;
+  return absl::UnavailableError(absl::StrCat(what, " ", path, ": ", std::strerror(saved)));
+}
+
+}  // namespace
+
+absl::StatusOr<CheckpointMetadata> ParseCheckpointMetadata(absl::string_view text) {
+  CheckpointMetadata metadata;
+  bool have_step = false;
+  bool have_time = false;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line[0] == '#') continue;
+    const size_t eq = line.find('=');
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint metadata: line '", line, "' is not key=value"));
+    }
+    const absl::string_view key = absl::StripAsciiWhitespace(line.substr(0, eq));
+    const absl::string_view value = absl::StripAsciiWhitespace(line.substr(eq + 1));
+    if (key == "step") {
+      if (!absl::SimpleAtoi(value, &metadata.step) || metadata.step < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("checkpoint metadata: step must be an integer >= 0, got '", value, "'"));
+      }
+      have_step = true;
+    } else if (key == "time_ms") {
+      if (!absl::SimpleAtoi(value, &metadata.time_ms) || metadata.time_ms <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "checkpoint metadata: time_ms must be Unix milliseconds > 0, got '", value, "'"));
+      }
+      have_time = true;
+    } else if (key == "file") {
+      metadata.file = std::string(value);
+    }
+  }
+  if (!have_step) return absl::InvalidArgumentError("checkpoint metadata: no step= line");
+  if (!have_time) return absl::InvalidArgumentError("checkpoint metadata: no time_ms= line");
+  return metadata;
+}
+
+std::string FormatCheckpointMetadata(const CheckpointMetadata& metadata) {
+  std::string text = absl::StrCat("step=", metadata.step, "\ntime_ms=", metadata.time_ms, "\n");
+  if (!metadata.file.empty()) absl::StrAppend(&text, "file=", metadata.file, "\n");
+  return text;
+}
+
+absl::StatusOr<CheckpointMetadata> ReadCheckpointMetadata(const std::string& dir) {
+  const std::string path = absl::StrCat(dir, "/", kCheckpointMetadataFile);
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("no checkpoint metadata at ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseCheckpointMetadata(text.str());
+}
+
+absl::Status WriteFileAtomically(const std::string& dir, const std::string& name,
+                                 absl::string_view bytes) {
+  const std::string path = absl::StrCat(dir, "/", name);
+  const std::string temp = absl::StrCat(dir, "/.", name, ".tmp.", getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("cannot create", temp);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      absl::Status status = Errno("cannot write", temp);
+      ::close(fd);
+      ::unlink(temp.c_str());
+      return status;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    absl::Status status = Errno("cannot fsync", temp);
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return status;
+  }
+  if (::close(fd) != 0) {
+    ::unlink(temp.c_str());
+    return Errno("cannot close", temp);
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    absl::Status status = Errno("cannot rename onto", path);
+    ::unlink(temp.c_str());
+    return status;
+  }
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return Errno("cannot open directory", dir);
+  const int synced = ::fsync(dir_fd);
+  ::close(dir_fd);
+  if (synced != 0) return Errno("cannot fsync directory", dir);
+  return absl::OkStatus();
+}
+
+}  // namespace ringmaster
