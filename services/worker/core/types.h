@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/progress.h"
+
 namespace ringmaster::worker {
 
 // Where one rank of a gang runs.
@@ -45,7 +47,7 @@ struct Assignment {
 
 // A rank's life as the worker reports it to the scheduler (RankStatus on the wire).
 struct RankStatus {
-  enum class Kind { kStarted, kExited, kLaunchFailed };
+  enum class Kind { kStarted, kExited, kLaunchFailed, kProgress };
   std::string job_id;
   int32_t attempt = 0;
   int32_t rank = 0;
@@ -53,6 +55,8 @@ struct RankStatus {
   int32_t exit_code = 0;
   int32_t signal = 0;
   std::string message;
+  // kProgress only.
+  RankProgress progress;
   bool operator==(const RankStatus&) const = default;
 };
 
