@@ -17,13 +17,15 @@
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 7> kTopKeys = {"name",
+constexpr std::array<absl::string_view, 9> kTopKeys = {"name",
                                                        "cohort",
                                                        "weight",
                                                        "resources",
                                                        "within_queue",
                                                        "reclaim_within_cohort",
-                                                       "min_runtime_seconds"};
+                                                       "min_runtime_seconds",
+                                                       "progress_timeout_seconds",
+                                                       "idle_timeout_seconds"};
 constexpr std::array<absl::string_view, 3> kQuotaKeys = {"nominal", "borrowing_limit",
                                                          "lending_limit"};
 
@@ -48,6 +50,12 @@ class QueueReader {
       } else if (key == "min_runtime_seconds") {
         RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, /*fits_int32=*/false));
         queue->set_min_runtime_seconds(v);
+      } else if (key == "progress_timeout_seconds") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, /*fits_int32=*/false));
+        queue->set_progress_timeout_seconds(v);
+      } else if (key == "idle_timeout_seconds") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, /*fits_int32=*/false));
+        queue->set_idle_timeout_seconds(v);
       } else if (key == "within_queue") {
         RM_ASSIGN_OR_RETURN(std::string text, String(value, key));
         std::optional<v1::PreemptWithinQueue> v = ParsePreemptWithinQueue(text);

@@ -76,6 +76,7 @@
 #include "core/job_state_machine.h"
 #include "core/placement.h"
 #include "core/queue_status.h"
+#include "core/run_watch.h"
 #include "core/types.h"
 #include "store/coordination.h"
 #include "store/job_store.h"
@@ -110,7 +111,7 @@ struct HeldRank {
 };
 
 struct RankReport {
-  enum class Kind { kStarted, kExited, kLaunchFailed };
+  enum class Kind { kStarted, kExited, kLaunchFailed, kProgress };
   std::string job_id;
   int32_t attempt = 0;
   int32_t rank = 0;
@@ -118,6 +119,8 @@ struct RankReport {
   int32_t exit_code = 0;
   int32_t signal = 0;
   std::string message;
+  // kProgress only: the rank's cumulative counters.
+  RankActivity activity;
 };
 
 struct WorkerView {
@@ -248,6 +251,9 @@ class Scheduler {
   void SweepWorkersLocked(const std::set<std::string>& alive,
                           std::vector<std::string>* beats);
   void CheckDeadlinesLocked();
+  // Hang detection and idle reclaim of RUNNING jobs (core/run_watch.h).
+  void CheckWatchesLocked();
+  WatchLimits WatchLimitsLocked(const Job& job) const;
   void PlaceLocked();
   // A preempted attempt's GPUs go back once its ranks have exited (or its grace ran out).
   void ReleaseDrainedLocked(const std::pair<std::string, int32_t>& attempt);
@@ -288,6 +294,12 @@ class Scheduler {
   std::mutex mu_;
   std::unordered_map<std::string, Job> jobs_;
   std::unordered_map<std::string, RankTracker> trackers_;
+  // Hang and idle watch of each RUNNING job's current attempt (core/run_watch.h).
+  struct Watched {
+    int32_t attempt = 0;
+    RunWatch watch;
+  };
+  std::unordered_map<std::string, Watched> watches_;
   std::unordered_map<std::string, int64_t> pending_since_ms_;
   std::map<std::string, Worker> workers_;
   std::map<std::string, Queue> queues_;  // as stored; loaded by Start()

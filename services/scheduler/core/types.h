@@ -46,6 +46,8 @@ struct JobSpec {
   std::optional<int32_t> backoff_limit;
   int64_t max_runtime_seconds = 0;
   std::map<std::string, std::string> labels;
+  // Hang detection (core/run_watch.h); unset: the queue's, else 600. 0: off.
+  std::optional<int64_t> progress_timeout_seconds;
   bool operator==(const JobSpec&) const = default;
 };
 
@@ -131,6 +133,10 @@ struct Queue {
   ReclaimWithinCohort reclaim_within_cohort = ReclaimWithinCohort::kNever;
   // A job of this queue is not preempted before it has run this long.
   int64_t min_runtime_seconds = 0;
+  // For jobs that leave JobSpec::progress_timeout_seconds unset; unset here: 600. 0: off.
+  std::optional<int64_t> progress_timeout_seconds;
+  // Idle reclaim (core/run_watch.h); 0: never.
+  int64_t idle_timeout_seconds = 0;
   int64_t created_at_ms = 0;
   int64_t updated_at_ms = 0;
   bool unlimited() const { return quotas.empty(); }
