@@ -185,6 +185,13 @@ int RunRank(const std::vector<std::string>& program) {
     spawn.env[RM_RANK_CHANNEL_ENV] = channel->path();
     if (const std::string pmpi = PmpiLibrary(own_dir); !pmpi.empty()) {
       spawn.env["LD_PRELOAD"] = AppendPreload(spawn.env["LD_PRELOAD"], pmpi);
+      // A program built with GCC's (dynamic) AddressSanitizer refuses to start when another
+      // library is preloaded before its runtime; the counter does not need to come first.
+      std::string& asan = spawn.env["ASAN_OPTIONS"];
+      if (asan.find("verify_asan_link_order") == std::string::npos) {
+        asan = asan.empty() ? "verify_asan_link_order=0"
+                            : absl::StrCat(asan, ":verify_asan_link_order=0");
+      }
     }
     if (!own_dir.empty()) {
       const std::string path = spawn.env["PATH"];
