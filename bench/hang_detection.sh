@@ -18,6 +18,7 @@ for ((i = 1; i <= rounds; i++)); do
 done | awk '{
     for (i = 1; i <= NF; i++) if ($i == "detected") lat = $(i + 1)
     timeout = 3
-    printf "%s -> latency %.2f s, ratio to timeout %.2f\n", $0, lat, lat / timeout
+    kind = ($1 == "SIGSTOP") ? "SIGSTOPped trainer rank" : "stalled allreduce"
+    printf "%-24s latency %.2f s, ratio to the %d s timeout %.2f\n", kind, lat, timeout, lat / timeout
     sum += lat / timeout; n++ }
   END { if (n) printf "mean ratio latency/timeout over %d runs: %.2f\n", n, sum / n }'

@@ -83,7 +83,7 @@ TEST(RunWatchTest, StoppedRankIsNamedEvenWhenCountsAreEqual) {
   stopped.stopped = true;
   watch.OnReport(0, Collectives(4, 3), 1'000);
   watch.OnReport(1, stopped, 1'200);
-  WatchVerdict v = watch.Judge(kFiveSeconds, 6'000);
+  WatchVerdict v = watch.Judge(kFiveSeconds, 6'200);
   ASSERT_EQ(v.kind, WatchVerdict::Kind::kHung);
   EXPECT_EQ(v.stalled_ranks, std::vector<int32_t>{1});
   EXPECT_NE(v.reason.find("waiting for rank 1 (its program is stopped"), std::string::npos)

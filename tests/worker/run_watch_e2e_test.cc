@@ -89,7 +89,7 @@ TEST_F(RunWatchE2eTest, RankThatNeverJoinsTheAllreduceIsNamedWithinTheTimeout) {
   // The timeout, plus up to a second for the last counts to arrive, a pass and the poll.
   EXPECT_LT(waited, kTimeoutSeconds + 4.0) << reason;
   std::cout << "hang detected " << waited << " s after RUNNING (timeout " << kTimeoutSeconds
-            << " s)\n";
+            << " s): " << reason << "\n";
 }
 
 TEST_F(RunWatchE2eTest, TrainerRankStoppedWithSigstopIsFoundHung) {
@@ -125,10 +125,10 @@ TEST_F(RunWatchE2eTest, TrainerRankStoppedWithSigstopIsFoundHung) {
   for (pid_t pid : pids) kill(pid, SIGCONT);
   ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.ShortDebugString();
   const std::string reason = FinalReason(id);
-  EXPECT_TRUE(absl::StrContains(reason, "waiting for rank 1 ")) << reason;
+  EXPECT_TRUE(absl::StrContains(reason, "waiting for rank 1 (its program is stopped")) << reason;
   EXPECT_LT(waited, kTimeoutSeconds + 4.0) << reason;
   std::cout << "SIGSTOP hang detected " << waited << " s after the stop (timeout "
-            << kTimeoutSeconds << " s)\n";
+            << kTimeoutSeconds << " s): " << reason << "\n";
 }
 
 TEST_F(RunWatchE2eTest, IdleJobIsCancelledAndItsSlotsReleased) {
