@@ -200,6 +200,10 @@ std::string FormatJob(const v1::Job& job) {
       {"Restart policy:", restart},
       {"Max runtime:",
        spec.max_runtime_seconds() == 0 ? "none" : absl::StrCat(spec.max_runtime_seconds(), "s")},
+      {"Hang timeout:", !spec.has_progress_timeout_seconds() ? "the queue's"
+                        : spec.progress_timeout_seconds() == 0
+                            ? "off"
+                            : absl::StrCat(spec.progress_timeout_seconds(), "s")},
       {"Labels:", LabelsText(spec.labels())},
       {"Request id:", OrDash(job.request_id())},
       {"Created:", FormatTimeMs(job.created_at_ms())},

@@ -74,6 +74,12 @@ std::string FormatQueue(const v1::QueueWithStatus& q) {
       {"Reclaim:", ReclaimWithinCohortName(queue.reclaim_within_cohort())},
       {"Min runtime:", absl::StrCat(queue.min_runtime_seconds(), "s")},
       {"Teams:", queue.teams().empty() ? "- (every team)" : absl::StrJoin(queue.teams(), ", ")},
+      {"Hang timeout:", !queue.has_progress_timeout_seconds() ? "600s (default)"
+                        : queue.progress_timeout_seconds() == 0
+                            ? "off"
+                            : absl::StrCat(queue.progress_timeout_seconds(), "s")},
+      {"Idle timeout:",
+       queue.idle_timeout_seconds() == 0 ? "off" : absl::StrCat(queue.idle_timeout_seconds(), "s")},
       {"Pending jobs:", absl::StrCat(q.status().pending_jobs())},
       {"Share:", Share(q.status().weighted_share())},
       {"Created:", FormatTimeMs(queue.created_at_ms())},

@@ -17,14 +17,16 @@
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 8> kTopKeys = {"name",
+constexpr std::array<absl::string_view, 10> kTopKeys = {"name",
                                                        "cohort",
                                                        "weight",
                                                        "resources",
                                                        "within_queue",
                                                        "reclaim_within_cohort",
                                                        "min_runtime_seconds",
-                                                       "teams"};
+                                                       "teams",
+                                                       "progress_timeout_seconds",
+                                                       "idle_timeout_seconds"};
 constexpr std::array<absl::string_view, 3> kQuotaKeys = {"nominal", "borrowing_limit",
                                                          "lending_limit"};
 
@@ -49,6 +51,12 @@ class QueueReader {
       } else if (key == "min_runtime_seconds") {
         RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, /*fits_int32=*/false));
         queue->set_min_runtime_seconds(v);
+      } else if (key == "progress_timeout_seconds") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, /*fits_int32=*/false));
+        queue->set_progress_timeout_seconds(v);
+      } else if (key == "idle_timeout_seconds") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, /*fits_int32=*/false));
+        queue->set_idle_timeout_seconds(v);
       } else if (key == "within_queue") {
         RM_ASSIGN_OR_RETURN(std::string text, String(value, key));
         std::optional<v1::PreemptWithinQueue> v = ParsePreemptWithinQueue(text);

@@ -26,7 +26,7 @@
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 12> kTopKeys = {"name",
+constexpr std::array<absl::string_view, 13> kTopKeys = {"name",
                                                         "queue",
                                                         "priority",
                                                         "replicas",
@@ -35,6 +35,7 @@ constexpr std::array<absl::string_view, 12> kTopKeys = {"name",
                                                         "restart_policy",
                                                         "backoff_limit",
                                                         "max_runtime_seconds",
+                                                        "progress_timeout_seconds",
                                                         "labels",
                                                         "trainer",
                                                         "command"};
@@ -133,6 +134,9 @@ class SpecReader {
       } else if (key == "max_runtime_seconds") {
         RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, false, false));
         spec->set_max_runtime_seconds(v);
+      } else if (key == "progress_timeout_seconds") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, false, false));
+        spec->set_progress_timeout_seconds(v);
       } else if (key == "restart_policy") {
         RM_ASSIGN_OR_RETURN(std::string text, String(value, key));
         std::optional<v1::RestartPolicy> policy = ParseRestartPolicy(text);

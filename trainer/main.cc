@@ -11,6 +11,7 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "services/worker/pmpi/rank_channel.h"
 #include "trainer/allreduce_benchmark.h"
 #include "trainer/checkpoint.h"
 #include "trainer/config.h"
@@ -76,8 +77,16 @@ absl::Status Work(const TrainerConfig& config, Compute& compute, Communicator& c
     }
     return absl::OkStatus();
   }
+  // Every step also goes to the rank channel when the platform runs us (ringmaster-rank): that
+  // is the progress its hang detection and idle reclaim watch (docs/health.md).
+  rm_rank_channel* channel = rm_rank_channel_open(nullptr);
   StepObserver on_step;
-  if (reporter != nullptr) on_step = [reporter](const StepStats& s) { reporter->Report(s); };
+  if (reporter != nullptr || channel != nullptr) {
+    on_step = [reporter, channel](const StepStats& s) {
+      if (reporter != nullptr) reporter->Report(s);
+      rm_rank_channel_report_progress(channel, static_cast<uint64_t>(s.step), 1, s.images_per_sec);
+    };
+  }
   RM_ASSIGN_OR_RETURN(TrainResult result, Train(config, compute, communicator, out, on_step));
   if (result.stopped_at_step != 0) {
     // Every rank agreed on this (checkpointing.h), so it is shared like DATA_LOSS.

@@ -40,49 +40,72 @@ bool Retryable(const absl::Status& s) {
 // prefix, base units, _total for counters.
 struct Scheduler::Metrics {
   explicit Metrics(prometheus::Registry& r)
-      : jobs(prometheus::BuildGauge().Name("ringmaster_jobs")
-                 .Help("Live jobs by state and queue (PENDING, STARTING, RUNNING)").Register(r)),
-        finished(prometheus::BuildCounter().Name("ringmaster_jobs_finished_total")
-                     .Help("Jobs that reached a terminal state, by state and queue").Register(r)),
-        pending(prometheus::BuildGauge().Name("ringmaster_queue_pending_jobs")
-                    .Help("Jobs waiting for a placement, by queue").Register(r)),
-        gpus(prometheus::BuildGauge().Name("ringmaster_gpus")
-                 .Help("GPUs of ready workers, by type").Register(r)),
-        gpus_allocated(prometheus::BuildGauge().Name("ringmaster_gpus_allocated")
-                           .Help("GPUs held by placements, by type").Register(r)),
-        cpu_slots(prometheus::BuildGauge().Name("ringmaster_cpu_slots")
-                      .Help("CPU rank slots of ready workers, total and allocated").Register(r)),
-        workers(prometheus::BuildGauge().Name("ringmaster_workers")
-                    .Help("Registered workers by state").Register(r)),
-        submissions(prometheus::BuildCounter().Name("ringmaster_job_submissions_total")
+      : jobs(prometheus::BuildGauge()
+                 .Name("ringmaster_jobs")
+                 .Help("Live jobs by state and queue (PENDING, STARTING, RUNNING)")
+                 .Register(r)),
+        finished(prometheus::BuildCounter()
+                     .Name("ringmaster_jobs_finished_total")
+                     .Help("Jobs that reached a terminal state, by state and queue")
+                     .Register(r)),
+        pending(prometheus::BuildGauge()
+                    .Name("ringmaster_queue_pending_jobs")
+                    .Help("Jobs waiting for a placement, by queue")
+                    .Register(r)),
+        gpus(prometheus::BuildGauge()
+                 .Name("ringmaster_gpus")
+                 .Help("GPUs of ready workers, by type")
+                 .Register(r)),
+        gpus_allocated(prometheus::BuildGauge()
+                           .Name("ringmaster_gpus_allocated")
+                           .Help("GPUs held by placements, by type")
+                           .Register(r)),
+        cpu_slots(prometheus::BuildGauge()
+                      .Name("ringmaster_cpu_slots")
+                      .Help("CPU rank slots of ready workers, total and allocated")
+                      .Register(r)),
+        workers(prometheus::BuildGauge()
+                    .Name("ringmaster_workers")
+                    .Help("Registered workers by state")
+                    .Register(r)),
+        submissions(prometheus::BuildCounter()
+                        .Name("ringmaster_job_submissions_total")
                         .Help("Jobs accepted by SubmitJob (repeats of a request id excluded)")
                         .Register(r)),
-        commit_seconds(prometheus::BuildHistogram().Name("ringmaster_store_commit_seconds")
-                           .Help("Time to store one batch of decisions (one transaction)")
-                           .Register(r)
-                           .Add({}, prometheus::Histogram::BucketBoundaries{
-                                        0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5,
-                                        1, 2.5, 5, 10})),
-        batch_writes(prometheus::BuildHistogram().Name("ringmaster_store_batch_writes")
+        commit_seconds(
+            prometheus::BuildHistogram()
+                .Name("ringmaster_store_commit_seconds")
+                .Help("Time to store one batch of decisions (one transaction)")
+                .Register(r)
+                .Add({},
+                     prometheus::Histogram::BucketBoundaries{0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
+                                                             0.1, 0.25, 0.5, 1, 2.5, 5, 10})),
+        batch_writes(prometheus::BuildHistogram()
+                         .Name("ringmaster_store_batch_writes")
                          .Help("Decisions stored per transaction (group commit)")
                          .Register(r)
-                         .Add({}, prometheus::Histogram::BucketBoundaries{
-                                      1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024})),
-        placement_latency(prometheus::BuildHistogram().Name("ringmaster_placement_latency_seconds")
-                              .Help("Time from a job entering PENDING to its placement")
-                              .Register(r)
-                              .Add({}, prometheus::Histogram::BucketBoundaries{
-                                           0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
-                                           5, 10, 30, 60, 300, 1800})),
-        preemptions(prometheus::BuildCounter().Name("ringmaster_preemptions_total")
+                         .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64,
+                                                                          128, 256, 512, 1024})),
+        placement_latency(
+            prometheus::BuildHistogram()
+                .Name("ringmaster_placement_latency_seconds")
+                .Help("Time from a job entering PENDING to its placement")
+                .Register(r)
+                .Add({}, prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1,
+                                                                 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+                                                                 300, 1800})),
+        preemptions(prometheus::BuildCounter()
+                        .Name("ringmaster_preemptions_total")
                         .Help("Jobs preempted whole, by the victim's queue and reason "
                               "(reclaim, priority)")
                         .Register(r)),
-        queue_quota(prometheus::BuildGauge().Name("ringmaster_queue_resources")
+        queue_quota(prometheus::BuildGauge()
+                        .Name("ringmaster_queue_resources")
                         .Help("Per queue and resource (a GPU type or cpu): nominal quota, in "
                               "use, borrowed from the cohort, lent to it (kind label)")
                         .Register(r)),
-        queue_share(prometheus::BuildGauge().Name("ringmaster_queue_dominant_share")
+        queue_share(prometheus::BuildGauge()
+                        .Name("ringmaster_queue_dominant_share")
                         .Help("Weighted dominant resource share of the queue's borrowing "
                               "(0 within nominal)")
                         .Register(r)),
@@ -90,7 +113,15 @@ struct Scheduler::Metrics {
                         .Help("Resource-seconds used by the queue's jobs (GPU-seconds per GPU "
                               "type, CPU-slot-seconds for cpu) from RUNNING to their end; "
                               "stored in Postgres, so it survives restarts")
-                        .Register(r)) {}
+                        .Register(r)),
+        watch_actions(prometheus::BuildCounter()
+                          .Name("ringmaster_run_watch_actions_total")
+                          .Help("Running jobs ended by the run watch: hung (failed, "
+                                "progress_timeout_seconds) or idle (cancelled, "
+                                "idle_timeout_seconds)")
+                          .Register(r)),
+        hangs_detected(&watch_actions.Add({{"action", "hung"}})),
+        idle_reclaimed(&watch_actions.Add({{"action", "idle"}})) {}
 
   prometheus::Family<prometheus::Gauge>& jobs;
   prometheus::Family<prometheus::Counter>& finished;
@@ -107,6 +138,9 @@ struct Scheduler::Metrics {
   prometheus::Family<prometheus::Gauge>& queue_quota;
   prometheus::Family<prometheus::Gauge>& queue_share;
   prometheus::Family<prometheus::Counter>& queue_usage;
+  prometheus::Family<prometheus::Counter>& watch_actions;
+  prometheus::Counter* hangs_detected;
+  prometheus::Counter* idle_reclaimed;
   std::set<std::pair<std::string, std::string>> quota_labels;
   // Label sets set before, so a vanished one is set back to 0 rather than left stale.
   std::set<std::pair<std::string, std::string>> job_labels;
@@ -255,6 +289,7 @@ void Scheduler::RunPass() {
     std::lock_guard<std::mutex> lock(mu_);
     if (alive.has_value()) SweepWorkersLocked(*alive, &beats);
     CheckDeadlinesLocked();
+    CheckWatchesLocked();
     const int64_t now = clock_->NowMs();
     std::vector<std::pair<std::string, int32_t>> overdue;
     for (const auto& [key, d] : draining_) {
@@ -342,6 +377,50 @@ void Scheduler::CheckDeadlinesLocked() {
                                absl::StrCat("ran past max_runtime_seconds (",
                                             job.spec.max_runtime_seconds, " s)")});
     if (!s.ok()) RM_LOG(kError) << "deadline of " << id << ": " << s;
+  }
+}
+
+WatchLimits Scheduler::WatchLimitsLocked(const Job& job) const {
+  const Queue* queue = nullptr;
+  if (auto q = queues_.find(job.spec.queue); q != queues_.end()) queue = &q->second;
+  int64_t progress_s = kDefaultProgressTimeoutSeconds;
+  if (job.spec.progress_timeout_seconds) {
+    progress_s = *job.spec.progress_timeout_seconds;
+  } else if (queue != nullptr && queue->progress_timeout_seconds) {
+    progress_s = *queue->progress_timeout_seconds;
+  }
+  return {progress_s * 1000, queue == nullptr ? 0 : queue->idle_timeout_seconds * 1000};
+}
+
+void Scheduler::CheckWatchesLocked() {
+  const int64_t now = clock_->NowMs();
+  std::vector<std::pair<std::string, WatchVerdict>> verdicts;
+  for (auto it = watches_.begin(); it != watches_.end();) {
+    auto job = jobs_.find(it->first);
+    if (job == jobs_.end() ||
+        (job->second.state != JobState::kRunning && job->second.state != JobState::kStarting) ||
+        job->second.attempt != it->second.attempt) {
+      it = watches_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+  for (const auto& [id, job] : jobs_) {
+    if (job.state != JobState::kRunning) continue;
+    // A job that never reported still has a watch: it can be idle.
+    auto [w, fresh] = watches_.try_emplace(
+        id, Watched{job.attempt, RunWatch(static_cast<int32_t>(job.placement.size()), now)});
+    WatchVerdict v = w->second.watch.Judge(WatchLimitsLocked(job), now);
+    if (v.kind != WatchVerdict::Kind::kFine) verdicts.emplace_back(id, std::move(v));
+  }
+  for (auto& [id, v] : verdicts) {
+    RM_LOG(kWarning) << "job " << id << ": " << v.reason;
+    const bool hung = v.kind == WatchVerdict::Kind::kHung;
+    if (metrics_) (hung ? metrics_->hangs_detected : metrics_->idle_reclaimed)->Increment();
+    watches_.erase(id);
+    auto s = CommitLocked(
+        id, {hung ? JobInput::Kind::kFailed : JobInput::Kind::kCancel, std::move(v.reason)});
+    if (!s.ok()) RM_LOG(kError) << "watch of " << id << ": " << s;
   }
 }
 
@@ -1143,7 +1222,8 @@ absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<H
     FailJobsOnWorkerLocked(w.id, absl::StrCat("worker ", w.id, " re-registered"), &held_here);
     for (const HeldRank& h : held) {
       if (held_here.count({h.job_id, h.attempt, h.rank}) == 0) continue;
-      RankReport report{h.job_id, h.attempt, h.rank, RankReport::Kind::kStarted, 0, 0, "", 0, 0};
+      RankReport report{h.job_id, h.attempt, h.rank, RankReport::Kind::kStarted, 0, 0, "", 0, 0,
+                        {}};
       HandleRankLocked(w.id, report);
       if (h.exited) {
         report.kind = RankReport::Kind::kExited;
@@ -1201,7 +1281,8 @@ void Scheduler::HandleRankLocked(const std::string& worker_id, const RankReport&
     return;
   }
   if (auto d = draining_.find({report.job_id, report.attempt});
-      d != draining_.end() && report.kind != RankReport::Kind::kStarted) {
+      d != draining_.end() && report.kind != RankReport::Kind::kStarted &&
+      report.kind != RankReport::Kind::kProgress) {
     d->second.exited.insert(report.rank);
     if (d->second.exited.size() >= d->second.held.placement.size()) {
       RM_LOG(kInfo) << "job " << report.job_id << " attempt " << report.attempt
@@ -1250,6 +1331,20 @@ void Scheduler::HandleRankLocked(const std::string& worker_id, const RankReport&
                                   absl::StrCat("rank ", report.rank, " on ", worker_id,
                                                " exited with code ", report.exit_code),
                                   report.exit_code});
+      }
+      break;
+    case RankReport::Kind::kProgress:
+      // STARTING too: a rank can be busy before the last rank's start reached us.
+      if (job.state == JobState::kRunning || job.state == JobState::kStarting) {
+        const int64_t now = clock_->NowMs();
+        auto [w, fresh] = watches_.try_emplace(
+            job.id,
+            Watched{job.attempt, RunWatch(static_cast<int32_t>(job.placement.size()), now)});
+        if (!fresh && w->second.attempt != job.attempt) {
+          w->second =
+              Watched{job.attempt, RunWatch(static_cast<int32_t>(job.placement.size()), now)};
+        }
+        w->second.watch.OnReport(report.rank, report.activity, now);
       }
       break;
     case RankReport::Kind::kLaunchFailed:

@@ -76,6 +76,7 @@
 #include "core/job_state_machine.h"
 #include "core/placement.h"
 #include "core/queue_status.h"
+#include "core/run_watch.h"
 #include "core/types.h"
 #include "core/usage.h"
 #include "store/coordination.h"
@@ -114,7 +115,7 @@ struct HeldRank {
 };
 
 struct RankReport {
-  enum class Kind { kStarted, kExited, kLaunchFailed, kCheckpoint };
+  enum class Kind { kStarted, kExited, kLaunchFailed, kCheckpoint, kProgress };
   std::string job_id;
   int32_t attempt = 0;
   int32_t rank = 0;
@@ -124,6 +125,8 @@ struct RankReport {
   std::string message;
   int64_t checkpoint_step = 0;  // kCheckpoint
   int64_t checkpoint_time_ms = 0;
+  // kProgress only: the rank's cumulative counters.
+  RankActivity activity;
 };
 
 struct WorkerView {
@@ -257,6 +260,9 @@ class Scheduler {
   void Enqueue(Write write);
   void SweepWorkersLocked(const std::set<std::string>& alive, std::vector<std::string>* beats);
   void CheckDeadlinesLocked();
+  // Hang detection and idle reclaim of RUNNING jobs (core/run_watch.h).
+  void CheckWatchesLocked();
+  WatchLimits WatchLimitsLocked(const Job& job) const;
   void PlaceLocked();
   // A preempted attempt's GPUs go back once its ranks have exited (or its grace ran out).
   void ReleaseDrainedLocked(const std::pair<std::string, int32_t>& attempt);
@@ -305,6 +311,12 @@ class Scheduler {
   std::mutex mu_;
   std::unordered_map<std::string, Job> jobs_;
   std::unordered_map<std::string, RankTracker> trackers_;
+  // Hang and idle watch of each RUNNING job's current attempt (core/run_watch.h).
+  struct Watched {
+    int32_t attempt = 0;
+    RunWatch watch;
+  };
+  std::unordered_map<std::string, Watched> watches_;
   std::unordered_map<std::string, int64_t> pending_since_ms_;
   std::map<std::string, Worker> workers_;
   std::map<std::string, Queue> queues_;  // as stored; loaded by Start()

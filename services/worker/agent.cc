@@ -71,6 +71,7 @@ struct Agent::Attempt {
 
   const Assignment assignment;  // never changes; readable without the lock
   GangState gang;
+  ProgressForwarder progress;        // which progress reports go on to the scheduler
   std::vector<int32_t> mpi_to_rank;  // placed rank of each MPI rank
   bool launcher = false;
   // Sessions started for the attempt (mpirun, Exec'd commands): everything in them is its.
@@ -570,7 +571,8 @@ void Agent::Housekeeping() {
         for (const auto& r : a.assignment.placement) {
           if (r.worker_id != options_.inventory.worker_id) continue;
           outbox_.push_back({key.first, key.second, r.rank, RankStatus::Kind::kExited, 0, SIGTERM,
-                             "stopped: nothing of the attempt is left on this worker", 0, 0});
+                             "stopped: nothing of the attempt is left on this worker", 0, 0,
+                             {}});
         }
         outbox_cv_.notify_all();
         if (a.launcher_thread.joinable()) finished.push_back(std::move(a.launcher_thread));
@@ -945,6 +947,34 @@ absl::Status Agent::ReportThroughput(const std::string& job_id, int32_t attempt,
         absl::StrCat("rank ", rank, " of job ", job_id, " is not placed on this worker"));
   }
   SetThroughputLocked(job_id, rank, images_per_second);
+  return absl::OkStatus();
+}
+
+absl::Status Agent::ReportProgress(const std::string& job_id, int32_t attempt,
+                                   const std::string& token, int32_t rank,
+                                   const RankProgress& progress) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RM_ASSIGN_OR_RETURN(Attempt * a, AuthorizeLocked(job_id, attempt, token));
+  if (!a->gang.HasRank(rank)) {
+    return absl::NotFoundError(
+        absl::StrCat("rank ", rank, " of job ", job_id, " is not placed on this worker"));
+  }
+  if (auto v = progress.images_per_second ? progress.images_per_second
+                                          : progress.step_images_per_second) {
+    SetThroughputLocked(job_id, rank, *v);
+  }
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  if (!a->progress.ShouldForward(rank, progress, now_ms)) return absl::OkStatus();
+  RankStatus status;
+  status.job_id = job_id;
+  status.attempt = attempt;
+  status.rank = rank;
+  status.kind = RankStatus::Kind::kProgress;
+  status.progress = progress;
+  outbox_.push_back(std::move(status));
+  outbox_cv_.notify_all();
   return absl::OkStatus();
 }
 

@@ -189,6 +189,10 @@ class Agent {
                           const RankExit& exit);
   absl::Status ReportThroughput(const std::string& job_id, int32_t attempt,
                                 const std::string& token, int32_t rank, double images_per_second);
+  // A rank's activity counters from its wrapper: forwarded to the scheduler as a kProgress
+  // RankStatus when they changed (ProgressForwarder). Errors as for ReportExit.
+  absl::Status ReportProgress(const std::string& job_id, int32_t attempt, const std::string& token,
+                              int32_t rank, const RankProgress& progress);
   // How many Exec calls wait for an assignment right now (bounded by max_exec_waiters).
   int ExecWaiters();
   // Streams a rank's log (see ReadLogsRequest). `write(data, attempt)` returning false ends it.

@@ -20,7 +20,9 @@
 #include "common/log.h"
 #include "common/tls.h"
 #include "core/inventory.h"
+#include "gpu_metrics_collector.h"
 #include "host/gpus.h"
+#include "host/nvml_sampler.h"
 #include "host/ports.h"
 #include "rpc/agent_service.h"
 #include "rpc/scheduler_session.h"
@@ -235,6 +237,24 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return Fail(absl::UnavailableError(
         absl::StrCat("cannot serve /metrics on ", metrics_listen, ": ", e.what())));
+  }
+
+  // Real GPUs: their utilisation, memory and temperature under dcgm-exporter's names, read
+  // through NVML at every scrape (docs/health.md). Skipped without GPUs or NVML.
+  std::unique_ptr<NvmlSampler> nvml;
+  std::shared_ptr<GpuMetricsCollector> gpu_metrics;
+  if (!options.simulated_gpus && !inv.gpus.empty()) {
+    absl::StatusOr<std::unique_ptr<NvmlSampler>> opened = NvmlSampler::Open();
+    if (opened.ok()) {
+      nvml = std::move(*opened);
+      char host[256] = {0};
+      gethostname(host, sizeof(host) - 1);
+      gpu_metrics = std::make_shared<GpuMetricsCollector>(
+          [sampler = nvml.get()] { return sampler->Read(); }, host);
+      exposer->RegisterCollectable(gpu_metrics);
+    } else {
+      RM_LOG(kWarning) << "GPU metrics not exported: " << opened.status();
+    }
   }
 
   // The agent service listens before we register: its port goes into the registration.

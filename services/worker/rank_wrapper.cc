@@ -23,6 +23,7 @@
 #include "core/throughput.h"
 #include "host/file_io.h"
 #include "host/process.h"
+#include "host/rank_channel.h"
 #include "rpc/agent_client.h"
 
 namespace ringmaster::worker {
@@ -55,6 +56,48 @@ struct OutputSink {
 int Fail(const std::string& message) {
   std::fprintf(stderr, "ringmaster-rank: %s\n", message.c_str());
   return 1;
+}
+
+// The directory of this executable: libringmaster_pmpi.so and ringmaster-progress sit there.
+std::string OwnDirectory() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  std::string path(buf, static_cast<size_t>(n));
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+// The collective counter to preload: RINGMASTER_PMPI_LIBRARY when set (empty: none), else
+// libringmaster_pmpi.so next to this executable when it exists.
+std::string PmpiLibrary(const std::string& own_dir) {
+  if (const char* v = std::getenv("RINGMASTER_PMPI_LIBRARY"); v != nullptr) return v;
+  std::string path = absl::StrCat(own_dir, "/libringmaster_pmpi.so");
+  return access(path.c_str(), R_OK) == 0 ? path : "";
+}
+
+// True when `pid` is stopped (state T: SIGSTOP, SIGTSTP) or stopped by a tracer (t).
+bool IsStopped(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  // "pid (comm) S ...": the state follows the last ')', as comm may hold one.
+  const char* paren = std::strrchr(buf, ')');
+  return paren != nullptr && paren[1] == ' ' && (paren[2] == 'T' || paren[2] == 't');
+}
+
+bool operator==(const rm_rank_snapshot& a, const rm_rank_snapshot& b) {
+  return a.collectives_entered == b.collectives_entered &&
+         a.collectives_completed == b.collectives_completed && a.progress_step == b.progress_step &&
+         a.progress_reports == b.progress_reports &&
+         a.has_images_per_second == b.has_images_per_second &&
+         (!a.has_images_per_second || a.images_per_second == b.images_per_second);
 }
 
 }  // namespace
@@ -130,6 +173,37 @@ int RunRank(const std::vector<std::string>& program) {
   for (const auto& [name, value] : TlsEnvironment(tls, /*with_identity=*/true)) {
     if (name != kTlsCaEnv && name != kInsecureEnv) spawn.env.erase(name);
   }
+  // The rank channel: collective counts (the preloaded PMPI library) and progress
+  // (ringmaster-progress, the trainer) come back through it. Without one the rank still runs,
+  // unwatched.
+  const std::string own_dir = OwnDirectory();
+  std::unique_ptr<RankChannelFile> channel;
+  if (auto created =
+          RankChannelFile::Create(RankChannelDir(), absl::StrCat(job_id, "-", attempt, "-", rank));
+      created.ok()) {
+    channel = std::move(*created);
+    spawn.env[RM_RANK_CHANNEL_ENV] = channel->path();
+    if (const std::string pmpi = PmpiLibrary(own_dir); !pmpi.empty()) {
+      spawn.env["LD_PRELOAD"] = AppendPreload(spawn.env["LD_PRELOAD"], pmpi);
+      // A program built with GCC's (dynamic) AddressSanitizer refuses to start when another
+      // library is preloaded before its runtime; the counter does not need to come first.
+      std::string& asan = spawn.env["ASAN_OPTIONS"];
+      if (asan.find("verify_asan_link_order") == std::string::npos) {
+        asan = asan.empty() ? "verify_asan_link_order=0"
+                            : absl::StrCat(asan, ":verify_asan_link_order=0");
+      }
+    }
+    if (!own_dir.empty()) {
+      const std::string path = spawn.env["PATH"];
+      spawn.env["PATH"] = path.empty() ? own_dir : absl::StrCat(path, ":", own_dir);
+    }
+  } else {
+    const std::string line =
+        absl::StrCat("ringmaster-rank: no progress channel (", created.status().message(),
+                     "): hang detection cannot watch this rank\n");
+    sinks[1].Write(line);
+    log_sink.Write(line);
+  }
   spawn.pipe_output = true;
   // Not a new session: the worker finds the rank by the session orted runs in. A process
   // group of its own lets us signal the workload and whatever it started at once.
@@ -157,7 +231,43 @@ int RunRank(const std::vector<std::string>& program) {
   auto on_line = [&](std::string_view line) {
     if (auto sample = ParseThroughputLine(line)) last_value = sample->images_per_second;
   };
+  // Progress: sent when the channel's counters (or the printed throughput) changed, at most
+  // once per second, so the worker and the scheduler see a bounded rate per rank.
+  std::optional<rm_rank_snapshot> reported_progress = rm_rank_snapshot{};
+  std::optional<double> progress_value;
+  bool reported_stopped = false;
+  Clock::time_point last_progress;
+  Clock::time_point last_check;
+  auto maybe_report_progress = [&](bool force) {
+    if (!channel) return;
+    // Looked at four times a second (reading /proc costs a few system calls), sent at most once.
+    if (!force && Clock::now() - last_check < std::chrono::milliseconds(250)) return;
+    last_check = Clock::now();
+    const rm_rank_snapshot now = channel->Read();
+    const bool stopped = IsStopped(child->pid);
+    if (reported_progress && *reported_progress == now && progress_value == last_value &&
+        stopped == reported_stopped) {
+      return;
+    }
+    if (!force && Clock::now() - last_progress < std::chrono::seconds(1)) return;
+    v1::ReportRankRequest sample = report;
+    sample.set_kind(v1::ReportRankRequest::KIND_PROGRESS);
+    v1::RankProgress* p = sample.mutable_progress();
+    p->set_collectives_entered(now.collectives_entered);
+    p->set_collectives_completed(now.collectives_completed);
+    p->set_step(now.progress_step);
+    p->set_progress_reports(now.progress_reports);
+    if (now.has_images_per_second) p->set_images_per_second(now.images_per_second);
+    p->set_stopped(stopped);
+    if (last_value) sample.set_images_per_second(*last_value);
+    (void)agent.ReportRank(sample, std::chrono::seconds(2));
+    reported_progress = now;
+    progress_value = last_value;
+    reported_stopped = stopped;
+    last_progress = Clock::now();
+  };
   auto maybe_report = [&](bool force) {
+    maybe_report_progress(force);
     if (!last_value || last_value == reported_value) return;
     if (!force && Clock::now() - last_report < std::chrono::seconds(1)) return;
     v1::ReportRankRequest sample = report;

@@ -70,7 +70,8 @@ TEST(QueueYamlTest, AQueueWithOnlyANameHasNoQuotas) {
 TEST(QueueYamlTest, ErrorsNameTheYamlPath) {
   EXPECT_EQ(ErrorOf("name: a\ncolour: red\n"),
             "queue.yaml: colour: unknown key (expected one of: name, cohort, weight, resources, "
-            "within_queue, reclaim_within_cohort, min_runtime_seconds, teams)");
+            "within_queue, reclaim_within_cohort, min_runtime_seconds, teams, "
+            "progress_timeout_seconds, idle_timeout_seconds)");
   EXPECT_EQ(ErrorOf("resources:\n  t4:\n    nominal: lots\n"),
             "queue.yaml: resources.t4.nominal: expected an integer, got \"lots\"");
   EXPECT_EQ(ErrorOf("resources:\n  t4:\n    nominal: 1\n    lending: 2\n"),
@@ -209,6 +210,8 @@ TEST(QueueFormatTest, GetShowsTheSettingsThenOneRowPerResource) {
             "Reclaim:       Never\n"
             "Min runtime:   600s\n"
             "Teams:         - (every team)\n"
+            "Hang timeout:  600s (default)\n"
+            "Idle timeout:  off\n"
             "Pending jobs:  3\n"
             "Share:         0.12\n"
             "Created:       2024-05-01T12:00:00Z\n"

@@ -5,6 +5,7 @@ ringmaster_test(worker_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/gang_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/throughput_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/inventory_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/progress_test.cc
   LIBS ringmaster_worker_core)
 
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
@@ -26,10 +27,19 @@ endif()
 
 # The worker's host layer (files, /proc, pipes, ports) and its Agent driven directly.
 ringmaster_test(worker_host_test unit
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_test.cc
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/host_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/rank_channel_test.cc
   LIBS ringmaster_worker_host)
+if(TARGET ringmaster_pmpi)
+  target_compile_definitions(worker_host_test PRIVATE
+    RINGMASTER_PMPI_LIBRARY="$<TARGET_FILE:ringmaster_pmpi>")
+  add_dependencies(worker_host_test ringmaster_pmpi)
+endif()
 ringmaster_test(worker_agent_test unit
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/agent_test.cc
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/agent_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/gpu_metrics_test.cc
   LIBS ringmaster_worker_lib)
 
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
@@ -70,4 +80,26 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support AND TARGET rin
       PkgConfig::PQXX)
   add_dependencies(checkpoint_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank ringmaster-train)
+endif()
+
+if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support AND TARGET ringmaster_pmpi)
+  # Watched while it runs: a stalled allreduce and a SIGSTOPped trainer rank are found hung
+  # and named, an idle job is cancelled, ringmaster-progress keeps a job alive. About 30 s.
+  find_package(MPI COMPONENTS C REQUIRED)
+  add_executable(stalled_allreduce ${CMAKE_CURRENT_LIST_DIR}/programs/stalled_allreduce.c)
+  target_link_libraries(stalled_allreduce PRIVATE MPI::MPI_C)
+  ringmaster_test(run_watch_e2e_test e2e
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
+      ${CMAKE_CURRENT_LIST_DIR}/run_watch_e2e_test.cc
+      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
+    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+      PkgConfig::PQXX)
+  target_compile_definitions(run_watch_e2e_test PRIVATE
+    RINGMASTER_STALLED_ALLREDUCE="$<TARGET_FILE:stalled_allreduce>")
+  add_dependencies(run_watch_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
+    ringmaster-rank ringmaster_pmpi ringmaster-progress stalled_allreduce)
+  if(TARGET ringmaster-train)
+    add_dependencies(run_watch_e2e_test ringmaster-train)
+  endif()
 endif()

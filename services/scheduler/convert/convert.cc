@@ -39,6 +39,9 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
   }
   if (spec.has_backoff_limit()) out.backoff_limit = spec.backoff_limit();
   out.max_runtime_seconds = spec.max_runtime_seconds();
+  if (spec.has_progress_timeout_seconds()) {
+    out.progress_timeout_seconds = spec.progress_timeout_seconds();
+  }
   out.labels.insert(spec.labels().begin(), spec.labels().end());
   return out;
 }
@@ -67,6 +70,9 @@ v1::JobSpec ToProto(const JobSpec& spec) {
                              : v1::RESTART_POLICY_NEVER);
   if (spec.backoff_limit) out.set_backoff_limit(*spec.backoff_limit);
   out.set_max_runtime_seconds(spec.max_runtime_seconds);
+  if (spec.progress_timeout_seconds) {
+    out.set_progress_timeout_seconds(*spec.progress_timeout_seconds);
+  }
   out.mutable_labels()->insert(spec.labels.begin(), spec.labels.end());
   return out;
 }

@@ -50,6 +50,10 @@ absl::StatusOr<Queue> FromProto(const v1::Queue& queue) {
           "; allowed: NEVER, LOWER_PRIORITY, ANY"));
   }
   out.min_runtime_seconds = queue.min_runtime_seconds();
+  if (queue.has_progress_timeout_seconds()) {
+    out.progress_timeout_seconds = queue.progress_timeout_seconds();
+  }
+  out.idle_timeout_seconds = queue.idle_timeout_seconds();
   out.created_at_ms = queue.created_at_ms();
   out.updated_at_ms = queue.updated_at_ms();
   return out;
@@ -90,6 +94,10 @@ v1::Queue ToProto(const Queue& queue) {
       break;
   }
   out.set_min_runtime_seconds(queue.min_runtime_seconds);
+  if (queue.progress_timeout_seconds) {
+    out.set_progress_timeout_seconds(*queue.progress_timeout_seconds);
+  }
+  out.set_idle_timeout_seconds(queue.idle_timeout_seconds);
   out.set_created_at_ms(queue.created_at_ms);
   out.set_updated_at_ms(queue.updated_at_ms);
   return out;

@@ -46,6 +46,8 @@ struct JobSpec {
   std::optional<int32_t> backoff_limit;
   int64_t max_runtime_seconds = 0;
   std::map<std::string, std::string> labels;
+  // Hang detection (core/run_watch.h); unset: the queue's, else 600. 0: off.
+  std::optional<int64_t> progress_timeout_seconds;
   bool operator==(const JobSpec&) const = default;
 };
 
@@ -139,6 +141,10 @@ struct Queue {
   int64_t min_runtime_seconds = 0;
   // Teams whose members may submit to this queue, sorted; empty: every team (core/authz.h).
   std::vector<std::string> teams;
+  // For jobs that leave JobSpec::progress_timeout_seconds unset; unset here: 600. 0: off.
+  std::optional<int64_t> progress_timeout_seconds;
+  // Idle reclaim (core/run_watch.h); 0: never.
+  int64_t idle_timeout_seconds = 0;
   int64_t created_at_ms = 0;
   int64_t updated_at_ms = 0;
   bool unlimited() const { return quotas.empty(); }

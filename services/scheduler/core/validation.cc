@@ -202,6 +202,13 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& in) {
       !s.ok()) {
     return s;
   }
+  if (spec.progress_timeout_seconds) {
+    if (auto s = CheckRange("progress_timeout_seconds", *spec.progress_timeout_seconds, 0,
+                            kMaxRuntimeSeconds);
+        !s.ok()) {
+      return s;
+    }
+  }
   if (auto s = CheckLabels(spec.labels); !s.ok()) return s;
   return spec;
 }
@@ -286,6 +293,18 @@ absl::StatusOr<Queue> ValidateQueue(const Queue& in) {
   }
   if (auto s =
           CheckRange("min_runtime_seconds", queue.min_runtime_seconds, 0, kMaxMinRuntimeSeconds);
+      !s.ok()) {
+    return s;
+  }
+  if (queue.progress_timeout_seconds) {
+    if (auto s = CheckRange("progress_timeout_seconds", *queue.progress_timeout_seconds, 0,
+                            kMaxMinRuntimeSeconds);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (auto s =
+          CheckRange("idle_timeout_seconds", queue.idle_timeout_seconds, 0, kMaxMinRuntimeSeconds);
       !s.ok()) {
     return s;
   }

@@ -1,6 +1,7 @@
 #include "rpc/services.h"
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -236,6 +237,35 @@ absl::StatusOr<RankReport> FromProto(const v1::RankStatus& status) {
       report.checkpoint_step = status.checkpoint_step();
       report.checkpoint_time_ms = status.checkpoint_time_ms();
       break;
+    case v1::RankStatus::KIND_PROGRESS: {
+      report.kind = RankReport::Kind::kProgress;
+      if (!status.has_progress()) {
+        return absl::InvalidArgumentError("rank_status.progress: required for KIND_PROGRESS");
+      }
+      const v1::RankProgress& p = status.progress();
+      if (p.collectives_completed() > p.collectives_entered()) {
+        return absl::InvalidArgumentError(
+            "rank_status.progress.collectives_completed: must not exceed collectives_entered");
+      }
+      report.activity.collectives_entered = p.collectives_entered();
+      report.activity.collectives_completed = p.collectives_completed();
+      report.activity.step = p.step();
+      report.activity.progress_reports = p.progress_reports();
+      report.activity.stopped = p.stopped();
+      // The printed images/sec, else the one reported with the step.
+      if (status.has_images_per_second()) {
+        report.activity.images_per_second = status.images_per_second();
+      } else if (p.has_images_per_second()) {
+        report.activity.images_per_second = p.images_per_second();
+      }
+      if (report.activity.images_per_second &&
+          !(std::isfinite(*report.activity.images_per_second) &&
+            *report.activity.images_per_second >= 0)) {
+        return absl::InvalidArgumentError(
+            "rank_status.images_per_second: must be a finite number >= 0");
+      }
+      break;
+    }
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("rank_status.kind: unknown value ", static_cast<int>(status.kind())));

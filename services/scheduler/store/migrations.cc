@@ -168,6 +168,11 @@ ALTER TABLE jobs ADD COLUMN team text NOT NULL DEFAULT '';
 -- Teams allowed to submit to a queue; empty: every team.
 ALTER TABLE queues ADD COLUMN teams text[] NOT NULL DEFAULT '{}';
 )sql"},
+    {9, "queues: progress_timeout_seconds (NULL: the default) and idle_timeout_seconds", R"sql(
+ALTER TABLE queues
+  ADD COLUMN progress_timeout_seconds bigint CHECK (progress_timeout_seconds >= 0),
+  ADD COLUMN idle_timeout_seconds bigint NOT NULL DEFAULT 0 CHECK (idle_timeout_seconds >= 0);
+)sql"},
 };
 
 // Strictly increasing from 1. Parallel branches reserve version numbers, so a gap may exist

@@ -31,10 +31,11 @@ constexpr int kDefaultListLimit = 100;
   "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "  \
   "finished_at_ms, exit_code, message, preemptions, team"
 
-#define RM_QUEUE_SELECT                                                              \
-  "SELECT q.name, q.cohort, q.weight, q.within_queue, q.reclaim_within_cohort, "     \
-  "q.min_runtime_seconds, q.created_at_ms, q.updated_at_ms, r.resource, r.nominal, " \
-  "r.borrowing_limit, r.lending_limit, array_to_string(q.teams, ',') "                \
+#define RM_QUEUE_SELECT                                                                     \
+  "SELECT q.name, q.cohort, q.weight, q.within_queue, q.reclaim_within_cohort, "            \
+  "q.min_runtime_seconds, q.created_at_ms, q.updated_at_ms, r.resource, r.nominal, "        \
+  "r.borrowing_limit, r.lending_limit, array_to_string(q.teams, ','), "                     \
+  "q.progress_timeout_seconds, q.idle_timeout_seconds "                                     \
   "FROM queues q LEFT JOIN queue_quotas r ON r.queue = q.name"
 
 // Statements on hot paths, prepared on every connection of the pool.
@@ -71,8 +72,9 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     // Batch commits: one statement per kind of row, whatever the batch's size. FOR SHARE keeps
     // a new leader's epoch update waiting until this transaction ends.
     {"check_fence", "SELECT epoch FROM leader_fence WHERE id = 1 FOR SHARE"},
-    {"take_fence", "UPDATE leader_fence SET epoch = epoch + 1, taken_at = now() WHERE id = 1 "
-                   "RETURNING epoch"},
+    {"take_fence",
+     "UPDATE leader_fence SET epoch = epoch + 1, taken_at = now() WHERE id = 1 "
+     "RETURNING epoch"},
     // New jobs and their first events in one round trip, whatever their number; rows whose id
     // or request id is taken are skipped (the caller finds out which from RETURNING).
     {"insert_new_jobs",
@@ -129,12 +131,13 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"select_queue", RM_QUEUE_SELECT " WHERE q.name = $1 ORDER BY r.resource"},
     {"insert_queue",
      "INSERT INTO queues (name, cohort, weight, within_queue, reclaim_within_cohort, "
-     "min_runtime_seconds, created_at_ms, updated_at_ms, teams) "
-     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text[])"},
+     "min_runtime_seconds, created_at_ms, updated_at_ms, teams, progress_timeout_seconds, "
+     "idle_timeout_seconds) "
+     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text[], NULLIF($10::bigint, -1), $11)"},
     {"update_queue",
      "UPDATE queues SET cohort = $2, weight = $3, within_queue = $4, reclaim_within_cohort = $5, "
-     "min_runtime_seconds = $6, updated_at_ms = $7, teams = $8::text[] WHERE name = $1 "
-     "RETURNING created_at_ms"},
+     "min_runtime_seconds = $6, updated_at_ms = $7, teams = $8::text[], progress_timeout_seconds = "
+     "NULLIF($9::bigint, -1), idle_timeout_seconds = $10 WHERE name = $1 RETURNING created_at_ms"},
     {"lock_queue", "SELECT 1 FROM queues WHERE name = $1 FOR UPDATE"},
     {"count_live_jobs_of_queue",
      "SELECT count(*) FROM jobs WHERE queue = $1 AND state IN ('PENDING', 'STARTING', 'RUNNING')"},
@@ -335,6 +338,8 @@ absl::StatusOr<std::vector<Queue>> QueuesFromResult(const pqxx::result& result) 
       queue.updated_at_ms = row[7].as<int64_t>();
       const std::string teams = row[12].as<std::string>();
       if (!teams.empty()) queue.teams = absl::StrSplit(teams, ',');
+      if (!row[13].is_null()) queue.progress_timeout_seconds = row[13].as<int64_t>();
+      queue.idle_timeout_seconds = row[14].as<int64_t>();
       queues.push_back(std::move(queue));
     }
     if (row[8].is_null()) continue;  // no quotas
@@ -857,7 +862,8 @@ absl::StatusOr<Queue> PostgresJobStore::CreateQueue(const Queue& queue, int64_t 
                      PreemptWithinQueueName(queue.within_queue),
                      ReclaimWithinCohortName(queue.reclaim_within_cohort),
                      queue.min_runtime_seconds, queue.created_at_ms, queue.updated_at_ms,
-                     TextArrayLiteral(queue.teams));
+                     TextArrayLiteral(queue.teams), queue.progress_timeout_seconds.value_or(-1),
+                     queue.idle_timeout_seconds);
     InsertQuotas(tx, queue);
     tx.commit();
     return queue;
@@ -868,11 +874,13 @@ absl::StatusOr<Queue> PostgresJobStore::UpdateQueue(const Queue& queue, int64_t 
   return pool_->Run<Queue>([&](pqxx::connection& conn) -> absl::StatusOr<Queue> {
     pqxx::work tx(conn);
     RM_RETURN_IF_ERROR(CheckFence(tx, epoch));
-    pqxx::result updated = tx.exec_prepared("update_queue", queue.name, queue.cohort, queue.weight,
-                                            PreemptWithinQueueName(queue.within_queue),
-                                            ReclaimWithinCohortName(queue.reclaim_within_cohort),
-                                            queue.min_runtime_seconds, queue.updated_at_ms,
-                                            TextArrayLiteral(queue.teams));
+    pqxx::result updated =
+        tx.exec_prepared("update_queue", queue.name, queue.cohort, queue.weight,
+                         PreemptWithinQueueName(queue.within_queue),
+                         ReclaimWithinCohortName(queue.reclaim_within_cohort),
+                         queue.min_runtime_seconds, queue.updated_at_ms,
+                         TextArrayLiteral(queue.teams), queue.progress_timeout_seconds.value_or(-1),
+                         queue.idle_timeout_seconds);
     if (updated.empty()) return absl::NotFoundError(absl::StrCat("no queue ", queue.name));
     tx.exec_prepared("delete_queue_quotas", queue.name);
     InsertQuotas(tx, queue);

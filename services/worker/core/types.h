@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/progress.h"
+
 namespace ringmaster::worker {
 
 // Where one rank of a gang runs.
@@ -45,7 +47,7 @@ struct Assignment {
 
 // A rank's life as the worker reports it to the scheduler (RankStatus on the wire).
 struct RankStatus {
-  enum class Kind { kStarted, kExited, kLaunchFailed, kCheckpoint };
+  enum class Kind { kStarted, kExited, kLaunchFailed, kCheckpoint, kProgress };
   std::string job_id;
   int32_t attempt = 0;
   int32_t rank = 0;
@@ -55,6 +57,8 @@ struct RankStatus {
   std::string message;
   int64_t checkpoint_step = 0;  // kCheckpoint: from checkpoint.meta
   int64_t checkpoint_time_ms = 0;
+  // kProgress only.
+  RankProgress progress;
   bool operator==(const RankStatus&) const = default;
 };
 

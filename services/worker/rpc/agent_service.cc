@@ -1,5 +1,8 @@
 #include "rpc/agent_service.h"
 
+#include <cmath>
+#include <tuple>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
@@ -87,6 +90,36 @@ grpc::Status AgentServiceImpl::ReportRank(grpc::ServerContext* ctx,
       }
       return ToGrpcStatus(agent_->ReportThroughput(req->job_id(), req->attempt(), req->token(),
                                                    req->rank(), req->images_per_second()));
+    case v1::ReportRankRequest::KIND_PROGRESS: {
+      if (!req->has_progress()) {
+        return ToGrpcStatus(absl::InvalidArgumentError("progress: required for KIND_PROGRESS"));
+      }
+      const v1::RankProgress& p = req->progress();
+      if (p.collectives_completed() > p.collectives_entered()) {
+        return ToGrpcStatus(absl::InvalidArgumentError(
+            "progress.collectives_completed: must not exceed collectives_entered"));
+      }
+      for (const auto& [name, has, value] :
+           {std::tuple{"progress.images_per_second", p.has_images_per_second(),
+                       p.images_per_second()},
+            std::tuple{"images_per_second", req->has_images_per_second(),
+                       req->images_per_second()}}) {
+        if (has && !(std::isfinite(value) && value >= 0)) {
+          return ToGrpcStatus(absl::InvalidArgumentError(
+              absl::StrCat(name, ": must be a finite number >= 0, got ", value)));
+        }
+      }
+      RankProgress progress;
+      progress.collectives_entered = p.collectives_entered();
+      progress.collectives_completed = p.collectives_completed();
+      progress.step = p.step();
+      progress.progress_reports = p.progress_reports();
+      progress.stopped = p.stopped();
+      if (p.has_images_per_second()) progress.step_images_per_second = p.images_per_second();
+      if (req->has_images_per_second()) progress.images_per_second = req->images_per_second();
+      return ToGrpcStatus(agent_->ReportProgress(req->job_id(), req->attempt(), req->token(),
+                                                 req->rank(), progress));
+    }
     default:
       return ToGrpcStatus(absl::InvalidArgumentError(
           absl::StrCat("kind: unknown value ", static_cast<int>(req->kind()))));

@@ -48,6 +48,22 @@ v1::RankStatus ToProto(const RankStatus& status) {
       proto.set_checkpoint_step(status.checkpoint_step);
       proto.set_checkpoint_time_ms(status.checkpoint_time_ms);
       break;
+    case RankStatus::Kind::kProgress: {
+      proto.set_kind(v1::RankStatus::KIND_PROGRESS);
+      v1::RankProgress* p = proto.mutable_progress();
+      p->set_collectives_entered(status.progress.collectives_entered);
+      p->set_collectives_completed(status.progress.collectives_completed);
+      p->set_step(status.progress.step);
+      p->set_progress_reports(status.progress.progress_reports);
+      p->set_stopped(status.progress.stopped);
+      if (status.progress.step_images_per_second) {
+        p->set_images_per_second(*status.progress.step_images_per_second);
+      }
+      if (status.progress.images_per_second) {
+        proto.set_images_per_second(*status.progress.images_per_second);
+      }
+      break;
+    }
   }
   proto.set_exit_code(status.exit_code);
   proto.set_signal(status.signal);

@@ -1,0 +1,83 @@
+// Watching a running attempt: hang detection and idle reclaim (docs/health.md), as pure
+// decisions over what the ranks reported, on the caller's clock.
+//
+// 1. Every rank's wrapper reports its cumulative counters (collectives entered and completed,
+//    counted by the preloaded PMPI library; progress reports from ringmaster-progress or the
+//    trainer; the last images/sec) when they change, at most once per second. OnReport
+//    records them; a rank *advances* when its completed collectives or its progress reports
+//    grow.
+// 2. An attempt shows a sign of life at its first collective or progress report. Before that
+//    it is never judged hung: a plain `sleep` job, or one that does its own thing without MPI
+//    or the helper, runs as it always did.
+// 3. Hung: after a sign of life, no rank advanced for progress_timeout. The ranks the others
+//    wait for are named: those whose program is stopped (SIGSTOP, a debugger), else those
+//    that entered the fewest collectives when the counts differ, else those whose last advance
+//    is oldest (they stopped reporting first), else all.
+// 4. Idle: idle_timeout > 0 and no rank reported a non-zero images/sec since the attempt was
+//    first seen RUNNING (or since its last non-zero sample) for idle_timeout.
+// Not thread-safe: the scheduler owns one per running attempt, under its lock.
+#ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_RUN_WATCH_H_
+#define RINGMASTER_SERVICES_SCHEDULER_CORE_RUN_WATCH_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ringmaster::scheduler {
+
+// Used when neither the job nor its queue sets progress_timeout_seconds.
+inline constexpr int64_t kDefaultProgressTimeoutSeconds = 600;
+
+struct RankActivity {
+  uint64_t collectives_entered = 0;
+  uint64_t collectives_completed = 0;
+  uint64_t step = 0;
+  uint64_t progress_reports = 0;
+  // The rank's current throughput (printed images/sec, or the last progress report's), if any.
+  std::optional<double> images_per_second;
+  // Its program is stopped (SIGSTOP, a debugger), as its wrapper last saw it.
+  bool stopped = false;
+};
+
+struct WatchLimits {
+  int64_t progress_timeout_ms = 0;  // 0: no hang detection
+  int64_t idle_timeout_ms = 0;      // 0: no idle reclaim
+};
+
+struct WatchVerdict {
+  enum class Kind { kFine, kHung, kIdle };
+  Kind kind = Kind::kFine;
+  // kHung: the ranks the others wait for, ascending.
+  std::vector<int32_t> stalled_ranks;
+  // The event's text, e.g. "hung: ... waiting for rank 1 (...)".
+  std::string reason;
+};
+
+class RunWatch {
+ public:
+  // `world_size` ranks, first seen RUNNING at `since_ms`.
+  RunWatch(int32_t world_size, int64_t since_ms);
+
+  void OnReport(int32_t rank, const RankActivity& activity, int64_t now_ms);
+  bool showed_life() const { return life_ms_.has_value(); }
+  WatchVerdict Judge(const WatchLimits& limits, int64_t now_ms) const;
+
+ private:
+  struct Rank {
+    RankActivity activity;
+    bool reported = false;
+    int64_t last_advance_ms = 0;
+  };
+  int32_t world_size_;
+  int64_t since_ms_;
+  std::optional<int64_t> life_ms_;
+  int64_t last_advance_ms_ = 0;  // any rank
+  int64_t last_busy_ms_ = 0;     // last non-zero throughput, or since_ms_
+  std::map<int32_t, Rank> ranks_;
+};
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_CORE_RUN_WATCH_H_

@@ -1,0 +1,27 @@
+/* A plain MPI program for hang detection tests: every rank joins one MPI_Allreduce, then the
+ * rank named by STALL_RANK (default 1) sleeps instead of joining the second one while the
+ * others block in it. No Ringmaster code: the counts come from the preloaded PMPI library. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const char* stall = getenv("STALL_RANK");
+  const int stall_rank = stall != NULL ? atoi(stall) : 1;
+  int value = 1, sum = 0;
+  MPI_Allreduce(&value, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  printf("rank %d: first allreduce done (sum %d)\n", rank, sum);
+  fflush(stdout);
+  if (rank == stall_rank) {
+    printf("rank %d: not joining the second allreduce\n", rank);
+    fflush(stdout);
+    sleep(600);
+  }
+  MPI_Allreduce(&value, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,72 @@
+// The rank channel between a rank's processes and its wrapper, the LD_PRELOAD rule, and the
+// PMPI library's promise to be harmless in programs that do not use MPI.
+#include "host/rank_channel.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace ringmaster::worker {
+namespace {
+
+TEST(RankChannelTest, WritersInOtherMappingsAreSeenByTheWrapper) {
+  auto channel = RankChannelFile::Create(::testing::TempDir(), "test");
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  // A second mapping, as ringmaster-progress or the PMPI library opens it.
+  rm_rank_channel* writer = rm_rank_channel_open((*channel)->path().c_str());
+  ASSERT_NE(writer, nullptr);
+  __atomic_fetch_add(&writer->collectives_entered, 3, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&writer->collectives_completed, 2, __ATOMIC_RELAXED);
+  rm_rank_channel_report_progress(writer, 42, 1, 123.5);
+  rm_rank_snapshot s = (*channel)->Read();
+  EXPECT_EQ(s.collectives_entered, 3u);
+  EXPECT_EQ(s.collectives_completed, 2u);
+  EXPECT_EQ(s.progress_step, 42u);
+  EXPECT_EQ(s.progress_reports, 1u);
+  EXPECT_TRUE(s.has_images_per_second);
+  EXPECT_DOUBLE_EQ(s.images_per_second, 123.5);
+}
+
+TEST(RankChannelTest, FileIsRemovedWithTheWrapper) {
+  std::string path;
+  {
+    auto channel = RankChannelFile::Create(::testing::TempDir(), "gone");
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    path = (*channel)->path();
+    EXPECT_EQ(access(path.c_str(), F_OK), 0);
+  }
+  EXPECT_NE(access(path.c_str(), F_OK), 0);
+}
+
+TEST(RankChannelTest, OpeningAFileThatIsNoChannelFails) {
+  const std::string path = ::testing::TempDir() + "/not-a-channel";
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(std::string(4096, 'x').c_str(), f);
+  std::fclose(f);
+  EXPECT_EQ(rm_rank_channel_open(path.c_str()), nullptr);
+  EXPECT_EQ(rm_rank_channel_open("/nonexistent/channel"), nullptr);
+}
+
+TEST(AppendPreloadTest, AppendsAfterWhatTheUserPreloadsAndOnlyOnce) {
+  EXPECT_EQ(AppendPreload("", "/x/libpmpi.so"), "/x/libpmpi.so");
+  EXPECT_EQ(AppendPreload("/a/libjemalloc.so", "/x/libpmpi.so"), "/a/libjemalloc.so /x/libpmpi.so");
+  EXPECT_EQ(AppendPreload("/x/libpmpi.so:/b.so", "/x/libpmpi.so"), "/x/libpmpi.so:/b.so");
+}
+
+#ifdef RINGMASTER_PMPI_LIBRARY
+// Every symbol bound at load (LD_BIND_NOW): an unresolved MPI reference would fail here.
+TEST(PmpiLibraryTest, LoadsIntoAProgramWithoutMpi) {
+  const std::string command = std::string("LD_BIND_NOW=1 LD_PRELOAD=") + RINGMASTER_PMPI_LIBRARY +
+                              " /bin/sh -c 'echo preloaded' > /dev/null 2>&1";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+#endif
+
+}  // namespace
+}  // namespace ringmaster::worker

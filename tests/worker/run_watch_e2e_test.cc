@@ -1,0 +1,180 @@
+// End to end: the run watch (docs/health.md) with real rings. A plain MPI program whose rank 1
+// never joins an allreduce while the others block in it, and a trainer rank stopped with
+// SIGSTOP, are found hung within progress_timeout_seconds and the event names the rank; an idle
+// job is cancelled after its queue's idle_timeout_seconds; a command that reports progress with
+// ringmaster-progress is left alone. Real scheduler, Postgres, Redis, workers and mpirun.
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "ringmaster/v1/queue.grpc.pb.h"
+#include "support/wait_for.h"
+#include "worker/cluster.h"
+
+namespace ringmaster::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kTimeoutSeconds = 3;
+
+class RunWatchE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cluster = Cluster::Start();
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = std::move(*cluster);
+    for (int i = 2; i <= 3; ++i) {
+      WorkerConfig config;
+      config.id = absl::StrCat("rw", i, "-", getpid());
+      config.address = absl::StrCat("127.0.0.", i);
+      config.cpu_slots = 2;
+      ASSERT_TRUE(cluster_->AddWorker(config).ok());
+    }
+    absl::Status ready = cluster_->WaitWorkersReady(2);
+    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
+  }
+
+  void TearDown() override {
+    if (cluster_ == nullptr) return;
+    if (HasFailure()) std::cerr << cluster_->Logs() << "\n";
+    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
+  }
+
+  v1::JobSpec Command(const std::string& name, int replicas, std::vector<std::string> argv) {
+    v1::JobSpec spec;
+    spec.set_name(name);
+    spec.set_replicas(replicas);
+    for (const std::string& a : argv) spec.mutable_command()->add_argv(a);
+    return spec;
+  }
+
+  std::string SubmitOk(const v1::JobSpec& spec) {
+    auto id = cluster_->Submit(spec);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.ok() ? *id : "";
+  }
+
+  // The reason of the job's terminal event.
+  std::string FinalReason(const std::string& id) {
+    std::vector<v1::JobEvent> events = cluster_->Events(id);
+    return events.empty() ? "" : events.back().reason();
+  }
+
+  std::unique_ptr<Cluster> cluster_;
+};
+
+TEST_F(RunWatchE2eTest, RankThatNeverJoinsTheAllreduceIsNamedWithinTheTimeout) {
+  v1::JobSpec spec = Command("stalled-allreduce", 3, {RINGMASTER_STALLED_ALLREDUCE});
+  spec.set_progress_timeout_seconds(kTimeoutSeconds);
+  (*spec.mutable_command()->mutable_env())["STALL_RANK"] = "1";
+  const std::string id = SubmitOk(spec);
+  ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  const auto running = Clock::now();
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_FAILED, 30s);
+  const double waited = std::chrono::duration<double>(Clock::now() - running).count();
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.ShortDebugString();
+  const std::string reason = FinalReason(id);
+  EXPECT_TRUE(absl::StrContains(reason, "hung: no collective completed")) << reason;
+  EXPECT_TRUE(absl::StrContains(reason,
+                                "waiting for rank 1 (entered 1 collectives; the others "
+                                "entered up to 2)"))
+      << reason;
+  // The timeout, plus up to a second for the last counts to arrive, a pass and the poll.
+  EXPECT_LT(waited, kTimeoutSeconds + 4.0) << reason;
+  std::cout << "hang detected " << waited << " s after RUNNING (timeout " << kTimeoutSeconds
+            << " s): " << reason << "\n";
+}
+
+TEST_F(RunWatchE2eTest, TrainerRankStoppedWithSigstopIsFoundHung) {
+  v1::JobSpec spec;
+  spec.set_name("stopped-trainer");
+  spec.set_replicas(2);
+  spec.mutable_trainer()->set_model("mlp-small");
+  spec.mutable_trainer()->set_steps(10'000'000);
+  spec.set_progress_timeout_seconds(kTimeoutSeconds);
+  const std::string id = SubmitOk(spec);
+  ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  // Rank 1's trainer process (not its wrapper: only the workload has RANK in its environment).
+  std::vector<pid_t> pids;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        pids = ProcessesWithEnv({{"RINGMASTER_JOB_ID", id}, {"RANK", "1"}});
+        std::erase_if(pids, [](pid_t pid) {
+          std::ifstream comm(absl::StrCat("/proc/", pid, "/comm"));
+          std::string name;
+          std::getline(comm, name);
+          return name != "ringmaster-trai";  // comm is cut at 15 characters
+        });
+        return !pids.empty();
+      },
+      15s));
+  // Let it train a little (the job has shown a sign of life), then stop it.
+  std::this_thread::sleep_for(1500ms);
+  ASSERT_EQ(cluster_->GetJob(id)->state(), v1::JOB_STATE_RUNNING);
+  for (pid_t pid : pids) ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  const auto stopped = Clock::now();
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_FAILED, 30s);
+  const double waited = std::chrono::duration<double>(Clock::now() - stopped).count();
+  for (pid_t pid : pids) kill(pid, SIGCONT);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.ShortDebugString();
+  const std::string reason = FinalReason(id);
+  EXPECT_TRUE(absl::StrContains(reason, "waiting for rank 1 (its program is stopped")) << reason;
+  EXPECT_LT(waited, kTimeoutSeconds + 4.0) << reason;
+  std::cout << "SIGSTOP hang detected " << waited << " s after the stop (timeout "
+            << kTimeoutSeconds << " s): " << reason << "\n";
+}
+
+TEST_F(RunWatchE2eTest, IdleJobIsCancelledAndItsSlotsReleased) {
+  auto queues = v1::QueueService::NewStub(cluster_->scheduler().channel());
+  {
+    grpc::ClientContext ctx;
+    v1::CreateQueueRequest req;
+    req.mutable_queue()->set_name("interactive");
+    req.mutable_queue()->set_idle_timeout_seconds(2);
+    v1::QueueWithStatus resp;
+    grpc::Status s = queues->CreateQueue(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.queue().idle_timeout_seconds(), 2);
+  }
+  v1::JobSpec spec = Command("left-open", 2, {"/bin/sh", "-c", "sleep 600"});
+  spec.set_queue("interactive");
+  const std::string id = SubmitOk(spec);
+  ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_CANCELLED, 20s);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_CANCELLED) << job.ShortDebugString();
+  EXPECT_TRUE(absl::StrContains(FinalReason(id), "idle: no non-zero images/sec for 2 s"))
+      << FinalReason(id);
+  // Its slots are free again: a 4-rank job (every slot of the cluster) runs.
+  const std::string next = SubmitOk(Command("after-idle", 4, {"/bin/true"}));
+  EXPECT_EQ(cluster_->WaitState(next, v1::JOB_STATE_SUCCEEDED, 20s).state(),
+            v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(RunWatchE2eTest, ProgressHelperKeepsAJobAliveAndSleepJobsAreNotJudged) {
+  // Reports a step every 0.5 s for 5 s: longer than the timeout, never hung.
+  v1::JobSpec reporting =
+      Command("reporting", 2,
+              {"/bin/sh", "-c",
+               "i=0; while [ $i -lt 10 ]; do i=$((i+1)); ringmaster-progress $i 5; "
+               "sleep 0.5; done"});
+  reporting.set_progress_timeout_seconds(2);
+  // Never shows a sign of life: not judged, however short its timeout.
+  v1::JobSpec sleeping = Command("sleeping", 2, {"/bin/sh", "-c", "sleep 5"});
+  sleeping.set_progress_timeout_seconds(1);
+  const std::string a = SubmitOk(reporting);
+  const std::string b = SubmitOk(sleeping);
+  v1::Job ja = cluster_->WaitState(a, v1::JOB_STATE_SUCCEEDED, 30s);
+  EXPECT_EQ(ja.state(), v1::JOB_STATE_SUCCEEDED) << ja.ShortDebugString() << FinalReason(a);
+  v1::Job jb = cluster_->WaitState(b, v1::JOB_STATE_SUCCEEDED, 30s);
+  EXPECT_EQ(jb.state(), v1::JOB_STATE_SUCCEEDED) << jb.ShortDebugString() << FinalReason(b);
+}
+
+}  // namespace
+}  // namespace ringmaster::test
