@@ -46,6 +46,8 @@ struct JobSpec {
   std::optional<int32_t> backoff_limit;
   int64_t max_runtime_seconds = 0;
   std::map<std::string, std::string> labels;
+  // The pre-run allreduce check (core/health_check.h); unset: on.
+  std::optional<bool> health_check;
   bool operator==(const JobSpec&) const = default;
 };
 
@@ -149,6 +151,9 @@ struct Worker {
   WorkerState state = WorkerState::kReady;
   int64_t registered_at_ms = 0;
   int64_t last_heartbeat_ms = 0;
+  // Set by a failed pre-run check that named this worker: it takes no new placements until
+  // an admin clears it. Empty: healthy.
+  std::string unhealthy_reason;
 };
 
 }  // namespace ringmaster::scheduler
