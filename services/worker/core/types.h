@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/health_check.h"
+
 namespace ringmaster::worker {
 
 // Where one rank of a gang runs.
@@ -41,11 +43,15 @@ struct Assignment {
   std::optional<CommandWorkload> command;
   std::vector<RankPlacement> placement;
   std::string token;
+  // The pre-run allreduce check (core/health_check.h): run it, and judge it by this.
+  bool run_check = false;
+  CheckPolicy check_policy;
 };
 
 // A rank's life as the worker reports it to the scheduler (RankStatus on the wire).
 struct RankStatus {
-  enum class Kind { kStarted, kExited, kLaunchFailed };
+  // kChecked: the attempt's pre-run check ended (`check`, sent as CheckResult).
+  enum class Kind { kStarted, kExited, kLaunchFailed, kChecked };
   std::string job_id;
   int32_t attempt = 0;
   int32_t rank = 0;
@@ -53,6 +59,7 @@ struct RankStatus {
   int32_t exit_code = 0;
   int32_t signal = 0;
   std::string message;
+  std::optional<CheckReport> check;
   bool operator==(const RankStatus&) const = default;
 };
 
