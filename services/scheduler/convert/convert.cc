@@ -40,6 +40,7 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
   if (spec.has_backoff_limit()) out.backoff_limit = spec.backoff_limit();
   out.max_runtime_seconds = spec.max_runtime_seconds();
   out.labels.insert(spec.labels().begin(), spec.labels().end());
+  if (spec.has_health_check()) out.health_check = spec.health_check();
   return out;
 }
 
@@ -68,6 +69,7 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   if (spec.backoff_limit) out.set_backoff_limit(*spec.backoff_limit);
   out.set_max_runtime_seconds(spec.max_runtime_seconds);
   out.mutable_labels()->insert(spec.labels.begin(), spec.labels.end());
+  if (spec.health_check) out.set_health_check(*spec.health_check);
   return out;
 }
 

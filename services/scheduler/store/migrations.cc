@@ -123,13 +123,28 @@ INSERT INTO queues (name, created_at_ms, updated_at_ms)
      R"sql(
 ALTER TABLE jobs ADD COLUMN preemptions integer NOT NULL DEFAULT 0;
 )sql"},
+    {8, "pre-run allreduce check: baselines per gang shape, unhealthy workers", R"sql(
+-- Learned bus bandwidth of passing pre-run checks, per shape "WORKERSxRANKS/TRANSPORT".
+CREATE TABLE check_baselines (
+  shape          text PRIMARY KEY,
+  busbw_gbps     double precision NOT NULL CHECK (busbw_gbps >= 0),
+  samples        bigint NOT NULL CHECK (samples >= 1),
+  updated_at_ms  bigint NOT NULL
+);
+-- Why a failed check took the worker out of placement; '' when healthy.
+ALTER TABLE workers ADD COLUMN unhealthy_reason text NOT NULL DEFAULT '';
+)sql"},
 };
 
+// Strictly increasing from 1. Parallel branches reserve version numbers ahead of their merge,
+// so a gap may stand until the numbers are closed up; the order is what keeps upgrades safe.
 bool MigrationsAreOrdered() {
-  for (size_t i = 0; i < kMigrations.size(); ++i) {
-    if (kMigrations[i].version != static_cast<int>(i) + 1) return false;
+  int previous = 0;
+  for (const Migration& m : kMigrations) {
+    if (m.version <= previous) return false;
+    previous = m.version;
   }
-  return true;
+  return !kMigrations.empty() && kMigrations.front().version == 1;
 }
 
 }  // namespace
