@@ -80,7 +80,10 @@ absl::Status SchedulerProcess::Spawn() {
                   "--heartbeat-interval-ms", "200",
                   "--pass-interval-ms", "100",
                   // A killed scheduler's lease passes on within a second (Restart, standbys).
-                  "--lease-ttl-ms", "1000"};
+                  "--lease-ttl-ms", "1000",
+                  // The pre-run check costs every job start about half a second: it is off
+                  // here and on in the tests of the check (extra_args: --health-check true).
+                  "--health-check", "false"};
   for (const std::string& flag : TestCerts::Get().Scheduler().Flags()) options.argv.push_back(flag);
   options.argv.insert(options.argv.end(), extra_args_.begin(), extra_args_.end());
   options.log_path = log_path_;
