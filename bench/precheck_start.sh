@@ -74,7 +74,7 @@ for line in sys.argv[1].splitlines():
     if not line.strip():
         continue
     e = json.loads(line)
-    t = int(e.get("timeMs", 0))
+    t = int(e.get("time_ms", 0))
     state = e.get("state", "")
     reason = e.get("reason", "")
     if state == "JOB_STATE_STARTING" and starting is None:
