@@ -37,7 +37,9 @@ constexpr std::array<VerbInfo, 10> kVerbs = {{
     {Verb::kCancel, "cancel", "cancel ID [--reason R]", "Cancel a job; stops all of its ranks."},
     {Verb::kWatch, "watch", "watch ID",
      "Stream a job's events until it ends; exit 0 only if it SUCCEEDED."},
-    {Verb::kWorkers, "workers", "workers", "List workers with their GPUs and CPU slots."},
+    {Verb::kWorkers, "workers", "workers | workers clear WORKER",
+     "List workers with their GPUs, CPU slots and health; `clear` puts a worker that a failed "
+     "pre-run check marked unhealthy back into placement."},
     {Verb::kLogs, "logs", "logs ID [--rank R] [--attempt N] [-f]",
      "Print a rank's output, read from the worker it ran on; -f follows it."},
     {Verb::kQueue, "queue", "queue create -f FILE | get NAME | list | update -f FILE | delete NAME",
@@ -636,6 +638,15 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
       break;
     case Verb::kAdmin:
       RM_RETURN_IF_ERROR(ParseAdminArgs(positional, &cmd));
+      break;
+    case Verb::kWorkers:
+      if (!positional.empty() && positional.front() == "clear") {
+        if (positional.size() < 2 || positional[1].empty()) {
+          return absl::InvalidArgumentError("missing WORKER (usage: ringctl workers clear WORKER)");
+        }
+        cmd.clear_worker = positional[1];
+        positional.erase(positional.begin(), positional.begin() + 2);
+      }
       break;
     default:
       break;

@@ -73,6 +73,10 @@ struct Command {
   // submit --wait: wait until the job ends; the exit status is the job's.
   bool wait = false;
 
+  // workers clear WORKER: put a worker a failed pre-run check marked unhealthy back into
+  // placement. Empty: list the workers.
+  std::string clear_worker;
+
   // queue ACTION [NAME] (-f FILE goes to spec_file).
   QueueAction queue_action = QueueAction::kNone;
   std::string queue_name;

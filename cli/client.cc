@@ -75,6 +75,10 @@ absl::Status NoQueueService() {
 
 }  // namespace
 
+absl::StatusOr<v1::ClearWorkerHealthResponse> SchedulerClient::ClearWorkerHealth(
+    const v1::ClearWorkerHealthRequest&) {
+  return absl::UnimplementedError("this client cannot clear a worker's health");
+}
 absl::StatusOr<v1::QueueWithStatus> SchedulerClient::CreateQueue(const v1::CreateQueueRequest&) {
   return NoQueueService();
 }
@@ -158,6 +162,16 @@ absl::StatusOr<v1::ListWorkersResponse> GrpcSchedulerClient::ListWorkers(
   PrepareUnary(&context);
   v1::ListWorkersResponse response;
   grpc::Status status = cluster_->ListWorkers(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::StatusOr<v1::ClearWorkerHealthResponse> GrpcSchedulerClient::ClearWorkerHealth(
+    const v1::ClearWorkerHealthRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::ClearWorkerHealthResponse response;
+  grpc::Status status = cluster_->ClearWorkerHealth(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return response;
 }

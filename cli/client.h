@@ -32,6 +32,9 @@ class SchedulerClient {
                                 const std::function<void(const v1::JobEvent&)>& on_event) = 0;
   virtual absl::StatusOr<v1::ListWorkersResponse> ListWorkers(
       const v1::ListWorkersRequest& request) = 0;
+  // By default UNIMPLEMENTED, like the queue calls below.
+  virtual absl::StatusOr<v1::ClearWorkerHealthResponse> ClearWorkerHealth(
+      const v1::ClearWorkerHealthRequest& request);
 
   // QueueService. By default UNIMPLEMENTED, so a fake that serves only jobs need not say so.
   virtual absl::StatusOr<v1::QueueWithStatus> CreateQueue(const v1::CreateQueueRequest& request);
@@ -62,6 +65,8 @@ class GrpcSchedulerClient : public SchedulerClient {
                         const std::function<void(const v1::JobEvent&)>& on_event) override;
   absl::StatusOr<v1::ListWorkersResponse> ListWorkers(
       const v1::ListWorkersRequest& request) override;
+  absl::StatusOr<v1::ClearWorkerHealthResponse> ClearWorkerHealth(
+      const v1::ClearWorkerHealthRequest& request) override;
   absl::StatusOr<v1::QueueWithStatus> CreateQueue(const v1::CreateQueueRequest& request) override;
   absl::StatusOr<v1::QueueWithStatus> UpdateQueue(const v1::UpdateQueueRequest& request) override;
   absl::StatusOr<v1::QueueWithStatus> GetQueue(const v1::GetQueueRequest& request) override;

@@ -253,8 +253,9 @@ std::string FormatWorkers(const v1::ListWorkersResponse& response, int64_t now_m
       ++count.total;
       if (allocated.contains(gpu.index())) ++count.used;
     }
-    // Capacity of a lost worker is not schedulable, so it stays out of the totals.
-    if (w.state() == "READY") {
+    // Capacity of a lost or unhealthy worker is not schedulable, so it stays out of the totals.
+    const bool unhealthy = !w.unhealthy_reason().empty();
+    if (w.state() == "READY" && !unhealthy) {
       for (const auto& [kind, count] : counts) {
         cluster[kind].used += count.used;
         cluster[kind].total += count.total;
@@ -266,13 +267,22 @@ std::string FormatWorkers(const v1::ListWorkersResponse& response, int64_t now_m
     if (w.port() != 0) address = absl::StrCat(address, ":", w.port());
     std::string heartbeat =
         w.last_heartbeat_ms() == 0 ? "-" : FormatAge(w.last_heartbeat_ms(), now_ms) + " ago";
-    rows.push_back({w.worker_id(), OrDash(address), OrDash(w.state()), GpuCountsText(counts),
+    const std::string state =
+        unhealthy && w.state() == "READY" ? std::string("UNHEALTHY") : OrDash(w.state());
+    rows.push_back({w.worker_id(), OrDash(address), state, GpuCountsText(counts),
                     absl::StrCat(w.cpu_slots_used(), "/", w.cpu_slots()), heartbeat});
   }
   std::string out = RenderTable(
       {"WORKER", "ADDRESS", "STATE", "GPUS (USED/TOTAL)", "CPU SLOTS", "HEARTBEAT"}, rows);
   absl::StrAppend(&out, "\nREADY totals: GPUs ", GpuCountsText(cluster), "; CPU slots ", cpu_used,
                   "/", cpu_total, "\n");
+  bool header = false;
+  for (const v1::WorkerInfo& w : response.workers()) {
+    if (w.unhealthy_reason().empty()) continue;
+    if (!header) absl::StrAppend(&out, "\nUnhealthy (ringctl workers clear WORKER):\n");
+    header = true;
+    absl::StrAppend(&out, "  ", w.worker_id(), ": ", w.unhealthy_reason(), "\n");
+  }
   return out;
 }
 

@@ -37,6 +37,7 @@ constexpr std::array<absl::string_view, 13> kTopKeys = {"name",
                                                         "max_runtime_seconds",
                                                         "progress_timeout_seconds",
                                                         "labels",
+                                                        "health_check",
                                                         "trainer",
                                                         "command"};
 }  // namespace
@@ -146,6 +147,15 @@ class SpecReader {
         spec->set_restart_policy(*policy);
       } else if (key == "labels") {
         RM_RETURN_IF_ERROR(StringMap(value, key, spec->mutable_labels()));
+      } else if (key == "health_check") {
+        const std::string text = value.IsScalar() ? value.Scalar() : "";
+        if (text == "true") {
+          spec->set_health_check(true);
+        } else if (text == "false") {
+          spec->set_health_check(false);
+        } else {
+          return Error(key, absl::StrCat("expected true or false, got ", Describe(value)));
+        }
       } else if (key == "trainer") {
         RM_RETURN_IF_ERROR(Trainer(value, spec->mutable_trainer()));
       } else if (key == "command") {

@@ -30,6 +30,7 @@ _TOP_KEYS = (
     "backoff_limit",
     "max_runtime_seconds",
     "labels",
+    "health_check",
     "trainer",
     "command",
 )
@@ -128,6 +129,10 @@ class _Walker:
                 spec.restart_policy = self.restart_policy(value, key)
             elif key == "labels":
                 spec.labels.update(self.string_map(value, key))
+            elif key == "health_check":
+                if not isinstance(value, bool):
+                    raise self.error(key, f"expected true or false, got {_describe(value)}")
+                spec.health_check = value
             elif key == "trainer":
                 trainer = spec.trainer
                 trainer.SetInParent()
@@ -276,6 +281,8 @@ def spec_to_dict(spec: job_pb2.JobSpec) -> Dict[str, Any]:
         out["max_runtime_seconds"] = spec.max_runtime_seconds
     if spec.labels:
         out["labels"] = dict(spec.labels)
+    if spec.HasField("health_check"):
+        out["health_check"] = spec.health_check
     workload = spec.WhichOneof("workload")
     if workload == "trainer":
         trainer: Dict[str, Any] = {}

@@ -63,6 +63,12 @@ ringmaster::Flags MakeFlags() {
   flags.Add("preemption-grace-ms", "30000",
             "a preempted job's ranks get SIGTERM, then SIGKILL after this long (time to "
             "checkpoint); its GPUs are held until then");
+  flags.Add("health-check", "true",
+            "run the pre-run allreduce check before every attempt of jobs that do not opt out "
+            "(health_check: false); true or false");
+  flags.Add("check-min-ratio", "0.5",
+            "a pre-run check below this fraction of its shape's learned baseline bus bandwidth "
+            "fails (0..1)");
   flags.Add("reservations", "4",
             "waiting gangs that get a reservation; jobs behind them backfill only when their "
             "max_runtime_seconds ends before it (0: no reservations)");
@@ -125,8 +131,13 @@ int main(int argc, char** argv) {
                  flags.GetInt("submit-writers", &submit_writers),
                  flags.GetInt("preemption-grace-ms", &options.preemption_grace_ms),
                  flags.GetInt("reservations", &reservations),
-                 flags.GetInt("reservation-window-hours", &window_hours)}) {
+                 flags.GetInt("reservation-window-hours", &window_hours),
+                 flags.GetBool("health-check", &options.health_check),
+                 flags.GetDouble("check-min-ratio", &options.check_min_ratio)}) {
     if (!s.ok()) return Fail(s);
+  }
+  if (!(options.check_min_ratio >= 0 && options.check_min_ratio <= 1)) {
+    return Fail(absl::InvalidArgumentError("--check-min-ratio must be 0..1"));
   }
   if (lease_ttl_ms < 300) {
     return Fail(absl::InvalidArgumentError(

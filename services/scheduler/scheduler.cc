@@ -121,7 +121,27 @@ struct Scheduler::Metrics {
                                 "idle_timeout_seconds)")
                           .Register(r)),
         hangs_detected(&watch_actions.Add({{"action", "hung"}})),
-        idle_reclaimed(&watch_actions.Add({{"action", "idle"}})) {}
+        idle_reclaimed(&watch_actions.Add({{"action", "idle"}})),
+        check_busbw(prometheus::BuildGauge().Name("ringmaster_check_busbw_gbps")
+                        .Help("Bus bandwidth of the latest pre-run allreduce check, by gang "
+                              "shape (workers x ranks per worker / transport), GB/s")
+                        .Register(r)),
+        check_baseline(prometheus::BuildGauge().Name("ringmaster_check_baseline_busbw_gbps")
+                           .Help("Learned baseline bus bandwidth of pre-run checks, by shape, "
+                                 "GB/s")
+                           .Register(r)),
+        checks(prometheus::BuildCounter().Name("ringmaster_checks_total")
+                   .Help("Pre-run allreduce checks by result (passed, failed, error)")
+                   .Register(r)),
+        check_seconds(prometheus::BuildHistogram().Name("ringmaster_check_seconds")
+                          .Help("Wall time of pre-run allreduce checks, mpirun start to end")
+                          .Register(r)
+                          .Add({}, prometheus::Histogram::BucketBoundaries{
+                                       0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10})),
+        unhealthy(prometheus::BuildGauge().Name("ringmaster_workers_unhealthy")
+                      .Help("Workers out of placement after a failed pre-run check")
+                      .Register(r)
+                      .Add({})) {}
 
   prometheus::Family<prometheus::Gauge>& jobs;
   prometheus::Family<prometheus::Counter>& finished;
@@ -141,6 +161,11 @@ struct Scheduler::Metrics {
   prometheus::Family<prometheus::Counter>& watch_actions;
   prometheus::Counter* hangs_detected;
   prometheus::Counter* idle_reclaimed;
+  prometheus::Family<prometheus::Gauge>& check_busbw;
+  prometheus::Family<prometheus::Gauge>& check_baseline;
+  prometheus::Family<prometheus::Counter>& checks;
+  prometheus::Histogram& check_seconds;
+  prometheus::Gauge& unhealthy;
   std::set<std::pair<std::string, std::string>> quota_labels;
   // Label sets set before, so a vanished one is set back to 0 rather than left stale.
   std::set<std::pair<std::string, std::string>> job_labels;
@@ -173,16 +198,23 @@ absl::Status Scheduler::Start() {
   if (!queues.ok()) return queues.status();
   auto usage = store_->ListQueueUsage();
   if (!usage.ok()) return usage.status();
+  auto baselines = store_->ListCheckBaselines();
+  if (!baselines.ok()) return baselines.status();
   std::vector<std::string> beats;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const int64_t now = clock_->NowMs();
     for (Queue& q : *queues) queues_[q.name] = std::move(q);
     for (const QueueUsage& u : *usage) usage_ms_[{u.queue, u.resource}] = u.used_ms;
+    for (CheckBaseline& b : *baselines) {
+      if (metrics_) metrics_->check_baseline.Add({{"shape", b.shape}}).Set(b.busbw_gbps);
+      baselines_[b.shape] = std::move(b);
+    }
     for (Worker& w : *workers) {
       // Until it reconnects, a worker holds its placements but takes no new ones.
       cluster_.UpsertWorker(w);
       cluster_.SetWorkerState(w.id, WorkerState::kLost);
+      cluster_.SetWorkerHealthy(w.id, w.unhealthy_reason.empty());
       if (w.state == WorkerState::kReady) {
         // One full timeout to reconnect after our restart.
         w.last_heartbeat_ms = now;
@@ -607,7 +639,7 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
     }
     pending_since_ms_.erase(job_id);
   }
-  if (next.state == JobState::kStarting) {
+  if (next.state == JobState::kStarting && from != JobState::kStarting) {
     trackers_[job_id] = RankTracker(static_cast<int32_t>(next.placement.size()));
     write.assign = true;
   }
@@ -830,7 +862,14 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         for (const auto& r : job.placement) {
           if (!sent.insert(r.worker_id).second) continue;
           auto link = links_.find(r.worker_id);
-          if (link != links_.end()) link->second->SendAssignment(job);
+          if (link == links_.end()) continue;
+          CheckPlan plan;
+          plan.run = ChecksJob(job.spec, options_.health_check);
+          plan.min_ratio = options_.check_min_ratio;
+          if (auto b = baselines_.find(ShapeOf(job.placement).Key()); b != baselines_.end()) {
+            plan.baseline_gbps = b->second.busbw_gbps;
+          }
+          link->second->SendAssignmentWithCheck(job, plan);
         }
       }
     }
@@ -1189,12 +1228,17 @@ absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<H
     w.state = WorkerState::kReady;
     w.registered_at_ms = now;
     w.last_heartbeat_ms = now;
+    // Health outlives a reconnect: only a passing check or an admin clears it.
+    if (auto old = workers_.find(w.id); old != workers_.end()) {
+      w.unhealthy_reason = old->second.unhealthy_reason;
+    }
     // Stored by the writer ahead of any assignment to it; nothing waits for it here.
     Write write;
     write.worker = w;
     Enqueue(std::move(write));
     cluster_.UpsertWorker(w);
     cluster_.SetWorkerState(w.id, WorkerState::kReady);
+    cluster_.SetWorkerHealthy(w.id, w.unhealthy_reason.empty());
     capacity_grew_ = true;
     workers_[w.id] = w;
     links_[w.id] = link;
@@ -1368,6 +1412,104 @@ void Scheduler::Disconnected(const std::string& worker_id, const WorkerLink* lin
                 << options_.heartbeat_timeout_ms << " ms";
 }
 
+// The pre-run check protocol is written at core/health_check.h.
+void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& outcome) {
+  std::optional<CheckBaseline> learned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(outcome.job_id);
+    if (it == jobs_.end() || it->second.attempt != outcome.attempt ||
+        it->second.state != JobState::kStarting) {
+      return;  // an earlier attempt, or a job that moved on: nothing to decide
+    }
+    const Job& job = it->second;
+    bool launcher = false;
+    bool culprit_placed = false;
+    for (const auto& r : job.placement) {
+      launcher = launcher || (r.rank == 0 && r.worker_id == worker_id);
+      culprit_placed = culprit_placed || r.worker_id == outcome.culprit_worker_id;
+    }
+    if (!launcher) {
+      RM_LOG(kWarning) << "worker " << worker_id << " sent a check of " << outcome.job_id
+                       << ", whose rank 0 is not placed there; ignored";
+      return;
+    }
+    const CheckShape shape = ShapeOf(job.placement);
+    const std::string key = shape.Key();
+    const auto base = baselines_.find(key);
+    const double baseline = base != baselines_.end() ? base->second.busbw_gbps : 0;
+    const char* result = outcome.passed ? "passed" : (outcome.completed ? "failed" : "error");
+    if (metrics_) {
+      metrics_->checks.Add({{"result", result}}).Increment();
+      metrics_->check_seconds.Observe(outcome.seconds);
+      if (outcome.completed) metrics_->check_busbw.Add({{"shape", key}}).Set(outcome.busbw_gbps);
+    }
+    if (outcome.passed) {
+      learned = UpdateBaseline(base != baselines_.end() ? base->second : CheckBaseline{key},
+                               outcome.busbw_gbps, clock_->NowMs());
+      baselines_[key] = *learned;
+      if (metrics_) metrics_->check_baseline.Add({{"shape", key}}).Set(learned->busbw_gbps);
+    }
+    const std::string text = CheckEventText(outcome, shape, baseline);
+    const std::string job_id = job.id;
+    absl::Status s = CommitLocked(job_id, {JobInput::Kind::kChecked, text});
+    auto culprit = workers_.find(outcome.culprit_worker_id);
+    if (s.ok() && !outcome.passed && culprit_placed && culprit != workers_.end()) {
+      Worker& w = culprit->second;
+      w.unhealthy_reason = absl::StrCat("pre-run check of job ", job_id, " attempt ",
+                                        outcome.attempt, " failed: ", outcome.message)
+                               .substr(0, 1024);
+      cluster_.SetWorkerHealthy(w.id, false);
+      Write write;
+      write.worker = w;
+      Enqueue(std::move(write));
+      RM_LOG(kWarning) << "worker " << w.id << " is unhealthy: " << w.unhealthy_reason;
+      s = CommitLocked(
+          job_id,
+          {JobInput::Kind::kCheckFailed,
+           absl::StrCat("re-placing without unhealthy worker ", w.id,
+                        " (not counted against backoff_limit): ", outcome.message.substr(0, 512))});
+      UpdateGaugesLocked();
+    }
+    if (!s.ok()) RM_LOG(kError) << "check of " << job_id << ": " << s;
+  }
+  if (learned) {
+    if (auto s = store_->PutCheckBaseline(*learned); !s.ok()) {
+      RM_LOG(kWarning) << "baseline of shape " << learned->shape << " not stored: " << s;
+    }
+  }
+}
+
+absl::StatusOr<WorkerView> Scheduler::ClearWorkerHealth(const std::string& worker_id) {
+  if (worker_id.empty()) {
+    return absl::InvalidArgumentError("worker_id: is required (a worker id from ringctl workers)");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) {
+    return absl::NotFoundError(absl::StrCat("no worker ", worker_id));
+  }
+  Worker& w = it->second;
+  if (!w.unhealthy_reason.empty()) {
+    RM_LOG(kInfo) << "worker " << w.id << " cleared by an admin (was: " << w.unhealthy_reason
+                  << ")";
+    w.unhealthy_reason.clear();
+    cluster_.SetWorkerHealthy(w.id, true);
+    Write write;
+    write.worker = w;
+    Enqueue(std::move(write));
+    capacity_grew_ = true;
+    UpdateGaugesLocked();
+    Wake();
+  }
+  return WorkerView{w, cluster_.AllocatedGpus(w.id), cluster_.CpuSlotsUsed(w.id)};
+}
+
+std::map<std::string, CheckBaseline> Scheduler::CheckBaselines() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return baselines_;
+}
+
 std::vector<WorkerView> Scheduler::ListWorkers() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<WorkerView> out;
@@ -1443,6 +1585,9 @@ void Scheduler::UpdateGaugesLocked() {
   for (const auto& [id, w] : workers_) ready += w.state == WorkerState::kReady;
   metrics_->workers.Add({{"state", "READY"}}).Set(ready);
   metrics_->workers.Add({{"state", "LOST"}}).Set(static_cast<double>(workers_.size()) - ready);
+  int unhealthy = 0;
+  for (const auto& [id, w] : workers_) unhealthy += !w.unhealthy_reason.empty();
+  metrics_->unhealthy.Set(unhealthy);
 }
 
 std::string Scheduler::NewJobId() {

@@ -72,6 +72,7 @@
 #include "absl/status/statusor.h"
 #include "core/clock.h"
 #include "core/fair_share.h"
+#include "core/health_check.h"
 #include "core/job_list.h"
 #include "core/job_state_machine.h"
 #include "core/placement.h"
@@ -93,6 +94,12 @@ class WorkerLink {
  public:
   virtual ~WorkerLink() = default;
   virtual void SendAssignment(const Job& job) = 0;
+  // The same with the pre-run check's settings; links that do not carry them send the plain
+  // assignment.
+  virtual void SendAssignmentWithCheck(const Job& job, const CheckPlan& plan) {
+    (void)plan;
+    SendAssignment(job);
+  }
   // `grace_ms`: SIGTERM to SIGKILL for these ranks; 0: the worker's own default.
   virtual void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason,
                         int64_t grace_ms) = 0;
@@ -162,6 +169,10 @@ struct SchedulerOptions {
   // SIGKILL (its GPUs stay held until its ranks exit or this plus a margin passes), and how
   // many waiting gangs get a reservation.
   int64_t preemption_grace_ms = 30'000;
+  // The pre-run allreduce check (core/health_check.h): on for jobs that do not opt out, and
+  // the fraction of the shape's baseline below which a check fails.
+  bool health_check = true;
+  double check_min_ratio = 0.5;
   int32_t reservations = 4;
   // A reservation further ahead than this is not made (the gang just waits).
   int64_t reservation_window_ms = 7LL * 24 * 3600 * 1000;
@@ -209,6 +220,13 @@ class Scheduler {
   // no new placements while it has no link.
   void Disconnected(const std::string& worker_id, const WorkerLink* link);
   std::vector<WorkerView> ListWorkers();
+  // A launcher's pre-run check of an attempt (protocol in core/health_check.h).
+  void ReportCheck(const std::string& worker_id, const CheckOutcome& outcome);
+  // Puts a worker marked unhealthy by a check back into placement. NOT_FOUND for an unknown
+  // worker, INVALID_ARGUMENT for an empty id.
+  absl::StatusOr<WorkerView> ClearWorkerHealth(const std::string& worker_id);
+  // The learned baselines by shape (tests, ringctl).
+  std::map<std::string, CheckBaseline> CheckBaselines();
 
   // Queues (see "Queues" above). Create: ALREADY_EXISTS for a taken name; Update and Get:
   // NOT_FOUND for an unknown queue; Delete: FAILED_PRECONDITION for `default` and for a queue
@@ -319,6 +337,8 @@ class Scheduler {
   std::unordered_map<std::string, Watched> watches_;
   std::unordered_map<std::string, int64_t> pending_since_ms_;
   std::map<std::string, Worker> workers_;
+  // Pre-run check baselines by shape key, loaded at Start and learned from passing checks.
+  std::map<std::string, CheckBaseline> baselines_;
   std::map<std::string, Queue> queues_;  // as stored; loaded by Start()
   std::map<std::string, std::shared_ptr<WorkerLink>> links_;
   ClusterState cluster_;

@@ -12,15 +12,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <optional>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "check_runner.h"
 #include "common/checkpoint_metadata.h"
 #include "common/log.h"
 #include "common/status_macros.h"
@@ -571,8 +572,8 @@ void Agent::Housekeeping() {
         for (const auto& r : a.assignment.placement) {
           if (r.worker_id != options_.inventory.worker_id) continue;
           outbox_.push_back({key.first, key.second, r.rank, RankStatus::Kind::kExited, 0, SIGTERM,
-                             "stopped: nothing of the attempt is left on this worker", 0, 0,
-                             {}});
+                             "stopped: nothing of the attempt is left on this worker", 0, 0, {},
+                             std::nullopt});
         }
         outbox_cv_.notify_all();
         if (a.launcher_thread.joinable()) finished.push_back(std::move(a.launcher_thread));
@@ -637,6 +638,7 @@ void Agent::Launch(Attempt* a) {
   // operator's environment or `--mpirun-args "--mca mpi_yield_when_idle 0"` still decides.
   spawn.env.try_emplace("OMPI_MCA_mpi_yield_when_idle", "1");
   spawn.env["TMPDIR"] = session_dir;
+  if (assignment.run_check && !CheckBeforeLaunch(a, mpirun, spawn.env, session_dir)) return;
   spawn.new_session = true;
   spawn.parent_death_signal = SIGKILL;  // this thread waits for mpirun for its whole life
   spawn.output_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -675,12 +677,80 @@ void Agent::Launch(Attempt* a) {
   --a->in_flight;  // last touch of `a`
 }
 
+bool Agent::CheckBeforeLaunch(Attempt* a, const MpirunOptions& mpirun,
+                              const std::map<std::string, std::string>& env,
+                              const std::string& session_dir) {
+  const Assignment& assignment = a->assignment;
+  const std::string dir = AttemptDir(assignment.job_id, assignment.attempt);
+  CheckRun run;
+  MpirunOptions check = mpirun;
+  check.rank_binary = options_.check_binary;
+  run.result_path = dir + "/check.result";
+  run.log_path = dir + "/check.log";
+  run.spawn.argv = MpirunArgv(check, static_cast<int32_t>(assignment.placement.size()),
+                              {"--result", run.result_path});
+  run.spawn.env = env;
+  run.spawn.env["TMPDIR"] = session_dir;
+  run.timeout = options_.check_timeout;
+  run.policy = assignment.check_policy;
+  CheckReport report = RunCheck(
+      run,
+      [&](pid_t pid) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (a->teardown) return false;
+        a->sessions.insert(pid);
+        return true;
+      },
+      [&](pid_t pid) {
+        std::lock_guard<std::mutex> lock(mu_);
+        a->sessions.erase(pid);
+      });
+  report.job_id = assignment.job_id;
+  report.attempt = assignment.attempt;
+  // Only a worker of the placement can be blamed (and avoided); the scheduler checks the same.
+  const bool culprit_placed =
+      std::any_of(assignment.placement.begin(), assignment.placement.end(),
+                  [&](const RankPlacement& r) { return r.worker_id == report.culprit_worker_id; });
+  if (!culprit_placed) report.culprit_worker_id.clear();
+  RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
+                << ": pre-run check " << (report.passed ? "passed" : "failed") << ", busbw "
+                << report.busbw_gbps << " GB/s in " << report.seconds << " s"
+                << (report.message.empty() ? "" : ": ") << report.message;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (a->teardown) {
+    --a->in_flight;
+    return false;
+  }
+  RankStatus status;
+  status.job_id = assignment.job_id;
+  status.attempt = assignment.attempt;
+  status.kind = RankStatus::Kind::kChecked;
+  status.check = report;
+  outbox_.push_back(std::move(status));
+  outbox_cv_.notify_all();
+  // A passed check, or a slow ring with no one worker to blame, runs the job. A named culprit
+  // waits for the scheduler to re-place the attempt (its StopJob follows). A check that could
+  // not run is the attempt's launch failure.
+  if (report.passed || (report.completed && report.culprit_worker_id.empty())) return true;
+  if (!report.culprit_worker_id.empty()) {
+    --a->in_flight;
+    return false;
+  }
+  if (metrics_) metrics_->launches.Add({{"result", "failed"}}).Increment();
+  ApplyLocked(*a, a->gang.OnLaunchFailed(absl::StrCat("pre-run check: ", report.message)));
+  --a->in_flight;
+  return false;
+}
+
 std::map<std::string, std::string> Agent::ChildEnvironment(const Attempt& attempt) const {
   std::map<std::string, std::string> env = base_env_;
   env[kWorkerIdEnv] = options_.inventory.worker_id;
   env[kJobIdEnv] = attempt.assignment.job_id;
   env[kAttemptEnv] = absl::StrCat(attempt.assignment.attempt);
   env[kAgentAddrEnv] = absl::StrCat(options_.inventory.address, ":", options_.inventory.port);
+  if (options_.check_delay_ms > 0) {
+    env["RINGMASTER_CHECK_DELAY_MS"] = absl::StrCat(options_.check_delay_ms);
+  }
   env.try_emplace("PMIX_MCA_gds", "hash");  // see LauncherEnvironment
   for (const auto& [name, value] : options_.tls_env) env[name] = value;
   return env;

@@ -12,7 +12,10 @@
 //            (held until the attempt is forgotten: no two attempts share one) and runs
 //            mpirun in a session of its own, with ringmaster-rsh as plm_rsh_agent, the agents'
 //            ports in RINGMASTER_AGENT_PORTS and the job id, attempt and token exported (-x) to
-//            every rank; the program of every rank is `ringmaster-rank -- WORKLOAD...`;
+//            every rank; the program of every rank is `ringmaster-rank -- WORKLOAD...`.
+//            With run_check, the same mpirun of `ringmaster-check` comes first; its result goes
+//            to the scheduler, and the job's mpirun starts only when the check lets it
+//            (CheckBeforeLaunch; the protocol is at scheduler/core/health_check.h);
 //         3. mpirun calls `ringmaster-rsh HOST orted ...` for every host of the hostfile that is
 //            not this machine's own name; ringmaster-rsh calls Exec on HOST's agent, which
 //            checks the token against its own copy of the assignment (waiting a little for the
@@ -76,6 +79,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/gang.h"
+#include "core/launch.h"
 #include "core/types.h"
 #include "host/ports.h"
 #include "host/process.h"
@@ -129,6 +133,12 @@ struct AgentOptions {
   std::chrono::milliseconds check_interval{200};
   // How long throughput gauges of a forgotten attempt stay on /metrics.
   std::chrono::milliseconds metrics_retention{std::chrono::minutes(5)};
+  // The pre-run allreduce check (docs/health-check.md): ringmaster-check's path, the bound
+  // on one check, and a delay this worker's check ranks add before every allreduce (a slow
+  // host on purpose, for tests: RINGMASTER_CHECK_DELAY_MS).
+  std::string check_binary;
+  std::chrono::milliseconds check_timeout{10000};
+  int check_delay_ms = 0;
 };
 
 struct StartedRank {
@@ -210,6 +220,11 @@ class Agent {
   // it changes (KIND_CHECKPOINT), and again to a new scheduler session.
   void ReportCheckpoints();
   void Launch(Attempt* attempt);
+  // Runs the attempt's pre-run check and reports it; false when the attempt must not launch
+  // (the check failed or the attempt is stopping; the failure is already applied).
+  bool CheckBeforeLaunch(Attempt* attempt, const MpirunOptions& mpirun,
+                         const std::map<std::string, std::string>& env,
+                         const std::string& session_dir);
   // Turns a GangState decision into statuses and, when asked, a local teardown.
   void ApplyLocked(Attempt& attempt, const GangState::Decision& decision);
   // `normal_end`: a StopJob that may be the attempt's normal end; when every local rank exited

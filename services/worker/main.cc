@@ -99,6 +99,12 @@ ringmaster::Flags MakeFlags() {
             "path of ringmaster-rsh (same on every worker)");
   flags.Add("rank-binary", Sibling("ringmaster-rank"),
             "path of ringmaster-rank (same on every worker)");
+  flags.Add("check-binary", Sibling("ringmaster-check", {"../../trainer/ringmaster-check"}),
+            "path of ringmaster-check, the pre-run allreduce check (same on every worker)");
+  flags.Add("check-timeout-ms", "10000", "bound on one pre-run check; past it the check fails");
+  flags.Add("check-delay-ms", "0",
+            "testing: this worker's check ranks wait this long before every allreduce of the "
+            "pre-run check (a slow host on purpose); 0..10000");
   flags.Add("kill-grace-ms", "5000", "SIGTERM to SIGKILL when stopping a job's processes");
   flags.Add("checkpoint-root", "/tmp/ringmaster-checkpoints",
             "ranks get RINGMASTER_CHECKPOINT_DIR=<this>/<job id>, kept across attempts (a "
@@ -146,13 +152,21 @@ int main(int argc, char** argv) {
                  : level == "error"   ? LogLevel::kError
                                       : LogLevel::kInfo);
   int64_t cpu_slots = 0, simulate = 0, sim_memory = 0, grace = 0, exec_wait = 0, waiters = 0,
-          clean_exit_wait = 0;
+          clean_exit_wait = 0, check_timeout = 0, check_delay = 0;
   for (auto s : {flags.GetInt("cpu-slots", &cpu_slots), flags.GetInt("simulate-gpus", &simulate),
                  flags.GetInt("simulate-gpu-memory-bytes", &sim_memory),
                  flags.GetInt("kill-grace-ms", &grace), flags.GetInt("exec-wait-ms", &exec_wait),
                  flags.GetInt("max-exec-waiters", &waiters),
-                 flags.GetInt("clean-exit-wait-ms", &clean_exit_wait)}) {
+                 flags.GetInt("clean-exit-wait-ms", &clean_exit_wait),
+                 flags.GetInt("check-timeout-ms", &check_timeout),
+                 flags.GetInt("check-delay-ms", &check_delay)}) {
     if (!s.ok()) return Fail(s);
+  }
+  if (check_timeout < 100 || check_timeout > 600'000) {
+    return Fail(absl::InvalidArgumentError("--check-timeout-ms must be 100..600000"));
+  }
+  if (check_delay < 0 || check_delay > 10'000) {
+    return Fail(absl::InvalidArgumentError("--check-delay-ms must be 0..10000"));
   }
   if (waiters < 0 || waiters > 1024) {
     return Fail(absl::InvalidArgumentError("--max-exec-waiters must be 0..1024"));
@@ -203,6 +217,9 @@ int main(int argc, char** argv) {
   options.train_binary = flags.Get("train-binary");
   options.rsh_agent = flags.Get("rsh-binary");
   options.rank_binary = flags.Get("rank-binary");
+  options.check_binary = flags.Get("check-binary");
+  options.check_timeout = std::chrono::milliseconds(check_timeout);
+  options.check_delay_ms = static_cast<int>(check_delay);
   options.kill_grace = std::chrono::milliseconds(grace);
   options.exec_wait = std::chrono::milliseconds(exec_wait);
   options.max_exec_waiters = static_cast<int>(waiters);

@@ -387,3 +387,18 @@ TEST(JobSpecTest, NoFlagsLeaveTheWorkloadAlone) {
 
 }  // namespace
 }  // namespace ringmaster::cli
+
+namespace ringmaster::cli {
+namespace {
+
+TEST(ArgsTest, WorkersClearNamesTheWorker) {
+  EXPECT_EQ(Parse({"workers"}).clear_worker, "");
+  EXPECT_EQ(Parse({"workers", "clear", "w4"}).clear_worker, "w4");
+  EXPECT_EQ(ErrorOf({"workers", "clear"}),
+            "missing WORKER (usage: ringctl workers clear WORKER)");
+  EXPECT_THAT(ErrorOf({"workers", "clear", "w4", "w5"}), HasSubstr("unexpected argument 'w5'"));
+  EXPECT_THAT(ErrorOf({"workers", "w4"}), HasSubstr("unexpected argument 'w4'"));
+}
+
+}  // namespace
+}  // namespace ringmaster::cli

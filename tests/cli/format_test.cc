@@ -232,3 +232,29 @@ TEST(FormatTest, JsonUsesProtoFieldNamesAndPrintsZeros) {
 
 }  // namespace
 }  // namespace ringmaster::cli
+
+namespace ringmaster::cli {
+namespace {
+
+TEST(FormatTest, UnhealthyWorkersShowTheirStateAndReasonAndLeaveTheTotals) {
+  v1::ListWorkersResponse response;
+  v1::WorkerInfo* ok = response.add_workers();
+  ok->set_worker_id("w1");
+  ok->set_address("127.0.0.2");
+  ok->set_state("READY");
+  ok->set_cpu_slots(2);
+  v1::WorkerInfo* slow = response.add_workers();
+  slow->set_worker_id("w4");
+  slow->set_address("127.0.0.4");
+  slow->set_state("READY");
+  slow->set_cpu_slots(2);
+  slow->set_unhealthy_reason("pre-run check of job j-1 attempt 0 failed: w4 was last");
+  const std::string out = FormatWorkers(response, 0);
+  EXPECT_THAT(out, HasSubstr("w4       127.0.0.4   UNHEALTHY"));
+  EXPECT_THAT(out, HasSubstr("READY totals: GPUs -; CPU slots 0/2\n"));
+  EXPECT_THAT(out, HasSubstr("\nUnhealthy (ringctl workers clear WORKER):\n"
+                             "  w4: pre-run check of job j-1 attempt 0 failed: w4 was last\n"));
+}
+
+}  // namespace
+}  // namespace ringmaster::cli

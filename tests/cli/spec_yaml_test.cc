@@ -243,3 +243,23 @@ TEST(SpecYamlTest, DocumentedExamplesParse) {
 
 }  // namespace
 }  // namespace ringmaster::cli
+
+namespace ringmaster::cli {
+namespace {
+
+TEST(SpecYamlTest, HealthCheckIsABooleanThatStaysUnsetWhenAbsent) {
+  absl::StatusOr<v1::JobSpec> off = ParseJobSpecYaml(
+      "name: x\nreplicas: 2\nhealth_check: false\ncommand:\n  argv: [true]\n", "job.yaml");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_TRUE(off->has_health_check());
+  EXPECT_FALSE(off->health_check());
+  absl::StatusOr<v1::JobSpec> absent = ParseJobSpecYaml("name: x\n", "job.yaml");
+  ASSERT_TRUE(absent.ok()) << absent.status();
+  EXPECT_FALSE(absent->has_health_check());
+  absl::StatusOr<v1::JobSpec> bad = ParseJobSpecYaml("name: x\nhealth_check: maybe\n", "job.yaml");
+  ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("health_check: expected true or false"));
+}
+
+}  // namespace
+}  // namespace ringmaster::cli

@@ -26,6 +26,16 @@ class SpecTest(unittest.TestCase):
         self.assertEqual(spec.trainer.steps, 1000)
         self.assertEqual(spec_from_dict(spec_to_dict(spec)), spec)
 
+    def test_health_check_opts_out_and_round_trips(self):
+        spec = spec_from_dict({"name": "x", "replicas": 2, "health_check": False,
+                               "command": {"argv": ["true"]}})
+        self.assertTrue(spec.HasField("health_check"))
+        self.assertFalse(spec.health_check)
+        self.assertEqual(spec_from_dict(spec_to_dict(spec)), spec)
+        self.assertNotIn("health_check", spec_to_dict(spec_from_dict({"name": "x"})))
+        with self.assertRaisesRegex(errors.InvalidSpec, "health_check: expected true or false"):
+            spec_from_dict({"name": "x", "health_check": "no"})
+
     def test_keywords_alone_run_the_built_in_trainer(self):
         spec = build_spec(None, {"name": "smoke", "replicas": 2, "steps": 10})
         self.assertEqual(spec.WhichOneof("workload"), "trainer")
@@ -56,7 +66,7 @@ class SpecTest(unittest.TestCase):
              "replicas: expected an integer, got a boolean (True)"),
             ({"name": "x", "replica": 1}, "replica: unknown key (expected one of: name, queue, "
              "priority, replicas, gpus_per_replica, gpu_type, restart_policy, backoff_limit, "
-             "max_runtime_seconds, labels, trainer, command)"),
+             "max_runtime_seconds, labels, health_check, trainer, command)"),
             ({"trainer": {"stepz": 1}}, "trainer.stepz: unknown key (expected one of: model, "
              "batch_size, steps)"),
             ({"command": {"argv": "hostname"}}, 'command.argv: expected a list of strings, got '

@@ -82,7 +82,10 @@ absl::Status SchedulerProcess::Spawn() {
                   "--heartbeat-interval-ms", "200",
                   "--pass-interval-ms", "100",
                   // A killed scheduler's lease passes on within a second (Restart, standbys).
-                  "--lease-ttl-ms", "1000"};
+                  "--lease-ttl-ms", "1000",
+                  // The pre-run check costs every job start about half a second: it is off
+                  // here and on in the tests of the check (extra_args: --health-check true).
+                  "--health-check", "false"};
   for (const std::string& flag : TestCerts::Get().Scheduler().Flags()) options.argv.push_back(flag);
   options.argv.push_back("--admin-token-file");
   options.argv.push_back(AdminToken().file);

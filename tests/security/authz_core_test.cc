@@ -16,7 +16,8 @@ constexpr Action kAll[] = {Action::kSubmitJob,   Action::kGetJob,      Action::k
                            Action::kCancelJob,   Action::kWatchJob,    Action::kListWorkers,
                            Action::kGetQueue,    Action::kListQueues,  Action::kCreateQueue,
                            Action::kUpdateQueue, Action::kDeleteQueue, Action::kCreateToken,
-                           Action::kListTokens,  Action::kRevokeToken, Action::kListAudit};
+                           Action::kListTokens,  Action::kRevokeToken, Action::kListAudit,
+                           Action::kClearWorkerHealth};
 
 bool IsRead(Action a) {
   return a == Action::kGetJob || a == Action::kListJobs || a == Action::kWatchJob ||

@@ -120,6 +120,14 @@ absl::StatusOr<std::vector<Worker>> FaultInjectingJobStore::ListWorkers() {
   return store_->ListWorkers();
 }
 
+absl::StatusOr<std::vector<CheckBaseline>> FaultInjectingJobStore::ListCheckBaselines() {
+  return store_->ListCheckBaselines();
+}
+
+absl::Status FaultInjectingJobStore::PutCheckBaseline(const CheckBaseline& baseline) {
+  return store_->PutCheckBaseline(baseline);
+}
+
 absl::StatusOr<Queue> FaultInjectingJobStore::CreateQueue(const Queue& queue, int64_t epoch) {
   if (auto s = Enter(Call::kCreateQueue); !s.ok()) return s;
   return store_->CreateQueue(queue, epoch);

@@ -619,6 +619,35 @@ TEST_P(JobStoreConformanceTest, AWorkerWithoutGpusKeepsNone) {
   ExpectSameWorker(workers[0], cpu_only);
 }
 
+TEST_P(JobStoreConformanceTest, AWorkerKeepsItsUnhealthyReasonUntilCleared) {
+  Worker w = MakeWorker("w-slow", 1);
+  w.unhealthy_reason = "pre-run check of job j-1 attempt 0 failed: worker w-slow was last";
+  RM_ASSERT_OK(store().UpsertWorker(w));
+  RM_ASSERT_OK_AND_ASSIGN(auto workers, store().ListWorkers());
+  ASSERT_THAT(workers, SizeIs(1));
+  EXPECT_EQ(workers[0].unhealthy_reason, w.unhealthy_reason);
+  w.unhealthy_reason.clear();
+  RM_ASSERT_OK(store().UpsertWorker(w));
+  RM_ASSERT_OK_AND_ASSIGN(workers, store().ListWorkers());
+  EXPECT_EQ(workers[0].unhealthy_reason, "");
+}
+
+// --- Pre-run check baselines ---------------------------------------------------------------
+
+TEST_P(JobStoreConformanceTest, CheckBaselinesAreStoredPerShapeAndReplaced) {
+  RM_ASSERT_OK_AND_ASSIGN(auto none, store().ListCheckBaselines());
+  EXPECT_THAT(none, IsEmpty());
+  RM_ASSERT_OK(store().PutCheckBaseline({"2x1/cpu", 1.25, 1, kT0}));
+  RM_ASSERT_OK(store().PutCheckBaseline({"1x4/cpu", 3.5, 2, kT0 + 1}));
+  RM_ASSERT_OK(store().PutCheckBaseline({"2x1/cpu", 1.5, 2, kT0 + 2}));
+  RM_ASSERT_OK_AND_ASSIGN(auto baselines, store().ListCheckBaselines());
+  ASSERT_THAT(baselines, SizeIs(2));
+  EXPECT_EQ(baselines[0], (CheckBaseline{"1x4/cpu", 3.5, 2, kT0 + 1}));
+  EXPECT_EQ(baselines[1], (CheckBaseline{"2x1/cpu", 1.5, 2, kT0 + 2}));
+  EXPECT_THAT(store().PutCheckBaseline({"", 1, 1, kT0}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
 TEST_P(JobStoreConformanceTest, AWorkerWithoutIdIsInvalidArgument) {
   EXPECT_THAT(store().UpsertWorker(MakeWorker("", 1)),
               StatusIs(absl::StatusCode::kInvalidArgument));

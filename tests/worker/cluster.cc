@@ -61,6 +61,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
   if (!config.metrics_service.empty()) {
     options.argv.insert(options.argv.end(), {"--metrics-service", config.metrics_service});
   }
+  options.argv.insert(options.argv.end(), config.extra_args.begin(), config.extra_args.end());
   options.log_path = log_dir + ".log";
   auto process = Subprocess::Start(options);
   if (!process.ok()) return process.status();

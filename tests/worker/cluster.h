@@ -30,6 +30,7 @@ struct WorkerConfig {
   int cpu_slots = 2;
   int simulated_gpus = 0;       // of type t4
   std::string metrics_service;  // ringmaster-metrics HOST:PORT for the ranks' samples; empty: none
+  std::vector<std::string> extra_args;  // more ringmaster-worker flags
 };
 
 // One ringmaster-worker process on its own address, with free ports for gRPC and /metrics.

@@ -6,6 +6,7 @@ ringmaster_test(worker_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/throughput_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/inventory_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/progress_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/health_check_test.cc
   LIBS ringmaster_worker_core)
 
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
@@ -102,4 +103,18 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support AND TARGET rin
   if(TARGET ringmaster-train)
     add_dependencies(run_watch_e2e_test ringmaster-train)
   endif()
+endif()
+
+if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
+  # The pre-run allreduce check with real rings: a slow worker found, excluded, the job placed
+  # elsewhere. About 20 s.
+  ringmaster_test(health_check_e2e_test e2e
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
+      ${CMAKE_CURRENT_LIST_DIR}/health_check_e2e_test.cc
+      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
+    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+      PkgConfig::PQXX)
+  add_dependencies(health_check_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
+    ringmaster-rank ringmaster-check)
 endif()

@@ -43,6 +43,7 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
     out.progress_timeout_seconds = spec.progress_timeout_seconds();
   }
   out.labels.insert(spec.labels().begin(), spec.labels().end());
+  if (spec.has_health_check()) out.health_check = spec.health_check();
   return out;
 }
 
@@ -74,6 +75,7 @@ v1::JobSpec ToProto(const JobSpec& spec) {
     out.set_progress_timeout_seconds(*spec.progress_timeout_seconds);
   }
   out.mutable_labels()->insert(spec.labels.begin(), spec.labels.end());
+  if (spec.health_check) out.set_health_check(*spec.health_check);
   return out;
 }
 

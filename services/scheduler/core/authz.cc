@@ -58,6 +58,8 @@ const char* ActionName(Action action) {
       return "RevokeToken";
     case Action::kListAudit:
       return "ListAudit";
+    case Action::kClearWorkerHealth:
+      return "ClearWorkerHealth";
   }
   return "unknown";
 }
@@ -85,6 +87,7 @@ Level LevelOf(Action action) {
     case Action::kListTokens:
     case Action::kRevokeToken:
     case Action::kListAudit:
+    case Action::kClearWorkerHealth:
       return Level::kAdmin;
   }
   return Level::kAdmin;
@@ -116,6 +119,8 @@ const char* RequiredRight(Action action) {
       return "tokens.admin";
     case Action::kListAudit:
       return "audit.read";
+    case Action::kClearWorkerHealth:
+      return "workers.admin";
   }
   return "admin";
 }

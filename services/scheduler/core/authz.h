@@ -45,6 +45,7 @@ enum class Action {
   kListTokens,
   kRevokeToken,
   kListAudit,
+  kClearWorkerHealth,
 };
 const char* ActionName(Action action);
 

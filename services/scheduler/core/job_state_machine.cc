@@ -58,6 +58,17 @@ absl::StatusOr<Transition> ApplyInput(Job& job, const JobInput& input, int64_t n
       ++job.preemptions;
       stop_ranks = true;
       break;
+    case Kind::kChecked:
+      if (!live) return NotIn(job, "record its check");
+      keep_placement = true;
+      break;
+    case Kind::kCheckFailed:
+      if (!live) return NotIn(job, "re-place it");
+      to = JobState::kPending;
+      ++attempt;
+      ++job.preemptions;
+      stop_ranks = true;
+      break;
     case Kind::kCancel:
       if (IsTerminal(job.state)) return NotIn(job, "cancel it");
       to = JobState::kCancelled;
@@ -86,8 +97,12 @@ absl::StatusOr<Transition> ApplyInput(Job& job, const JobInput& input, int64_t n
   if (input.kind == Kind::kFailed || input.kind == Kind::kDeadlineExceeded) {
     if (input.exit_code != 0) job.exit_code = input.exit_code;
   }
-  if (input.kind != Kind::kPlaced && input.kind != Kind::kAllStarted) job.message = input.reason;
-  if (to == JobState::kPending && input.kind == Kind::kPreempted) {
+  if (input.kind != Kind::kPlaced && input.kind != Kind::kAllStarted &&
+      input.kind != Kind::kChecked) {
+    job.message = input.reason;
+  }
+  if (to == JobState::kPending &&
+      (input.kind == Kind::kPreempted || input.kind == Kind::kCheckFailed)) {
     job.message = input.reason;
   } else if (to == JobState::kPending) {
     job.message = absl::StrCat("restarting (attempt ", attempt - job.preemptions, " of at most ",

@@ -14,6 +14,9 @@
 // 6. kCancel ends any live job CANCELLED.
 // 7. kPreempted (the fair-share policy needs its GPUs) moves STARTING | RUNNING back to
 //    PENDING with attempt + 1; preemptions do not count against backoff_limit.
+// 8. kChecked (the attempt's pre-run check reported) records an event, no state change.
+// 9. kCheckFailed (the check named an unhealthy worker) moves STARTING | RUNNING back to
+//    PENDING with attempt + 1, counted with preemptions: not against backoff_limit.
 // Nothing leaves a terminal state. Every transition yields one JobEvent; a transition away
 // from a placement says the ranks must be stopped and the placement released.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_JOB_STATE_MACHINE_H_
@@ -37,6 +40,8 @@ struct JobInput {
     kDeadlineExceeded,
     kCancel,
     kPreempted,
+    kChecked,
+    kCheckFailed,
   };
   Kind kind;
   std::string reason = {};

@@ -90,6 +90,15 @@ void ClusterState::SetWorkerState(const std::string& worker_id, WorkerState stat
   Contribute(node, +1);
 }
 
+void ClusterState::SetWorkerHealthy(const std::string& worker_id, bool healthy) {
+  auto it = index_.find(worker_id);
+  if (it == index_.end()) return;
+  Node& node = nodes_[it->second];
+  Contribute(node, -1);
+  node.healthy = healthy;
+  Contribute(node, +1);
+}
+
 absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
   // Check everything first so a failed call changes nothing.
   std::set<std::pair<size_t, size_t>> gpus;

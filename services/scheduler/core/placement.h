@@ -43,6 +43,9 @@ class ClusterState {
   // capacity for new placements.
   void UpsertWorker(const Worker& worker);
   void SetWorkerState(const std::string& worker_id, WorkerState state);
+  // An unhealthy worker (a failed pre-run check named it) holds its placements but, like a
+  // lost one, takes no new ones and counts in no totals. Workers start healthy.
+  void SetWorkerHealthy(const std::string& worker_id, bool healthy);
 
   // Marks the ranks' GPUs or CPU slots as used. FAILED_PRECONDITION (and nothing changes) when
   // a worker is unknown or a GPU/slot is already taken.
@@ -72,12 +75,13 @@ class ClusterState {
     // Shared, so that copying the state (a scheduling pass works on a copy) is cheap.
     std::shared_ptr<const Worker> worker;
     WorkerState state = WorkerState::kReady;
+    bool healthy = true;
     std::vector<bool> gpu_used;        // parallel to worker.gpus
     std::vector<int32_t> gpu_type_id;  // parallel to worker.gpus
     std::vector<int32_t> free_by_type;   // by type id
     std::vector<int32_t> total_by_type;  // by type id
     int32_t cpu_used = 0;
-    bool ready() const { return state == WorkerState::kReady; }
+    bool ready() const { return state == WorkerState::kReady && healthy; }
   };
   // Aggregates over ready workers, kept in step so that most decisions need no scan.
   struct Totals {

@@ -48,6 +48,8 @@ struct JobSpec {
   std::map<std::string, std::string> labels;
   // Hang detection (core/run_watch.h); unset: the queue's, else 600. 0: off.
   std::optional<int64_t> progress_timeout_seconds;
+  // The pre-run allreduce check (core/health_check.h); unset: on.
+  std::optional<bool> health_check;
   bool operator==(const JobSpec&) const = default;
 };
 
@@ -172,6 +174,9 @@ struct Worker {
   WorkerState state = WorkerState::kReady;
   int64_t registered_at_ms = 0;
   int64_t last_heartbeat_ms = 0;
+  // Set by a failed pre-run check that named this worker: it takes no new placements until
+  // an admin clears it. Empty: healthy.
+  std::string unhealthy_reason;
 };
 
 }  // namespace ringmaster::scheduler

@@ -134,23 +134,43 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
       [&] { return ctx->IsCancelled(); }));
 }
 
+namespace {
+
+void FillWorkerInfo(const WorkerView& view, v1::WorkerInfo* info) {
+  info->set_worker_id(view.worker.id);
+  info->set_address(view.worker.address);
+  info->set_port(view.worker.port);
+  for (const Gpu& gpu : view.worker.gpus) *info->add_gpus() = ToProto(gpu);
+  info->set_cpu_slots(view.worker.cpu_slots);
+  info->set_state(WorkerStateName(view.worker.state));
+  for (int32_t g : view.allocated_gpus) info->add_allocated_gpus(g);
+  info->set_cpu_slots_used(view.cpu_slots_used);
+  info->set_last_heartbeat_ms(view.worker.last_heartbeat_ms);
+  info->set_unhealthy_reason(view.worker.unhealthy_reason);
+}
+
+}  // namespace
+
 grpc::Status ClusterServiceImpl::ListWorkers(grpc::ServerContext* ctx,
                                              const v1::ListWorkersRequest*,
                                              v1::ListWorkersResponse* resp) {
   auto who = auth_->Check(*ctx, Action::kListWorkers);
   if (!who.ok()) return ToGrpcStatus(who.status());
   for (const WorkerView& view : scheduler_->ListWorkers()) {
-    v1::WorkerInfo* info = resp->add_workers();
-    info->set_worker_id(view.worker.id);
-    info->set_address(view.worker.address);
-    info->set_port(view.worker.port);
-    for (const Gpu& gpu : view.worker.gpus) *info->add_gpus() = ToProto(gpu);
-    info->set_cpu_slots(view.worker.cpu_slots);
-    info->set_state(WorkerStateName(view.worker.state));
-    for (int32_t g : view.allocated_gpus) info->add_allocated_gpus(g);
-    info->set_cpu_slots_used(view.cpu_slots_used);
-    info->set_last_heartbeat_ms(view.worker.last_heartbeat_ms);
+    FillWorkerInfo(view, resp->add_workers());
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status ClusterServiceImpl::ClearWorkerHealth(grpc::ServerContext* ctx,
+                                                   const v1::ClearWorkerHealthRequest* req,
+                                                   v1::ClearWorkerHealthResponse* resp) {
+  auto who = auth_->Check(*ctx, Action::kClearWorkerHealth);
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  absl::StatusOr<WorkerView> view = scheduler_->ClearWorkerHealth(req->worker_id());
+  if (!view.ok()) return ToGrpcStatus(view.status());
+  auth_->Audit(*who, *ctx, Action::kClearWorkerHealth, req->worker_id(), "");
+  FillWorkerInfo(*view, resp->mutable_worker());
   return grpc::Status::OK;
 }
 
@@ -167,6 +187,19 @@ class StreamLink : public WorkerLink {
     *a->mutable_spec() = ToProto(job.spec);
     for (const auto& r : job.placement) *a->add_placement() = ToProto(r);
     a->set_token(job.token);
+    Enqueue(std::move(msg));
+  }
+  void SendAssignmentWithCheck(const Job& job, const CheckPlan& plan) override {
+    v1::SchedulerMessage msg;
+    v1::Assignment* a = msg.mutable_assignment();
+    a->set_job_id(job.id);
+    a->set_attempt(job.attempt);
+    *a->mutable_spec() = ToProto(job.spec);
+    for (const auto& r : job.placement) *a->add_placement() = ToProto(r);
+    a->set_token(job.token);
+    a->set_run_check(plan.run);
+    a->set_check_baseline_gbps(plan.baseline_gbps);
+    a->set_check_min_ratio(plan.min_ratio);
     Enqueue(std::move(msg));
   }
   void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason,
@@ -326,6 +359,19 @@ grpc::Status WorkerServiceImpl::Connect(
           continue;
         }
         scheduler_->ReportRank(id, *report);
+      } else if (msg.has_check_result()) {
+        const v1::CheckResult& c = msg.check_result();
+        CheckOutcome outcome;
+        outcome.job_id = c.job_id();
+        outcome.attempt = c.attempt();
+        outcome.completed = c.completed();
+        outcome.passed = c.passed();
+        outcome.busbw_gbps = c.busbw_gbps();
+        outcome.seconds = c.seconds();
+        outcome.transport = c.transport();
+        outcome.culprit_worker_id = c.culprit_worker_id();
+        outcome.message = c.message().substr(0, 2048);
+        scheduler_->ReportCheck(id, outcome);
       } else {
         RM_LOG(kWarning) << "worker " << id << " sent an unexpected message; ignored";
       }

@@ -40,6 +40,8 @@ class ClusterServiceImpl final : public v1::ClusterService::Service {
       : scheduler_(scheduler), auth_(auth) {}
   grpc::Status ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest* req,
                            v1::ListWorkersResponse* resp) override;
+  grpc::Status ClearWorkerHealth(grpc::ServerContext* ctx, const v1::ClearWorkerHealthRequest* req,
+                                 v1::ClearWorkerHealthResponse* resp) override;
 
  private:
   Scheduler* scheduler_;

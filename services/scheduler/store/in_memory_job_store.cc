@@ -212,6 +212,20 @@ absl::Status InMemoryJobStore::UpsertWorker(const Worker& worker) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<CheckBaseline>> InMemoryJobStore::ListCheckBaselines() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<CheckBaseline> out;
+  for (const auto& [shape, b] : baselines_) out.push_back(b);
+  return out;
+}
+
+absl::Status InMemoryJobStore::PutCheckBaseline(const CheckBaseline& baseline) {
+  if (baseline.shape.empty()) return absl::InvalidArgumentError("baseline shape is empty");
+  std::lock_guard<std::mutex> lock(mu_);
+  baselines_[baseline.shape] = baseline;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<Worker>> InMemoryJobStore::ListWorkers() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Worker> out;

@@ -31,6 +31,8 @@ class InMemoryJobStore : public JobStore {
   absl::StatusOr<CommitResult> Commit(const WriteBatch& batch, int64_t epoch) override;
   absl::Status UpsertWorker(const Worker& worker) override;
   absl::StatusOr<std::vector<Worker>> ListWorkers() override;
+  absl::StatusOr<std::vector<CheckBaseline>> ListCheckBaselines() override;
+  absl::Status PutCheckBaseline(const CheckBaseline& baseline) override;
   absl::StatusOr<Queue> CreateQueue(const Queue& queue, int64_t epoch) override;
   absl::StatusOr<Queue> UpdateQueue(const Queue& queue, int64_t epoch) override;
   absl::StatusOr<Queue> GetQueue(const std::string& name) override;
@@ -52,6 +54,7 @@ class InMemoryJobStore : public JobStore {
   std::map<std::string, std::string> ids_by_request_;  // request id -> job id
   std::map<std::string, Worker> workers_;              // by id
   std::map<std::pair<std::string, std::string>, int64_t> usage_;  // (queue, resource) -> ms
+  std::map<std::string, CheckBaseline> baselines_;     // by shape
   std::map<std::string, Queue> queues_;                // by name
 };
 

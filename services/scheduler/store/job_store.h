@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/health_check.h"
 #include "core/job_list.h"
 #include "core/types.h"
 
@@ -111,6 +112,11 @@ class JobStore {
   // Inserts or replaces a worker by id.
   virtual absl::Status UpsertWorker(const Worker& worker) = 0;
   virtual absl::StatusOr<std::vector<Worker>> ListWorkers() = 0;
+
+  // Baselines of the pre-run check, one per shape (core/health_check.h). Learned data, not
+  // fenced: a deposed leader's last sample is as good as the new leader's.
+  virtual absl::StatusOr<std::vector<CheckBaseline>> ListCheckBaselines() = 0;
+  virtual absl::Status PutCheckBaseline(const CheckBaseline& baseline) = 0;
 
   // Queues (docs/scheduler.md, "Queues"). The queue `default` (no cohort, no quota limits)
   // exists from the first start: the Postgres schema migration stores it, the in-memory store

@@ -168,6 +168,17 @@ ALTER TABLE jobs ADD COLUMN team text NOT NULL DEFAULT '';
 -- Teams allowed to submit to a queue; empty: every team.
 ALTER TABLE queues ADD COLUMN teams text[] NOT NULL DEFAULT '{}';
 )sql"},
+    {8, "pre-run allreduce check: baselines per gang shape, unhealthy workers", R"sql(
+-- Learned bus bandwidth of passing pre-run checks, per shape "WORKERSxRANKS/TRANSPORT".
+CREATE TABLE check_baselines (
+  shape          text PRIMARY KEY,
+  busbw_gbps     double precision NOT NULL CHECK (busbw_gbps >= 0),
+  samples        bigint NOT NULL CHECK (samples >= 1),
+  updated_at_ms  bigint NOT NULL
+);
+-- Why a failed check took the worker out of placement; '' when healthy.
+ALTER TABLE workers ADD COLUMN unhealthy_reason text NOT NULL DEFAULT '';
+)sql"},
     {9, "queues: progress_timeout_seconds (NULL: the default) and idle_timeout_seconds", R"sql(
 ALTER TABLE queues
   ADD COLUMN progress_timeout_seconds bigint CHECK (progress_timeout_seconds >= 0),

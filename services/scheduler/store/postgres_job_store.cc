@@ -121,11 +121,18 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "WHERE job_id = $1 AND seq > $2 ORDER BY seq"},
     {"upsert_worker",
      "INSERT INTO workers (id, address, port, gpus, cpu_slots, state, registered_at_ms, "
-     "last_heartbeat_ms) VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8) "
+     "last_heartbeat_ms, unhealthy_reason) VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9) "
      "ON CONFLICT (id) DO UPDATE SET address = EXCLUDED.address, port = EXCLUDED.port, "
      "gpus = EXCLUDED.gpus, cpu_slots = EXCLUDED.cpu_slots, state = EXCLUDED.state, "
      "registered_at_ms = EXCLUDED.registered_at_ms, "
-     "last_heartbeat_ms = EXCLUDED.last_heartbeat_ms"},
+     "last_heartbeat_ms = EXCLUDED.last_heartbeat_ms, "
+     "unhealthy_reason = EXCLUDED.unhealthy_reason"},
+    {"select_check_baselines",
+     "SELECT shape, busbw_gbps, samples, updated_at_ms FROM check_baselines ORDER BY shape"},
+    {"upsert_check_baseline",
+     "INSERT INTO check_baselines (shape, busbw_gbps, samples, updated_at_ms) "
+     "VALUES ($1, $2, $3, $4) ON CONFLICT (shape) DO UPDATE SET busbw_gbps = EXCLUDED.busbw_gbps, "
+     "samples = EXCLUDED.samples, updated_at_ms = EXCLUDED.updated_at_ms"},
     // Queues: one row per quota (or one with NULL quota columns for a queue without any).
     {"select_queues", RM_QUEUE_SELECT " ORDER BY q.name, r.resource"},
     {"select_queue", RM_QUEUE_SELECT " WHERE q.name = $1 ORDER BY r.resource"},
@@ -159,7 +166,7 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     // One row per GPU (or one with NULL GPU columns for a worker without any), in stored order.
     {"select_workers",
      "SELECT w.id, w.address, w.port, w.cpu_slots, w.state, w.registered_at_ms, "
-     "w.last_heartbeat_ms, g.ord, (g.gpu->>'index')::integer, g.gpu->>'type', "
+     "w.last_heartbeat_ms, w.unhealthy_reason, g.ord, (g.gpu->>'index')::integer, g.gpu->>'type', "
      "(g.gpu->>'memory_bytes')::bigint, (g.gpu->>'simulated')::boolean "
      "FROM workers w LEFT JOIN LATERAL jsonb_array_elements(w.gpus) WITH ORDINALITY "
      "AS g(gpu, ord) ON true ORDER BY w.id, g.ord"},
@@ -761,7 +768,7 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
     for (const Worker& worker : batch.workers) {
       tx.exec_prepared("upsert_worker", worker.id, worker.address, worker.port,
                        GpusJson(worker.gpus), worker.cpu_slots, WorkerStateName(worker.state),
-                       worker.registered_at_ms, worker.last_heartbeat_ms);
+                       worker.registered_at_ms, worker.last_heartbeat_ms, worker.unhealthy_reason);
     }
     tx.commit();
     return result;
@@ -801,7 +808,7 @@ absl::Status PostgresJobStore::UpsertWorker(const Worker& worker) {
     pqxx::work tx(conn);
     tx.exec_prepared("upsert_worker", worker.id, worker.address, worker.port, GpusJson(worker.gpus),
                      worker.cpu_slots, WorkerStateName(worker.state), worker.registered_at_ms,
-                     worker.last_heartbeat_ms);
+                     worker.last_heartbeat_ms, worker.unhealthy_reason);
     tx.commit();
     return absl::OkStatus();
   });
@@ -831,18 +838,19 @@ absl::StatusOr<std::vector<Worker>> PostgresJobStore::ListWorkers() {
             }
             worker.registered_at_ms = row[5].as<int64_t>();
             worker.last_heartbeat_ms = row[6].as<int64_t>();
+            worker.unhealthy_reason = row[7].as<std::string>();
             workers.push_back(std::move(worker));
           }
-          if (row[7].is_null()) continue;  // no GPUs
-          if (row[8].is_null() || row[9].is_null() || row[10].is_null()) {
-            return absl::DataLossError(absl::StrCat("worker ", id, ": GPU ", row[7].c_str(),
+          if (row[8].is_null()) continue;  // no GPUs
+          if (row[9].is_null() || row[10].is_null() || row[11].is_null()) {
+            return absl::DataLossError(absl::StrCat("worker ", id, ": GPU ", row[8].c_str(),
                                                     " lacks index, type or memory_bytes"));
           }
           Gpu gpu;
-          gpu.index = row[8].as<int32_t>();
-          gpu.type = row[9].as<std::string>();
-          gpu.memory_bytes = row[10].as<int64_t>();
-          gpu.simulated = !row[11].is_null() && row[11].as<bool>();
+          gpu.index = row[9].as<int32_t>();
+          gpu.type = row[10].as<std::string>();
+          gpu.memory_bytes = row[11].as<int64_t>();
+          gpu.simulated = !row[12].is_null() && row[12].as<bool>();
           workers.back().gpus.push_back(std::move(gpu));
         }
         tx.commit();
@@ -948,6 +956,31 @@ absl::StatusOr<std::vector<QueueUsage>> PostgresJobStore::ListQueueUsage() {
         tx.commit();
         return out;
       });
+}
+
+absl::StatusOr<std::vector<CheckBaseline>> PostgresJobStore::ListCheckBaselines() {
+  return pool_->Run<std::vector<CheckBaseline>>(
+      [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<CheckBaseline>> {
+        ReadTransaction tx(conn);
+        std::vector<CheckBaseline> baselines;
+        for (const auto& row : tx.exec_prepared("select_check_baselines")) {
+          baselines.push_back({row[0].as<std::string>(), row[1].as<double>(), row[2].as<int64_t>(),
+                               row[3].as<int64_t>()});
+        }
+        tx.commit();
+        return baselines;
+      });
+}
+
+absl::Status PostgresJobStore::PutCheckBaseline(const CheckBaseline& baseline) {
+  if (baseline.shape.empty()) return absl::InvalidArgumentError("baseline shape is empty");
+  return pool_->Run([&](pqxx::connection& conn) -> absl::Status {
+    pqxx::work tx(conn);
+    tx.exec_prepared("upsert_check_baseline", baseline.shape, baseline.busbw_gbps, baseline.samples,
+                     baseline.updated_at_ms);
+    tx.commit();
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace ringmaster::scheduler

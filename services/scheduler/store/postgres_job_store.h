@@ -33,6 +33,8 @@ class PostgresJobStore : public JobStore {
   absl::StatusOr<CommitResult> Commit(const WriteBatch& batch, int64_t epoch) override;
   absl::Status UpsertWorker(const Worker& worker) override;
   absl::StatusOr<std::vector<Worker>> ListWorkers() override;
+  absl::StatusOr<std::vector<CheckBaseline>> ListCheckBaselines() override;
+  absl::Status PutCheckBaseline(const CheckBaseline& baseline) override;
   absl::StatusOr<Queue> CreateQueue(const Queue& queue, int64_t epoch) override;
   absl::StatusOr<Queue> UpdateQueue(const Queue& queue, int64_t epoch) override;
   absl::StatusOr<Queue> GetQueue(const std::string& name) override;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/progress.h"
+#include "core/health_check.h"
 
 namespace ringmaster::worker {
 
@@ -43,11 +44,15 @@ struct Assignment {
   std::optional<CommandWorkload> command;
   std::vector<RankPlacement> placement;
   std::string token;
+  // The pre-run allreduce check (core/health_check.h): run it, and judge it by this.
+  bool run_check = false;
+  CheckPolicy check_policy;
 };
 
 // A rank's life as the worker reports it to the scheduler (RankStatus on the wire).
 struct RankStatus {
-  enum class Kind { kStarted, kExited, kLaunchFailed, kCheckpoint, kProgress };
+  // kChecked: the attempt's pre-run check ended (`check`, sent as CheckResult).
+  enum class Kind { kStarted, kExited, kLaunchFailed, kCheckpoint, kProgress, kChecked };
   std::string job_id;
   int32_t attempt = 0;
   int32_t rank = 0;
@@ -59,6 +64,7 @@ struct RankStatus {
   int64_t checkpoint_time_ms = 0;
   // kProgress only.
   RankProgress progress;
+  std::optional<CheckReport> check;
   bool operator==(const RankStatus&) const = default;
 };
 

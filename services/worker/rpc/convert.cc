@@ -25,7 +25,30 @@ Assignment FromProto(const v1::Assignment& proto) {
                                         r.worker_port(),
                                         {r.gpu_indices().begin(), r.gpu_indices().end()}});
   }
+  a.run_check = proto.run_check();
+  a.check_policy.baseline_gbps = proto.check_baseline_gbps();
+  if (proto.check_min_ratio() > 0) a.check_policy.min_ratio = proto.check_min_ratio();
   return a;
+}
+
+v1::CheckResult ToProto(const CheckReport& report) {
+  v1::CheckResult proto;
+  proto.set_job_id(report.job_id);
+  proto.set_attempt(report.attempt);
+  proto.set_completed(report.completed);
+  proto.set_busbw_gbps(report.busbw_gbps);
+  proto.set_seconds(report.seconds);
+  proto.set_transport(report.transport);
+  for (const CheckRankTiming& r : report.ranks) {
+    v1::CheckRank* rank = proto.add_ranks();
+    rank->set_rank(r.rank);
+    rank->set_worker_id(r.worker_id);
+    rank->set_wait_seconds(r.wait_seconds);
+  }
+  proto.set_passed(report.passed);
+  proto.set_culprit_worker_id(report.culprit_worker_id);
+  proto.set_message(report.message.substr(0, 2048));
+  return proto;
 }
 
 v1::RankStatus ToProto(const RankStatus& status) {
@@ -64,6 +87,8 @@ v1::RankStatus ToProto(const RankStatus& status) {
       }
       break;
     }
+    case RankStatus::Kind::kChecked:  // sent as a CheckResult (scheduler_session.cc)
+      break;
   }
   proto.set_exit_code(status.exit_code);
   proto.set_signal(status.signal);

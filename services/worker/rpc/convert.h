@@ -9,6 +9,7 @@ namespace ringmaster::worker {
 
 Assignment FromProto(const v1::Assignment& proto);
 v1::RankStatus ToProto(const RankStatus& status);
+v1::CheckResult ToProto(const CheckReport& report);
 v1::RegisterWorker ToProto(const Inventory& inventory, const std::vector<HeldRank>& held);
 
 }  // namespace ringmaster::worker

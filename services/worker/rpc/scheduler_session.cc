@@ -112,7 +112,11 @@ bool SchedulerSession::RunOnce() {
           std::chrono::duration_cast<std::chrono::milliseconds>(interval - (now - last_beat)),
           std::chrono::milliseconds(1), std::chrono::milliseconds(100));
       if (!agent_->NextStatus(&status, wait)) continue;
-      *msg.mutable_rank_status() = ToProto(status);
+      if (status.kind == RankStatus::Kind::kChecked && status.check) {
+        *msg.mutable_check_result() = ToProto(*status.check);
+      } else {
+        *msg.mutable_rank_status() = ToProto(status);
+      }
     }
     // A status lost with a broken stream is not lost: the next registration lists its rank.
     if (!stream->Write(msg)) break;

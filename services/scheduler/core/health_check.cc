@@ -1,0 +1,54 @@
+#include "core/health_check.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace ringmaster::scheduler {
+
+std::string CheckShape::Key() const {
+  return absl::StrCat(workers, "x", ranks_per_worker, "/", transport);
+}
+
+CheckShape ShapeOf(const std::vector<RankPlacement>& placement) {
+  std::map<std::string, int32_t> per_worker;
+  for (const RankPlacement& r : placement) ++per_worker[r.worker_id];
+  CheckShape shape;
+  shape.workers = static_cast<int32_t>(per_worker.size());
+  for (const auto& [id, n] : per_worker)
+    shape.ranks_per_worker = std::max(shape.ranks_per_worker, n);
+  // The check runs over MPI on the CPU today, simulated GPUs included (docs/health-check.md).
+  shape.transport = "cpu";
+  return shape;
+}
+
+CheckBaseline UpdateBaseline(const CheckBaseline& old, double busbw_gbps, int64_t now_ms,
+                             double alpha) {
+  CheckBaseline next = old;
+  alpha = std::clamp(alpha, 1e-6, 1.0);
+  next.busbw_gbps =
+      old.samples <= 0 ? busbw_gbps : old.busbw_gbps + alpha * (busbw_gbps - old.busbw_gbps);
+  next.samples = std::max<int64_t>(old.samples, 0) + 1;
+  next.updated_at_ms = now_ms;
+  return next;
+}
+
+bool ChecksJob(const JobSpec& spec, bool enabled) {
+  return enabled && spec.health_check.value_or(true);
+}
+
+std::string CheckEventText(const CheckOutcome& outcome, const CheckShape& shape,
+                           double baseline_gbps) {
+  const std::string baseline =
+      baseline_gbps > 0 ? absl::StrFormat("baseline %.3f GB/s", baseline_gbps) : "no baseline yet";
+  std::string text =
+      absl::StrFormat("pre-run check %s: busbw %.3f GB/s (%s, shape %s) in %.2f s",
+                      outcome.passed ? "passed" : (outcome.completed ? "failed" : "could not run"),
+                      outcome.busbw_gbps, baseline, shape.Key(), outcome.seconds);
+  if (!outcome.message.empty()) absl::StrAppend(&text, ": ", outcome.message.substr(0, 600));
+  return text;
+}
+
+}  // namespace ringmaster::scheduler

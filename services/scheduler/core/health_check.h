@@ -1,0 +1,86 @@
+// The scheduler's side of the pre-run allreduce check (docs/health-check.md): the shape a
+// check's bandwidth is compared within, the baseline learned per shape from passing checks,
+// and the plan sent with an assignment. Plain data in, plain data out; no I/O.
+//
+// The protocol, once per job attempt:
+//   1. The scheduler places the attempt (STARTING) and sends each worker its Assignment with
+//      run_check, the baseline of the gang's shape and the --check-min-ratio.
+//   2. The launcher (rank 0's worker) runs ringmaster-check under mpirun over the attempt's
+//      hostfile, judges it (worker core/health_check.h) and sends a CheckResult.
+//   3. The scheduler records the result as a job event and on /metrics. Passed: the baseline
+//      of the shape learns from it, and the launcher starts the ranks (-> RUNNING as usual).
+//   4. Not passed with a culprit: the culprit worker is marked unhealthy (no new placements
+//      until an admin clears it), and the attempt goes back to PENDING without counting
+//      against backoff_limit, to be placed elsewhere. Not passed without a culprit: a check
+//      that completed runs the job anyway; one that could not run fails the attempt.
+#ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_HEALTH_CHECK_H_
+#define RINGMASTER_SERVICES_SCHEDULER_CORE_HEALTH_CHECK_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+
+namespace ringmaster::scheduler {
+
+// What a check's bandwidth is comparable within: the number of workers, ranks per worker
+// (the most on any one worker) and the transport ("cpu": MPI, "gpu": NCCL).
+struct CheckShape {
+  int32_t workers = 0;
+  int32_t ranks_per_worker = 0;
+  std::string transport = "cpu";
+  // "2x1/cpu": the key baselines are stored under.
+  std::string Key() const;
+  bool operator==(const CheckShape&) const = default;
+};
+
+CheckShape ShapeOf(const std::vector<RankPlacement>& placement);
+
+struct CheckBaseline {
+  std::string shape;  // CheckShape::Key()
+  double busbw_gbps = 0;
+  int64_t samples = 0;
+  int64_t updated_at_ms = 0;
+  bool operator==(const CheckBaseline&) const = default;
+};
+
+// Learns from one passing check: the first sample is the baseline; later ones move it by an
+// exponential average with weight `alpha` (0..1], so a slowly drifting cluster is followed and
+// one odd run moves it little. Failed checks are not passed here: a bad ring must not lower
+// the bar it is judged by.
+CheckBaseline UpdateBaseline(const CheckBaseline& old, double busbw_gbps, int64_t now_ms,
+                             double alpha = 0.2);
+
+// The check settings of one assignment.
+struct CheckPlan {
+  bool run = false;
+  double baseline_gbps = 0;  // 0: none known
+  double min_ratio = 0.5;
+};
+
+// Whether a job's attempts are checked: the spec's health_check (unset: yes) and the
+// scheduler's --health-check.
+bool ChecksJob(const JobSpec& spec, bool enabled);
+
+// A check result as the scheduler receives it (CheckResult on the wire).
+struct CheckOutcome {
+  std::string job_id;
+  int32_t attempt = 0;
+  bool completed = false;
+  bool passed = false;
+  double busbw_gbps = 0;
+  double seconds = 0;
+  std::string transport = "cpu";
+  std::string culprit_worker_id;
+  std::string message;
+};
+
+// The job event's text for a check, e.g. "pre-run check passed: busbw 1.234 GB/s (baseline
+// 1.300 GB/s, shape 2x1/cpu) in 0.41 s".
+std::string CheckEventText(const CheckOutcome& outcome, const CheckShape& shape,
+                           double baseline_gbps);
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_CORE_HEALTH_CHECK_H_

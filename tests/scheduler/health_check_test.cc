@@ -1,0 +1,155 @@
+// The scheduler's side of the pre-run check: shapes, baselines, the plan, the job state
+// machine's check inputs, and placement around an unhealthy worker. Pure, no I/O.
+#include "core/health_check.h"
+
+#include "core/job_state_machine.h"
+#include "core/placement.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster::scheduler {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<RankPlacement> Ranks(std::vector<std::string> workers) {
+  std::vector<RankPlacement> out;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    out.push_back({static_cast<int32_t>(i), workers[i], workers[i] + "-addr", {}});
+  }
+  return out;
+}
+
+TEST(CheckShapeTest, CountsWorkersAndTheMostRanksOnOne) {
+  CheckShape shape = ShapeOf(Ranks({"w1", "w1", "w2", "w2"}));
+  EXPECT_EQ(shape.workers, 2);
+  EXPECT_EQ(shape.ranks_per_worker, 2);
+  EXPECT_EQ(shape.Key(), "2x2/cpu");
+  EXPECT_EQ(ShapeOf(Ranks({"w1", "w1", "w1", "w2"})).Key(), "2x3/cpu");
+  EXPECT_EQ(ShapeOf(Ranks({"w1"})).Key(), "1x1/cpu");
+}
+
+TEST(BaselineTest, FirstSampleIsTheBaseline) {
+  CheckBaseline b = UpdateBaseline(CheckBaseline{"2x1/cpu"}, 1.25, 1000);
+  EXPECT_EQ(b.shape, "2x1/cpu");
+  EXPECT_DOUBLE_EQ(b.busbw_gbps, 1.25);
+  EXPECT_EQ(b.samples, 1);
+  EXPECT_EQ(b.updated_at_ms, 1000);
+}
+
+TEST(BaselineTest, LaterSamplesMoveItByTheAverageWeight) {
+  CheckBaseline b{"2x1/cpu", 1.0, 1, 0};
+  b = UpdateBaseline(b, 2.0, 10, 0.25);
+  EXPECT_DOUBLE_EQ(b.busbw_gbps, 1.25);
+  EXPECT_EQ(b.samples, 2);
+  b = UpdateBaseline(b, 1.25, 20, 0.25);
+  EXPECT_DOUBLE_EQ(b.busbw_gbps, 1.25);
+  EXPECT_EQ(b.samples, 3);
+}
+
+TEST(BaselineTest, OneOddRunMovesItLittle) {
+  CheckBaseline b{"2x1/cpu", 1.0, 10, 0};
+  b = UpdateBaseline(b, 0.0, 10);
+  EXPECT_DOUBLE_EQ(b.busbw_gbps, 0.8);
+}
+
+TEST(CheckPlanTest, JobsAreCheckedUnlessTheyOrTheSchedulerOptOut) {
+  JobSpec spec;
+  EXPECT_TRUE(ChecksJob(spec, true));
+  EXPECT_FALSE(ChecksJob(spec, false));
+  spec.health_check = false;
+  EXPECT_FALSE(ChecksJob(spec, true));
+  spec.health_check = true;
+  EXPECT_TRUE(ChecksJob(spec, true));
+}
+
+TEST(CheckEventTest, SaysResultBandwidthBaselineAndShape) {
+  CheckOutcome passed{"j-1", 0, true, true, 1.5, 0.42, "cpu", "", ""};
+  EXPECT_EQ(CheckEventText(passed, ShapeOf(Ranks({"a", "b"})), 1.6),
+            "pre-run check passed: busbw 1.500 GB/s (baseline 1.600 GB/s, shape 2x1/cpu) in "
+            "0.42 s");
+  CheckOutcome failed{"j-1", 0, true, false, 0.1, 1.1, "cpu", "w4", "w4 was late"};
+  EXPECT_EQ(CheckEventText(failed, ShapeOf(Ranks({"a", "b"})), 0),
+            "pre-run check failed: busbw 0.100 GB/s (no baseline yet, shape 2x1/cpu) in 1.10 s: "
+            "w4 was late");
+  CheckOutcome error{"j-1", 0, false, false, 0, 10, "cpu", "", "timed out"};
+  EXPECT_THAT(CheckEventText(error, ShapeOf(Ranks({"a"})), 0), HasSubstr("could not run"));
+}
+
+Job StartingJob(int32_t backoff) {
+  Job job;
+  job.id = "j-1";
+  job.spec.replicas = 2;
+  job.spec.restart_policy = RestartPolicy::kOnFailure;
+  job.spec.backoff_limit = backoff;
+  EXPECT_TRUE(ApplyInput(job, {JobInput::Kind::kPlaced, "", 0, Ranks({"w1", "w2"}), "t"}, 1).ok());
+  return job;
+}
+
+TEST(CheckStateTest, ACheckIsAnEventWithoutAStateChange) {
+  Job job = StartingJob(0);
+  auto t = ApplyInput(job, {JobInput::Kind::kChecked, "pre-run check passed"}, 2);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(job.state, JobState::kStarting);
+  EXPECT_EQ(job.placement.size(), 2u);
+  EXPECT_EQ(job.token, "t");
+  EXPECT_TRUE(t->released.empty());
+  EXPECT_FALSE(t->stop_ranks);
+  EXPECT_EQ(t->event.state, JobState::kStarting);
+  EXPECT_EQ(t->event.reason, "pre-run check passed");
+}
+
+TEST(CheckStateTest, AFailedCheckRePlacesWithoutUsingTheBackoffLimit) {
+  Job job = StartingJob(0);  // no restart allowed for failures of the job itself
+  auto t = ApplyInput(job, {JobInput::Kind::kCheckFailed, "re-placing without w2"}, 2);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(job.state, JobState::kPending);
+  EXPECT_EQ(job.attempt, 1);
+  EXPECT_EQ(job.preemptions, 1);
+  EXPECT_TRUE(t->stop_ranks);
+  EXPECT_EQ(t->released.size(), 2u);
+  EXPECT_EQ(job.message, "re-placing without w2");
+  // The next real failure still gets its full backoff_limit (here: none, so FAILED).
+  ASSERT_TRUE(ApplyInput(job, {JobInput::Kind::kPlaced, "", 0, Ranks({"w1", "w3"}), "u"}, 3).ok());
+  ASSERT_TRUE(ApplyInput(job, {JobInput::Kind::kFailed, "rank 1 exited 1", 1}, 4).ok());
+  EXPECT_EQ(job.state, JobState::kFailed);
+}
+
+TEST(CheckStateTest, EndedJobsTakeNoCheck) {
+  Job job = StartingJob(0);
+  ASSERT_TRUE(ApplyInput(job, {JobInput::Kind::kCancel, "bye"}, 2).ok());
+  EXPECT_EQ(ApplyInput(job, {JobInput::Kind::kChecked, "late"}, 3).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ApplyInput(job, {JobInput::Kind::kCheckFailed, "late"}, 3).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+Worker CpuWorker(const std::string& id, int slots) {
+  Worker w;
+  w.id = id;
+  w.address = id + "-addr";
+  w.port = 7071;
+  w.cpu_slots = slots;
+  return w;
+}
+
+TEST(UnhealthyPlacementTest, AnUnhealthyWorkerTakesNoNewPlacementUntilCleared) {
+  ClusterState cluster;
+  cluster.UpsertWorker(CpuWorker("w1", 1));
+  cluster.UpsertWorker(CpuWorker("w2", 1));
+  cluster.UpsertWorker(CpuWorker("w3", 1));
+  cluster.SetWorkerHealthy("w2", false);
+  GangRequest two{2, 0, ""};
+  PlacementDecision d = cluster.Place(two);
+  ASSERT_EQ(d.kind, PlacementDecision::Kind::kPlaced);
+  for (const auto& r : d.ranks) EXPECT_NE(r.worker_id, "w2");
+  EXPECT_EQ(cluster.CpuTotals().total, 2);
+  GangRequest three{3, 0, ""};
+  EXPECT_NE(cluster.Place(three).kind, PlacementDecision::Kind::kPlaced);
+  cluster.SetWorkerHealthy("w2", true);
+  EXPECT_EQ(cluster.Place(three).kind, PlacementDecision::Kind::kPlaced);
+  EXPECT_EQ(cluster.CpuTotals().total, 3);
+}
+
+}  // namespace
+}  // namespace ringmaster::scheduler
