@@ -26,7 +26,7 @@
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 13> kTopKeys = {"name",
+constexpr std::array<absl::string_view, 14> kTopKeys = {"name",
                                                         "queue",
                                                         "priority",
                                                         "replicas",

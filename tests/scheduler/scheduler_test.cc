@@ -132,7 +132,7 @@ class SchedulerTest : public ::testing::Test {
 
   void Report(const std::string& worker, const Job& job, int rank, RankReport::Kind kind,
               int exit_code = 0) {
-    scheduler_->ReportRank(worker, {job.id, job.attempt, rank, kind, exit_code, 0, ""});
+    scheduler_->ReportRank(worker, {job.id, job.attempt, rank, kind, exit_code, 0, "", 0, 0, {}});
   }
 
   FakeClock clock_;
