@@ -108,6 +108,10 @@ absl::Status PostgresIdentityStore::AppendAudit(const std::vector<AuditRecord>& 
   if (records.empty()) return absl::OkStatus();
   return pool_->Run([&](pqxx::connection& conn) -> absl::Status {
     pqxx::work tx(conn);
+    // The commit does not wait for the WAL flush (the WAL writer flushes within ~0.6 s): the
+    // trail must not take the fsyncs that durable job writes need. docs/security.md says what
+    // a crash may lose.
+    tx.exec("SET LOCAL synchronous_commit = off");
     std::string sql =
         "INSERT INTO audit_log (at_ms, principal, team, role, peer, action, resource, detail) "
         "VALUES ";
