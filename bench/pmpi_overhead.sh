@@ -4,7 +4,8 @@
 #  1. the trainer: `total images/sec` of ringmaster-train (CPU, RANKS ranks under mpirun), the
 #     ratio of the medians with/without (goal: 1.00 within noise);
 #  2. small collectives, where a per-call cost would show most: the time of 4-byte
-#     MPI_Allreduce from bench/mpi_allreduce_baseline, ratio with/without.
+#     MPI_Allreduce from bench/mpi_allreduce_baseline, ratio with/without, on RANKS ranks and
+#     on 1 rank (no peer: the call itself, where the two atomic adds weigh most).
 # "With" runs use a real rank channel (a file made the way ringmaster-rank makes it) so the
 # counters land where they do in production.
 # Usage: bench/pmpi_overhead.sh [ROUNDS] [RANKS] [STEPS]
@@ -14,7 +15,8 @@ build=${RINGMASTER_BUILD_DIR:-$root/build}
 rounds=${1:-5}
 ranks=${2:-2}
 steps=${3:-200}
-cmake --build "$build" --target ringmaster-train mpi_allreduce_baseline ringmaster_pmpi >/dev/null
+[ -n "${RINGMASTER_BENCH_SKIP_BUILD:-}" ] ||
+  cmake --build "$build" --target ringmaster-train mpi_allreduce_baseline ringmaster_pmpi >/dev/null
 lib="$build/services/worker/libringmaster_pmpi.so"
 channel=$(mktemp /dev/shm/ringmaster-bench-channel.XXXXXX)
 trap 'rm -f "$channel"' EXIT
@@ -33,14 +35,20 @@ small() {  # prints the time (us) of a 4-byte allreduce
   "${mpi[@]}" "$@" "$build/bench/mpi_allreduce_baseline" 4 4 20000 1000 2>/dev/null |
     awk '$1 == 4 {print $2}'
 }
+solo() {  # the same on one rank, more iterations
+  mpirun -np 1 --bind-to none "$@" "$build/bench/mpi_allreduce_baseline" 4 4 1000000 10000 \
+    2>/dev/null | awk '$1 == 4 {print $2}'
+}
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
-declare -a t_with t_without s_with s_without
+declare -a t_with t_without s_with s_without o_with o_without
 for ((i = 1; i <= rounds; i++)); do
   t_without+=("$(train)"); t_with+=("$(train "${with[@]}")")
   s_without+=("$(small)"); s_with+=("$(small "${with[@]}")")
+  o_without+=("$(solo)"); o_with+=("$(solo "${with[@]}")")
   echo "round $i: trainer images/sec without ${t_without[-1]} with ${t_with[-1]};" \
-       "4-byte allreduce us without ${s_without[-1]} with ${s_with[-1]}"
+       "4-byte allreduce us without ${s_without[-1]} with ${s_with[-1]};" \
+       "1 rank: without ${o_without[-1]} with ${o_with[-1]}"
 done
 entered=$(od -An -t u8 -j 64 -N 16 "$channel" | xargs)
 tw=$(printf '%s\n' "${t_with[@]}" | median); to=$(printf '%s\n' "${t_without[@]}" | median)
@@ -50,3 +58,6 @@ echo "trainer ($ranks ranks, mlp-small, $steps steps): median images/sec with $t
      "ratio with/without $(awk -v a="$tw" -v b="$to" 'BEGIN {printf "%.3f", a / b}')"
 echo "4-byte MPI_Allreduce ($ranks ranks): median us with $sw, without $so," \
      "ratio with/without $(awk -v a="$sw" -v b="$so" 'BEGIN {printf "%.3f", a / b}')"
+ow=$(printf '%s\n' "${o_with[@]}" | median); oo=$(printf '%s\n' "${o_without[@]}" | median)
+echo "4-byte MPI_Allreduce (1 rank): median us with $ow, without $oo," \
+     "ratio with/without $(awk -v a="$ow" -v b="$oo" 'BEGIN {printf "%.3f", a / b}')"

@@ -294,6 +294,39 @@ TEST_F(SchedulerTest, ARuntimeLimitEndsTheJobOnSimulatedTime) {
   EXPECT_THAT(link->stops(), SizeIs(1));
 }
 
+TEST_F(SchedulerTest, AHungRingFailsOnSimulatedTimeNamingTheRankTheOthersWaitFor) {
+  auto link = Register(CpuWorker("w1", 4));
+  JobSpec spec = CommandSpec(2);
+  spec.progress_timeout_seconds = 30;
+  spec.restart_policy = RestartPolicy::kNever;  // so the attempt's end is the job's
+  const std::string id = SubmitAndPlace(spec);
+  Job job = link->assignments().at(0);
+  for (int rank = 0; rank < 2; ++rank) Report("w1", job, rank, RankReport::Kind::kStarted);
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  auto progress = [&](int rank, uint64_t entered, uint64_t completed) {
+    RankReport r{job.id, job.attempt, rank, RankReport::Kind::kProgress, 0, 0, "", {}};
+    r.activity.collectives_entered = entered;
+    r.activity.collectives_completed = completed;
+    scheduler_->ReportRank("w1", r);
+  };
+  progress(0, 5, 4);  // rank 0 waits in its fifth collective
+  progress(1, 4, 4);  // rank 1 never joined it
+  clock_.Advance(29'000);
+  scheduler_->Heartbeat("w1");
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(id), JobState::kRunning);
+  clock_.Advance(1'000);
+  scheduler_->Heartbeat("w1");
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  auto stored = memory_.GetJob(id);
+  RM_ASSERT_OK(stored.status());
+  EXPECT_EQ(stored->state, JobState::kFailed);
+  EXPECT_THAT(stored->message, HasSubstr("waiting for rank 1 (entered 4 collectives"));
+  EXPECT_THAT(link->stops(), SizeIs(1));
+}
+
 TEST_F(SchedulerTest, AFencedLeaderWritesNothingMore) {
   auto link = Register(CpuWorker("w1", 4));
   // A second scheduler takes over the same store: a newer epoch.

@@ -26,6 +26,8 @@ Queue MakeQueue(const std::string& name) {
   queue.within_queue = PreemptWithinQueue::kLowerOrNewerEqualPriority;
   queue.reclaim_within_cohort = ReclaimWithinCohort::kAny;
   queue.min_runtime_seconds = 900;
+  queue.progress_timeout_seconds = 120;
+  queue.idle_timeout_seconds = 1800;
   queue.created_at_ms = kT0;
   queue.updated_at_ms = kT0;
   return queue;
@@ -89,7 +91,8 @@ TEST_P(JobStoreConformanceTest, UpdateQueueReplacesEverythingButTheCreationTime)
   next.weight = 9;
   next.quotas["a100"] = ResourceQuota{2, std::nullopt, std::nullopt};
   next.reclaim_within_cohort = ReclaimWithinCohort::kLowerPriority;
-  next.created_at_ms = 1;  // ignored
+  next.progress_timeout_seconds = 0;  // off, which is not unset
+  next.created_at_ms = 1;             // ignored
   next.updated_at_ms = kT0 + 5;
   RM_ASSERT_OK_AND_ASSIGN(Queue updated, store().UpdateQueue(next, epoch));
   Queue expected = next;
