@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <regex>
@@ -89,6 +90,8 @@ class CheckpointE2eTest : public ::testing::Test {
   static void TearDownTestSuite() {
     delete cluster_;
     cluster_ = nullptr;
+    // The checkpoints (6.8 MB each) would otherwise pile up in the workers' shared root.
+    for (const std::string& id : submitted_) std::filesystem::remove_all(Dir(id));
   }
 
   void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
@@ -102,6 +105,7 @@ class CheckpointE2eTest : public ::testing::Test {
   static std::string SubmitOk(const v1::JobSpec& spec) {
     auto id = cluster_->Submit(spec);
     EXPECT_TRUE(id.ok()) << id.status();
+    if (id.ok()) submitted_.push_back(*id);
     return id.ok() ? *id : "";
   }
 
@@ -133,9 +137,11 @@ class CheckpointE2eTest : public ::testing::Test {
   static std::string Dir(const std::string& job) { return absl::StrCat(kCheckpointRoot, "/", job); }
 
   static Cluster* cluster_;
+  static std::vector<std::string> submitted_;
 };
 
 Cluster* CheckpointE2eTest::cluster_ = nullptr;
+std::vector<std::string> CheckpointE2eTest::submitted_;
 
 // The pid of the trainer process (not its wrapper) of `rank` of `job`.
 std::optional<pid_t> TrainerPid(const std::string& job, int rank) {
