@@ -304,7 +304,7 @@ TEST_F(SchedulerTest, AHungRingFailsOnSimulatedTimeNamingTheRankTheOthersWaitFor
   for (int rank = 0; rank < 2; ++rank) Report("w1", job, rank, RankReport::Kind::kStarted);
   RM_ASSERT_OK(scheduler_->Flush(5'000));
   auto progress = [&](int rank, uint64_t entered, uint64_t completed) {
-    RankReport r{job.id, job.attempt, rank, RankReport::Kind::kProgress, 0, 0, "", {}};
+    RankReport r{job.id, job.attempt, rank, RankReport::Kind::kProgress, 0, 0, "", 0, 0, {}};
     r.activity.collectives_entered = entered;
     r.activity.collectives_completed = completed;
     scheduler_->ReportRank("w1", r);
