@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -91,14 +92,36 @@ void Authenticator::Stop() {
   if (audit_thread_.joinable()) audit_thread_.join();
 }
 
+void Authenticator::Refresh(const std::string& id) {
+  absl::StatusOr<std::optional<TokenRecord>> found = store_->FindToken(id);
+  if (!found.ok()) return;  // Postgres away: the cached row stands, retried after the ttl
+  const int64_t now = clock_->NowMs();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!found->has_value()) {
+    cache_.erase(id);
+  } else {
+    cache_[id] = Cached{**found, now};
+  }
+}
+
 void Authenticator::AuditLoop() {
   std::unique_lock<std::mutex> lock(audit_mu_);
   while (true) {
-    audit_cv_.wait(lock, [&] { return stopping_ || !audit_queue_.empty(); });
-    if (audit_queue_.empty() && stopping_) return;
+    audit_cv_.wait(lock,
+                   [&] { return stopping_ || !audit_queue_.empty() || !refresh_queue_.empty(); });
+    if (audit_queue_.empty() && refresh_queue_.empty() && stopping_) return;
+    std::vector<std::string> refresh;
+    refresh.swap(refresh_queue_);
+    std::sort(refresh.begin(), refresh.end());
+    refresh.erase(std::unique(refresh.begin(), refresh.end()), refresh.end());
     std::vector<AuditRecord> batch;
     batch.swap(audit_queue_);
     lock.unlock();
+    for (const std::string& id : refresh) Refresh(id);
+    if (batch.empty()) {
+      lock.lock();
+      continue;
+    }
     if (auto s = store_->AppendAudit(batch); !s.ok()) {
       RM_LOG(kError) << "audit trail: could not store " << batch.size()
                      << " entries (first: " << batch.front().action << " of "
@@ -127,12 +150,28 @@ absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContext&
 
   const int64_t now = clock_->NowMs();
   std::optional<TokenRecord> record;
+  std::optional<TokenRecord> stale;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto c = cache_.find(id);
-    if (c != cache_.end() && now - c->second.fetched_at_ms < cache_ttl_ms_) {
-      record = c->second.token;
+    if (c != cache_.end()) {
+      if (now - c->second.fetched_at_ms < cache_ttl_ms_) {
+        record = c->second.token;
+      } else {
+        stale = c->second.token;
+        c->second.fetched_at_ms = now;  // one refresh per ttl, not one per call
+      }
     }
+  }
+  if (!record && stale) {
+    // Older than cache_ttl_ms: served as it is while the audit thread reads it again, so no
+    // call waits for Postgres (nor fails while it is away) for a token already known.
+    record = *stale;
+    {
+      std::lock_guard<std::mutex> lock(audit_mu_);
+      refresh_queue_.push_back(id);
+    }
+    audit_cv_.notify_one();
   }
   if (!record) {
     absl::StatusOr<std::optional<TokenRecord>> found = store_->FindToken(id);
@@ -140,9 +179,12 @@ absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContext&
       // The caller cannot be told apart from a stranger without the database.
       return absl::UnavailableError(
           absl::StrCat("cannot check the bearer token now: ", found.status().message()));
+    } else if (!found->has_value()) {
+      Forget(id);
+      return absl::UnauthenticatedError("unknown bearer token");
+    } else {
+      record = **found;
     }
-    if (!found->has_value()) return absl::UnauthenticatedError("unknown bearer token");
-    record = **found;
     std::lock_guard<std::mutex> lock(mu_);
     if (cache_.size() > 10000) cache_.clear();  // bounded: ids are not secret
     cache_[id] = Cached{*record, now};

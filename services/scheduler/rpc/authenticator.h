@@ -4,9 +4,13 @@
 // token is neither revoked nor expired. UNAUTHENTICATED otherwise, with a message that says
 // which (never the token).
 //
-// The cache holds a token's row for at most `cache_ttl_ms`, so a token revoked by another
-// process (or in SQL) stops working within that long; RevokeToken through this scheduler drops
-// it at once (Forget). Expiry is checked on every call. Lookups run on the RPC's thread, never
+// The cache holds a token's row; once older than `cache_ttl_ms` the row is still used while a
+// background read refreshes it, so no call on a known token waits for Postgres, and a token
+// revoked by another process (or in SQL) stops working at most 2 x `cache_ttl_ms` (plus one
+// read) later. RevokeToken through this scheduler drops it at once (Forget). While Postgres is
+// unreachable a known token keeps the row last read (reads keep working through a database
+// outage); a token never seen is UNAVAILABLE.
+// Expiry is checked on every call. Lookups run on the RPC's thread, never
 // under the scheduler's mutex.
 //
 // Also writes the audit trail: Audit() queues an entry after the action succeeded, and one
@@ -89,9 +93,12 @@ class Authenticator {
   absl::flat_hash_map<std::string, Cached> cache_;
 
   void AuditLoop();
+  // Reads token `id` again into the cache (on the audit thread).
+  void Refresh(const std::string& id);
   std::mutex audit_mu_;
   std::condition_variable audit_cv_;
   std::vector<AuditRecord> audit_queue_;
+  std::vector<std::string> refresh_queue_;  // token ids whose cached row is stale
   bool stopping_ = false;
   std::thread audit_thread_;
 };
