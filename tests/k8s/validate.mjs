@@ -29,6 +29,8 @@ const TLS_KEYS = ['tls.crt', 'tls.key', 'ca.crt'];
 const EXTERNAL_SECRETS = {
   'overlays/gpu': {
     'ringmaster-postgres': ['username', 'password'],
+    // The first admin bearer token (docs/kubernetes.md).
+    'ringmaster-admin-token': ['token'],
     // cert-manager's layout (docs/security.md).
     'ringmaster-scheduler-tls': TLS_KEYS,
     'ringmaster-metrics-tls': TLS_KEYS,
