@@ -29,6 +29,7 @@ _TOP_KEYS = (
     "restart_policy",
     "backoff_limit",
     "max_runtime_seconds",
+    "progress_timeout_seconds",
     "labels",
     "health_check",
     "trainer",
@@ -129,6 +130,9 @@ class _Walker:
                 spec.restart_policy = self.restart_policy(value, key)
             elif key == "labels":
                 spec.labels.update(self.string_map(value, key))
+            elif key == "progress_timeout_seconds":
+                # Optional: set (0 turns hang detection off) or absent (the queue's default).
+                self.set_int(spec, key, value, key)
             elif key == "health_check":
                 if not isinstance(value, bool):
                     raise self.error(key, f"expected true or false, got {_describe(value)}")
@@ -279,6 +283,8 @@ def spec_to_dict(spec: job_pb2.JobSpec) -> Dict[str, Any]:
         out["backoff_limit"] = spec.backoff_limit
     if spec.max_runtime_seconds:
         out["max_runtime_seconds"] = spec.max_runtime_seconds
+    if spec.HasField("progress_timeout_seconds"):
+        out["progress_timeout_seconds"] = spec.progress_timeout_seconds
     if spec.labels:
         out["labels"] = dict(spec.labels)
     if spec.HasField("health_check"):

@@ -36,6 +36,16 @@ class SpecTest(unittest.TestCase):
         with self.assertRaisesRegex(errors.InvalidSpec, "health_check: expected true or false"):
             spec_from_dict({"name": "x", "health_check": "no"})
 
+    def test_progress_timeout_is_optional_and_round_trips(self):
+        spec = spec_from_dict({"name": "x", "progress_timeout_seconds": 0,
+                               "command": {"argv": ["true"]}})
+        self.assertTrue(spec.HasField("progress_timeout_seconds"))
+        self.assertEqual(spec.progress_timeout_seconds, 0)
+        self.assertEqual(spec_from_dict(spec_to_dict(spec)), spec)
+        self.assertNotIn("progress_timeout_seconds", spec_to_dict(spec_from_dict({"name": "x"})))
+        with self.assertRaisesRegex(errors.InvalidSpec, "progress_timeout_seconds: expected an"):
+            spec_from_dict({"name": "x", "progress_timeout_seconds": "soon"})
+
     def test_keywords_alone_run_the_built_in_trainer(self):
         spec = build_spec(None, {"name": "smoke", "replicas": 2, "steps": 10})
         self.assertEqual(spec.WhichOneof("workload"), "trainer")
@@ -66,7 +76,8 @@ class SpecTest(unittest.TestCase):
              "replicas: expected an integer, got a boolean (True)"),
             ({"name": "x", "replica": 1}, "replica: unknown key (expected one of: name, queue, "
              "priority, replicas, gpus_per_replica, gpu_type, restart_policy, backoff_limit, "
-             "max_runtime_seconds, labels, health_check, trainer, command)"),
+             "max_runtime_seconds, progress_timeout_seconds, labels, health_check, trainer, "
+             "command)"),
             ({"trainer": {"stepz": 1}}, "trainer.stepz: unknown key (expected one of: model, "
              "batch_size, steps)"),
             ({"command": {"argv": "hostname"}}, 'command.argv: expected a list of strings, got '
