@@ -196,9 +196,13 @@ absl::Status WriteCheckpoint(const std::string& dir, const TrainingCheckpoint& c
       !s.ok()) {
     return s;
   }
-  std::vector<std::pair<int64_t, std::string>> files = ListCheckpoints(dir);
-  for (size_t i = static_cast<size_t>(std::max(keep, 1)); i < files.size(); ++i) {
-    ::unlink(absl::StrCat(dir, "/", files[i].second).c_str());
+  // Keeps the one just written and the newest older ones. A newer file this run could not use
+  // (another configuration, a torn write) is neither counted nor removed: pruning by step alone
+  // would delete the checkpoint just written.
+  int kept = 0;
+  for (const auto& [step, file] : ListCheckpoints(dir)) {
+    if (step > checkpoint.step) continue;
+    if (++kept > std::max(keep, 1)) ::unlink(absl::StrCat(dir, "/", file).c_str());
   }
   return absl::OkStatus();
 }

@@ -124,6 +124,24 @@ TEST_F(CheckpointDirTest, WriteCreatesMissingDirectories) {
   EXPECT_TRUE(std::filesystem::exists(absl::StrCat(nested, "/ckpt-000000000005.rmck")));
 }
 
+TEST_F(CheckpointDirTest, PruningNeverRemovesTheNewCheckpointBehindANewerUnusableFile) {
+  // A newer file this run cannot use (here: torn) stays, and does not count against `keep`.
+  const std::string whole = EncodeCheckpoint(Sample(300));
+  Write(CheckpointFileName(300), whole.substr(0, whole.size() / 2));
+  ASSERT_TRUE(WriteCheckpoint(dir_, Sample(100), 1, /*keep=*/2).ok());
+  ASSERT_TRUE(WriteCheckpoint(dir_, Sample(150), 2, /*keep=*/2).ok());
+  EXPECT_TRUE(std::filesystem::exists(Path(CheckpointFileName(150))));
+  EXPECT_TRUE(std::filesystem::exists(Path(CheckpointFileName(100))));
+  ASSERT_TRUE(WriteCheckpoint(dir_, Sample(160), 3, /*keep=*/2).ok());
+  EXPECT_TRUE(std::filesystem::exists(Path(CheckpointFileName(160))));
+  EXPECT_TRUE(std::filesystem::exists(Path(CheckpointFileName(150))));
+  EXPECT_FALSE(std::filesystem::exists(Path(CheckpointFileName(100))));
+  EXPECT_TRUE(std::filesystem::exists(Path(CheckpointFileName(300))));
+  std::optional<FoundCheckpoint> found = FindNewestCheckpoint(dir_, nullptr);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->checkpoint.step, 160);
+}
+
 TEST_F(CheckpointDirTest, NewestCompleteIsChosenAndTornOrCorruptOnesAreSkippedWithAReason) {
   ASSERT_TRUE(WriteCheckpoint(dir_, Sample(10), 1, /*keep=*/10).ok());
   ASSERT_TRUE(WriteCheckpoint(dir_, Sample(20), 2, /*keep=*/10).ok());

@@ -361,6 +361,16 @@ grpc::Status WorkerServiceImpl::Connect(
         scheduler_->ReportRank(id, *report);
       } else if (msg.has_check_result()) {
         const v1::CheckResult& c = msg.check_result();
+        // A bad figure would become the shape's stored baseline and fail (or pass) every later
+        // check of that shape: refused, like every other malformed input.
+        if (c.job_id().empty() || c.attempt() < 0 || !std::isfinite(c.busbw_gbps()) ||
+            c.busbw_gbps() < 0 || c.busbw_gbps() > 1e6 || !std::isfinite(c.seconds()) ||
+            c.seconds() < 0 || (c.passed() && !c.completed())) {
+          RM_LOG(kWarning) << "worker " << id << " sent a malformed check result (job_id, "
+                           << "attempt >= 0, finite busbw_gbps in 0..1e6 and seconds >= 0, "
+                           << "passed only when completed); ignored";
+          continue;
+        }
         CheckOutcome outcome;
         outcome.job_id = c.job_id();
         outcome.attempt = c.attempt();

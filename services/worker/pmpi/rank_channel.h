@@ -93,8 +93,11 @@ static inline struct rm_rank_snapshot rm_rank_channel_read(const struct rm_rank_
   s.has_images_per_second = __atomic_load_n(&ch->has_images_per_second, __ATOMIC_RELAXED) != 0;
   uint64_t bits = __atomic_load_n(&ch->images_per_second_bits, __ATOMIC_RELAXED);
   memcpy(&s.images_per_second, &bits, sizeof(bits));
+  /* Completed before entered (an acquire load, so the second read cannot move ahead of it):
+     a collective that starts and ends between the two reads then cannot make completed
+     exceed entered, which the agent would refuse. */
+  s.collectives_completed = __atomic_load_n(&ch->collectives_completed, __ATOMIC_ACQUIRE);
   s.collectives_entered = __atomic_load_n(&ch->collectives_entered, __ATOMIC_RELAXED);
-  s.collectives_completed = __atomic_load_n(&ch->collectives_completed, __ATOMIC_RELAXED);
   return s;
 }
 
