@@ -1302,6 +1302,9 @@ void Scheduler::RecordCheckpointLocked(const std::string& worker_id, const RankR
   auto it = jobs_.find(report.job_id);
   if (it == jobs_.end() || report.attempt > it->second.attempt) return;
   Job& job = it->second;
+  // Only rank 0 reports checkpoints, and a time far ahead of ours (a bad clock, a forged
+  // checkpoint.meta) would shut out every later report and bend victim choice.
+  if (report.rank != 0 || report.checkpoint_time_ms > clock_->NowMs() + 5 * 60 * 1000) return;
   if (report.checkpoint_time_ms < job.last_checkpoint_time_ms) return;
   job.last_checkpoint_step = report.checkpoint_step;
   job.last_checkpoint_time_ms = report.checkpoint_time_ms;

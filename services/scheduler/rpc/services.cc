@@ -136,7 +136,9 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
 
 namespace {
 
-void FillWorkerInfo(const WorkerView& view, v1::WorkerInfo* info) {
+// `admin`: the unhealthy reason names a job and its check output; other roles see only that the
+// worker failed a check (a viewer must not learn other teams' job ids from it).
+void FillWorkerInfo(const WorkerView& view, bool admin, v1::WorkerInfo* info) {
   info->set_worker_id(view.worker.id);
   info->set_address(view.worker.address);
   info->set_port(view.worker.port);
@@ -146,7 +148,10 @@ void FillWorkerInfo(const WorkerView& view, v1::WorkerInfo* info) {
   for (int32_t g : view.allocated_gpus) info->add_allocated_gpus(g);
   info->set_cpu_slots_used(view.cpu_slots_used);
   info->set_last_heartbeat_ms(view.worker.last_heartbeat_ms);
-  info->set_unhealthy_reason(view.worker.unhealthy_reason);
+  if (!view.worker.unhealthy_reason.empty()) {
+    info->set_unhealthy_reason(admin ? view.worker.unhealthy_reason
+                                     : "failed a pre-run allreduce check (an admin sees why)");
+  }
 }
 
 }  // namespace
@@ -157,7 +162,7 @@ grpc::Status ClusterServiceImpl::ListWorkers(grpc::ServerContext* ctx,
   auto who = auth_->Check(*ctx, Action::kListWorkers);
   if (!who.ok()) return ToGrpcStatus(who.status());
   for (const WorkerView& view : scheduler_->ListWorkers()) {
-    FillWorkerInfo(view, resp->add_workers());
+    FillWorkerInfo(view, who->role == Role::kAdmin, resp->add_workers());
   }
   return grpc::Status::OK;
 }
@@ -170,7 +175,7 @@ grpc::Status ClusterServiceImpl::ClearWorkerHealth(grpc::ServerContext* ctx,
   absl::StatusOr<WorkerView> view = scheduler_->ClearWorkerHealth(req->worker_id());
   if (!view.ok()) return ToGrpcStatus(view.status());
   auth_->Audit(*who, *ctx, Action::kClearWorkerHealth, req->worker_id(), "");
-  FillWorkerInfo(*view, resp->mutable_worker());
+  FillWorkerInfo(*view, /*admin=*/true, resp->mutable_worker());
   return grpc::Status::OK;
 }
 
