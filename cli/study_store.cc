@@ -1,11 +1,6 @@
 #include "study_store.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,16 +8,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/atomic_file.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace ringmaster::cli {
-namespace {
-
-std::string Errno(const std::string& what) {
-  return absl::StrCat(what, ": ", std::strerror(errno));
-}
-
-}  // namespace
 
 bool IsStudyId(const std::string& id) {
   if (id.size() != 10 || !absl::StartsWith(id, "s-")) return false;
@@ -43,39 +32,14 @@ absl::StatusOr<std::string> StudyDirectory(const GetEnvFn& getenv) {
 }
 
 absl::Status WriteFileWhole(const std::string& path, const std::string& content) {
+  const std::filesystem::path target = std::filesystem::absolute(path);
   std::error_code ec;
-  const std::filesystem::path target(path);
-  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
+  std::filesystem::create_directories(target.parent_path(), ec);
   if (ec) {
     return absl::UnavailableError(
         absl::StrCat("cannot create ", target.parent_path().string(), ": ", ec.message()));
   }
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::UnavailableError(Errno("cannot write " + tmp));
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const absl::Status status = absl::UnavailableError(Errno("cannot write " + tmp));
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return status;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const absl::Status status = absl::UnavailableError(Errno("cannot write " + tmp));
-    ::unlink(tmp.c_str());
-    return status;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const absl::Status status = absl::UnavailableError(Errno("cannot rename to " + path));
-    ::unlink(tmp.c_str());
-    return status;
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(target.parent_path().string(), target.filename().string(), content);
 }
 
 absl::Status SaveStudy(const std::string& dir, const v1::Study& study) {

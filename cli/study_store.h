@@ -19,7 +19,7 @@ inline constexpr const char* kStudyDirEnv = "RINGMASTER_STUDY_DIR";
 // FAILED_PRECONDITION when neither the variables above nor HOME are set.
 absl::StatusOr<std::string> StudyDirectory(const GetEnvFn& getenv);
 
-// Writes `content` to `path` whole, creating its directory.
+// Writes `content` to `path` whole (common/atomic_file.h), creating its directory.
 absl::Status WriteFileWhole(const std::string& path, const std::string& content);
 
 absl::Status SaveStudy(const std::string& dir, const v1::Study& study);

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/atomic_file.h"
 #include "absl/strings/string_view.h"
 
 namespace ringmaster {
@@ -36,11 +37,6 @@ std::string FormatCheckpointMetadata(const CheckpointMetadata& metadata);
 
 // Reads DIR/checkpoint.meta; NOT_FOUND when there is none.
 absl::StatusOr<CheckpointMetadata> ReadCheckpointMetadata(const std::string& dir);
-
-// Writes `bytes` to DIR/NAME atomically and durably: a temp file in DIR, fsync, rename over
-// NAME, fsync of DIR. A reader sees the old file or the new one, never a torn one.
-absl::Status WriteFileAtomically(const std::string& dir, const std::string& name,
-                                 absl::string_view bytes);
 
 }  // namespace ringmaster
 
