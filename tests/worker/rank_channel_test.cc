@@ -3,6 +3,7 @@
 #include "host/rank_channel.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,6 +50,35 @@ TEST(RankChannelTest, OpeningAFileThatIsNoChannelFails) {
   std::fclose(f);
   EXPECT_EQ(rm_rank_channel_open(path.c_str()), nullptr);
   EXPECT_EQ(rm_rank_channel_open("/nonexistent/channel"), nullptr);
+}
+
+TEST(RankChannelTest, EachChannelGetsItsOwnPrivateFile) {
+  auto a = RankChannelFile::Create(::testing::TempDir(), "same");
+  auto b = RankChannelFile::Create(::testing::TempDir(), "same");
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_NE((*a)->path(), (*b)->path()) << "a name nobody can guess or plant beforehand";
+  struct stat st {};
+  ASSERT_EQ(lstat((*a)->path().c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(RankChannelTest, OpeningASymlinkOrAShortFileFailsInsteadOfFaulting) {
+  auto channel = RankChannelFile::Create(::testing::TempDir(), "target");
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  const std::string link = ::testing::TempDir() + "/channel-link";
+  unlink(link.c_str());
+  ASSERT_EQ(symlink((*channel)->path().c_str(), link.c_str()), 0);
+  EXPECT_EQ(rm_rank_channel_open(link.c_str()), nullptr);
+  unlink(link.c_str());
+  // Empty: mapping it would succeed and the first read would be SIGBUS.
+  const std::string empty = ::testing::TempDir() + "/empty-channel";
+  FILE* f = std::fopen(empty.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  EXPECT_EQ(rm_rank_channel_open(empty.c_str()), nullptr);
+  EXPECT_EQ(rm_rank_channel_open("/dev/null"), nullptr);
 }
 
 TEST(AppendPreloadTest, AppendsAfterWhatTheUserPreloadsAndOnlyOnce) {

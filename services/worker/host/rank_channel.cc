@@ -15,11 +15,14 @@ namespace ringmaster::worker {
 
 absl::StatusOr<std::unique_ptr<RankChannelFile>> RankChannelFile::Create(const std::string& dir,
                                                                          const std::string& tag) {
-  const std::string path = absl::StrCat(dir, "/ringmaster-rank-", tag, "-", getpid());
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // /dev/shm is shared by every user of the host: a name nobody can guess, created with
+  // O_EXCL (mkostemp), so a planted file or symlink is never opened, let alone truncated.
+  std::string name = absl::StrCat(dir, "/ringmaster-rank-", tag, "-", getpid(), "-XXXXXX");
+  const int fd = mkostemp(name.data(), O_CLOEXEC);
   if (fd < 0) {
-    return absl::UnavailableError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+    return absl::UnavailableError(absl::StrCat("cannot create ", name, ": ", std::strerror(errno)));
   }
+  const std::string path = name;
   if (ftruncate(fd, RM_RANK_CHANNEL_SIZE) != 0) {
     const int err = errno;
     close(fd);

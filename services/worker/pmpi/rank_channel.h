@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef __cplusplus
@@ -59,8 +60,15 @@ struct rm_rank_snapshot {
 static inline struct rm_rank_channel* rm_rank_channel_open(const char* path) {
   if (path == NULL) path = getenv(RM_RANK_CHANNEL_ENV);
   if (path == NULL || path[0] == '\0') return NULL;
-  int fd = open(path, O_RDWR | O_CLOEXEC);
+  /* Never through a symlink, and only a regular file big enough: a shorter file would map,
+   * then fault (SIGBUS) at the first read past its end. */
+  int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return NULL;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)RM_RANK_CHANNEL_SIZE) {
+    close(fd);
+    return NULL;
+  }
   void* p = mmap(NULL, RM_RANK_CHANNEL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) return NULL;
