@@ -9,8 +9,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ringmaster/v1/queue.grpc.pb.h"
+#include "common/bearer_token.h"
+#include "common/tls.h"
 #include "scheduler/harness.h"
 #include "support/postgres_server.h"
+#include "support/test_certs.h"
 #include "support/wait_for.h"
 
 namespace ringmaster::test {
@@ -717,10 +720,48 @@ TEST(SchedulerDatabaseOutageTest, AHungAndARestartedPostgresLoseNothingAndCatchU
     return resp.workers_size() == 1 && resp.workers(0).state() == "READY";
   };
 
+  // A call with a bearer token whose id Postgres does not know.
+  auto get_with_token = [&](const std::string& id) {
+    auto channel = CreateChannelWithToken(
+        scheduler.addr(), *MakeChannelCredentials(TestCerts::Get().CaOnly()),
+        absl::StrCat("rmt_", id, "_", std::string(64, 'a')));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    v1::GetJobRequest req;
+    req.set_job_id("j-0000000000000000");
+    v1::Job job;
+    return v1::JobService::NewStub(channel)->GetJob(&ctx, req, &job);
+  };
+  const std::string unknown_id = "00000000deadbeef";
+  EXPECT_EQ(get_with_token(unknown_id).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+
   // Hung: the server accepts connections and answers nothing.
   auto hung_job = run("before-hang");
   ASSERT_TRUE(hung_job.ok()) << hung_job.status();
+  EXPECT_EQ(get_with_token(unknown_id).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   ASSERT_TRUE((*pg)->Pause().ok());
+  // An id just found unknown stays unknown for a while without asking Postgres again.
+  EXPECT_EQ(get_with_token(unknown_id).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // Made-up ids while Postgres hangs: a few calls wait for it (bounded), the rest are turned
+  // away at once instead of each holding an RPC thread.
+  {
+    std::vector<grpc::Status> flood(24);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < flood.size(); ++i) {
+      threads.emplace_back(
+          [&, i] { flood[i] = get_with_token(absl::StrCat("00000000000000", 10 + i)); });
+    }
+    for (auto& t : threads) t.join();
+    int turned_away = 0;
+    for (const grpc::Status& s : flood) {
+      // The one read already on the hung connection outlives the call's deadline.
+      EXPECT_THAT(s.error_code(), ::testing::AnyOf(grpc::StatusCode::UNAVAILABLE,
+                                                   grpc::StatusCode::DEADLINE_EXCEEDED))
+          << s.error_message();
+      if (absl::StrContains(s.error_message(), "too many bearer tokens")) ++turned_away;
+    }
+    EXPECT_GE(turned_away, 8);
+  }
   w.ReportExited(hung_job->job_id(), hung_job->attempt(), 0, 0);  // cannot be stored now
   const auto hang_start = std::chrono::steady_clock::now();
   v1::SubmitJobResponse refused;

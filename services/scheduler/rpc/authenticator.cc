@@ -174,13 +174,36 @@ absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContext&
     audit_cv_.notify_one();
   }
   if (!record) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto u = unknown_.find(id);
+      if (u != unknown_.end() && now - u->second < cache_ttl_ms_) {
+        return absl::UnauthenticatedError("unknown bearer token");
+      }
+      // Ids are not secret and anyone may send one: a flood of made-up ids must not take every
+      // RPC thread into a Postgres read (or all of them into a wait while Postgres hangs).
+      if (lookups_in_flight_ >= kMaxTokenLookups) {
+        return absl::UnavailableError(
+            "too many bearer tokens are being checked against the database at once; retry");
+      }
+      ++lookups_in_flight_;
+    }
     absl::StatusOr<std::optional<TokenRecord>> found = store_->FindToken(id);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --lookups_in_flight_;
+      if (found.ok() && !found->has_value()) {
+        if (unknown_.size() > 10000) unknown_.clear();  // bounded, like the cache
+        unknown_[id] = now;
+      }
+    }
     if (!found.ok()) {
       // The caller cannot be told apart from a stranger without the database.
       return absl::UnavailableError(
           absl::StrCat("cannot check the bearer token now: ", found.status().message()));
     } else if (!found->has_value()) {
-      Forget(id);
+      std::lock_guard<std::mutex> lock(mu_);
+      cache_.erase(id);
       return absl::UnauthenticatedError("unknown bearer token");
     } else {
       record = **found;
@@ -213,6 +236,7 @@ absl::StatusOr<Principal> Authenticator::Check(const grpc::ServerContext& ctx, A
 void Authenticator::Forget(const std::string& token_id) {
   std::lock_guard<std::mutex> lock(mu_);
   cache_.erase(token_id);
+  unknown_.erase(token_id);
 }
 
 void Authenticator::Audit(const Principal& who, const grpc::ServerContext& ctx, Action action,

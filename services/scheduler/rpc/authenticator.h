@@ -10,6 +10,10 @@
 // read) later. RevokeToken through this scheduler drops it at once (Forget). While Postgres is
 // unreachable a known token keeps the row last read (reads keep working through a database
 // outage); a token never seen is UNAVAILABLE.
+// An id that Postgres did not know is remembered as unknown for `cache_ttl_ms`, and at most
+// kMaxTokenLookups calls read Postgres for ids not cached at once (the rest are UNAVAILABLE at
+// once): made-up ids, which anyone can send, cost a bounded share of the RPC threads and of the
+// database.
 // Expiry is checked on every call. Lookups run on the RPC's thread, never
 // under the scheduler's mutex.
 //
@@ -38,6 +42,7 @@
 namespace ringmaster::scheduler {
 
 inline constexpr int64_t kTokenCacheTtlMs = 2000;
+inline constexpr int kMaxTokenLookups = 8;
 
 // A new token: "rmt_" + 16 hex of id + "_" + 64 hex of a 256-bit secret (OpenSSL RAND_bytes).
 struct NewToken {
@@ -91,6 +96,8 @@ class Authenticator {
   bool allow_anonymous_ = false;
   std::mutex mu_;
   absl::flat_hash_map<std::string, Cached> cache_;
+  absl::flat_hash_map<std::string, int64_t> unknown_;  // token id -> when Postgres had none
+  int lookups_in_flight_ = 0;
 
   void AuditLoop();
   // Reads token `id` again into the cache (on the audit thread).
