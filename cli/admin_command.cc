@@ -1,13 +1,13 @@
 #include "admin_command.h"
 
-#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "common/bearer_token.h"
 #include "common/grpc_status.h"
 #include "common/tls.h"
@@ -18,14 +18,13 @@
 namespace ringmaster::cli {
 namespace {
 
+// As every other command prints JSON: protobuf field names, zeros printed.
 std::string Json(const google::protobuf::Message& message) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-  return json;
+  absl::StatusOr<std::string> json = ToJson(message, /*pretty=*/true);
+  return json.ok() ? std::string(absl::StripSuffix(*json, "\n")) : "{}";
 }
+
+std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
 
 std::string Expiry(int64_t ms) { return ms == 0 ? "never" : FormatTimeMs(ms); }
 
@@ -77,13 +76,14 @@ int RunAdminCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
         out << Json(resp) << "\n";
         return kExitOk;
       }
-      out << absl::StrFormat("%-16s  %-16s  %-6s  %-20s  %-20s  %-7s  %s\n", "ID", "TEAM", "ROLE",
-                             "CREATED", "EXPIRES", "REVOKED", "DESCRIPTION");
+      std::vector<std::vector<std::string>> rows;
       for (const v1::TokenInfo& t : resp.tokens()) {
-        out << absl::StrFormat("%-16s  %-16s  %-6s  %-20s  %-20s  %-7s  %s\n", t.id(), t.team(),
-                               t.role(), FormatTimeMs(t.created_at_ms()), Expiry(t.expires_at_ms()),
-                               t.revoked() ? "yes" : "no", t.description());
+        rows.push_back({t.id(), t.team(), t.role(), FormatTimeMs(t.created_at_ms()),
+                        Expiry(t.expires_at_ms()), t.revoked() ? "yes" : "no",
+                        OrDash(t.description())});
       }
+      out << RenderTable({"ID", "TEAM", "ROLE", "CREATED", "EXPIRES", "REVOKED", "DESCRIPTION"},
+                         rows);
       return kExitOk;
     }
     case AdminAction::kTokenRevoke: {
@@ -110,13 +110,14 @@ int RunAdminCommand(const Command& cmd, std::ostream& out, std::ostream& err) {
         out << Json(resp) << "\n";
         return kExitOk;
       }
-      out << absl::StrFormat("%-6s  %-20s  %-16s  %-12s  %-6s  %-24s  %-12s  %-16s  %s\n", "SEQ",
-                             "TIME", "WHO", "TEAM", "ROLE", "FROM", "ACTION", "RESOURCE", "DETAIL");
+      std::vector<std::vector<std::string>> rows;
       for (const v1::AuditEntry& e : resp.entries()) {
-        out << absl::StrFormat("%-6d  %-20s  %-16s  %-12s  %-6s  %-24s  %-12s  %-16s  %s\n",
-                               e.seq(), FormatTimeMs(e.at_ms()), e.principal(), e.team(), e.role(),
-                               e.peer(), e.action(), e.resource(), e.detail());
+        rows.push_back({absl::StrCat(e.seq()), FormatTimeMs(e.at_ms()), OrDash(e.principal()),
+                        OrDash(e.team()), OrDash(e.role()), OrDash(e.peer()), e.action(),
+                        OrDash(e.resource()), OrDash(e.detail())});
       }
+      out << RenderTable(
+          {"SEQ", "TIME", "WHO", "TEAM", "ROLE", "FROM", "ACTION", "RESOURCE", "DETAIL"}, rows);
       return kExitOk;
     }
     case AdminAction::kNone:

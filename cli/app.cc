@@ -319,7 +319,9 @@ class Invocation {
       v1::ClearWorkerHealthRequest request;
       request.set_worker_id(cmd_.clear_worker);
       absl::StatusOr<v1::ClearWorkerHealthResponse> cleared = client_.ClearWorkerHealth(request);
-      if (!cleared.ok()) return RpcFailure(cleared.status(), "clear worker", cmd_.clear_worker);
+      if (!cleared.ok()) {
+        return RpcFailure(cleared.status(), "clear worker " + cmd_.clear_worker, "");
+      }
       if (cmd_.output == OutputFormat::kJson) return PrintJson(*cleared);
       out_ << "worker " << cmd_.clear_worker << " is healthy; it takes new placements\n";
       return kExitOk;

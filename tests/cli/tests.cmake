@@ -18,12 +18,14 @@ target_include_directories(cli_test PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 # The binary test runs the built ringctl.
 add_dependencies(cli_test ringctl)
 
-# ringctl against a real cluster: submit --wait/--follow, list's paging and selectors, and a
-# scaling study of real trainer jobs.
+# ringctl against a real cluster: submit --wait/--follow, list's paging and selectors, a
+# scaling study of real trainer jobs, and every command's output checked against the
+# scheduler's own answers (ringctl_output_test.cc).
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
   ringmaster_test(ringctl_e2e_test e2e
     SOURCES
       ${CMAKE_CURRENT_LIST_DIR}/ringctl_e2e_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/ringctl_output_test.cc
       ${PROJECT_SOURCE_DIR}/tests/worker/cluster.cc
       ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
     LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++

@@ -88,6 +88,8 @@ absl::StatusOr<Transition> ApplyInput(Job& job, const JobInput& input, int64_t n
     job.placement.clear();
     job.token.clear();
   }
+  // Why it waits means nothing once it no longer does (a cancelled pending job showed it).
+  if (to != JobState::kPending) job.pending_reason.clear();
   job.state = to;
   job.attempt = attempt;
   job.updated_at_ms = now_ms;
