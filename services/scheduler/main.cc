@@ -69,6 +69,10 @@ ringmaster::Flags MakeFlags() {
   flags.Add("check-min-ratio", "0.5",
             "a pre-run check below this fraction of its shape's learned baseline bus bandwidth "
             "fails (0..1)");
+  flags.Add("unhealthy-recheck-s", "600",
+            "a worker a failed pre-run check marked unhealthy goes on probation after this "
+            "long: it takes jobs that run a check, and the first that passes clears it "
+            "(0: only ringctl workers clear)");
   flags.Add("reservations", "4",
             "waiting gangs that get a reservation; jobs behind them backfill only when their "
             "max_runtime_seconds ends before it (0: no reservations)");
@@ -118,7 +122,7 @@ int main(int argc, char** argv) {
                  : level == "error" ? LogLevel::kError
                                     : LogLevel::kInfo);
   int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0, pg_timeout_ms = 0,
-          submit_writers = 0, reservations = 0, window_hours = 0;
+          submit_writers = 0, reservations = 0, window_hours = 0, recheck_s = 0;
   SchedulerOptions options;
   for (auto s : {flags.GetInt("postgres-pool", &pool), flags.GetInt("redis-db", &redis_db),
                  flags.GetInt("heartbeat-timeout-ms", &options.heartbeat_timeout_ms),
@@ -133,9 +137,15 @@ int main(int argc, char** argv) {
                  flags.GetInt("reservations", &reservations),
                  flags.GetInt("reservation-window-hours", &window_hours),
                  flags.GetBool("health-check", &options.health_check),
-                 flags.GetDouble("check-min-ratio", &options.check_min_ratio)}) {
+                 flags.GetDouble("check-min-ratio", &options.check_min_ratio),
+                 flags.GetInt("unhealthy-recheck-s", &recheck_s)}) {
     if (!s.ok()) return Fail(s);
   }
+  if (recheck_s < 0 || recheck_s > 30LL * 24 * 3600) {
+    return Fail(absl::InvalidArgumentError(
+        "--unhealthy-recheck-s must be 0..2592000 (30 days; 0: only an admin clears)"));
+  }
+  options.unhealthy_recheck_ms = recheck_s * 1000;
   if (!(options.check_min_ratio >= 0 && options.check_min_ratio <= 1)) {
     return Fail(absl::InvalidArgumentError("--check-min-ratio must be 0..1"));
   }

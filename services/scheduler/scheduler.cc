@@ -333,10 +333,43 @@ void Scheduler::RunPass() {
                           "releasing their GPUs";
       ReleaseDrainedLocked(key);
     }
+    ProbateLocked(now);
     PlaceLocked();
     UpdateGaugesLocked();
   }
   for (const std::string& id : beats) (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
+}
+
+void Scheduler::ProbateLocked(int64_t now) {
+  // Without checks nothing could ever clear a worker on probation; with them, only checked
+  // jobs are placed on it, and their check judges it.
+  if (!options_.health_check || options_.unhealthy_recheck_ms <= 0) return;
+  for (const auto& [id, w] : workers_) {
+    if (w.unhealthy_reason.empty() || probation_.contains(id)) continue;
+    const int64_t since = unhealthy_since_ms_.try_emplace(id, now).first->second;
+    if (now - since < options_.unhealthy_recheck_ms) continue;
+    probation_.insert(id);
+    cluster_.SetWorkerProbation(id, true);
+    capacity_grew_ = true;
+    RM_LOG(kInfo) << "worker " << id << " on probation after " << (now - since) / 1000
+                  << " s unhealthy: it takes checked jobs, and a passing check clears it";
+  }
+}
+
+void Scheduler::ClearHealthLocked(Worker& w, const std::string& why) {
+  RM_LOG(kInfo) << "worker " << w.id << " is healthy again (" << why
+                << "; was: " << w.unhealthy_reason << ")";
+  w.unhealthy_reason.clear();
+  unhealthy_since_ms_.erase(w.id);
+  probation_.erase(w.id);
+  cluster_.SetWorkerProbation(w.id, false);
+  cluster_.SetWorkerHealthy(w.id, true);
+  Write write;
+  write.worker = w;
+  Enqueue(std::move(write));
+  capacity_grew_ = true;
+  UpdateGaugesLocked();
+  Wake();
 }
 
 void Scheduler::SweepWorkersLocked(const std::set<std::string>& alive,
@@ -1453,9 +1486,26 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
       baselines_[key] = *learned;
       if (metrics_) metrics_->check_baseline.Add({{"shape", key}}).Set(learned->busbw_gbps);
     }
-    const std::string text = CheckEventText(outcome, shape, baseline);
+    std::string text = CheckEventText(outcome, shape, baseline);
     const std::string job_id = job.id;
+    std::vector<std::string> cleared;
+    if (outcome.passed) {
+      for (const auto& r : job.placement) {
+        if (probation_.contains(r.worker_id) &&
+            std::find(cleared.begin(), cleared.end(), r.worker_id) == cleared.end()) {
+          cleared.push_back(r.worker_id);
+        }
+      }
+      for (const std::string& id : cleared) {
+        absl::StrAppend(&text, "; worker ", id, " passed it on probation and is healthy again");
+      }
+    }
     absl::Status s = CommitLocked(job_id, {JobInput::Kind::kChecked, text});
+    for (const std::string& id : cleared) {
+      if (auto w = workers_.find(id); s.ok() && w != workers_.end()) {
+        ClearHealthLocked(w->second, absl::StrCat("passed the pre-run check of job ", job_id));
+      }
+    }
     auto culprit = workers_.find(outcome.culprit_worker_id);
     if (s.ok() && !outcome.passed && culprit_placed && culprit != workers_.end()) {
       Worker& w = culprit->second;
@@ -1463,6 +1513,10 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
                                         outcome.attempt, " failed: ", outcome.message)
                                .substr(0, 1024);
       cluster_.SetWorkerHealthy(w.id, false);
+      // Named again (or for the first time): the wait before probation starts now.
+      unhealthy_since_ms_[w.id] = clock_->NowMs();
+      probation_.erase(w.id);
+      cluster_.SetWorkerProbation(w.id, false);
       Write write;
       write.worker = w;
       Enqueue(std::move(write));
@@ -1493,18 +1547,7 @@ absl::StatusOr<WorkerView> Scheduler::ClearWorkerHealth(const std::string& worke
     return absl::NotFoundError(absl::StrCat("no worker ", worker_id));
   }
   Worker& w = it->second;
-  if (!w.unhealthy_reason.empty()) {
-    RM_LOG(kInfo) << "worker " << w.id << " cleared by an admin (was: " << w.unhealthy_reason
-                  << ")";
-    w.unhealthy_reason.clear();
-    cluster_.SetWorkerHealthy(w.id, true);
-    Write write;
-    write.worker = w;
-    Enqueue(std::move(write));
-    capacity_grew_ = true;
-    UpdateGaugesLocked();
-    Wake();
-  }
+  if (!w.unhealthy_reason.empty()) ClearHealthLocked(w, "cleared by an admin");
   return WorkerView{w, cluster_.AllocatedGpus(w.id), cluster_.CpuSlotsUsed(w.id)};
 }
 

@@ -173,6 +173,10 @@ struct SchedulerOptions {
   // the fraction of the shape's baseline below which a check fails.
   bool health_check = true;
   double check_min_ratio = 0.5;
+  // An unhealthy worker goes on probation after this long: it then takes placements of
+  // checked jobs only, and the first check that passes with it clears it (one that names it
+  // again restarts the wait). 0: only an admin clears it.
+  int64_t unhealthy_recheck_ms = 600'000;
   int32_t reservations = 4;
   // A reservation further ahead than this is not made (the gang just waits).
   int64_t reservation_window_ms = 7LL * 24 * 3600 * 1000;
@@ -278,6 +282,10 @@ class Scheduler {
   void Enqueue(Write write);
   void SweepWorkersLocked(const std::set<std::string>& alive, std::vector<std::string>* beats);
   void CheckDeadlinesLocked();
+  // Puts unhealthy workers whose wait is over on probation.
+  void ProbateLocked(int64_t now);
+  // Marks a worker healthy again (an admin's clear, or a passing check on probation).
+  void ClearHealthLocked(Worker& w, const std::string& why);
   // Hang detection and idle reclaim of RUNNING jobs (core/run_watch.h).
   void CheckWatchesLocked();
   WatchLimits WatchLimitsLocked(const Job& job) const;
@@ -339,6 +347,10 @@ class Scheduler {
   std::map<std::string, Worker> workers_;
   // Pre-run check baselines by shape key, loaded at Start and learned from passing checks.
   std::map<std::string, CheckBaseline> baselines_;
+  // Unhealthy workers: since when (this process's clock; a restart starts the wait again), and
+  // those on probation (see SchedulerOptions::unhealthy_recheck_ms).
+  std::map<std::string, int64_t> unhealthy_since_ms_;
+  std::set<std::string> probation_;
   std::map<std::string, Queue> queues_;  // as stored; loaded by Start()
   std::map<std::string, std::shared_ptr<WorkerLink>> links_;
   ClusterState cluster_;

@@ -151,5 +151,39 @@ TEST(UnhealthyPlacementTest, AnUnhealthyWorkerTakesNoNewPlacementUntilCleared) {
   EXPECT_EQ(cluster.CpuTotals().total, 3);
 }
 
+TEST(UnhealthyPlacementTest, AWorkerOnProbationTakesOnlyGangsThatRunACheck) {
+  ClusterState cluster;
+  cluster.UpsertWorker(CpuWorker("w1", 2));
+  cluster.UpsertWorker(CpuWorker("w2", 2));
+  cluster.SetWorkerHealthy("w2", false);
+  const GangRequest unchecked{4, 0, "", false};
+  const GangRequest checked{4, 0, "", true};
+  EXPECT_EQ(cluster.Place(checked).kind, PlacementDecision::Kind::kInfeasible)
+      << "unhealthy and not on probation: nobody's";
+
+  cluster.SetWorkerProbation("w2", true);
+  PlacementDecision plain = cluster.Place(unchecked);
+  EXPECT_EQ(plain.kind, PlacementDecision::Kind::kInfeasible);
+  EXPECT_EQ(plain.reason, "needs 4 CPU slots, the cluster has 2");
+  PlacementDecision d = cluster.Place(checked);
+  ASSERT_EQ(d.kind, PlacementDecision::Kind::kPlaced) << d.reason;
+  std::set<std::string> workers;
+  for (const auto& r : d.ranks) workers.insert(r.worker_id);
+  EXPECT_EQ(workers, (std::set<std::string>{"w1", "w2"}));
+  EXPECT_EQ(cluster.CpuTotals().total, 2) << "probation capacity is no capacity in the totals";
+
+  // Its used slots are its own: a second checked gang finds nothing free there.
+  ASSERT_TRUE(cluster.Allocate(d.ranks).ok());
+  EXPECT_EQ(cluster.Place({1, 0, "", true}).kind, PlacementDecision::Kind::kWait);
+  cluster.Release(d.ranks);
+
+  // Cleared (passed its check): a worker like any other.
+  cluster.SetWorkerProbation("w2", false);
+  cluster.SetWorkerHealthy("w2", true);
+  EXPECT_EQ(cluster.Place(unchecked).kind, PlacementDecision::Kind::kPlaced);
+  EXPECT_EQ(cluster.CpuTotals().total, 4);
+  EXPECT_EQ(cluster.CpuTotals().allocated, 0);
+}
+
 }  // namespace
 }  // namespace ringmaster::scheduler

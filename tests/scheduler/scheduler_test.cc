@@ -327,6 +327,108 @@ TEST_F(SchedulerTest, AHungRingFailsOnSimulatedTimeNamingTheRankTheOthersWaitFor
   EXPECT_THAT(link->stops(), SizeIs(1));
 }
 
+TEST_F(SchedulerTest, AWorkerAFailedCheckNamedIsClearedOnProbationByTheNextCheckItPasses) {
+  scheduler_.reset();
+  SchedulerOptions options;
+  options.unhealthy_recheck_ms = 60'000;
+  Start(options);
+  auto l1 = Register(CpuWorker("w1", 2));
+  auto l2 = Register(CpuWorker("w2", 2));
+  auto beat = [&](int64_t ms) {
+    for (int64_t left = ms; left > 0; left -= 1'000) {
+      clock_.Advance(std::min<int64_t>(left, 1'000));
+      scheduler_->Heartbeat("w1");
+      scheduler_->Heartbeat("w2");
+    }
+  };
+  const std::string id = SubmitAndPlace(CommandSpec(4));  // two ranks on each worker
+  ASSERT_EQ(StoredState(id), JobState::kStarting);
+  Job job = l1->assignments().at(0);
+  const std::string launcher = job.placement.at(0).worker_id;
+  scheduler_->ReportCheck(launcher, {id, job.attempt, true, false, 0.01, 0.5, "cpu", "w2",
+                                     "w2's ranks made the ring wait"});
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(id), JobState::kPending);
+  auto unhealthy = [&](const std::string& worker) {
+    for (const WorkerView& v : scheduler_->ListWorkers()) {
+      if (v.worker.id == worker) return !v.worker.unhealthy_reason.empty();
+    }
+    return false;
+  };
+  ASSERT_TRUE(unhealthy("w2"));
+
+  // A job that runs no check never goes to a worker on probation.
+  JobSpec unchecked = CommandSpec(4);
+  unchecked.health_check = false;
+  unchecked.priority = 10;  // considered first
+  auto plain = scheduler_->Submit(unchecked, "");
+  RM_ASSERT_OK(plain.status());
+
+  beat(59'000);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(id), JobState::kPending) << "still waiting out the recheck time";
+
+  beat(1'000);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(plain->job.id), JobState::kPending);
+  ASSERT_EQ(StoredState(id), JobState::kStarting) << "on probation: taken by the checked job";
+  job = l1->assignments().back();
+  ASSERT_EQ(job.id, id);
+  ASSERT_EQ(job.attempt, 1);
+  EXPECT_TRUE(unhealthy("w2")) << "until its check passes";
+
+  scheduler_->ReportCheck(job.placement.at(0).worker_id,
+                          {id, job.attempt, true, true, 1.0, 0.5, "cpu", "", "passed"});
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_FALSE(unhealthy("w2"));
+  RM_ASSERT_OK_AND_ASSIGN(auto stored_workers, memory_.ListWorkers());
+  for (const Worker& w : stored_workers) EXPECT_EQ(w.unhealthy_reason, "") << w.id;
+  RM_ASSERT_OK_AND_ASSIGN(auto events, memory_.ListEvents(id, 0));
+  EXPECT_THAT(events.back().reason, HasSubstr("worker w2 passed it on probation"));
+}
+
+TEST_F(SchedulerTest, AWorkerNamedAgainOnProbationWaitsAgain) {
+  scheduler_.reset();
+  SchedulerOptions options;
+  options.unhealthy_recheck_ms = 60'000;
+  Start(options);
+  auto l1 = Register(CpuWorker("w1", 2));
+  auto l2 = Register(CpuWorker("w2", 2));
+  auto beat = [&](int64_t ms) {
+    for (int64_t left = ms; left > 0; left -= 1'000) {
+      clock_.Advance(std::min<int64_t>(left, 1'000));
+      scheduler_->Heartbeat("w1");
+      scheduler_->Heartbeat("w2");
+    }
+  };
+  const std::string id = SubmitAndPlace(CommandSpec(4));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Job job = l1->assignments().back();
+    ASSERT_EQ(job.attempt, attempt);
+    scheduler_->ReportCheck(job.placement.at(0).worker_id,
+                            {id, job.attempt, true, false, 0.01, 0.5, "cpu", "w2", "slow"});
+    RM_ASSERT_OK(scheduler_->Flush(5'000));
+    ASSERT_EQ(StoredState(id), JobState::kPending);
+    beat(60'000);
+    scheduler_->RunPass();
+    RM_ASSERT_OK(scheduler_->Flush(5'000));
+    ASSERT_EQ(StoredState(id), JobState::kStarting);
+  }
+  // Named a second time on probation: off probation, and the wait starts over.
+  Job job = l1->assignments().back();
+  scheduler_->ReportCheck(job.placement.at(0).worker_id,
+                          {id, job.attempt, true, false, 0.01, 0.5, "cpu", "w2", "slow"});
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  beat(30'000);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(id), JobState::kPending);
+  RM_ASSERT_OK_AND_ASSIGN(Job stored, memory_.GetJob(id));
+  EXPECT_EQ(stored.attempt, 3) << "check failures are not counted against backoff_limit";
+}
+
 TEST_F(SchedulerTest, AFencedLeaderWritesNothingMore) {
   auto link = Register(CpuWorker("w1", 4));
   // A second scheduler takes over the same store: a newer epoch.

@@ -309,7 +309,8 @@ class Pass {
   std::vector<Group> groups_;
   std::unordered_map<std::string, std::vector<size_t>> by_queue_;  // holdings of each queue
   // Gang shapes that did not fit this pass; allocations only grow within a pass.
-  std::map<std::tuple<std::string, int32_t, int32_t, bool>, std::string> no_room_;
+  // (resource, replicas, units per rank, may backfill, checked) -> why it did not fit.
+  std::map<std::tuple<std::string, int32_t, int32_t, bool, bool>, std::string> no_room_;
   // (queue, resource) -> the smallest demand for which no victims were found.
   std::map<std::pair<std::string, std::string>, int64_t> no_victims_;
   PassResult result_;
@@ -402,8 +403,8 @@ Pass::Attempt Pass::TryStart(const Job& job) {
     }
     GangRequest request = RequestOf(job.spec);
     if (request.gpus_per_replica > 0) request.gpu_type = d.resource;
-    auto key =
-        std::make_tuple(d.resource, request.replicas, request.gpus_per_replica, may_backfill);
+    auto key = std::make_tuple(d.resource, request.replicas, request.gpus_per_replica,
+                               may_backfill, request.checked);
     if (auto memo = no_room_.find(key); memo != no_room_.end()) {
       a.reason = memo->second;
       continue;

@@ -10,9 +10,11 @@
 //   3. The scheduler records the result as a job event and on /metrics. Passed: the baseline
 //      of the shape learns from it, and the launcher starts the ranks (-> RUNNING as usual).
 //   4. Not passed with a culprit: the culprit worker is marked unhealthy (no new placements
-//      until an admin clears it), and the attempt goes back to PENDING without counting
-//      against backoff_limit, to be placed elsewhere. Not passed without a culprit: a check
-//      that completed runs the job anyway; one that could not run fails the attempt.
+//      until an admin clears it, or until, on probation after --unhealthy-recheck-s, a
+//      checked job's check passes with it: core/placement.h), and the attempt goes back to
+//      PENDING without counting against backoff_limit, to be placed elsewhere. Not passed
+//      without a culprit: a check that completed runs the job anyway; one that could not run
+//      fails the attempt.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_HEALTH_CHECK_H_
 #define RINGMASTER_SERVICES_SCHEDULER_CORE_HEALTH_CHECK_H_
 

@@ -8,7 +8,10 @@
 namespace ringmaster::scheduler {
 
 GangRequest RequestOf(const JobSpec& spec) {
-  return GangRequest{spec.replicas, spec.gpus_per_replica, spec.gpu_type};
+  // Unset health_check means checked; with the scheduler's --health-check off nobody is put on
+  // probation, so the flag then changes nothing.
+  return GangRequest{spec.replicas, spec.gpus_per_replica, spec.gpu_type,
+                     spec.health_check.value_or(true)};
 }
 
 int32_t ClusterState::TypeId(const std::string& type) {
@@ -18,6 +21,8 @@ int32_t ClusterState::TypeId(const std::string& type) {
     nodes_by_type_.emplace_back();
     totals_.free_by_type.push_back(0);
     totals_.total_by_type.push_back(0);
+    probation_totals_.free_by_type.push_back(0);
+    probation_totals_.total_by_type.push_back(0);
     for (Node& node : nodes_) {
       node.free_by_type.push_back(0);
       node.total_by_type.push_back(0);
@@ -36,13 +41,32 @@ void ClusterState::Recount(Node& node) {
 }
 
 void ClusterState::Contribute(const Node& node, int sign) {
-  if (!node.ready()) return;
+  Totals* totals = node.ready() ? &totals_ : node.on_probation() ? &probation_totals_ : nullptr;
+  if (totals == nullptr) return;
   for (size_t t = 0; t < node.free_by_type.size(); ++t) {
-    totals_.free_by_type[t] += sign * node.free_by_type[t];
-    totals_.total_by_type[t] += sign * node.total_by_type[t];
+    totals->free_by_type[t] += sign * node.free_by_type[t];
+    totals->total_by_type[t] += sign * node.total_by_type[t];
   }
-  totals_.cpu_free += sign * (node.worker->cpu_slots - node.cpu_used);
-  totals_.cpu_total += sign * node.worker->cpu_slots;
+  totals->cpu_free += sign * (node.worker->cpu_slots - node.cpu_used);
+  totals->cpu_total += sign * node.worker->cpu_slots;
+}
+
+int64_t ClusterState::FreeFor(const GangRequest& request, int32_t type_id) const {
+  const bool cpu = request.gpus_per_replica == 0;
+  int64_t free = cpu ? totals_.cpu_free : totals_.free_by_type[type_id];
+  if (request.checked) {
+    free += cpu ? probation_totals_.cpu_free : probation_totals_.free_by_type[type_id];
+  }
+  return free;
+}
+
+int64_t ClusterState::TotalFor(const GangRequest& request, int32_t type_id) const {
+  const bool cpu = request.gpus_per_replica == 0;
+  int64_t total = cpu ? totals_.cpu_total : totals_.total_by_type[type_id];
+  if (request.checked) {
+    total += cpu ? probation_totals_.cpu_total : probation_totals_.total_by_type[type_id];
+  }
+  return total;
 }
 
 void ClusterState::UpsertWorker(const Worker& worker) {
@@ -96,6 +120,15 @@ void ClusterState::SetWorkerHealthy(const std::string& worker_id, bool healthy) 
   Node& node = nodes_[it->second];
   Contribute(node, -1);
   node.healthy = healthy;
+  Contribute(node, +1);
+}
+
+void ClusterState::SetWorkerProbation(const std::string& worker_id, bool probation) {
+  auto it = index_.find(worker_id);
+  if (it == index_.end()) return;
+  Node& node = nodes_[it->second];
+  Contribute(node, -1);
+  node.probation = probation;
   Contribute(node, +1);
 }
 
@@ -166,7 +199,7 @@ void ClusterState::Release(const std::vector<RankPlacement>& ranks) {
 
 int32_t ClusterState::Capacity(const Node& node, const GangRequest& request,
                                int32_t type_id) const {
-  if (!node.ready()) return 0;
+  if (!node.ready() && !(request.checked && node.on_probation())) return 0;
   if (request.gpus_per_replica == 0) return node.worker->cpu_slots - node.cpu_used;
   return node.free_by_type[type_id] / request.gpus_per_replica;
 }
@@ -178,8 +211,8 @@ PlacementDecision ClusterState::PlaceType(const GangRequest& request, int32_t ty
   const int32_t units = cpu ? 1 : request.gpus_per_replica;
   const int64_t needed = static_cast<int64_t>(request.replicas) * units;
   const std::string what = cpu ? "CPU slots" : absl::StrCat("x ", type_names_[type_id]);
-  const int64_t total = cpu ? totals_.cpu_total : totals_.total_by_type[type_id];
-  const int64_t free = cpu ? totals_.cpu_free : totals_.free_by_type[type_id];
+  const int64_t total = TotalFor(request, type_id);
+  const int64_t free = FreeFor(request, type_id);
   PlacementDecision decision;
   if (needed > total) {
     decision.kind = PlacementDecision::Kind::kInfeasible;
@@ -274,9 +307,10 @@ PlacementDecision ClusterState::Place(const GangRequest& request) const {
   int64_t max_free = 0;
   int64_t max_total = 0;
   for (int32_t t = 0; t < static_cast<int32_t>(type_names_.size()); ++t) {
-    max_free = std::max(max_free, totals_.free_by_type[t]);
-    max_total = std::max(max_total, totals_.total_by_type[t]);
-    if (totals_.free_by_type[t] < needed) continue;
+    const int64_t free = FreeFor(request, t);
+    max_free = std::max(max_free, free);
+    max_total = std::max(max_total, TotalFor(request, t));
+    if (free < needed) continue;
     PlacementDecision d = PlaceType(request, t);
     if (d.kind != PlacementDecision::Kind::kPlaced) continue;
     size_t workers = 1;
@@ -284,10 +318,10 @@ PlacementDecision ClusterState::Place(const GangRequest& request) const {
       workers += d.ranks[i].worker_id != d.ranks[i - 1].worker_id;
     }
     if (best.kind != PlacementDecision::Kind::kPlaced || workers < best_workers ||
-        (workers == best_workers && totals_.free_by_type[t] < best_free)) {
+        (workers == best_workers && free < best_free)) {
       best = std::move(d);
       best_workers = workers;
-      best_free = totals_.free_by_type[t];
+      best_free = free;
     }
   }
   if (best.kind == PlacementDecision::Kind::kPlaced) return best;

@@ -18,6 +18,9 @@ struct GangRequest {
   int32_t replicas = 1;
   int32_t gpus_per_replica = 0;  // 0: one CPU slot per rank
   std::string gpu_type;          // empty: any one type
+  // The attempt runs a pre-run check (the spec's health_check), so it may also use workers on
+  // probation: unhealthy ones whose next passing check clears them.
+  bool checked = false;
 };
 
 GangRequest RequestOf(const JobSpec& spec);
@@ -46,6 +49,9 @@ class ClusterState {
   // An unhealthy worker (a failed pre-run check named it) holds its placements but, like a
   // lost one, takes no new ones and counts in no totals. Workers start healthy.
   void SetWorkerHealthy(const std::string& worker_id, bool healthy);
+  // An unhealthy worker on probation takes placements of checked requests only (their check
+  // judges it again). Its capacity is counted apart and never in GpuTotals or CpuTotals.
+  void SetWorkerProbation(const std::string& worker_id, bool probation);
 
   // Marks the ranks' GPUs or CPU slots as used. FAILED_PRECONDITION (and nothing changes) when
   // a worker is unknown or a GPU/slot is already taken.
@@ -76,14 +82,17 @@ class ClusterState {
     std::shared_ptr<const Worker> worker;
     WorkerState state = WorkerState::kReady;
     bool healthy = true;
+    bool probation = false;
     std::vector<bool> gpu_used;        // parallel to worker.gpus
     std::vector<int32_t> gpu_type_id;  // parallel to worker.gpus
     std::vector<int32_t> free_by_type;   // by type id
     std::vector<int32_t> total_by_type;  // by type id
     int32_t cpu_used = 0;
     bool ready() const { return state == WorkerState::kReady && healthy; }
+    bool on_probation() const { return state == WorkerState::kReady && !healthy && probation; }
   };
-  // Aggregates over ready workers, kept in step so that most decisions need no scan.
+  // Aggregates over ready workers (and apart, over workers on probation), kept in step so
+  // that most decisions need no scan.
   struct Totals {
     std::vector<int64_t> free_by_type;
     std::vector<int64_t> total_by_type;
@@ -93,8 +102,12 @@ class ClusterState {
 
   int32_t TypeId(const std::string& type);  // interns
   void Recount(Node& node);
-  // Adds (sign = +1) or removes (-1) a ready node's share of the totals.
+  // Adds (sign = +1) or removes (-1) a ready node's share of the totals (a node on probation:
+  // of probation_totals_).
   void Contribute(const Node& node, int sign);
+  // Free and total units of `type_id` (CPU slots for CPU requests) that `request` may use.
+  int64_t FreeFor(const GangRequest& request, int32_t type_id) const;
+  int64_t TotalFor(const GangRequest& request, int32_t type_id) const;
   int32_t Capacity(const Node& node, const GangRequest& request, int32_t type_id) const;
   PlacementDecision PlaceType(const GangRequest& request, int32_t type_id) const;
 
@@ -104,6 +117,7 @@ class ClusterState {
   std::unordered_map<std::string, int32_t> type_ids_;
   std::vector<std::vector<size_t>> nodes_by_type_;  // nodes that have (had) a GPU of the type
   Totals totals_;
+  Totals probation_totals_;
 };
 
 }  // namespace ringmaster::scheduler
