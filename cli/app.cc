@@ -121,14 +121,6 @@ class Invocation {
   Outcome FollowRankZero(const std::string& id) {
     std::optional<int32_t> followed;
     std::chrono::milliseconds poll = kFollowPollMin;
-    if (!runtime_.connect_workers) return Failure{kExitError, "no way to reach workers"};
-    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-        MakeChannelCredentials(cmd_.tls, ServerName::kAnyOfTheCa);
-    if (!credentials.ok()) {
-      return Failure{kExitUsage, std::string(credentials.status().message())};
-    }
-    std::unique_ptr<WorkerLogsClient> workers = runtime_.connect_workers(*credentials);
-    if (workers == nullptr) return Failure{kExitError, "no way to reach workers"};
     LogsOptions options;
     options.job_id = id;
     options.rank = 0;
@@ -152,14 +144,14 @@ class Invocation {
           options.attempt = job->attempt();
           options.follow = false;
           // Best effort: the job's outcome is what ringctl reports, not a missing log.
-          (void)PrintRankLog(options, client_, *workers, out_);
+          (void)PrintRankLog(options, client_, out_);
         }
         return job->state();
       }
       if (job->state() == v1::JOB_STATE_RUNNING && followed != job->attempt()) {
         followed = job->attempt();
         options.attempt = job->attempt();
-        std::optional<Failure> failure = PrintRankLog(options, client_, *workers, out_);
+        std::optional<Failure> failure = PrintRankLog(options, client_, out_);
         if (failure) return *failure;
         poll = kFollowPollMin;
         continue;
@@ -335,19 +327,13 @@ class Invocation {
   }
 
   int Logs() {
-    if (!runtime_.connect_workers) return Fail({kExitError, "no way to reach workers"});
-    // Already made once in RunCli: the files were readable a moment ago.
-    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-        MakeChannelCredentials(cmd_.tls, ServerName::kAnyOfTheCa);
-    if (!credentials.ok()) return Fail({kExitUsage, std::string(credentials.status().message())});
-    std::unique_ptr<WorkerLogsClient> workers = runtime_.connect_workers(*credentials);
     LogsOptions options;
     options.job_id = cmd_.job_id;
     options.rank = cmd_.rank;
     options.attempt = cmd_.attempt;
     options.follow = cmd_.follow;
     options.scheduler = cmd_.scheduler;
-    std::optional<Failure> failure = PrintRankLog(options, client_, *workers, out_);
+    std::optional<Failure> failure = PrintRankLog(options, client_, out_);
     return failure ? Fail(*failure) : kExitOk;
   }
 
@@ -393,10 +379,6 @@ Runtime ProcessRuntime() {
                        const std::string& token) -> std::unique_ptr<SchedulerClient> {
     return std::make_unique<GrpcSchedulerClient>(address, std::move(credentials),
                                                  std::chrono::seconds(5), token);
-  };
-  runtime.connect_workers = [](std::shared_ptr<grpc::ChannelCredentials> credentials)
-      -> std::unique_ptr<WorkerLogsClient> {
-    return std::make_unique<GrpcWorkerLogsClient>(std::move(credentials));
   };
   return runtime;
 }

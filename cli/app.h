@@ -31,10 +31,6 @@ struct Runtime {
       const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials,
       const std::string& token)>
       connect;
-  // Opens a client for worker agents (`ringctl logs`).
-  std::function<std::unique_ptr<WorkerLogsClient>(
-      std::shared_ptr<grpc::ChannelCredentials> credentials)>
-      connect_workers;
   RetryPolicy retry;
 };
 

@@ -75,6 +75,10 @@ absl::Status NoQueueService() {
 
 }  // namespace
 
+absl::Status SchedulerClient::ReadJobLogs(const v1::ReadJobLogsRequest&,
+                                          const std::function<void(const v1::LogChunk&)>&) {
+  return absl::UnimplementedError("this client cannot read logs");
+}
 absl::StatusOr<v1::ClearWorkerHealthResponse> SchedulerClient::ClearWorkerHealth(
     const v1::ClearWorkerHealthRequest&) {
   return absl::UnimplementedError("this client cannot clear a worker's health");
@@ -153,6 +157,18 @@ absl::Status GrpcSchedulerClient::WatchJob(
   std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader = jobs_->WatchJob(&context, request);
   v1::JobEvent event;
   while (reader->Read(&event)) on_event(event);
+  return FromGrpcStatus(reader->Finish());
+}
+
+absl::Status GrpcSchedulerClient::ReadJobLogs(
+    const v1::ReadJobLogsRequest& request,
+    const std::function<void(const v1::LogChunk&)>& on_chunk) {
+  grpc::ClientContext context;
+  context.set_wait_for_ready(false);
+  std::unique_ptr<grpc::ClientReader<v1::LogChunk>> reader =
+      jobs_->ReadJobLogs(&context, request);
+  v1::LogChunk chunk;
+  while (reader->Read(&chunk)) on_chunk(chunk);
   return FromGrpcStatus(reader->Finish());
 }
 

@@ -32,6 +32,10 @@ class SchedulerClient {
                                 const std::function<void(const v1::JobEvent&)>& on_event) = 0;
   virtual absl::StatusOr<v1::ListWorkersResponse> ListWorkers(
       const v1::ListWorkersRequest& request) = 0;
+  // A rank's log, relayed by the scheduler: `on_chunk` for every piece in order until the
+  // stream ends; returns how it ended. By default UNIMPLEMENTED, like the calls below.
+  virtual absl::Status ReadJobLogs(const v1::ReadJobLogsRequest& request,
+                                   const std::function<void(const v1::LogChunk&)>& on_chunk);
   // By default UNIMPLEMENTED, like the queue calls below.
   virtual absl::StatusOr<v1::ClearWorkerHealthResponse> ClearWorkerHealth(
       const v1::ClearWorkerHealthRequest& request);
@@ -47,8 +51,8 @@ class SchedulerClient {
 
 // Talks gRPC to one scheduler address with the given credentials (common/tls.h). Unary calls carry
 // `unary_deadline` and do not wait for the channel to become ready, so an unreachable
-// scheduler fails at once with UNAVAILABLE instead of hanging; WatchJob has no deadline (it
-// lasts as long as the job). Thread-compatible, as the generated stubs are.
+// scheduler fails at once with UNAVAILABLE instead of hanging; WatchJob and ReadJobLogs have no
+// deadline (they last as long as the job, or the followed rank). Thread-compatible, as the generated stubs are.
 class GrpcSchedulerClient : public SchedulerClient {
  public:
   // `token`: sent as `authorization: Bearer` on every call (none when empty).
@@ -65,6 +69,8 @@ class GrpcSchedulerClient : public SchedulerClient {
                         const std::function<void(const v1::JobEvent&)>& on_event) override;
   absl::StatusOr<v1::ListWorkersResponse> ListWorkers(
       const v1::ListWorkersRequest& request) override;
+  absl::Status ReadJobLogs(const v1::ReadJobLogsRequest& request,
+                           const std::function<void(const v1::LogChunk&)>& on_chunk) override;
   absl::StatusOr<v1::ClearWorkerHealthResponse> ClearWorkerHealth(
       const v1::ClearWorkerHealthRequest& request) override;
   absl::StatusOr<v1::QueueWithStatus> CreateQueue(const v1::CreateQueueRequest& request) override;

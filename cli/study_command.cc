@@ -172,18 +172,12 @@ class StudyRun {
   }
 
   std::optional<Failure> ReadRankZero(const v1::Job& job, std::ostream& log) {
-    if (!runtime_.connect_workers) return Failure{kExitError, "no way to reach workers"};
-    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-        MakeChannelCredentials(cmd_.tls, ServerName::kAnyOfTheCa);
-    if (!credentials.ok()) return Failure{kExitUsage, std::string(credentials.status().message())};
-    std::unique_ptr<WorkerLogsClient> workers = runtime_.connect_workers(*credentials);
-    if (workers == nullptr) return Failure{kExitError, "no way to reach workers"};
     LogsOptions options;
     options.job_id = job.id();
     options.rank = 0;
     options.attempt = job.attempt();
     options.scheduler = cmd_.scheduler;
-    return PrintRankLog(options, client_, *workers, log);
+    return PrintRankLog(options, client_, log);
   }
 
   int List() {

@@ -235,6 +235,20 @@ absl::Status CheckWorkerIdentity(const grpc::AuthContext& context, const std::st
       names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
 }
 
+absl::Status CheckPeerNamed(const grpc::AuthContext& context, const std::vector<std::string>& names,
+                            const std::string& what) {
+  std::vector<std::string> has;
+  if (PeerHasVerifiedCertificate(context)) has = PeerDnsNames(context);
+  for (const std::string& name : has) {
+    for (const std::string& wanted : names) {
+      if (name == wanted) return absl::OkStatus();
+    }
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      what, " is served only to a caller whose certificate names ", absl::StrJoin(names, " or "),
+      " (the caller's names: ", has.empty() ? "none" : absl::StrJoin(has, ", "), ")"));
+}
+
 absl::Status CheckServicePeer(const grpc::AuthContext& context, const std::string& what) {
   if (PeerHasVerifiedCertificate(context)) return absl::OkStatus();
   return absl::PermissionDeniedError(

@@ -109,6 +109,12 @@ bool PeerHasVerifiedCertificate(const grpc::AuthContext& context);
 // otherwise.
 absl::Status CheckWorkerIdentity(const grpc::AuthContext& context, const std::string& worker_id);
 
+// The rule of calls only the scheduler makes (a worker's ReadLogs): the peer's verified
+// certificate has one of `names` as a subjectAltName DNS name. PERMISSION_DENIED naming `what`,
+// the names wanted and the names the certificate has otherwise.
+absl::Status CheckPeerNamed(const grpc::AuthContext& context, const std::vector<std::string>& names,
+                            const std::string& what);
+
 // The rule of service-to-service calls: the peer has a verified certificate. PERMISSION_DENIED
 // naming `what` otherwise.
 absl::Status CheckServicePeer(const grpc::AuthContext& context, const std::string& what);

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, Type
 
 import grpc
 
-from ringmaster.v1 import agent_pb2, agent_pb2_grpc, job_pb2, job_pb2_grpc, worker_pb2
+from ringmaster.v1 import job_pb2, job_pb2_grpc
 from ringmaster.v1 import queue_pb2, queue_pb2_grpc, worker_pb2_grpc
 
 from . import errors
@@ -212,8 +212,7 @@ class Client:
                 certificate ``$RINGMASTER_TLS_CERT``/``$RINGMASTER_TLS_KEY`` if set, or
                 plaintext when ``$RINGMASTER_INSECURE`` is 1. ``False`` for plaintext;
                 ``True`` for TLS with the system's roots; a :class:`TLSConfig` or a dict with
-                ``ca``, ``cert``, ``key`` (paths to PEM files) and ``server_name``. The worker
-                agents that ``logs`` reads from are reached with the same credentials.
+                ``ca``, ``cert``, ``key`` (paths to PEM files) and ``server_name``.
             timeout: Deadline in seconds of every unary call.
         """
         self.address = address or os.environ.get(SCHEDULER_ENV) or DEFAULT_SCHEDULER
@@ -455,9 +454,9 @@ class Client:
     ) -> Iterator[str]:
         """Yields a rank's output (stdout and stderr as the rank wrote them) in pieces.
 
-        The output is read from the worker that ran the rank, as ``ringctl logs`` does: the
-        job's placement says where while it runs; for a job that ended (or waits to restart)
-        every registered worker is asked for that attempt.
+        The scheduler relays it from the worker that ran the rank, as for ``ringctl logs``
+        (``JobService.ReadJobLogs``): the token needs the right ``jobs.logs`` (members and
+        admins); no client certificate is needed.
 
         Args:
             rank: 0..replicas-1.
@@ -468,73 +467,38 @@ class Client:
         Raises:
             NotFound: No worker has that log (the attempt has not started, or the job is
                 unknown).
-            InvalidArgument: ``rank`` is not one of the job's ranks.
+            InvalidArgument: ``rank`` is not one of the job's ranks, or ``attempt`` not one of
+                its attempts.
+            PermissionDenied: The token lacks ``jobs.logs`` (a viewer's).
 
         Example::
 
             for piece in client.logs(job, follow=True):
                 print(piece, end="")
         """
-        current = self.get(job)
-        if follow and current.state in (JobState.PENDING, JobState.STARTING):
-            # The rank's log exists once it started: wait for RUNNING (or the end).
-            events = self.watch(current)
-            try:
-                for event in events:
-                    if event.state is JobState.RUNNING or event.state.terminal:
-                        break
-            finally:
-                events.close()  # cancels the stream
-            current = self.get(current)
-        replicas = current.proto.spec.replicas
-        if rank < 0 or (replicas > 0 and rank >= replicas):
-            raise errors.InvalidArgument(
-                f"rank: job {current.id} has {replicas} ranks (0..{replicas - 1}), got {rank}"
-            )
-        if attempt is None:
-            attempt = current.attempt
-        request = agent_pb2.ReadLogsRequest(
-            job_id=current.id, rank=rank, attempt=attempt, follow=follow
-        )
-        candidates = []
-        if attempt == current.attempt:
-            candidates = [
-                f"{p.worker_address}:{p.worker_port}" for p in current.placement if p.rank == rank
-            ]
-        placed = bool(candidates)
-        if not placed:
-            workers = self._call(self._cluster.ListWorkers, worker_pb2.ListWorkersRequest())
-            candidates = [f"{w.address}:{w.port}" for w in workers.workers]
-        last: Optional[errors.RingmasterError] = None
-        for address in candidates:
-            wrote = False
-            channel = self._open_channel(address)
-            try:
-                stub = agent_pb2_grpc.WorkerAgentStub(channel)
-                # No bearer token: agents do not check one, and it is not theirs to see.
-                for chunk in stub.ReadLogs(request):
-                    wrote = True
-                    yield chunk.data.decode("utf-8", errors="replace")
-                return
-            except grpc.RpcError as e:
-                error = errors.from_rpc_error(e)
-                if wrote or placed:
-                    error.message = (
-                        f"reading the log of job {current.id} rank {rank} from the worker at "
-                        f"{address}: {error.message}"
-                    )
-                    error.args = (error.message,)
-                    raise error from None
-                if not isinstance(last, errors.NotFound) or isinstance(error, errors.NotFound):
-                    last = error
-            finally:
-                channel.close()
-        why = f"no worker has a log of job {current.id} rank {rank} attempt {attempt}"
-        if current.state is JobState.PENDING and not current.placement:
-            why += " (the job is PENDING: that attempt has not started)"
-        elif last is not None and not isinstance(last, errors.NotFound):
-            raise type(last)(f"{why} ({last.message})", last.code)
-        raise errors.NotFound(why)
+        job_id = _job_id(job)
+        if follow:
+            current = self.get(job_id)
+            if current.state in (JobState.PENDING, JobState.STARTING):
+                # The rank's log exists once it started: wait for RUNNING (or the end).
+                events = self.watch(current)
+                try:
+                    for event in events:
+                        if event.state is JobState.RUNNING or event.state.terminal:
+                            break
+                finally:
+                    events.close()  # cancels the stream
+        request = job_pb2.ReadJobLogsRequest(job_id=job_id, rank=rank, follow=follow)
+        if attempt is not None:
+            request.attempt = attempt
+        call = self._jobs.ReadJobLogs(request, metadata=self._metadata)
+        try:
+            for chunk in call:
+                yield chunk.data.decode("utf-8", errors="replace")
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
+        finally:
+            call.cancel()  # a no-op once the stream ended; ends it when the caller stopped
 
     # -- queues (docs/fair-share.md) ---------------------------------------------------
 

@@ -15,7 +15,8 @@
 #              IP 127.0.0.1, ::1, and $RINGMASTER_CERT_EXTRA_SANS (e.g. "IP:10.0.0.5
 #              DNS:ctl.example"); server and client use
 #   metrics    the same with metrics / ringmaster-metrics; server and client use
-#   client     CN ringctl: a client certificate for `ringctl logs` (agents require one)
+#   client     CN ringctl, no names: a client certificate ringctl no longer needs (logs come
+#              through the scheduler); tests use it as one the agents' ReadLogs must refuse
 #   worker ID  DNS ID (the scheduler admits a worker only under a DNS name of its certificate),
 #              IP each address given (default 127.0.0.1 .. 127.0.0.9); server and client use
 set -euo pipefail

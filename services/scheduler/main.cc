@@ -87,6 +87,9 @@ ringmaster::Flags MakeFlags() {
                   "with --insecure only (loopback): calls without a bearer token are served as "
                   "an admin of team 'anonymous'. For benchmark baselines; never in a shared "
                   "cluster");
+  flags.Add("max-log-relays", "64",
+            "rank logs relayed to clients at once (ReadJobLogs, ringctl logs; a followed log "
+            "holds one while its rank runs); more are RESOURCE_EXHAUSTED. 1..10000");
   flags.Add("log-level", "info", "debug, info, warning or error");
   ringmaster::AddTlsFlags(flags);
   return flags;
@@ -122,7 +125,8 @@ int main(int argc, char** argv) {
                  : level == "error" ? LogLevel::kError
                                     : LogLevel::kInfo);
   int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0, pg_timeout_ms = 0,
-          submit_writers = 0, reservations = 0, window_hours = 0, recheck_s = 0;
+          submit_writers = 0, reservations = 0, window_hours = 0, recheck_s = 0,
+          max_log_relays = 0;
   SchedulerOptions options;
   for (auto s : {flags.GetInt("postgres-pool", &pool), flags.GetInt("redis-db", &redis_db),
                  flags.GetInt("heartbeat-timeout-ms", &options.heartbeat_timeout_ms),
@@ -136,6 +140,7 @@ int main(int argc, char** argv) {
                  flags.GetInt("preemption-grace-ms", &options.preemption_grace_ms),
                  flags.GetInt("reservations", &reservations),
                  flags.GetInt("reservation-window-hours", &window_hours),
+                 flags.GetInt("max-log-relays", &max_log_relays),
                  flags.GetBool("health-check", &options.health_check),
                  flags.GetDouble("check-min-ratio", &options.check_min_ratio),
                  flags.GetInt("unhealthy-recheck-s", &recheck_s)}) {
@@ -174,6 +179,9 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError("--reservation-window-hours must be 1..8760"));
   }
   options.reservation_window_ms = window_hours * 3600 * 1000;
+  if (max_log_relays < 1 || max_log_relays > 10000) {
+    return Fail(absl::InvalidArgumentError("--max-log-relays must be 1..10000"));
+  }
   // Checked before anything starts: a refused --insecure must not wait for Postgres first.
   absl::StatusOr<TlsOptions> tls = TlsOptionsFromFlags(flags);
   if (!tls.ok()) return Fail(tls.status());
@@ -183,6 +191,12 @@ int main(int argc, char** argv) {
       MakeServerCredentials(*tls, ClientCertificates::kVerifyIfPresent, "--listen",
                             flags.Get("listen"));
   if (!server_credentials.ok()) return Fail(server_credentials.status());
+  // Rank logs are read from the agents with the scheduler's own certificate, which their
+  // --log-reader-names must name; agents are reached by IP, so any certificate of the CA is
+  // accepted from them (docs/security.md).
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> agent_credentials =
+      MakeChannelCredentials(*tls, ServerName::kAnyOfTheCa);
+  if (!agent_credentials.ok()) return Fail(agent_credentials.status());
   if (tls->insecure) {
     WarnInsecure("ringmaster-scheduler");
     RM_LOG(kWarning) << "--insecure: worker registrations are NOT checked against certificates";
@@ -296,7 +310,9 @@ int main(int argc, char** argv) {
   Scheduler scheduler(store->get(), &queue, &liveness, &clock, options, registry.get());
   if (auto s = scheduler.Start(); !s.ok()) return Fail(s);
 
-  JobServiceImpl job_service(&scheduler, &authenticator);
+  GrpcAgentLogReader agent_logs(*agent_credentials);
+  LogRelay log_relay(&agent_logs, static_cast<int>(max_log_relays));
+  JobServiceImpl job_service(&scheduler, &authenticator, &log_relay);
   ClusterServiceImpl cluster_service(&scheduler, &authenticator);
   WorkerServiceImpl worker_service(&scheduler, /*verify_identity=*/!tls->insecure);
   QueueServiceImpl queue_service(&scheduler, &authenticator);

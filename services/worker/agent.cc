@@ -667,7 +667,7 @@ void Agent::Launch(Attempt* a) {
     if (metrics_) metrics_->launches.Add({{"result", "started"}}).Increment();
   }
   RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
-                << ": mpirun (pid " << pid << ") " << JoinCommand(spawn.argv);
+                << ": mpirun (pid " << pid << ") " << DescribeLaunch(spawn.argv, spawn.env);
   const ExitInfo info = WaitForExit(pid);
   const std::string tail = LauncherTail(log_path);
   RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
@@ -867,8 +867,10 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
     ++a->in_flight;
     count("ok");
   }
-  RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": Exec (pid " << child.pid << ") "
-                << JoinCommand(argv).substr(0, 200);
+  // The caller's env names only: the worker's own part (ChildEnvironment) is the same for
+  // every process of the attempt.
+  RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": Exec (pid " << child.pid
+                << ") " << DescribeLaunch(argv, env);
 
   // Pump output until the command exited and its pipes closed (or, when a descendant keeps
   // them open, a moment after the exit).
@@ -956,6 +958,7 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
                                              const std::string& token, int32_t mpi_rank,
                                              pid_t pid) {
   StartedRank started;
+  std::string launch;  // logged once the lock is released
   {
     std::lock_guard<std::mutex> lock(mu_);
     RM_ASSIGN_OR_RETURN(Attempt * a, AuthorizeLocked(job_id, attempt, token));
@@ -983,7 +986,12 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
       host.checkpoint_dir = absl::StrCat(options_.checkpoint_root, "/", job_id);
     }
     started.env = RankEnvironment(a->assignment, started.rank, host);
+    absl::StatusOr<std::vector<std::string>> workload =
+        WorkloadArgv(a->assignment, options_.train_binary);
+    launch = DescribeLaunch(workload.ok() ? *workload : std::vector<std::string>{}, started.env);
   }
+  RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": rank " << started.rank
+                << " starting (pid " << pid << ") " << launch;
   const std::string dir = AttemptDir(job_id, attempt);
   RM_RETURN_IF_ERROR(MakeDirs(dir));
   if (auto it = started.env.find("RINGMASTER_CHECKPOINT_DIR"); it != started.env.end()) {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "agent.h"
 #include "common/flags.h"
@@ -118,6 +119,10 @@ ringmaster::Flags MakeFlags() {
   flags.Add("master-ports", "29500-29999",
             "MASTER_PORTs for the jobs this worker launches, A-B; keep it outside the kernel's "
             "ephemeral range, and give workers that share a host and address ranges of their own");
+  flags.Add("log-reader-names", "ringmaster-scheduler",
+            "comma-separated DNS names (subjectAltName) of the certificates whose holders may "
+            "read rank logs here (ReadLogs): the scheduler's, which relays them to clients after "
+            "checking their right; ignored with --insecure");
   flags.Add("log-level", "info", "debug, info, warning or error");
   ringmaster::AddTlsFlags(flags);
   return flags;
@@ -240,9 +245,19 @@ int main(int argc, char** argv) {
   if (tls->insecure) {
     WarnInsecure("ringmaster-worker");
     RM_LOG(kWarning) << "--insecure: Exec, StartRank and ReportRank are accepted from any peer "
-                        "that holds a job token";
+                        "that holds a job token, and ReadLogs from any peer";
   }
   options.tls_env = TlsEnvironment(*tls, /*with_identity=*/true);
+  std::vector<std::string> log_readers;
+  for (absl::string_view name :
+       absl::StrSplit(flags.Get("log-reader-names"), ',', absl::SkipWhitespace())) {
+    log_readers.emplace_back(absl::StripAsciiWhitespace(name));
+  }
+  if (log_readers.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "--log-reader-names: needs at least one DNS name (the scheduler's certificate's, e.g. "
+        "ringmaster-scheduler)"));
+  }
   const std::string metrics_listen =
       flags.Get("metrics-listen").empty() ? inv.address + ":9465" : flags.Get("metrics-listen");
 
@@ -276,7 +291,7 @@ int main(int argc, char** argv) {
 
   // The agent service listens before we register: its port goes into the registration.
   Agent agent(options, registry.get());
-  AgentServiceImpl service(&agent, /*verify_peers=*/!tls->insecure);
+  AgentServiceImpl service(&agent, /*verify_peers=*/!tls->insecure, log_readers);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

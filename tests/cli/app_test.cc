@@ -52,7 +52,22 @@ class FakeScheduler : public SchedulerClient {
   absl::StatusOr<v1::ListWorkersResponse> ListWorkers(const v1::ListWorkersRequest&) override {
     return Next(worker_results);
   }
+  absl::Status ReadJobLogs(const v1::ReadJobLogsRequest& request,
+                           const std::function<void(const v1::LogChunk&)>& on_chunk) override {
+    log_reads.push_back(request);
+    if (log_streams.empty()) return absl::NotFoundError("no worker has a log of job j-1");
+    LogStream stream = log_streams.front();
+    log_streams.pop_front();
+    v1::LogChunk chunk;
+    chunk.set_data(stream.data);
+    if (!stream.data.empty()) on_chunk(chunk);
+    return stream.end;
+  }
 
+  struct LogStream {
+    std::string data;
+    absl::Status end;
+  };
   struct WatchStream {
     std::vector<v1::JobEvent> events;
     absl::Status end;
@@ -64,8 +79,10 @@ class FakeScheduler : public SchedulerClient {
   std::deque<absl::StatusOr<v1::CancelJobResponse>> cancel_results;
   std::deque<WatchStream> watch_streams;
   std::deque<absl::StatusOr<v1::ListWorkersResponse>> worker_results;
+  std::deque<LogStream> log_streams;
 
   std::vector<v1::SubmitJobRequest> submits;
+  std::vector<v1::ReadJobLogsRequest> log_reads;
   std::vector<v1::GetJobRequest> gets;
   std::vector<v1::ListJobsRequest> lists;
   std::vector<v1::CancelJobRequest> cancels;
@@ -79,23 +96,6 @@ class FakeScheduler : public SchedulerClient {
     queue.pop_front();
     return next;
   }
-};
-
-// Worker agents that serve one log per address and record what they were asked.
-class FakeAgents : public WorkerLogsClient {
- public:
-  absl::Status ReadLogs(const std::string& address, const v1::ReadLogsRequest& request,
-                        const std::function<void(const v1::LogChunk&)>& on_chunk) override {
-    asked.emplace_back(address, request);
-    auto it = logs.find(address);
-    if (it == logs.end()) return absl::NotFoundError("no log here");
-    v1::LogChunk chunk;
-    chunk.set_data(it->second);
-    on_chunk(chunk);
-    return absl::OkStatus();
-  }
-  std::map<std::string, std::string> logs;
-  std::vector<std::pair<std::string, v1::ReadLogsRequest>> asked;
 };
 
 v1::JobEvent Event(int64_t seq, v1::JobState state, const std::string& reason = "") {
@@ -125,23 +125,7 @@ class AppTest : public ::testing::Test {
       connected_to_ = address;
       return std::make_unique<Forwarder>(&fake_);
     };
-    runtime_.connect_workers =
-        [this](std::shared_ptr<grpc::ChannelCredentials>) -> std::unique_ptr<WorkerLogsClient> {
-      return std::make_unique<AgentsForwarder>(&agents_);
-    };
   }
-
-  class AgentsForwarder : public WorkerLogsClient {
-   public:
-    explicit AgentsForwarder(FakeAgents* agents) : agents_(agents) {}
-    absl::Status ReadLogs(const std::string& address, const v1::ReadLogsRequest& request,
-                          const std::function<void(const v1::LogChunk&)>& on_chunk) override {
-      return agents_->ReadLogs(address, request, on_chunk);
-    }
-
-   private:
-    FakeAgents* agents_;
-  };
 
   int Run(const std::vector<std::string>& args) {
     out_.str("");
@@ -170,13 +154,16 @@ class AppTest : public ::testing::Test {
     absl::StatusOr<v1::ListWorkersResponse> ListWorkers(const v1::ListWorkersRequest& r) override {
       return fake_->ListWorkers(r);
     }
+    absl::Status ReadJobLogs(const v1::ReadJobLogsRequest& r,
+                             const std::function<void(const v1::LogChunk&)>& f) override {
+      return fake_->ReadJobLogs(r, f);
+    }
 
    private:
     FakeScheduler* fake_;
   };
 
   FakeScheduler fake_;
-  FakeAgents agents_;
   Runtime runtime_;
   std::vector<std::chrono::milliseconds> sleeps_;
   std::string connected_to_;
@@ -520,16 +507,15 @@ TEST_F(AppTest, SubmitFollowStreamsRankZeroWhileItRunsThenExitsWithTheJobsStatus
   fake_.get_results.push_back(JobIn(v1::JOB_STATE_PENDING));
   fake_.get_results.push_back(JobIn(v1::JOB_STATE_STARTING, 0, true));
   fake_.get_results.push_back(JobIn(v1::JOB_STATE_RUNNING, 0, true));
-  fake_.get_results.push_back(JobIn(v1::JOB_STATE_RUNNING, 0, true));  // the log's own look-up
   fake_.get_results.push_back(JobIn(v1::JOB_STATE_SUCCEEDED));
-  agents_.logs["127.0.0.2:7071"] = "step 1\nstep 2\n";
+  fake_.log_streams.push_back({"step 1\nstep 2\n", absl::OkStatus()});
   EXPECT_EQ(Run({"submit", "--name", "x", "--follow"}), kExitOk);
   EXPECT_EQ(out_.str(), "step 1\nstep 2\n");
   EXPECT_EQ(err_.str(), "ringctl: job j-1 submitted; following rank 0's output\n");
-  ASSERT_EQ(agents_.asked.size(), 1u);
-  EXPECT_TRUE(agents_.asked[0].second.follow());
-  EXPECT_EQ(agents_.asked[0].second.rank(), 0);
-  EXPECT_EQ(agents_.asked[0].second.attempt(), 0);
+  ASSERT_EQ(fake_.log_reads.size(), 1u);
+  EXPECT_TRUE(fake_.log_reads[0].follow());
+  EXPECT_EQ(fake_.log_reads[0].rank(), 0);
+  EXPECT_EQ(fake_.log_reads[0].attempt(), 0);
   // Polled quickly while it started, backing off.
   EXPECT_EQ(sleeps_, (std::vector<std::chrono::milliseconds>{std::chrono::milliseconds(100),
                                                              std::chrono::milliseconds(200)}));
@@ -538,37 +524,30 @@ TEST_F(AppTest, SubmitFollowStreamsRankZeroWhileItRunsThenExitsWithTheJobsStatus
 TEST_F(AppTest, SubmitFollowFollowsTheNewAttemptAfterARestart) {
   fake_.submit_results.push_back(Submitted("j-1"));
   fake_.get_results.push_back(JobIn(v1::JOB_STATE_RUNNING, 0, true));
-  fake_.get_results.push_back(JobIn(v1::JOB_STATE_RUNNING, 0, true));
-  fake_.get_results.push_back(JobIn(v1::JOB_STATE_RUNNING, 1, true));
   fake_.get_results.push_back(JobIn(v1::JOB_STATE_RUNNING, 1, true));
   v1::Job failed = JobIn(v1::JOB_STATE_FAILED, 1);
   failed.set_message("rank 0 exited with code 1");
   fake_.get_results.push_back(failed);
   fake_.get_results.push_back(failed);  // Finish's look-up of the message
-  agents_.logs["127.0.0.2:7071"] = "out\n";
+  fake_.log_streams.push_back({"out\n", absl::OkStatus()});
+  fake_.log_streams.push_back({"out\n", absl::OkStatus()});
   EXPECT_EQ(Run({"submit", "--name", "x", "--follow"}), kExitJobUnsuccessful);
   EXPECT_EQ(out_.str(), "out\nout\n");
-  ASSERT_EQ(agents_.asked.size(), 2u);
-  EXPECT_EQ(agents_.asked[0].second.attempt(), 0);
-  EXPECT_EQ(agents_.asked[1].second.attempt(), 1);
+  ASSERT_EQ(fake_.log_reads.size(), 2u);
+  EXPECT_EQ(fake_.log_reads[0].attempt(), 0);
+  EXPECT_EQ(fake_.log_reads[1].attempt(), 1);
   EXPECT_THAT(err_.str(), HasSubstr("ringctl: job j-1 ended FAILED: rank 0 exited with code 1\n"));
 }
 
 TEST_F(AppTest, SubmitFollowPrintsTheWholeLogOfAJobThatEndedBeforeItWasSeenRunning) {
   fake_.submit_results.push_back(Submitted("j-1"));
   fake_.get_results.push_back(JobIn(v1::JOB_STATE_SUCCEEDED));
-  fake_.get_results.push_back(JobIn(v1::JOB_STATE_SUCCEEDED));  // the log's own look-up
-  v1::ListWorkersResponse workers;
-  workers.add_workers()->set_address("127.0.0.3");
-  workers.mutable_workers(0)->set_port(7071);
-  workers.add_workers()->set_address("127.0.0.2");
-  workers.mutable_workers(1)->set_port(7071);
-  fake_.worker_results.push_back(workers);
-  agents_.logs["127.0.0.2:7071"] = "quick\n";
+  fake_.log_streams.push_back({"quick\n", absl::OkStatus()});
   EXPECT_EQ(Run({"submit", "--name", "x", "--follow"}), kExitOk);
   EXPECT_EQ(out_.str(), "quick\n");
-  ASSERT_EQ(agents_.asked.size(), 2u);
-  EXPECT_FALSE(agents_.asked[1].second.follow());
+  ASSERT_EQ(fake_.log_reads.size(), 1u);
+  EXPECT_FALSE(fake_.log_reads[0].follow());
+  EXPECT_EQ(fake_.log_reads[0].attempt(), 0);
 }
 
 TEST_F(AppTest, WaitAndFollowAreFlagsOfSubmitOnly) {

@@ -1,10 +1,10 @@
-// ringctl logs against a fake scheduler and fake worker agents.
+// ringctl logs against a fake scheduler: what it asks the scheduler (JobService.ReadJobLogs; no
+// worker is dialled any more) and how the scheduler's answers become output and exit codes.
 #include "logs.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <map>
 #include <sstream>
 #include <vector>
 
@@ -14,18 +14,16 @@
 namespace ringmaster::cli {
 namespace {
 
-using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// Answers GetJob and ListWorkers; nothing else is used by `logs`.
-class JobAndWorkers : public SchedulerClient {
+// Answers ReadJobLogs with a scripted log and end; nothing else is used by `logs`.
+class LogsScheduler : public SchedulerClient {
  public:
   absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest&) override {
     return absl::UnimplementedError("");
   }
-  absl::StatusOr<v1::Job> GetJob(const v1::GetJobRequest& request) override {
-    if (request.job_id() != job.id()) return absl::NotFoundError("job " + request.job_id());
-    return job;
+  absl::StatusOr<v1::Job> GetJob(const v1::GetJobRequest&) override {
+    return absl::UnimplementedError("logs must not need GetJob");
   }
   absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest&) override {
     return absl::UnimplementedError("");
@@ -38,55 +36,26 @@ class JobAndWorkers : public SchedulerClient {
     return absl::UnimplementedError("");
   }
   absl::StatusOr<v1::ListWorkersResponse> ListWorkers(const v1::ListWorkersRequest&) override {
-    return workers;
+    return absl::UnimplementedError("logs must not list workers");
   }
-  v1::Job job;
-  v1::ListWorkersResponse workers;
-};
-
-// Worker agents by address: the log each has (NOT_FOUND for the others), and the requests.
-class FakeAgents : public WorkerLogsClient {
- public:
-  absl::Status ReadLogs(const std::string& address, const v1::ReadLogsRequest& request,
-                        const std::function<void(const v1::LogChunk&)>& on_chunk) override {
-    asked.emplace_back(address, request);
-    auto it = logs.find(address);
-    if (it == logs.end()) return absl::NotFoundError("no log here");
-    for (const std::string& piece : it->second) {
+  absl::Status ReadJobLogs(const v1::ReadJobLogsRequest& request,
+                           const std::function<void(const v1::LogChunk&)>& on_chunk) override {
+    asked.push_back(request);
+    for (const std::string& piece : pieces) {
       v1::LogChunk chunk;
       chunk.set_data(piece);
       on_chunk(chunk);
     }
     return end;
   }
-  std::map<std::string, std::vector<std::string>> logs;
+  std::vector<std::string> pieces;
   absl::Status end;
-  std::vector<std::pair<std::string, v1::ReadLogsRequest>> asked;
+  std::vector<v1::ReadJobLogsRequest> asked;
 };
 
 class LogsTest : public ::testing::Test {
  protected:
-  LogsTest() {
-    scheduler_.job.set_id("j-1");
-    scheduler_.job.mutable_spec()->set_replicas(4);
-    scheduler_.job.set_attempt(1);
-    scheduler_.job.set_state(v1::JOB_STATE_RUNNING);
-    for (int r = 0; r < 4; ++r) {
-      v1::RankPlacement* p = scheduler_.job.add_placement();
-      p->set_rank(r);
-      p->set_worker_id(r < 2 ? "w2" : "w3");
-      p->set_worker_address(r < 2 ? "127.0.0.2" : "127.0.0.3");
-      p->set_worker_port(7071);
-    }
-    for (const char* id : {"w2", "w3", "w4"}) {
-      v1::WorkerInfo* w = scheduler_.workers.add_workers();
-      w->set_worker_id(id);
-      w->set_address(std::string("127.0.0.") + id[1]);
-      w->set_port(7071);
-    }
-  }
-
-  // Runs the real command line through RunCli with the fakes.
+  // Runs the real command line through RunCli with the fake.
   int Run(const std::vector<std::string>& args) {
     Runtime runtime;
     runtime.getenv = [](const char*) -> const char* { return nullptr; };
@@ -95,21 +64,16 @@ class LogsTest : public ::testing::Test {
     runtime.new_request_id = [] { return std::string("id"); };
     runtime.connect = [this](const std::string&, std::shared_ptr<grpc::ChannelCredentials>,
                              const std::string&) -> std::unique_ptr<SchedulerClient> {
-      return std::make_unique<Borrowed<SchedulerClient, JobAndWorkers>>(&scheduler_);
-    };
-    runtime.connect_workers =
-        [this](std::shared_ptr<grpc::ChannelCredentials>) -> std::unique_ptr<WorkerLogsClient> {
-      return std::make_unique<BorrowedAgents>(&agents_);
+      return std::make_unique<Borrowed>(&scheduler_);
     };
     out_.str("");
     err_.str("");
     return RunCli(args, runtime, out_, err_);
   }
 
-  template <typename Base, typename Fake>
-  class Borrowed : public Base {
+  class Borrowed : public SchedulerClient {
    public:
-    explicit Borrowed(Fake* fake) : fake_(fake) {}
+    explicit Borrowed(LogsScheduler* fake) : fake_(fake) {}
     absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest& r) override {
       return fake_->SubmitJob(r);
     }
@@ -127,92 +91,91 @@ class LogsTest : public ::testing::Test {
     absl::StatusOr<v1::ListWorkersResponse> ListWorkers(const v1::ListWorkersRequest& r) override {
       return fake_->ListWorkers(r);
     }
-
-   private:
-    Fake* fake_;
-  };
-  class BorrowedAgents : public WorkerLogsClient {
-   public:
-    explicit BorrowedAgents(FakeAgents* fake) : fake_(fake) {}
-    absl::Status ReadLogs(const std::string& a, const v1::ReadLogsRequest& r,
-                          const std::function<void(const v1::LogChunk&)>& f) override {
-      return fake_->ReadLogs(a, r, f);
+    absl::Status ReadJobLogs(const v1::ReadJobLogsRequest& r,
+                             const std::function<void(const v1::LogChunk&)>& f) override {
+      return fake_->ReadJobLogs(r, f);
     }
 
    private:
-    FakeAgents* fake_;
+    LogsScheduler* fake_;
   };
 
-  JobAndWorkers scheduler_;
-  FakeAgents agents_;
+  LogsScheduler scheduler_;
   std::ostringstream out_;
   std::ostringstream err_;
 };
 
-TEST_F(LogsTest, PrintsTheRankLogFromTheWorkerItIsPlacedOn) {
-  agents_.logs["127.0.0.3:7071"] = {"rank 2 on w3\n", "total images/sec: 812.4\n"};
+TEST_F(LogsTest, PrintsTheLogTheSchedulerRelays) {
+  scheduler_.pieces = {"rank 2 on w3\n", "total images/sec: 812.4\n"};
   EXPECT_EQ(Run({"logs", "j-1", "--rank", "2"}), 0) << err_.str();
   EXPECT_EQ(out_.str(), "rank 2 on w3\ntotal images/sec: 812.4\n");
-  ASSERT_EQ(agents_.asked.size(), 1u);
-  EXPECT_EQ(agents_.asked[0].first, "127.0.0.3:7071");
-  const v1::ReadLogsRequest& req = agents_.asked[0].second;
+  ASSERT_EQ(scheduler_.asked.size(), 1u);
+  const v1::ReadJobLogsRequest& req = scheduler_.asked[0];
   EXPECT_EQ(req.job_id(), "j-1");
   EXPECT_EQ(req.rank(), 2);
-  EXPECT_EQ(req.attempt(), 1);
+  EXPECT_FALSE(req.has_attempt());  // the scheduler resolves the current one
   EXPECT_FALSE(req.follow());
 }
 
-TEST_F(LogsTest, RankZeroAndFollowByDefaultAndWithDashF) {
-  agents_.logs["127.0.0.2:7071"] = {"hello\n"};
+TEST_F(LogsTest, RankZeroByDefaultAndFollowWithDashF) {
+  scheduler_.pieces = {"hello\n"};
   EXPECT_EQ(Run({"logs", "j-1", "-f"}), 0) << err_.str();
-  ASSERT_EQ(agents_.asked.size(), 1u);
-  EXPECT_EQ(agents_.asked[0].second.rank(), 0);
-  EXPECT_TRUE(agents_.asked[0].second.follow());
+  ASSERT_EQ(scheduler_.asked.size(), 1u);
+  EXPECT_EQ(scheduler_.asked[0].rank(), 0);
+  EXPECT_TRUE(scheduler_.asked[0].follow());
   EXPECT_EQ(Run({"logs", "--follow", "j-1"}), 0) << err_.str();
-  EXPECT_TRUE(agents_.asked[1].second.follow());
+  EXPECT_TRUE(scheduler_.asked[1].follow());
 }
 
-TEST_F(LogsTest, AnEndedJobIsLookedForOnEveryWorker) {
-  scheduler_.job.clear_placement();
-  scheduler_.job.set_state(v1::JOB_STATE_SUCCEEDED);
-  agents_.logs["127.0.0.4:7071"] = {"ran on w4\n"};
-  EXPECT_EQ(Run({"logs", "j-1", "--rank", "3"}), 0) << err_.str();
-  EXPECT_EQ(out_.str(), "ran on w4\n");
-  std::vector<std::string> asked;
-  for (const auto& [address, req] : agents_.asked) {
-    asked.push_back(address);
-    EXPECT_EQ(req.attempt(), 1);  // the job's last attempt
-  }
-  EXPECT_THAT(asked, ElementsAre("127.0.0.2:7071", "127.0.0.3:7071", "127.0.0.4:7071"));
-}
-
-TEST_F(LogsTest, AnEarlierAttemptIsLookedForOnEveryWorker) {
-  agents_.logs["127.0.0.4:7071"] = {"attempt 0 output\n"};
+TEST_F(LogsTest, AnEarlierAttemptIsAskedFor) {
+  scheduler_.pieces = {"attempt 0 output\n"};
   EXPECT_EQ(Run({"logs", "j-1", "--attempt", "0"}), 0) << err_.str();
   EXPECT_EQ(out_.str(), "attempt 0 output\n");
-  EXPECT_EQ(agents_.asked.back().second.attempt(), 0);
+  ASSERT_TRUE(scheduler_.asked.back().has_attempt());
+  EXPECT_EQ(scheduler_.asked.back().attempt(), 0);
 }
 
 TEST_F(LogsTest, NoLogAnywhereIsNotFound) {
-  scheduler_.job.clear_placement();
+  scheduler_.end = absl::NotFoundError("no worker has a log of job j-1 rank 0 attempt 1");
   EXPECT_EQ(Run({"logs", "j-1"}), kExitNotFound);
-  EXPECT_THAT(err_.str(), HasSubstr("no worker has a log of job j-1 rank 0 attempt 1"));
+  EXPECT_EQ(err_.str(), "ringctl: no worker has a log of job j-1 rank 0 attempt 1\n");
 }
 
-TEST_F(LogsTest, ARankOutsideTheJobIsAUsageError) {
+TEST_F(LogsTest, ARankOutsideTheJobIsAUsageErrorNamingTheFlag) {
+  scheduler_.end = absl::InvalidArgumentError("rank: job j-1 has 4 ranks (0..3), got 4");
   EXPECT_EQ(Run({"logs", "j-1", "--rank", "4"}), kExitUsage);
-  EXPECT_THAT(err_.str(), HasSubstr("has 4 ranks (0..3)"));
-  EXPECT_TRUE(agents_.asked.empty());
+  EXPECT_EQ(err_.str(), "ringctl: --rank: job j-1 has 4 ranks (0..3), got 4\n");
+  scheduler_.end = absl::InvalidArgumentError("attempt: job j-1 has attempts 0..1, got 5");
+  EXPECT_EQ(Run({"logs", "j-1", "--attempt", "5"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--attempt: job j-1 has attempts 0..1"));
 }
 
-TEST_F(LogsTest, AnUnknownJobIsNotFound) { EXPECT_EQ(Run({"logs", "j-2"}), kExitNotFound); }
+TEST_F(LogsTest, AnUnknownJobIsNotFound) {
+  scheduler_.end = absl::NotFoundError("no job j-2");
+  EXPECT_EQ(Run({"logs", "j-2"}), kExitNotFound);
+  EXPECT_EQ(err_.str(), "ringctl: job j-2 not found\n");
+}
 
 TEST_F(LogsTest, AWorkerThatFailsMidStreamFailsTheCommand) {
-  agents_.logs["127.0.0.2:7071"] = {"partial\n"};
-  agents_.end = absl::UnavailableError("connection reset");
+  scheduler_.pieces = {"partial\n"};
+  scheduler_.end = absl::UnavailableError(
+      "reading the log of job j-1 rank 0 attempt 1 from worker w2 at 127.0.0.2:7071: "
+      "connection reset");
   EXPECT_EQ(Run({"logs", "j-1"}), kExitUnreachable);
   EXPECT_EQ(out_.str(), "partial\n");
-  EXPECT_THAT(err_.str(), HasSubstr("from the worker at 127.0.0.2:7071: connection reset"));
+  EXPECT_THAT(err_.str(), HasSubstr("from worker w2 at 127.0.0.2:7071: connection reset"));
+}
+
+TEST_F(LogsTest, AnUnreachableSchedulerSaysSo) {
+  scheduler_.end = absl::UnavailableError("failed to connect to all addresses");
+  EXPECT_EQ(Run({"logs", "j-1", "--scheduler", "h:1"}), kExitUnreachable);
+  EXPECT_EQ(err_.str(), "ringctl: scheduler unreachable at h:1: failed to connect to all addresses\n");
+}
+
+TEST_F(LogsTest, AMissingRightIsReported) {
+  scheduler_.end = absl::PermissionDeniedError("missing right jobs.logs for ReadJobLogs");
+  EXPECT_EQ(Run({"logs", "j-1"}), kExitError);
+  EXPECT_THAT(err_.str(), HasSubstr("missing right jobs.logs"));
 }
 
 TEST(LogsArgsTest, ParsesRankAttemptAndFollowAndKeepsSubmitsDashF) {

@@ -203,10 +203,9 @@ source "$env_file"
 set +a
 scheduler=127.0.0.1:$sched
 prometheus=127.0.0.1:$prom
-# The host's ringctl over TLS with the certificates compose's `certs` service makes; the client
-# certificate is for `ringctl logs` (the workers require one).
-export RINGMASTER_TLS_CA=$tmp/certs/ca.crt RINGMASTER_TLS_CERT=$tmp/certs/client/tls.crt \
-  RINGMASTER_TLS_KEY=$tmp/certs/client/tls.key
+# The host's ringctl over TLS with the CA compose's `certs` service makes; it needs no
+# certificate of its own (`ringctl logs` goes through the scheduler).
+export RINGMASTER_TLS_CA=$tmp/certs/ca.crt
 say "ports: scheduler $scheduler, Prometheus $prometheus, workers 127.0.0.2/127.0.0.3:$wport"
 
 # ---- 4. The compose files are valid, with and without the overrides.

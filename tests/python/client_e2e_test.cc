@@ -40,8 +40,11 @@ TEST(PythonClientE2eTest, UnittestSuitePassesAgainstARealCluster) {
       {"PYTHONDONTWRITEBYTECODE", "1"},
       {"PYTHONUNBUFFERED", "1"},
   };
-  // The cluster speaks TLS: the client certificate of the test CA (logs reaches the workers).
-  for (const auto& [name, value] : TestCerts::Get().Client().Env()) options.env[name] = value;
+  // The cluster speaks TLS: only the test CA, no certificate of the client's own (logs come
+  // through the scheduler).
+  options.env[kTlsCaEnv] = TestCerts::Get().ca();
+  options.env[kTlsCertEnv] = "";
+  options.env[kTlsKeyEnv] = "";
   auto suite = Subprocess::Start(options);
   ASSERT_TRUE(suite.ok()) << suite.status();
   auto code = (*suite)->Wait(300s);

@@ -17,13 +17,16 @@ constexpr Action kAll[] = {Action::kSubmitJob,   Action::kGetJob,      Action::k
                            Action::kGetQueue,    Action::kListQueues,  Action::kCreateQueue,
                            Action::kUpdateQueue, Action::kDeleteQueue, Action::kCreateToken,
                            Action::kListTokens,  Action::kRevokeToken, Action::kListAudit,
-                           Action::kClearWorkerHealth};
+                           Action::kClearWorkerHealth, Action::kReadJobLogs};
 
 bool IsRead(Action a) {
   return a == Action::kGetJob || a == Action::kListJobs || a == Action::kWatchJob ||
          a == Action::kListWorkers || a == Action::kGetQueue || a == Action::kListQueues;
 }
-bool IsWrite(Action a) { return a == Action::kSubmitJob || a == Action::kCancelJob; }
+// Reading a rank's log is granted as writing is: to members and admins, not to viewers.
+bool IsWrite(Action a) {
+  return a == Action::kSubmitJob || a == Action::kCancelJob || a == Action::kReadJobLogs;
+}
 
 TEST(AuthorizeTest, AdminsMayDoEverythingOnEveryTeam) {
   const Principal admin{"t1", "ops", Role::kAdmin};
@@ -59,6 +62,14 @@ TEST(AuthorizeTest, ViewersOnlyRead) {
       EXPECT_THAT(s.message(), HasSubstr("needs role member or admin"));
     }
   }
+}
+
+TEST(AuthorizeTest, RankLogsNeedTheirOwnRightWhichViewersLack) {
+  EXPECT_STREQ(RequiredRight(Action::kReadJobLogs), "jobs.logs");
+  absl::Status viewer = Authorize({"t3", "vision", Role::kViewer}, Action::kReadJobLogs, "vision");
+  EXPECT_EQ(viewer.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(viewer.message(), HasSubstr("missing right jobs.logs for ReadJobLogs"));
+  EXPECT_TRUE(Authorize({"t2", "vision", Role::kMember}, Action::kReadJobLogs, "vision").ok());
 }
 
 TEST(AuthorizeTest, TeamsAndQueues) {

@@ -190,6 +190,17 @@ class AuthzTest : public ::testing::Test {
            if (reader->Read(&event)) return grpc::Status::OK;  // it was served
            return reader->Finish();
          }},
+        {"ReadJobLogs",
+         [job](Ch c) {
+           v1::ReadJobLogsRequest req;
+           req.set_job_id(job);
+           grpc::ClientContext ctx;
+           auto reader = v1::JobService::NewStub(c)->ReadJobLogs(Deadline(&ctx), req);
+           v1::LogChunk chunk;
+           while (reader->Read(&chunk)) {
+           }
+           return reader->Finish();
+         }},
         {"ListWorkers",
          [](Ch c) {
            v1::ListWorkersResponse resp;
@@ -315,9 +326,10 @@ TEST_F(AuthzTest, TheRefusalSaysWhy) {
 }
 
 TEST_F(AuthzTest, WrongRoleIsPermissionDeniedNamingTheRightAndStoresNothing) {
-  // viewer: read only; member: no queue or token administration.
+  // viewer: read only, and not the ranks' logs; member: no queue or token administration.
   const std::map<std::string, std::string> viewer_refused = {
       {"SubmitJob", "jobs.write"},     {"CancelJob", "jobs.write"},
+      {"ReadJobLogs", "jobs.logs"},
       {"CreateQueue", "queues.admin"}, {"UpdateQueue", "queues.admin"},
       {"DeleteQueue", "queues.admin"}, {"CreateToken", "tokens.admin"},
       {"ListTokens", "tokens.admin"},  {"RevokeToken", "tokens.admin"},
@@ -333,7 +345,8 @@ TEST_F(AuthzTest, WrongRoleIsPermissionDeniedNamingTheRightAndStoresNothing) {
     EXPECT_EQ(viewer.error_code(), grpc::StatusCode::PERMISSION_DENIED)
         << rpc.name << " as viewer: " << viewer.error_message();
     EXPECT_THAT(viewer.error_message(), HasSubstr(it->second)) << rpc.name;
-    if (rpc.name == "SubmitJob" || rpc.name == "CancelJob") continue;  // members may
+    // members may
+    if (rpc.name == "SubmitJob" || rpc.name == "CancelJob" || rpc.name == "ReadJobLogs") continue;
     grpc::Status member = rpc.call(member_a_);
     EXPECT_EQ(member.error_code(), grpc::StatusCode::PERMISSION_DENIED)
         << rpc.name << " as member: " << member.error_message();
@@ -345,7 +358,10 @@ TEST_F(AuthzTest, WrongRoleIsPermissionDeniedNamingTheRightAndStoresNothing) {
 TEST_F(AuthzTest, OtherTeamsJobsAreNotFoundAndUnlisted) {
   const auto before = Counts();
   for (const Rpc& rpc : AllRpcs()) {
-    if (rpc.name != "GetJob" && rpc.name != "CancelJob" && rpc.name != "WatchJob") continue;
+    if (rpc.name != "GetJob" && rpc.name != "CancelJob" && rpc.name != "WatchJob" &&
+        rpc.name != "ReadJobLogs") {
+      continue;
+    }
     grpc::Status s = rpc.call(member_b_);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << rpc.name << ": " << s.error_message();
     // The same answer as for a job that does not exist: nothing tells them apart.
@@ -366,6 +382,29 @@ TEST_F(AuthzTest, OtherTeamsJobsAreNotFoundAndUnlisted) {
   bool seen = false;
   for (const v1::Job& job : all.jobs()) seen |= job.id() == job_a_;
   EXPECT_TRUE(seen) << "an admin lists every team's jobs";
+}
+
+TEST_F(AuthzTest, MembersAndAdminsGetPastTheChecksOfReadJobLogs) {
+  // No worker in this suite, and the job waits: the answer comes from the relay, not from a
+  // refusal. Range checks come before any worker is asked.
+  for (const auto& channel : {member_a_, admin_}) {
+    grpc::Status s;
+    for (const Rpc& rpc : AllRpcs()) {
+      if (rpc.name == "ReadJobLogs") s = rpc.call(channel);
+    }
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("no worker has a log of job " + job_a_));
+  }
+  v1::ReadJobLogsRequest req;
+  req.set_job_id(job_a_);
+  req.set_rank(1);
+  grpc::ClientContext ctx;
+  auto reader = v1::JobService::NewStub(member_a_)->ReadJobLogs(Deadline(&ctx), req);
+  v1::LogChunk chunk;
+  EXPECT_FALSE(reader->Read(&chunk));
+  grpc::Status s = reader->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), absl::StrCat("rank: job ", job_a_, " has 1 ranks (0..0), got 1"));
 }
 
 TEST_F(AuthzTest, EnvValuesGoOnlyToTheJobsTeam) {

@@ -37,7 +37,8 @@ class TestCerts {
   // DNS localhost, IP 127.0.0.1 (the scheduler's names).
   CertFiles Scheduler() const { return Named("scheduler"); }
   CertFiles Metrics() const { return Named("metrics"); }
-  // A client certificate without any worker name (ringctl logs).
+  // A client certificate of the CA without any name (what ringctl logs once used; the agents'
+  // ReadLogs now refuses it).
   CertFiles Client() const { return Named("client"); }
   // A certificate naming worker `id` (DNS) with IP SANs 127.0.0.1 .. 127.0.0.9.
   CertFiles Worker(const std::string& id) const;

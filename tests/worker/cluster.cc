@@ -240,11 +240,11 @@ std::vector<v1::JobEvent> Cluster::Events(const std::string& id) {
 }
 
 absl::StatusOr<std::string> Cluster::RankLog(const std::string& agent_addr,
-                                             const std::string& job_id, int rank, int attempt) {
-  // As `ringctl logs` with ringctl's client certificate: agents serve only the cluster's CA.
+                                             const std::string& job_id, int rank, int attempt,
+                                             const CertFiles* as) {
+  const CertFiles cert = as != nullptr ? *as : TestCerts::Get().Scheduler();
   auto stub = v1::WorkerAgent::NewStub(grpc::CreateChannel(
-      agent_addr,
-      *MakeChannelCredentials(TestCerts::Get().Client().Options(), ServerName::kAnyOfTheCa)));
+      agent_addr, *MakeChannelCredentials(cert.Options(), ServerName::kAnyOfTheCa)));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1::ReadLogsRequest req;

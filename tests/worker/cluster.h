@@ -20,6 +20,7 @@
 #include "scheduler/harness.h"
 #include "support/redis_server.h"
 #include "support/subprocess.h"
+#include "support/test_certs.h"
 #include "support/test_database.h"
 
 namespace ringmaster::test {
@@ -91,9 +92,12 @@ class Cluster {
                                      std::chrono::milliseconds timeout = std::chrono::seconds(30));
   // Every event of an ended job (WatchJob ends after the terminal one).
   std::vector<v1::JobEvent> Events(const std::string& id);
-  // The log of a rank, read through the ReadLogs call of the worker at `agent_addr`.
+  // The log of a rank, read through the ReadLogs call of the worker at `agent_addr`, as the
+  // scheduler reads it (with its certificate; agents serve ReadLogs to nobody else), or with
+  // the certificate `as`.
   absl::StatusOr<std::string> RankLog(const std::string& agent_addr, const std::string& job_id,
-                                      int rank, int attempt = -1);
+                                      int rank, int attempt = -1,
+                                      const CertFiles* as = nullptr);
   // The worker's /metrics page.
   std::string Metrics(const WorkerProcess& worker);
 

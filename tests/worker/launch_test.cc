@@ -218,5 +218,16 @@ TEST(LaunchTest, LoopbackAddresses) {
   EXPECT_FALSE(IsLoopbackAddress("node-127"));
 }
 
+TEST(LaunchTest, TheLaunchLineNamesTheEnvironmentButNeverItsValues) {
+  const std::string line =
+      DescribeLaunch({"python3", "train.py", "--lr", "0.1\nfake line"},
+                     {{"AWS_SECRET_ACCESS_KEY", "s3cr3t-value"}, {"RANK", "0"}});
+  EXPECT_EQ(line,
+            "argv: python3 train.py --lr 0.1\\nfake line; env names: AWS_SECRET_ACCESS_KEY RANK");
+  EXPECT_THAT(line, Not(HasSubstr("s3cr3t")));
+  EXPECT_THAT(DescribeLaunch({"true"}, {}), HasSubstr("env names: (none)"));
+  EXPECT_LE(DescribeLaunch({std::string(5000, 'a')}, {}).size(), 2100u);
+}
+
 }  // namespace
 }  // namespace ringmaster::worker

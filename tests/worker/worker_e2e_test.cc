@@ -180,13 +180,12 @@ TEST_F(WorkerE2eTest, FourRankMpiJobSpansTwoWorkersAndSucceeds) {
     seen_workers.insert(r.worker_id());
   }
   EXPECT_THAT(seen_workers, SizeIs(2));
-  // ringctl logs finds it too, though the ended job has no placement any more; with the CA
-  // from its flag and its client certificate from the environment (the agents require one).
-  const CertFiles client = TestCerts::Get().Client();
+  // ringctl logs finds it too, though the ended job has no placement any more: through the
+  // scheduler, with only the CA from its flag (no certificate of its own).
   auto ringctl = Subprocess::Start(
       {RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler", cluster_->scheduler().addr(),
-       "--tls-ca", client.ca, "logs", id, "--rank", "2"},
-      {{"RINGMASTER_TLS_CERT", client.cert}, {"RINGMASTER_TLS_KEY", client.key}});
+       "--tls-ca", TestCerts::Get().ca(), "logs", id, "--rank", "2"},
+      {{"RINGMASTER_TLS_CERT", ""}, {"RINGMASTER_TLS_KEY", ""}});
   ASSERT_TRUE(ringctl.ok()) << ringctl.status();
   auto code = (*ringctl)->Wait(10s);
   ASSERT_TRUE(code.ok()) << code.status();
@@ -195,6 +194,15 @@ TEST_F(WorkerE2eTest, FourRankMpiJobSpansTwoWorkersAndSucceeds) {
   // A rank's log is only on the worker it ran on (ranks 0 and 3 are on different ones).
   EXPECT_EQ(cluster_->RankLog(AgentOf(*placed, 3), id, 0).status().code(),
             absl::StatusCode::kNotFound);
+  // The agents serve logs to the scheduler only: a certificate of the cluster's CA that does
+  // not name it (ringctl's old client certificate, a worker's) is refused, whoever asks.
+  const CertFiles client = TestCerts::Get().Client();
+  const CertFiles worker = TestCerts::Get().Worker(placed->placement(1).worker_id());
+  for (const CertFiles* as : {&client, &worker}) {
+    absl::StatusOr<std::string> refused = cluster_->RankLog(AgentOf(*placed, 0), id, 0, -1, as);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied) << as->cert;
+    EXPECT_THAT(refused.status().message(), HasSubstr("ringmaster-scheduler")) << as->cert;
+  }
 }
 
 TEST_F(WorkerE2eTest, TrainerJobOnCpuSlotsPrintsAndExportsItsThroughput) {

@@ -38,6 +38,8 @@ const char* ActionName(Action action) {
       return "CancelJob";
     case Action::kWatchJob:
       return "WatchJob";
+    case Action::kReadJobLogs:
+      return "ReadJobLogs";
     case Action::kListWorkers:
       return "ListWorkers";
     case Action::kGetQueue:
@@ -79,6 +81,7 @@ Level LevelOf(Action action) {
       return Level::kRead;
     case Action::kSubmitJob:
     case Action::kCancelJob:
+    case Action::kReadJobLogs:
       return Level::kWrite;
     case Action::kCreateQueue:
     case Action::kUpdateQueue:
@@ -104,6 +107,8 @@ const char* RequiredRight(Action action) {
     case Action::kSubmitJob:
     case Action::kCancelJob:
       return "jobs.write";
+    case Action::kReadJobLogs:
+      return "jobs.logs";
     case Action::kListWorkers:
       return "workers.read";
     case Action::kGetQueue:

@@ -2,8 +2,9 @@
 //
 // A principal is a bearer token's holder: a role within a team. `admin` may do everything,
 // whatever its team; `member` reads and writes what belongs to its own team (submit to the
-// queues bound to the team, get, list, watch and cancel the team's jobs); `viewer` only reads
-// its own team's things. Things of another team are not refused but invisible: the caller
+// queues bound to the team, get, list, watch and cancel the team's jobs, read their logs);
+// `viewer` only reads its own team's things, and not the ranks' logs (a rank's output is the
+// team's program talking, and may print what it was given: credentials, data paths). Things of another team are not refused but invisible: the caller
 // gets NOT_FOUND, as for a job that does not exist (the adapters apply that; see
 // `SeesTeam`). No I/O; thread-safe.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_AUTHZ_H_
@@ -35,6 +36,7 @@ enum class Action {
   kListJobs,
   kCancelJob,
   kWatchJob,
+  kReadJobLogs,
   kListWorkers,
   kGetQueue,
   kListQueues,

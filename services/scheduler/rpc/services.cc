@@ -134,6 +134,29 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJ
       [&] { return ctx->IsCancelled(); }));
 }
 
+grpc::Status JobServiceImpl::ReadJobLogs(grpc::ServerContext* ctx,
+                                         const v1::ReadJobLogsRequest* req,
+                                         grpc::ServerWriter<v1::LogChunk>* writer) {
+  // Every check before any worker hears of the call: token, visibility, right, range.
+  auto who = auth_->Authenticate(*ctx);
+  if (!who.ok()) return ToGrpcStatus(who.status());
+  auto job = VisibleJob(*who, req->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  if (auto s = Authorize(*who, Action::kReadJobLogs, job->team); !s.ok()) return ToGrpcStatus(s);
+  std::vector<Worker> workers;
+  for (WorkerView& view : scheduler_->ListWorkers()) workers.push_back(std::move(view.worker));
+  std::optional<int32_t> attempt;
+  if (req->has_attempt()) attempt = req->attempt();
+  absl::StatusOr<LogPlan> plan = PlanLogRead(*job, req->rank(), attempt, workers);
+  if (!plan.ok()) return ToGrpcStatus(plan.status());
+  if (logs_ == nullptr) {
+    return ToGrpcStatus(absl::UnimplementedError("this scheduler does not relay logs"));
+  }
+  return ToGrpcStatus(logs_->Relay(*plan, req->follow(), ctx, [&](const v1::LogChunk& chunk) {
+    return writer->Write(chunk);
+  }));
+}
+
 namespace {
 
 // `admin`: the unhealthy reason names a job and its check output; other roles see only that the

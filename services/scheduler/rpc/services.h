@@ -6,16 +6,19 @@
 #include "ringmaster/v1/job.grpc.pb.h"
 #include "ringmaster/v1/worker.grpc.pb.h"
 #include "rpc/authenticator.h"
+#include "rpc/log_relay.h"
 #include "scheduler.h"
 
 namespace ringmaster::scheduler {
 
 // Every RPC first authenticates the caller's bearer token and checks its right (core/authz.h);
 // jobs of other teams are NOT_FOUND and absent from lists, and command env values are shown
-// only to the job's own team (others, admins, see the names with values redacted).
+// only to the job's own team (others, admins, see the names with values redacted). Rank logs
+// are relayed by `logs` (null: ReadJobLogs is UNIMPLEMENTED).
 class JobServiceImpl final : public v1::JobService::Service {
  public:
-  JobServiceImpl(Scheduler* scheduler, Authenticator* auth) : scheduler_(scheduler), auth_(auth) {}
+  JobServiceImpl(Scheduler* scheduler, Authenticator* auth, LogRelay* logs = nullptr)
+      : scheduler_(scheduler), auth_(auth), logs_(logs) {}
   grpc::Status SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
                          v1::SubmitJobResponse* resp) override;
   grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
@@ -26,12 +29,15 @@ class JobServiceImpl final : public v1::JobService::Service {
                          v1::CancelJobResponse* resp) override;
   grpc::Status WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
                         grpc::ServerWriter<v1::JobEvent>* writer) override;
+  grpc::Status ReadJobLogs(grpc::ServerContext* ctx, const v1::ReadJobLogsRequest* req,
+                           grpc::ServerWriter<v1::LogChunk>* writer) override;
 
  private:
   // The job if `who` may see it; NOT_FOUND, the same as for a job that does not exist, if not.
   absl::StatusOr<Job> VisibleJob(const Principal& who, const std::string& job_id);
   Scheduler* scheduler_;
   Authenticator* auth_;
+  LogRelay* logs_;
 };
 
 class ClusterServiceImpl final : public v1::ClusterService::Service {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -244,6 +245,18 @@ std::map<std::string, std::string> RankEnvironment(const Assignment& assignment,
 }
 
 std::string JoinCommand(const std::vector<std::string>& words) { return absl::StrJoin(words, " "); }
+
+std::string DescribeLaunch(const std::vector<std::string>& argv,
+                           const std::map<std::string, std::string>& env) {
+  constexpr size_t kMaxArgvText = 2000;
+  std::string text = absl::CHexEscape(JoinCommand(argv));
+  if (text.size() > kMaxArgvText) text = absl::StrCat(text.substr(0, kMaxArgvText), "...");
+  std::vector<std::string> names;
+  names.reserve(env.size());
+  for (const auto& [name, value] : env) names.push_back(absl::CHexEscape(name));
+  return absl::StrCat("argv: ", text, "; env names: ",
+                      names.empty() ? "(none)" : absl::StrJoin(names, " "));
+}
 
 absl::Status ValidateExecCommand(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& env) {

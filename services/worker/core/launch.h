@@ -107,6 +107,13 @@ std::map<std::string, std::string> RankEnvironment(const Assignment& assignment,
 // Words joined by single spaces, as ssh joins its command before the remote shell runs it.
 std::string JoinCommand(const std::vector<std::string>& words);
 
+// What the worker logs when it starts a process (a rank, mpirun, an Exec'd command): its argv
+// (control characters escaped, so it stays one line; cut at 2000 bytes) and the NAMES of the
+// environment variables it sets, never their values: a job's env may carry credentials, which
+// only its team may read (docs/security.md).
+std::string DescribeLaunch(const std::vector<std::string>& argv,
+                           const std::map<std::string, std::string>& env);
+
 // Checks an Exec request's command and environment against the limits in agent.proto.
 absl::Status ValidateExecCommand(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& env);

@@ -44,6 +44,12 @@ grpc::Status AgentServiceImpl::Exec(grpc::ServerContext* ctx, const v1::ExecRequ
 
 grpc::Status AgentServiceImpl::ReadLogs(grpc::ServerContext* ctx, const v1::ReadLogsRequest* req,
                                         grpc::ServerWriter<v1::LogChunk>* writer) {
+  if (verify_peers_) {
+    if (auto s = CheckPeerNamed(*ctx->auth_context(), log_readers_, "ReadLogs"); !s.ok()) {
+      RM_LOG(kWarning) << "refused ReadLogs from " << ctx->peer() << ": " << s.message();
+      return ToGrpcStatus(s);
+    }
+  }
   std::optional<int32_t> attempt;
   if (req->has_attempt()) attempt = req->attempt();
   return ToGrpcStatus(agent_->ReadLogs(

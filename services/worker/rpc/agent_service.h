@@ -3,6 +3,9 @@
 #ifndef RINGMASTER_SERVICES_WORKER_RPC_AGENT_SERVICE_H_
 #define RINGMASTER_SERVICES_WORKER_RPC_AGENT_SERVICE_H_
 
+#include <string>
+#include <vector>
+
 #include "agent.h"
 #include "ringmaster/v1/agent.grpc.pb.h"
 
@@ -11,10 +14,13 @@ namespace ringmaster::worker {
 //
 // With `verify_peers` (every mode but --insecure), Exec, StartRank and ReportRank are served
 // only to callers with a certificate of the cluster's CA (the port's mutual TLS already demands
-// one; this keeps the rule where the calls are), on top of the per-attempt token.
+// one; this keeps the rule where the calls are), on top of the per-attempt token; ReadLogs only
+// to callers whose certificate has one of `log_readers` as a subjectAltName DNS name: the
+// scheduler, which checks who may read a job's logs and relays them.
 class AgentServiceImpl final : public v1::WorkerAgent::Service {
  public:
-  AgentServiceImpl(Agent* agent, bool verify_peers) : agent_(agent), verify_peers_(verify_peers) {}
+  AgentServiceImpl(Agent* agent, bool verify_peers, std::vector<std::string> log_readers)
+      : agent_(agent), verify_peers_(verify_peers), log_readers_(std::move(log_readers)) {}
 
   grpc::Status Exec(grpc::ServerContext* ctx, const v1::ExecRequest* req,
                     grpc::ServerWriter<v1::ExecOutput>* writer) override;
@@ -30,6 +36,7 @@ class AgentServiceImpl final : public v1::WorkerAgent::Service {
 
   Agent* agent_;
   bool verify_peers_;
+  std::vector<std::string> log_readers_;
 };
 
 }  // namespace ringmaster::worker
