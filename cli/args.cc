@@ -591,8 +591,22 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
   if (saw_dash_dash) cmd.overrides.command = std::vector<std::string>(dash_dash + 1, args.end());
 
   CliApp cli;
-  std::vector<std::string> reversed(args.begin(), dash_dash);  // CLI11 takes argv back to front
-  std::reverse(reversed.begin(), reversed.end());
+  // CLI11 reads `--name=` as `--name` and takes the next argument as the value; here it is the
+  // empty value (which ApplyFlag may refuse by name), so `--name=` becomes `--name ""`.
+  std::vector<std::string> reversed;
+  for (auto arg = args.begin(); arg != dash_dash; ++arg) {
+    if (arg->size() > 3 && absl::StartsWith(*arg, "--") && absl::EndsWith(*arg, "=")) {
+      const std::string name = arg->substr(2, arg->size() - 3);
+      if (std::any_of(Flags().begin(), Flags().end(), [&name](const FlagSpec& flag) {
+            return flag.value_name != nullptr && name == flag.name;
+          })) {
+        reversed.insert(reversed.end(), {"--" + name, ""});
+        continue;
+      }
+    }
+    reversed.push_back(*arg);
+  }
+  std::reverse(reversed.begin(), reversed.end());  // CLI11 takes argv back to front
   try {
     cli.app.parse(reversed);
   } catch (const CLI::ArgumentMismatch& e) {

@@ -1,6 +1,7 @@
 #include "common/flags.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -70,8 +71,29 @@ absl::Status Flags::Parse(int argc, char** argv) {
   }
   std::vector<std::string> positional;
   if (!pass_through_) app.add_option("args", positional);
+  // CLI11 reads `--name=` (nothing after '=') as `--name` and takes the next argument as its
+  // value; ours is the empty string, as before CLI11, so `--name=` becomes `--name ""`.
+  std::vector<std::string> args;
+  bool flags_end = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    flags_end |= arg == "--" || (pass_through_ && arg[0] != '-');
+    auto flag = arg.size() > 3 && !flags_end && absl::EndsWith(arg, "=")
+                    ? flags_.find(arg.substr(2, arg.size() - 3))
+                    : flags_.end();
+    if (absl::StartsWith(arg, "--") && flag != flags_.end() && !flag->second.is_switch) {
+      args.insert(args.end(), {arg.substr(0, arg.size() - 1), ""});
+      continue;
+    }
+    args.push_back(arg);
+    auto valued = flags_.find(absl::StartsWith(arg, "--") ? arg.substr(2) : "");
+    if (!flags_end && valued != flags_.end() && !valued->second.is_switch && i + 1 < argc) {
+      args.push_back(argv[++i]);  // a value, even one that looks like a flag or a positional
+    }
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes argv back to front
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ArgumentMismatch& e) {
     // "--name: 1 required TEXT missing": the only way to miss a value is to end argv early.
     const std::string what = e.what();

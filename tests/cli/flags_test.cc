@@ -80,6 +80,17 @@ TEST(FlagsTest, SwitchesTakeNoValueOrAnExplicitOne) {
             "--insecure (or RINGMASTER_INSECURE) must be true or false, got 'maybe'");
 }
 
+TEST(FlagsTest, NothingAfterEqualsIsTheEmptyValue) {
+  Flags flags = MakeFlags();
+  ASSERT_TRUE(Parse(flags, {"--listen=", "--pool-size=3"}).ok());
+  EXPECT_EQ(flags.Get("listen"), "");
+  EXPECT_EQ(flags.Get("pool-size"), "3");
+  Flags value = MakeFlags();
+  ASSERT_TRUE(Parse(value, {"--listen", "--pool-size=", "--pool-size", "4"}).ok());
+  EXPECT_EQ(value.Get("listen"), "--pool-size=");
+  EXPECT_EQ(value.Get("pool-size"), "4");
+}
+
 TEST(FlagsTest, TheLastOfARepeatedFlagWins) {
   Flags flags = MakeFlags();
   ASSERT_TRUE(Parse(flags, {"--listen=a:1", "--listen", "b:2"}).ok());

@@ -38,7 +38,7 @@ std::string ReadAll(const std::string& path) {
 }
 
 // Runs `binary args` with `env` added, stdout and stderr apart (sh redirects them to files).
-Result Run(const std::string& binary, const std::vector<std::string>& args,
+Result RunBinary(const std::string& binary, const std::vector<std::string>& args,
            const std::map<std::string, std::string>& env = {}) {
   static int counter = 0;
   const std::string base = ::testing::TempDir() + "/help-test-" + std::to_string(getpid()) + "-" +
@@ -93,7 +93,7 @@ TEST(HelpTest, HelpPrintsUsageSummaryAndEveryFlagsVariableAndDefault) {
     const std::string name = NameOf(binary);
     SCOPED_TRACE(name);
     for (const char* help : {"--help", "-h"}) {
-      Result r = Run(binary, {help});
+      Result r = RunBinary(binary, {help});
       EXPECT_EQ(r.exit_code, 0) << r.err;
       EXPECT_EQ(r.err, "");
       EXPECT_THAT(r.out, StartsWith("Usage: " + name + " "));
@@ -116,7 +116,7 @@ TEST(HelpTest, HelpPrintsUsageSummaryAndEveryFlagsVariableAndDefault) {
 TEST(HelpTest, RingctlHelpNamesEveryVariableItReads) {
   for (const std::string& binary : Binaries()) {
     if (NameOf(binary) != "ringctl") continue;
-    Result r = Run(binary, {"--help"});
+    Result r = RunBinary(binary, {"--help"});
     for (const char* env : {"RINGMASTER_SCHEDULER", "RINGMASTER_TLS_CA", "RINGMASTER_TLS_CERT",
                             "RINGMASTER_TLS_KEY", "RINGMASTER_TOKEN", "RINGMASTER_INSECURE"}) {
       EXPECT_THAT(r.out, HasSubstr(env));
@@ -133,7 +133,7 @@ TEST(HelpTest, UnknownFlagIsOneLineNamingItAndExitsTwo) {
     SCOPED_TRACE(name);
     for (const std::vector<std::string>& args :
          std::vector<std::vector<std::string>>{{"--no-such-flag"}, {"--no-such-flag=3"}}) {
-      Result r = Run(binary, args);
+      Result r = RunBinary(binary, args);
       EXPECT_EQ(r.exit_code, 2) << r.err;
       EXPECT_EQ(r.out, "");
       EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -161,7 +161,7 @@ TEST(HelpTest, EnvironmentFallbacksAreRead) {
     const std::string name = NameOf(binary);
     SCOPED_TRACE(name);
     if (name == "ringctl") {
-      Result r = Run(binary, {"list"}, {{"RINGMASTER_TLS_CA", "/nonexistent/ca.pem"}});
+      Result r = RunBinary(binary, {"list"}, {{"RINGMASTER_TLS_CA", "/nonexistent/ca.pem"}});
       EXPECT_EQ(r.exit_code, 2);
       EXPECT_THAT(r.err, HasSubstr("RINGMASTER_TLS_CA"));
       EXPECT_THAT(r.err, HasSubstr("/nonexistent/ca.pem"));
@@ -169,30 +169,30 @@ TEST(HelpTest, EnvironmentFallbacksAreRead) {
     }
     if (name == "ringmaster-rsh") {
       // Without its variables it says which it needs; with them it gets as far as the host.
-      Result bare = Run(binary, {"host-a", "true"});
+      Result bare = RunBinary(binary, {"host-a", "true"});
       EXPECT_EQ(bare.exit_code, 255);
       EXPECT_THAT(bare.err, HasSubstr("needs RINGMASTER_AGENT_PORTS"));
-      Result set = Run(binary, {"host-a", "true"},
-                       {{"RINGMASTER_AGENT_PORTS", "host-b=7071"},
+      Result set = RunBinary(binary, {"host-a", "true"},
+                       {{"RINGMASTER_AGENT_PORTS", "host-b:7071"},
                         {"RINGMASTER_JOB_ID", "j-1"},
                         {"RINGMASTER_ATTEMPT", "1"},
                         {"RINGMASTER_TOKEN", "t"}});
       EXPECT_EQ(set.exit_code, 255);
-      EXPECT_THAT(set.err, HasSubstr("host-a"));
+      EXPECT_THAT(set.err, HasSubstr("host host-a is not a worker of this job"));
       EXPECT_THAT(set.err, ::testing::Not(HasSubstr("needs RINGMASTER_AGENT_PORTS")));
       continue;
     }
     auto it = fallbacks.find(name);
     if (it == fallbacks.end()) continue;  // rank, progress: no flags, the worker's variables
     const Fallback& f = it->second;
-    Result help = Run(binary, {"--help"});
+    Result help = RunBinary(binary, {"--help"});
     EXPECT_THAT(help.out, HasSubstr("  " + f.flag + " (" + f.variable + ", default '"));
-    Result r = Run(binary, {}, {{f.variable, "not-a-number"}});
+    Result r = RunBinary(binary, {}, {{f.variable, "not-a-number"}});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.err, name + ": " + f.flag + " (or " + f.variable +
                          ") must be an integer, got 'not-a-number'\n");
     // The flag wins over its variable.
-    Result flag_wins = Run(binary, {f.flag + "=also-bad"}, {{f.variable, "not-a-number"}});
+    Result flag_wins = RunBinary(binary, {f.flag + "=also-bad"}, {{f.variable, "not-a-number"}});
     EXPECT_EQ(flag_wins.exit_code, 2);
     EXPECT_THAT(flag_wins.err, HasSubstr("got 'also-bad'"));
   }
