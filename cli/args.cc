@@ -1,10 +1,12 @@
 #include "args.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -497,6 +499,73 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
   return absl::OkStatus();
 }
 
+// The CLI11 application of ringctl: one subcommand per verb with the flags of that verb and
+// the global ones (so those go before or after the command), plus `help [COMMAND]`. Every flag
+// is a plain option whose values ParseArgs reads back in argv order and checks with ApplyFlag,
+// so the messages name the flag the same way whatever CLI11's own wording. Unknown flags are
+// left to ParseArgs (allow_extras), which knows whether they belong to another command.
+struct CliApp {
+  CLI::App app{"Command-line client of the Ringmaster scheduler.", "ringctl"};
+  CLI::App* help = nullptr;
+  std::vector<std::string> help_args;
+  std::map<Verb, CLI::App*> verbs;
+  std::map<Verb, std::vector<std::string>> positional;
+  std::map<const CLI::Option*, const FlagSpec*> specs;
+
+  CliApp() {
+    AddFlags(&app, Verb::kNone);
+    // One command: after it, a word such as `get` in `queue get NAME` is the command's argument.
+    app.require_subcommand(0, 1);
+    help = app.add_subcommand("help", "Print the usage of ringctl or of one command.");
+    AddFlags(help, Verb::kNone);
+    help->add_option("command", help_args);
+    for (const VerbInfo& info : kVerbs) {
+      CLI::App* sub = app.add_subcommand(info.name, info.summary);
+      AddFlags(sub, info.verb);
+      sub->add_option("args", positional[info.verb]);
+      verbs[info.verb] = sub;
+    }
+  }
+
+  void AddFlags(CLI::App* to, Verb verb) {
+    to->set_help_flag();  // -h/--help is a FlagSpec: help wins over errors (ParseArgs)
+    to->allow_extras();
+    for (const FlagSpec& flag : Flags()) {
+      if (verb == Verb::kNone ? !flag.verbs.empty() : !AppliesTo(flag, verb)) continue;
+      std::string names = absl::StrCat("--", flag.name);
+      if (flag.short_name != 0)
+        names = absl::StrCat("-", std::string(1, flag.short_name), ",", names);
+      CLI::Option* option = flag.value_name == nullptr ? to->add_flag(names, flag.help)
+                                                       : to->add_option(names, flag.help);
+      option->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      specs[option] = &flag;
+    }
+  }
+};
+
+// The message for a flag CLI11 did not know in `verb` (kNone: before the command).
+absl::Status UnknownFlag(const std::string& arg, Verb verb) {
+  const bool is_short = arg[1] != '-';
+  const std::string name = is_short ? arg.substr(1, 1) : arg.substr(2, arg.find('=') - 2);
+  const std::string shown = is_short ? "-" + name : "--" + name;
+  const FlagSpec* flag = FindFlag(name, is_short, verb);
+  if (flag == nullptr) {
+    const std::string help = verb == Verb::kNone
+                                 ? "ringctl --help"
+                                 : absl::StrCat("ringctl ", VerbName(verb), " --help");
+    return absl::InvalidArgumentError(absl::StrCat("unknown flag ", shown, " (see ", help, ")"));
+  }
+  if (verb == Verb::kNone) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(shown, " belongs to a command; put it after the command name"));
+  }
+  if (flag->value_name == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(shown, " is not a flag of ", VerbName(verb)));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(VerbName(verb), " does not take ", shown,
+                                                 " (see ringctl ", VerbName(verb), " --help)"));
+}
+
 }  // namespace
 
 std::optional<v1::JobState> ParseJobState(const std::string& text) {
@@ -516,94 +585,116 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
   auto fail = [&first_error](absl::Status status) {
     if (first_error.ok()) first_error = std::move(status);
   };
-  std::vector<std::string> positional;
-  bool saw_dash_dash = false;
-  bool help_verb = false;
-  absl::Status command_error;
+  // Everything after the first `--` is the command of a command workload, never flags.
+  auto dash_dash = std::find(args.begin(), args.end(), "--");
+  const bool saw_dash_dash = dash_dash != args.end();
+  if (saw_dash_dash) cmd.overrides.command = std::vector<std::string>(dash_dash + 1, args.end());
 
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      saw_dash_dash = true;
-      cmd.overrides.command =
-          std::vector<std::string>(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-      break;
+  CliApp cli;
+  // CLI11 reads `--name=` as `--name` and takes the next argument as the value; here it is the
+  // empty value (which ApplyFlag may refuse by name), so `--name=` becomes `--name ""`.
+  std::vector<std::string> reversed;
+  for (auto arg = args.begin(); arg != dash_dash; ++arg) {
+    if (arg->size() > 3 && absl::StartsWith(*arg, "--") && absl::EndsWith(*arg, "=")) {
+      const std::string name = arg->substr(2, arg->size() - 3);
+      if (std::any_of(Flags().begin(), Flags().end(), [&name](const FlagSpec& flag) {
+            return flag.value_name != nullptr && name == flag.name;
+          })) {
+        reversed.insert(reversed.end(), {"--" + name, ""});
+        continue;
+      }
     }
-    if (arg.size() < 2 || arg[0] != '-') {
-      if (cmd.verb != Verb::kNone || !command_error.ok()) {
-        positional.push_back(arg);
-      } else if (arg == "help" && !help_verb) {
-        help_verb = true;
-        cmd.help = true;
-      } else if (std::optional<Verb> verb = FindVerb(arg); verb) {
+    reversed.push_back(*arg);
+  }
+  std::reverse(reversed.begin(), reversed.end());  // CLI11 takes argv back to front
+  try {
+    cli.app.parse(reversed);
+  } catch (const CLI::ArgumentMismatch& e) {
+    // "--name: 1 required TEXT missing": argv ended where a value was due.
+    const std::string what = e.what();
+    if (absl::EndsWith(what, " missing")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what.substr(0, what.find(':')), " needs a value"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(what, " (see ringctl --help)"));
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(absl::StrCat(e.what(), " (see ringctl --help)"));
+  }
+
+  // Which command, from the subcommand CLI11 entered; `help COMMAND` names one too.
+  CLI::App* sub = nullptr;
+  absl::Status command_error;
+  for (const auto& [verb, app] : cli.verbs) {
+    if (app->parsed()) {
+      cmd.verb = verb;
+      sub = app;
+    }
+  }
+  if (cli.help->parsed()) {
+    cmd.help = true;
+    if (!cli.help_args.empty()) {
+      if (std::optional<Verb> verb = FindVerb(cli.help_args.front()); verb) {
         cmd.verb = *verb;
       } else {
         command_error = absl::InvalidArgumentError(
-            absl::StrCat("unknown command '", arg, "' (see ringctl --help)"));
-        fail(command_error);
+            absl::StrCat("unknown command '", cli.help_args.front(), "' (see ringctl --help)"));
       }
-      continue;
     }
-    // -o json, -ojson, --output json, --output=json.
-    const bool is_short = arg[1] != '-';
-    std::string name = is_short ? arg.substr(1, 1) : arg.substr(2);
-    std::optional<std::string> value;
-    if (is_short) {
-      if (arg.size() > 2) value = arg.substr(arg[2] == '=' ? 3 : 2);
-    } else if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
+  }
+  // What CLI11 did not recognise before the command: flags of some command, or a word that is
+  // no command.
+  for (const std::string& arg : cli.app.remaining()) {
+    if (arg.size() >= 2 && arg[0] == '-') {
+      fail(UnknownFlag(arg, Verb::kNone));
+    } else if (command_error.ok() && !cli.help->parsed()) {
+      command_error = absl::InvalidArgumentError(
+          absl::StrCat("unknown command '", arg, "' (see ringctl --help)"));
+      fail(command_error);
     }
-    const std::string shown = is_short ? "-" + name : "--" + name;
-    const FlagSpec* flag = FindFlag(name, is_short, cmd.verb);
-    if (flag == nullptr) {
-      const std::string help = cmd.verb == Verb::kNone
-                                   ? "ringctl --help"
-                                   : absl::StrCat("ringctl ", VerbName(cmd.verb), " --help");
-      fail(absl::InvalidArgumentError(absl::StrCat("unknown flag ", shown, " (see ", help, ")")));
-      continue;
+  }
+  std::vector<std::string> positional;
+  if (sub != nullptr) {
+    positional = cli.positional[cmd.verb];
+    for (const std::string& arg : sub->remaining()) {
+      if (arg.size() >= 2 && arg[0] == '-') {
+        fail(UnknownFlag(arg, cmd.verb));
+      } else {
+        positional.push_back(arg);
+      }
     }
-    if (flag->value_name == nullptr) {
-      if (std::string(flag->name) == "help") {
+  }
+
+  // The flags' values in argv order: the global ones before the command, then the command's.
+  for (CLI::App* app : {&cli.app, cli.help, sub}) {
+    if (app == nullptr) continue;
+    std::map<const CLI::Option*, size_t> next;
+    for (const CLI::Option* option : app->parse_order()) {
+      auto spec = cli.specs.find(option);
+      if (spec == cli.specs.end()) continue;
+      const FlagSpec& flag = *spec->second;
+      const std::string& value = option->results()[next[option]++];
+      const std::string name = flag.name;
+      if (flag.value_name != nullptr) {
+        if (absl::Status status = ApplyFlag(flag, value, &cmd); !status.ok()) fail(status);
+      } else if (value != "true") {
+        // `--wait=yes`: CLI11 hands a switch's value through.
+        fail(absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value")));
+      } else if (name == "help") {
         cmd.help = true;
-      } else if (!AppliesTo(*flag, cmd.verb)) {
-        fail(absl::InvalidArgumentError(
-            absl::StrCat(shown, cmd.verb == Verb::kNone
-                                    ? " belongs to a command; put it after the command name"
-                                    : absl::StrCat(" is not a flag of ", VerbName(cmd.verb)))));
-      } else if (value) {
-        fail(absl::InvalidArgumentError(absl::StrCat(shown, " takes no value")));
-      } else if (std::string(flag->name) == "wait") {
+      } else if (name == "wait") {
         cmd.wait = true;
-      } else if (std::string(flag->name) == "insecure") {
+      } else if (name == "insecure") {
         cmd.tls.insecure = true;
-      } else if (std::string(flag->name) == "parallel") {
+      } else if (name == "parallel") {
         cmd.study_parallel = true;
-      } else if (std::string(flag->name) == "cpu") {
+      } else if (name == "cpu") {
         cmd.study_cpu = true;
-      } else if (std::string(flag->name) == "all") {
+      } else if (name == "all") {
         cmd.all_tokens = true;
       } else {
         cmd.follow = true;
       }
-      continue;
     }
-    if (!value) {
-      if (i + 1 >= args.size()) {
-        fail(absl::InvalidArgumentError(absl::StrCat(shown, " needs a value")));
-        continue;
-      }
-      value = args[++i];
-    }
-    if (!AppliesTo(*flag, cmd.verb)) {
-      fail(absl::InvalidArgumentError(
-          cmd.verb == Verb::kNone
-              ? absl::StrCat(shown, " belongs to a command; put it after the command name")
-              : absl::StrCat(VerbName(cmd.verb), " does not take ", shown, " (see ringctl ",
-                             VerbName(cmd.verb), " --help)")));
-      continue;
-    }
-    if (absl::Status status = ApplyFlag(*flag, *value, &cmd); !status.ok()) fail(status);
   }
 
   // Help is what a confused user asks for, so flag errors do not stand in its way; an unknown
@@ -713,7 +804,7 @@ std::string Usage(Verb verb) {
     }
   };
   if (verb == Verb::kNone) {
-    out << "usage: ringctl [GLOBAL FLAGS] COMMAND [FLAGS] [ARGS]\n\n"
+    out << "Usage: ringctl [GLOBAL FLAGS] COMMAND [FLAGS] [ARGS]\n"
         << "Command-line client of the Ringmaster scheduler.\n\ncommands:\n";
     for (const VerbInfo& info : kVerbs) {
       out << "  " << info.synopsis << "\n      " << info.summary << "\n";
@@ -727,7 +818,7 @@ std::string Usage(Verb verb) {
   }
   for (const VerbInfo& info : kVerbs) {
     if (info.verb != verb) continue;
-    out << "usage: ringctl " << info.synopsis << "\n\n" << info.summary << "\n";
+    out << "Usage: ringctl " << info.synopsis << "\n" << info.summary << "\n";
   }
   if (verb == Verb::kQueue) {
     out << "\nA queue is a team's share of the cluster: per resource (a GPU type, or cpu) a\n"

@@ -2,9 +2,10 @@
 //
 //   ringctl [GLOBAL FLAGS] COMMAND [FLAGS] [ARGS] [-- CMD ARGS...]
 //
-// Global flags (--scheduler, -o/--output, --tls-*, --insecure, -h/--help) may come before or after the command.
-// Flags take their value as `--flag value` or `--flag=value` (`-f value`, `-o value` for the
-// short ones). Stateless and thread-safe.
+// Global flags (--scheduler, -o/--output, --tls-*, --insecure, -h/--help) may come before or after
+// the command. Flags take their value as `--flag value` or `--flag=value` (`-f value`, `-o value`
+// for the short ones). CLI11 parses (a subcommand per command); the environment comes from the
+// injected getenv, after parsing, so tests need no real environment. Stateless and thread-safe.
 #ifndef RINGMASTER_CLI_ARGS_H_
 #define RINGMASTER_CLI_ARGS_H_
 

@@ -3,8 +3,9 @@
 // given, before the job's own ranks. Each rank:
 //   1. joins MPI (the trainer's MpiCommunicator) and does warm-up allreduces;
 //   2. runs --iters timed allreduces of --bytes, timing how long it waits inside each one
-//      (RINGMASTER_CHECK_DELAY_MS, set by a worker started with --check-delay-ms, makes the
-//      ranks of that worker late to every allreduce: a throttled host, on purpose);
+//      (--delay-ms, from RINGMASTER_CHECK_DELAY_MS that a worker started with --check-delay-ms
+//      sets, makes the ranks of that worker late to every allreduce: a throttled host, on
+//      purpose);
 //   3. sends its wait time and worker id to rank 0, which writes the result to --result.
 // The rank that arrives last at each allreduce waits least; rank 0's worker judges from that
 // which worker slowed the ring (services/worker/core/health_check.h).
@@ -22,6 +23,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "common/flags.h"
 #include "common/status_macros.h"
 #include "trainer/allreduce_benchmark.h"
 #include "trainer/mpi_communicator.h"
@@ -39,35 +41,43 @@ struct CheckOptions {
   std::string result_path;
 };
 
-absl::StatusOr<CheckOptions> ParseOptions(int argc, char** argv) {
+// The flags of ringmaster-check; their variables are RINGMASTER_CHECK_*, apart from the
+// trainer's (RINGMASTER_ITERS is ringmaster-train's --iters).
+Flags MakeFlags() {
+  Flags flags("ringmaster-check",
+              "The pre-run allreduce check of a job attempt; mpirun starts it once per placed "
+              "rank (docs/health-check.md).");
+  flags.SetEnvPrefix("RINGMASTER_CHECK_");
+  flags.Add("bytes", "1048576", "bytes per allreduce: a multiple of 4 up to 1 GiB");
+  flags.Add("iters", "20", "timed allreduces, 1..10000");
+  flags.Add("result", "", "rank 0 writes the result here (default: stdout)");
+  flags.Add("delay-ms", "0",
+            "sleep this long before each allreduce: a throttled host, on purpose (set by a "
+            "worker started with --check-delay-ms)");
+  flags.AddEnvironment("RINGMASTER_WORKER_ID", "the worker this rank runs on, named in the result");
+  return flags;
+}
+
+absl::StatusOr<CheckOptions> OptionsFromFlags(const Flags& flags) {
   CheckOptions options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--") continue;
-    if (i + 1 >= argc) return absl::InvalidArgumentError(arg + ": needs a value");
-    const std::string value = argv[++i];
-    int64_t number = 0;
-    if (arg == "--result") {
-      options.result_path = value;
-    } else if (!absl::SimpleAtoi(value, &number) || number < 1) {
-      return absl::InvalidArgumentError(arg + ": a positive integer is allowed, got " + value);
-    } else if (arg == "--bytes") {
-      if (number % 4 != 0 || number > (int64_t{1} << 30)) {
-        return absl::InvalidArgumentError("--bytes: a multiple of 4 up to 1 GiB is allowed");
-      }
-      options.bytes = static_cast<size_t>(number);
-    } else if (arg == "--iters") {
-      if (number > 10000) return absl::InvalidArgumentError("--iters: 1..10000 allowed");
-      options.iters = static_cast<int>(number);
-    } else {
-      return absl::InvalidArgumentError("unknown flag " + arg +
-                                        " (allowed: --bytes, --iters, --result)");
-    }
+  options.result_path = flags.Get("result");
+  int64_t bytes = 0, iters = 0, delay_ms = 0;
+  RM_RETURN_IF_ERROR(flags.GetInt("bytes", &bytes));
+  RM_RETURN_IF_ERROR(flags.GetInt("iters", &iters));
+  RM_RETURN_IF_ERROR(flags.GetInt("delay-ms", &delay_ms));
+  if (bytes < 4 || bytes % 4 != 0 || bytes > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError("--bytes: a multiple of 4 up to 1 GiB is allowed, got " +
+                                      flags.Get("bytes"));
   }
-  if (const char* delay = std::getenv("RINGMASTER_CHECK_DELAY_MS"); delay != nullptr) {
-    int value = 0;
-    if (absl::SimpleAtoi(delay, &value) && value > 0) options.delay_ms = value;
+  if (iters < 1 || iters > 10000) {
+    return absl::InvalidArgumentError("--iters: 1..10000 allowed, got " + flags.Get("iters"));
   }
+  if (delay_ms < 0 || delay_ms > 60000) {
+    return absl::InvalidArgumentError("--delay-ms: 0..60000 allowed, got " + flags.Get("delay-ms"));
+  }
+  options.bytes = static_cast<size_t>(bytes);
+  options.iters = static_cast<int>(iters);
+  options.delay_ms = static_cast<int>(delay_ms);
   return options;
 }
 
@@ -155,8 +165,20 @@ absl::Status Run(const CheckOptions& options) {
 }  // namespace ringmaster::trainer
 
 int main(int argc, char** argv) {
+  ringmaster::Flags flags = ringmaster::trainer::MakeFlags();
+  // mpirun runs it the way it runs a rank program: `ringmaster-check -- --result FILE`.
+  std::vector<char*> args(argv, argv + argc);
+  if (args.size() > 1 && std::strcmp(args[1], "--") == 0) args.erase(args.begin() + 1);
+  if (absl::Status parsed = flags.Parse(static_cast<int>(args.size()), args.data()); !parsed.ok()) {
+    std::cerr << "ringmaster-check: " << parsed.message() << "\n";
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
   absl::StatusOr<ringmaster::trainer::CheckOptions> options =
-      ringmaster::trainer::ParseOptions(argc, argv);
+      ringmaster::trainer::OptionsFromFlags(flags);
   if (!options.ok()) {
     std::cerr << "ringmaster-check: " << options.status().message() << "\n";
     return 2;

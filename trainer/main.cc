@@ -164,10 +164,6 @@ int main(int argc, char** argv) {
     std::cout << flags.Usage();
     return 0;
   }
-  if (!flags.positional().empty()) {
-    std::cerr << "ringmaster-train: unexpected argument '" << flags.positional()[0] << "'\n";
-    return kExitUsage;
-  }
   absl::StatusOr<TrainerConfig> config = ConfigFromFlags(flags);
   if (!config.ok()) {
     std::cerr << "ringmaster-train: " << config.status().message() << "\n";

@@ -148,9 +148,6 @@ int main(int argc, char** argv) {
     std::fputs(flags.Usage().c_str(), stdout);
     return 0;
   }
-  if (!flags.positional().empty()) {
-    return Fail(absl::InvalidArgumentError("unexpected argument " + flags.positional()[0]));
-  }
   const std::string& level = flags.Get("log-level");
   SetMinLogLevel(level == "debug"     ? LogLevel::kDebug
                  : level == "warning" ? LogLevel::kWarning

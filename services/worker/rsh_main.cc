@@ -16,6 +16,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/flags.h"
 #include "common/tls.h"
 #include "core/launch.h"
 #include "rpc/agent_client.h"
@@ -42,8 +43,34 @@ void WriteAll(int fd, std::string_view data) {
 int main(int argc, char** argv) {
   using namespace ringmaster::worker;
   namespace v1 = ringmaster::v1;
-  if (argc < 3) return Fail("usage: ringmaster-rsh HOST COMMAND...");
-  std::string host = argv[1];
+  ringmaster::Flags flags("ringmaster-rsh",
+                          "mpirun's remote-launch agent: runs COMMAND through the Exec call of "
+                          "the Ringmaster worker at HOST, in place of ssh.");
+  flags.SetArguments("HOST COMMAND...",
+                     "HOST: [USER@]HOST of a worker of the job; COMMAND: what to run there (its "
+                     "words joined by spaces, as ssh does). The exit status is the remote one "
+                     "(128 + signal), 255 when the call itself failed.",
+                     /*pass_through=*/true);
+  flags.AddEnvironment(kAgentPortsEnv, "agent port of every worker of the job (from mpirun)");
+  flags.AddEnvironment(kJobIdEnv, "the job (from mpirun)");
+  flags.AddEnvironment(kAttemptEnv, "the job's attempt (from mpirun)");
+  flags.AddEnvironment(kTokenEnv, "the job's token that Exec checks (from mpirun)");
+  flags.AddEnvironment("RINGMASTER_TLS_CERT, RINGMASTER_TLS_KEY, RINGMASTER_TLS_CA",
+                       "the launching worker's certificate; RINGMASTER_INSECURE=1: plaintext");
+  if (absl::Status parsed = flags.Parse(argc, argv); !parsed.ok()) {
+    std::fprintf(stderr, "ringmaster-rsh: %s\n", std::string(parsed.message()).c_str());
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::fputs(flags.Usage().c_str(), stdout);
+    return 0;
+  }
+  const std::vector<std::string>& args = flags.positional();
+  if (args.size() < 2) {
+    std::fprintf(stderr, "ringmaster-rsh: expected HOST COMMAND... (see ringmaster-rsh --help)\n");
+    return 2;
+  }
+  std::string host = args[0];
   if (auto at = host.rfind('@'); at != std::string::npos) host = host.substr(at + 1);
   auto env = [](const char* name) -> std::string {
     const char* v = std::getenv(name);
@@ -75,7 +102,7 @@ int main(int argc, char** argv) {
   request.set_job_id(env(kJobIdEnv));
   request.set_attempt(attempt);
   request.set_token(env(kTokenEnv));
-  for (int i = 2; i < argc; ++i) request.add_argv(argv[i]);
+  for (size_t i = 1; i < args.size(); ++i) request.add_argv(args[i]);
   // The launching worker's certificate (RINGMASTER_TLS_*, set by the worker for mpirun).
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       ringmaster::MakeChannelCredentials(ringmaster::TlsOptionsFromEnvironment(),

@@ -274,7 +274,7 @@ TEST_F(AppTest, UsageErrorsExitTwoWithOneLine) {
 
 TEST_F(AppTest, HelpPrintsUsageAndSucceeds) {
   EXPECT_EQ(Run({"watch", "--help"}), kExitOk);
-  EXPECT_THAT(out_.str(), HasSubstr("usage: ringctl watch ID"));
+  EXPECT_THAT(out_.str(), HasSubstr("Usage: ringctl watch ID"));
   EXPECT_EQ(err_.str(), "");
 }
 

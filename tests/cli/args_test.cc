@@ -262,6 +262,8 @@ TEST(ArgsTest, BadFlagValuesAreUsageErrors) {
   EXPECT_EQ(ErrorOf({"submit", "--label", "=v"}), "--label: expected KEY=VALUE, got '=v'");
   EXPECT_EQ(ErrorOf({"list", "-o", "yaml"}), "-o/--output: expected table or json, got 'yaml'");
   EXPECT_EQ(ErrorOf({"submit", "--name"}), "--name needs a value");
+  EXPECT_EQ(ErrorOf({"submit", "--request-id=", "--name", "x"}),
+            "--request-id: must not be empty");
 }
 
 TEST(ArgsTest, FlagsOfOtherCommandsAreRejected) {

@@ -154,7 +154,7 @@ TEST(QueueArgsTest, HelpDescribesTheCommand) {
   ASSERT_TRUE(help.ok()) << help.status();
   EXPECT_TRUE(help->help);
   const std::string usage = Usage(Verb::kQueue);
-  EXPECT_THAT(usage, HasSubstr("usage: ringctl queue create -f FILE | get NAME | list"));
+  EXPECT_THAT(usage, HasSubstr("Usage: ringctl queue create -f FILE | get NAME | list"));
   EXPECT_THAT(Usage(Verb::kNone), HasSubstr("queue create -f FILE"));
 }
 

@@ -149,7 +149,7 @@ TEST_F(RingctlBinaryTest, UsageErrorExitsTwo) {
 TEST_F(RingctlBinaryTest, HelpExitsZero) {
   Result r = RunRingctl({"--help"});
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_THAT(r.out, HasSubstr("usage: ringctl"));
+  EXPECT_THAT(r.out, StartsWith("Usage: ringctl"));
   EXPECT_EQ(r.err, "");
   Result submit = RunRingctl({"submit", "--help"});
   EXPECT_EQ(submit.exit_code, 0);

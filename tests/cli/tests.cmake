@@ -33,3 +33,21 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
   add_dependencies(ringctl_e2e_test ringctl ringmaster-scheduler ringmaster-worker
     ringmaster-rsh ringmaster-rank ringmaster-train)
 endif()
+
+# --help and an unknown flag of every binary the project ships (install() rules and
+# docker/Dockerfile), run as built: one layout, exit 0 and 2, and the environment fallbacks.
+set(HELP_TEST_BINARIES)
+set(HELP_TEST_TARGETS)
+foreach(target ringctl ringmaster-scheduler ringmaster-worker ringmaster-metrics ringmaster-train
+    ringmaster-check ringmaster-rsh ringmaster-rank ringmaster-progress ringmaster-sim)
+  if(TARGET ${target})
+    list(APPEND HELP_TEST_BINARIES "$<TARGET_FILE:${target}>")
+    list(APPEND HELP_TEST_TARGETS ${target})
+  endif()
+endforeach()
+list(JOIN HELP_TEST_BINARIES ":" HELP_TEST_BINARIES)
+ringmaster_test(help_test unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/help_test.cc ${CMAKE_CURRENT_LIST_DIR}/flags_test.cc
+  LIBS ringmaster_test_support ringmaster_common)
+target_compile_definitions(help_test PRIVATE RINGMASTER_HELP_BINARIES="${HELP_TEST_BINARIES}")
+add_dependencies(help_test ${HELP_TEST_TARGETS})

@@ -87,7 +87,7 @@ int Run(int argc, char** argv) {
   flags.Add("arrival-speedup", "1",
             "divide the time between submits by this (a heavier load on the same cluster)");
   if (auto s = flags.Parse(argc, argv); !s.ok()) {
-    std::cerr << s.message() << "\n" << flags.Usage();
+    std::cerr << "ringmaster-sim: " << s.message() << "\n";
     return 2;
   }
   if (flags.help_requested()) {
@@ -100,8 +100,12 @@ int Run(int argc, char** argv) {
                            {"grace-seconds", &grace},
                            {"reservations", &reservations},
                            {"runtime-round-seconds", &round}}) {
-    if (auto s = flags.GetInt(name, out); !s.ok() || *out < 0) {
-      std::cerr << "--" << name << ": a non-negative integer expected\n";
+    if (auto s = flags.GetInt(name, out); !s.ok()) {
+      std::cerr << "ringmaster-sim: " << s.message() << "\n";
+      return 2;
+    }
+    if (*out < 0) {
+      std::cerr << "ringmaster-sim: --" << name << ": a non-negative integer expected\n";
       return 2;
     }
   }
