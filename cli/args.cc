@@ -227,7 +227,8 @@ const std::vector<FlagSpec>& Flags() {
        0,
        {},
        "FILE",
-       "client certificate (PEM), needed by `logs` to reach workers (env RINGMASTER_TLS_CERT)"},
+       "client certificate (PEM) sent to the scheduler; no command needs one "
+       "(env RINGMASTER_TLS_CERT)"},
       {"tls-key", 0, {}, "FILE", "key of --tls-cert (env RINGMASTER_TLS_KEY)"},
       {"token",
        0,
