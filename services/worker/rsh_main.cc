@@ -76,12 +76,19 @@ int main(int argc, char** argv) {
   request.set_attempt(attempt);
   request.set_token(env(kTokenEnv));
   for (int i = 2; i < argc; ++i) request.add_argv(argv[i]);
-  // The launching worker's certificate (RINGMASTER_TLS_*, set by the worker for mpirun).
+  // The launching worker's certificate (RINGMASTER_TLS_*, set by the worker for mpirun); or,
+  // when the job runs as its team's user (no certificate), the local agent's socket, which
+  // forwards the call to HOST's agent with the worker's certificate.
+  const std::string target = absl::StrCat(host, ":", *port);
+  const std::string agent_socket = env(kAgentSocketEnv);
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      ringmaster::MakeChannelCredentials(ringmaster::TlsOptionsFromEnvironment(),
-                                         ringmaster::ServerName::kAnyOfTheCa);
+      agent_socket.empty()
+          ? ringmaster::MakeChannelCredentials(ringmaster::TlsOptionsFromEnvironment(),
+                                               ringmaster::ServerName::kAnyOfTheCa)
+          : grpc::InsecureChannelCredentials();
   if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
-  AgentClient agent(absl::StrCat(host, ":", *port), *credentials);
+  if (!agent_socket.empty()) request.set_forward_to(target);
+  AgentClient agent(agent_socket.empty() ? target : "unix:" + agent_socket, *credentials);
   absl::StatusOr<v1::ExitStatus> result = agent.Exec(
       request,
       [](bool is_stderr, std::string_view data) {
@@ -89,7 +96,7 @@ int main(int argc, char** argv) {
       },
       &ctx);
   if (!result.ok()) {
-    return Fail(absl::StrCat(host, ":", *port, ": ", result.status().ToString()));
+    return Fail(absl::StrCat(target, ": ", result.status().ToString()));
   }
   return result->signal() != 0 ? 128 + result->signal() : result->exit_code();
 }

@@ -7,6 +7,7 @@ ringmaster_test(worker_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/inventory_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/progress_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/health_check_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/run_as_test.cc
   LIBS ringmaster_worker_core)
 
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
