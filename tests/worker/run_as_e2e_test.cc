@@ -43,6 +43,7 @@ v1::JobSpec ShellSpec(const std::string& name, int replicas, const std::string& 
   v1::JobSpec spec;
   spec.set_name(name);
   spec.set_replicas(replicas);
+  spec.set_health_check(false);
   for (const char* a : {"/bin/sh", "-c"}) spec.mutable_command()->add_argv(a);
   spec.mutable_command()->add_argv(script);
   for (const auto& [k, v] : env) (*spec.mutable_command()->mutable_env())[k] = v;
@@ -74,7 +75,8 @@ class RunAsE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (geteuid() != 0) return;
-    auto cluster = Cluster::Start();
+    // The pre-run check is on (the scheduler's --health-check) only for the job that asks.
+    auto cluster = Cluster::Start("", {"--health-check", "true"});
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = cluster->release();
     // The team users traverse the cluster's directory to their logs and the agent's socket.
@@ -298,6 +300,51 @@ TEST_F(RunAsE2eTest, LocalSocketRefusesATokenOfAnotherUsersAttempt) {
   std::ofstream(release).put('x');
   const v1::Job done = cluster_->WaitState(*a, v1::JOB_STATE_SUCCEEDED, 60s);
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.message();
+}
+
+TEST_F(RunAsE2eTest, PreRunCheckRunsAsTheTeamsUserToo) {
+  v1::JobSpec spec = ShellSpec("ua-checked", 3, "id -u");
+  spec.set_health_check(true);
+  absl::StatusOr<std::string> a = Submit("team-ua", spec);
+  ASSERT_TRUE(a.ok()) << a.status();
+  const v1::Job done = cluster_->WaitState(*a, v1::JOB_STATE_SUCCEEDED, 90s);
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.message();
+  bool checked = false;
+  for (const auto& w : cluster_->workers()) {
+    const std::string result = absl::StrCat(w->log_dir(), "/", *a, "/0/check/check.result");
+    struct stat st;
+    if (stat(result.c_str(), &st) != 0) continue;
+    checked = true;
+    EXPECT_EQ(st.st_uid, static_cast<uid_t>(kUidA)) << result;
+  }
+  EXPECT_TRUE(checked) << "no check result written by the team's user";
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_THAT(Log(*a, rank), HasSubstr(absl::StrCat(kUidA))) << "rank " << rank;
+  }
+}
+
+// The worker's own refusals at start: each names the flag, and nothing is served.
+TEST_F(RunAsE2eTest, WorkerRefusesAMappingItCannotHonour) {
+  const std::string worker = RINGMASTER_BINARY_DIR "/services/worker/ringmaster-worker";
+  const std::string rest = absl::StrCat(" --insecure --address 127.0.0.1 --listen 127.0.0.1:0 ",
+                                        "--log-dir ", cluster_->dir(), "/refused");
+  struct Case {
+    std::string prefix, flags, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {absl::StrCat("setpriv --reuid=", kUidA, " --regid=", kUidA, " --clear-groups "),
+            "--run-as team-ua=61002",
+            absl::StrCat("--run-as/--run-as-default need the worker to run as root (it runs as "
+                         "uid ",
+                         kUidA, ")")},
+           {"", "--run-as team-ua", "--run-as: 'team-ua' has no '='"},
+           {"", "--run-as team-ua=no-such-user-rm", "--run-as team-ua: no user 'no-such-user-rm'"},
+           {"", "--run-as-default root", "--run-as-default: 'root' is root"},
+       }) {
+    auto [out, rc] = Shell(c.prefix + worker + " " + c.flags + rest);
+    EXPECT_EQ(rc >> 8, 2) << c.flags << ": " << out;
+    EXPECT_THAT(out, HasSubstr(c.message)) << c.flags;
+  }
 }
 
 }  // namespace

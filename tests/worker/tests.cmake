@@ -130,5 +130,5 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
     LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   add_dependencies(worker_run_as_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
-    ringmaster-rank)
+    ringmaster-rank ringmaster-check)
 endif()
