@@ -16,8 +16,13 @@
 //            With run_check, the same mpirun of `ringmaster-check` comes first; its result goes
 //            to the scheduler, and the job's mpirun starts only when the check lets it
 //            (CheckBeforeLaunch; the protocol is at scheduler/core/health_check.h);
+//            With --run-as, mpirun and everything below it run as the team's Unix user
+//            (resolved at the assignment; a team without one fails its launch here), with no
+//            TLS identity: their calls go to the local socket (RINGMASTER_AGENT_SOCKET), where
+//            the caller's uid must be the attempt's (CheckLocalCaller);
 //         3. mpirun calls `ringmaster-rsh HOST orted ...` for every host of the hostfile that is
-//            not this machine's own name; ringmaster-rsh calls Exec on HOST's agent, which
+//            not this machine's own name; ringmaster-rsh calls Exec on HOST's agent (with
+//            --run-as: through the local socket, which forwards it), which
 //            checks the token against its own copy of the assignment (waiting a little for the
 //            assignment when the launcher was faster; at most max_exec_waiters calls wait at
 //            once), runs `bash -c "orted ..."` in a new
