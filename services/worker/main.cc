@@ -283,6 +283,14 @@ int main(int argc, char** argv) {
                         "that holds a job token";
   }
   options.tls_env = TlsEnvironment(*tls, /*with_identity=*/true);
+  if (!tls->key_file.empty()) {
+    std::vector<UnixUser> users;
+    for (const auto& [team, user] : options.team_users) users.push_back(user);
+    if (options.default_user) users.push_back(*options.default_user);
+    for (const UnixUser& user : users) {
+      if (auto s = CheckUnreadableBy(tls->key_file, user, "--tls-key"); !s.ok()) return Fail(s);
+    }
+  }
   const std::string metrics_listen =
       flags.Get("metrics-listen").empty() ? inv.address + ":9465" : flags.Get("metrics-listen");
 

@@ -6,7 +6,7 @@
 //     ringmaster-rsh -> the local agent's socket -> the peer agent): every process of the job,
 //     mpirun and orted included, runs as 61001, and none holds the worker's key path;
 //   - a concurrent job of team-ub runs as 61002 and cannot read team-ua's rank environment,
-//     checkpoint directory, rank log or mpirun.log;
+//     checkpoint directory, rank log, mpirun.log or the worker's key;
 //   - a job of a team with no mapping (and no default) fails naming the team and the flag;
 //   - the local socket refuses a call with team-ua's token from uid 61002.
 // Skipped when the test does not run as root (changing users needs it).
@@ -205,7 +205,7 @@ TEST_F(RunAsE2eTest, EachTeamsRanksRunAsItsUserAndCannotReadAnotherTeams) {
   const std::string script_b =
       "echo \"uid=$(id -u) gid=$(id -g)\"; "
       "for what in \"environ /proc/$A_PID/environ\" \"checkpoint $A_CKPT/secret-0\" "
-      "\"rank-log $A_LOG\" \"mpirun-log $A_MPIRUN_LOG\"; do set -- $what; "
+      "\"rank-log $A_LOG\" \"mpirun-log $A_MPIRUN_LOG\" \"worker-key $W_KEY\"; do set -- $what; "
       "if cat \"$2\" > /dev/null 2>&1; then echo \"$1=read\"; else echo \"$1=denied\"; fi; done; "
       "if ls \"$A_CKPT\" > /dev/null 2>&1; then echo list=read; else echo list=denied; fi";
   absl::StatusOr<std::string> b =
@@ -213,13 +213,16 @@ TEST_F(RunAsE2eTest, EachTeamsRanksRunAsItsUserAndCannotReadAnotherTeams) {
                                   {{"A_PID", absl::StrCat(ranks[0])},
                                    {"A_CKPT", ckpt_a},
                                    {"A_LOG", log_a},
-                                   {"A_MPIRUN_LOG", mpirun_log_a}}));
+                                   {"A_MPIRUN_LOG", mpirun_log_a},
+                                   {"W_KEY", TestCerts::Get()
+                                                 .Worker(cluster_->workers()[0]->config().id)
+                                                 .key}}));
   ASSERT_TRUE(b.ok()) << b.status();
   const v1::Job done_b = cluster_->WaitState(*b, v1::JOB_STATE_SUCCEEDED, 60s);
   ASSERT_EQ(done_b.state(), v1::JOB_STATE_SUCCEEDED) << done_b.message();
   const std::string out_b = Log(*b, 0);
   EXPECT_THAT(out_b, HasSubstr(absl::StrCat("uid=", kUidB, " gid=", kUidB)));
-  for (const char* what : {"environ", "checkpoint", "rank-log", "mpirun-log", "list"}) {
+  for (const char* what : {"environ", "checkpoint", "rank-log", "mpirun-log", "worker-key", "list"}) {
     EXPECT_THAT(out_b, HasSubstr(absl::StrCat("\n", what, "=denied\n"))) << out_b;
   }
   // The control: root (the test) reads them all, so "denied" was the user's doing.
@@ -331,6 +334,22 @@ TEST_F(RunAsE2eTest, WorkerRefusesAMappingItCannotHonour) {
   struct Case {
     std::string prefix, flags, message;
   };
+  // A key file the team's user could read (mode 0644 in a directory it can enter).
+  const CertFiles certs = TestCerts::Get().Worker("refused");
+  const std::string readable_key = cluster_->dir() + "/readable.key";
+  std::filesystem::copy_file(certs.key, readable_key,
+                             std::filesystem::copy_options::overwrite_existing);
+  chmod(readable_key.c_str(), 0644);
+  const std::string tls = absl::StrCat(" --tls-cert ", certs.cert, " --tls-ca ", certs.ca,
+                                       " --worker-id refused --address 127.0.0.1 --listen "
+                                       "127.0.0.1:0 --log-dir ",
+                                       cluster_->dir(), "/refused --tls-key ");
+  {
+    auto [out, rc] = Shell(absl::StrCat(worker, " --run-as team-ua=", kUidA, tls, readable_key));
+    EXPECT_EQ(rc >> 8, 2) << out;
+    EXPECT_THAT(out, HasSubstr(absl::StrCat("--tls-key: ", readable_key, " is readable by uid ",
+                                            kUidA, ", which runs a team's jobs")));
+  }
   for (const Case& c : std::vector<Case>{
            {absl::StrCat("setpriv --reuid=", kUidA, " --regid=", kUidA, " --clear-groups "),
             "--run-as team-ua=61002",

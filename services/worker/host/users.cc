@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "host/process.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -143,6 +144,21 @@ absl::Status HandFileTo(const std::string& path, const UnixUser& user, mode_t mo
                                             std::strerror(err)));
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckUnreadableBy(const std::string& path, const UnixUser& user,
+                               const std::string& flag) {
+  SpawnOptions spawn;
+  spawn.argv = {"/bin/sh", "-c", "test -r \"$0\"", path};
+  spawn.env = {{"PATH", "/usr/bin:/bin"}};
+  spawn.new_session = false;
+  spawn.user = user;
+  absl::StatusOr<Spawned> child = Spawn(spawn);
+  if (!child.ok()) return child.status();
+  if (WaitForExit(child->pid).exit_code != 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      flag, ": ", path, " is readable by uid ", user.uid,
+      ", which runs a team's jobs (--run-as): make it readable by root only (mode 0600)"));
 }
 
 }  // namespace ringmaster::worker

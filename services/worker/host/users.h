@@ -40,6 +40,12 @@ absl::Status HandDirectoryTo(const std::string& dir, const UnixUser& user, mode_
 // `mode`: a file the user's processes append to in a directory they cannot write.
 absl::Status HandFileTo(const std::string& path, const UnixUser& user, mode_t mode);
 
+// OK when `user` cannot read `path`, tried as that user (so modes, ACLs and every directory on
+// the way count); FAILED_PRECONDITION naming `flag` when it can. For the worker's TLS key: a
+// team's processes must not be able to pose as the worker.
+absl::Status CheckUnreadableBy(const std::string& path, const UnixUser& user,
+                               const std::string& flag);
+
 }  // namespace ringmaster::worker
 
 #endif  // RINGMASTER_SERVICES_WORKER_HOST_USERS_H_
