@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,6 +87,23 @@ TEST_F(FileIoTest, ReadErrorOfAFileIsAStatus) {
   absl::StatusOr<std::string> read = ReadFileToString("/proc/self");
   EXPECT_EQ(read.status().code(), absl::StatusCode::kFailedPrecondition) << read.status();
   EXPECT_THAT(read.status().message(), HasSubstr("Is a directory"));
+}
+
+TEST_F(FileIoTest, RegularFileReadRefusesLinksFifosAndDevices) {
+  const std::string path = TempDir() + "/result";
+  ASSERT_EQ(symlink("/etc/passwd", path.c_str()), 0);
+  absl::StatusOr<std::string> read = ReadRegularFile(path, 4096);
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kFailedPrecondition) << read.status();
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  ASSERT_EQ(mkfifo(path.c_str(), 0644), 0);  // no writer: a blocking open would never return
+  EXPECT_EQ(ReadRegularFile(path, 4096).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  EXPECT_EQ(ReadRegularFile("/dev/zero", 4096).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  std::ofstream(path) << "busbw=1\n";
+  read = ReadRegularFile(path, 4096);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, "busbw=1\n");
 }
 
 TEST_F(FileIoTest, MissingFileIsNotFound) {

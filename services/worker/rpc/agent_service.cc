@@ -61,10 +61,8 @@ grpc::Status AgentServiceImpl::Forward(grpc::ServerContext* ctx, const v1::ExecR
         if (!writer->Write(chunk)) out->TryCancel();
       },
       out.get());
-  if (!exit.ok()) {
-    return ToGrpcStatus(absl::Status(exit.status().code(), absl::StrCat(req.forward_to(), ": ",
-                                                                        exit.status().message())));
-  }
+  // ringmaster-rsh names the target in its own message.
+  if (!exit.ok()) return ToGrpcStatus(exit.status());
   v1::ExecOutput last;
   *last.mutable_exit() = *exit;
   writer->Write(last);
