@@ -61,6 +61,13 @@ int UidOf(pid_t pid) {
   return -1;
 }
 
+std::string Comm(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/comm"));
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
 // Runs a shell command; its output (stdout and stderr) and exit status.
 std::pair<std::string, int> Shell(const std::string& command) {
   FILE* p = popen((command + " 2>&1").c_str(), "r");
@@ -168,19 +175,22 @@ TEST_F(RunAsE2eTest, EachTeamsRanksRunAsItsUserAndCannotReadAnotherTeams) {
   ASSERT_EQ(cluster_->WaitState(*a, v1::JOB_STATE_RUNNING, 60s).state(), v1::JOB_STATE_RUNNING)
       << cluster_->GetJob(*a)->message();
   // Every rank's workload, then every process of the job.
+  // The shells (their `sleep` children come and go).
   std::vector<pid_t> ranks;
   ASSERT_TRUE(WaitFor(
       [&] {
-        ranks = ProcessesWithEnv({{"RINGMASTER_JOB_ID", *a}}, "RINGMASTER_CHECKPOINT_DIR");
+        ranks.clear();
+        for (pid_t pid :
+             ProcessesWithEnv({{"RINGMASTER_JOB_ID", *a}}, "RINGMASTER_CHECKPOINT_DIR")) {
+          if (Comm(pid) == "sh") ranks.push_back(pid);
+        }
         return ranks.size() >= 3;
       },
       30s, 50ms));
   const std::vector<pid_t> all = ProcessesWithEnv({{"RINGMASTER_JOB_ID", *a}});
   std::set<std::string> kinds;
   for (pid_t pid : all) {
-    std::ifstream comm(absl::StrCat("/proc/", pid, "/comm"));
-    std::string name;
-    std::getline(comm, name);
+    const std::string name = Comm(pid);
     const int uid = UidOf(pid);
     if (uid < 0) continue;  // exited meanwhile
     kinds.insert(name);
