@@ -11,9 +11,12 @@
 //   - the local socket refuses a call with team-ua's token from uid 61002.
 // Skipped when the test does not run as root (changing users needs it).
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -313,6 +316,57 @@ TEST_F(RunAsE2eTest, LocalSocketRefusesATokenOfAnotherUsersAttempt) {
   std::ofstream(release).put('x');
   const v1::Job done = cluster_->WaitState(*a, v1::JOB_STATE_SUCCEEDED, 60s);
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.message();
+}
+
+// ringmaster-rsh signalled (as mpirun does when it aborts) cancels its call on the local
+// socket, which cancels the forwarded call, which stops the command on the peer.
+TEST_F(RunAsE2eTest, ForwardedExecStopsWhenRshIsSignalled) {
+  const std::string release = cluster_->dir() + "/release-forward";
+  absl::StatusOr<std::string> a = Submit(
+      "team-ua",
+      ShellSpec("ua-forward", 1,
+                absl::StrCat("i=0; while [ ! -e ", release,
+                             " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done")));
+  ASSERT_TRUE(a.ok()) << a.status();
+  std::vector<pid_t> ranks;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        ranks = ProcessesWithEnv({{"RINGMASTER_JOB_ID", *a}}, "RINGMASTER_AGENT_SOCKET");
+        return !ranks.empty();
+      },
+      30s, 50ms));
+  const std::string agent = EnvOfProcess(ranks[0], "RINGMASTER_AGENT_ADDR");  // HOST:PORT
+  const std::string host = agent.substr(0, agent.rfind(':'));
+  auto [started, rc] = Shell(absl::StrCat(
+      "setpriv --reuid=", kUidA, " --regid=", kUidA, " --clear-groups env -i ",
+      "RINGMASTER_AGENT_SOCKET=", EnvOfProcess(ranks[0], "RINGMASTER_AGENT_SOCKET"),
+      " RINGMASTER_AGENT_PORTS=", agent, " RINGMASTER_JOB_ID=", *a,
+      " RINGMASTER_ATTEMPT=0 RINGMASTER_TOKEN=", EnvOfProcess(ranks[0], "RINGMASTER_TOKEN"),
+      " " RINGMASTER_BINARY_DIR "/services/worker/ringmaster-rsh ", host,
+      " sleep 37 > /dev/null 2>&1 & echo $!"));
+  const pid_t rsh = std::atoi(started.c_str());
+  ASSERT_GT(rsh, 0) << started;
+  auto sleepers = [&] {
+    std::vector<pid_t> found;
+    for (pid_t pid : ProcessesWithEnv({{"RINGMASTER_JOB_ID", *a}})) {
+      std::ifstream in(absl::StrCat("/proc/", pid, "/cmdline"));
+      std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (Comm(pid) == "sleep" && absl::StrContains(cmdline, "37")) found.push_back(pid);
+    }
+    return found;
+  };
+  ASSERT_TRUE(WaitFor([&] { return !sleepers().empty(); }, 20s, 50ms))
+      << "the forwarded command never started";
+  for (pid_t pid : sleepers()) EXPECT_EQ(UidOf(pid), kUidA);
+  kill(rsh, SIGTERM);
+  EXPECT_TRUE(WaitFor([&] { return sleepers().empty(); }, 10s, 50ms))
+      << "the peer's command outlived the cancelled call";
+  waitpid(rsh, nullptr, WNOHANG);
+  // The worker counts an Exec'd command that died of a signal as the attempt's failure, as it
+  // would a lost orted.
+  std::ofstream(release).put('x');
+  const v1::Job done = cluster_->WaitState(*a, v1::JOB_STATE_FAILED, 60s);
+  EXPECT_EQ(done.state(), v1::JOB_STATE_FAILED) << done.message();
 }
 
 TEST_F(RunAsE2eTest, PreRunCheckRunsAsTheTeamsUserToo) {
