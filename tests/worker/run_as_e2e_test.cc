@@ -8,7 +8,10 @@
 //   - a concurrent job of team-ub runs as 61002 and cannot read team-ua's rank environment,
 //     checkpoint directory, rank log, mpirun.log or the worker's key;
 //   - a job of a team with no mapping (and no default) fails naming the team and the flag;
-//   - the local socket refuses a call with team-ua's token from uid 61002.
+//   - the local socket refuses a call with team-ua's token from uid 61002, and a forward to an
+//     agent outside the placement; a signalled ringmaster-rsh stops the forwarded command;
+//   - the pre-run check runs as the team's user too;
+//   - the worker refuses at start what it cannot honour (not root, bad items, a readable key).
 // Skipped when the test does not run as root (changing users needs it).
 #include <sys/stat.h>
 #include <sys/wait.h>
