@@ -112,12 +112,12 @@ class RunAsE2eTest : public ::testing::Test {
       req.set_role("member");
       v1::CreateTokenResponse resp;
       grpc::ClientContext ctx;
-      grpc::Status s = v1::AdminService::NewStub(cluster_->scheduler().channel())
-                           ->CreateToken(&ctx, req, &resp);
+      grpc::Status s =
+          v1::AdminService::NewStub(cluster_->scheduler().channel())->CreateToken(&ctx, req, &resp);
       ASSERT_TRUE(s.ok()) << s.error_message();
-      (*jobs_)[team] = v1::JobService::NewStub(CreateChannelWithToken(
-          cluster_->scheduler().addr(), *MakeChannelCredentials(TestCerts::Get().CaOnly()),
-          resp.token()));
+      (*jobs_)[team] = v1::JobService::NewStub(
+          CreateChannelWithToken(cluster_->scheduler().addr(),
+                                 *MakeChannelCredentials(TestCerts::Get().CaOnly()), resp.token()));
     }
   }
 
@@ -205,7 +205,8 @@ TEST_F(RunAsE2eTest, EachTeamsRanksRunAsItsUserAndCannotReadAnotherTeams) {
     EXPECT_EQ(EnvOfProcess(pid, "RINGMASTER_TLS_CERT"), "") << "pid " << pid << " (" << name << ")";
   }
   EXPECT_TRUE(kinds.count("mpirun")) << ::testing::PrintToString(kinds);
-  EXPECT_TRUE(kinds.count("orted")) << "the remote worker's orted: " << ::testing::PrintToString(kinds);
+  EXPECT_TRUE(kinds.count("orted"))
+      << "the remote worker's orted: " << ::testing::PrintToString(kinds);
 
   // Team-ub's job, at the same time, pokes at team-ua's things.
   const std::string ckpt_a = absl::StrCat(cluster_->dir(), "/checkpoints/", *a);
@@ -224,21 +225,21 @@ TEST_F(RunAsE2eTest, EachTeamsRanksRunAsItsUserAndCannotReadAnotherTeams) {
       "\"rank-log $A_LOG\" \"mpirun-log $A_MPIRUN_LOG\" \"worker-key $W_KEY\"; do set -- $what; "
       "if cat \"$2\" > /dev/null 2>&1; then echo \"$1=read\"; else echo \"$1=denied\"; fi; done; "
       "if ls \"$A_CKPT\" > /dev/null 2>&1; then echo list=read; else echo list=denied; fi";
-  absl::StatusOr<std::string> b =
-      Submit("team-ub", ShellSpec("ub-job", 1, script_b,
-                                  {{"A_PID", absl::StrCat(ranks[0])},
-                                   {"A_CKPT", ckpt_a},
-                                   {"A_LOG", log_a},
-                                   {"A_MPIRUN_LOG", mpirun_log_a},
-                                   {"W_KEY", TestCerts::Get()
-                                                 .Worker(cluster_->workers()[0]->config().id)
-                                                 .key}}));
+  absl::StatusOr<std::string> b = Submit(
+      "team-ub",
+      ShellSpec("ub-job", 1, script_b,
+                {{"A_PID", absl::StrCat(ranks[0])},
+                 {"A_CKPT", ckpt_a},
+                 {"A_LOG", log_a},
+                 {"A_MPIRUN_LOG", mpirun_log_a},
+                 {"W_KEY", TestCerts::Get().Worker(cluster_->workers()[0]->config().id).key}}));
   ASSERT_TRUE(b.ok()) << b.status();
   const v1::Job done_b = cluster_->WaitState(*b, v1::JOB_STATE_SUCCEEDED, 60s);
   ASSERT_EQ(done_b.state(), v1::JOB_STATE_SUCCEEDED) << done_b.message();
   const std::string out_b = Log(*b, 0);
   EXPECT_THAT(out_b, HasSubstr(absl::StrCat("uid=", kUidB, " gid=", kUidB)));
-  for (const char* what : {"environ", "checkpoint", "rank-log", "mpirun-log", "worker-key", "list"}) {
+  for (const char* what :
+       {"environ", "checkpoint", "rank-log", "mpirun-log", "worker-key", "list"}) {
     EXPECT_THAT(out_b, HasSubstr(absl::StrCat("\n", what, "=denied\n"))) << out_b;
   }
   // The control: root (the test) reads them all, so "denied" was the user's doing.
@@ -249,8 +250,7 @@ TEST_F(RunAsE2eTest, EachTeamsRanksRunAsItsUserAndCannotReadAnotherTeams) {
   ASSERT_EQ(done_a.state(), v1::JOB_STATE_SUCCEEDED) << done_a.message();
   for (int rank = 0; rank < 3; ++rank) {
     const std::string out = Log(*a, rank);
-    EXPECT_THAT(out, HasSubstr(absl::StrCat("rank=", rank, " uid=", kUidA, " gid=", kUidA)))
-        << out;
+    EXPECT_THAT(out, HasSubstr(absl::StrCat("rank=", rank, " uid=", kUidA, " gid=", kUidA))) << out;
     EXPECT_THAT(out, HasSubstr("wrote")) << out;
   }
   struct stat st;
@@ -272,10 +272,9 @@ TEST_F(RunAsE2eTest, TeamWithoutAUserFailsNamingTheTeamAndTheFlag) {
 TEST_F(RunAsE2eTest, LocalSocketRefusesATokenOfAnotherUsersAttempt) {
   const std::string release = cluster_->dir() + "/release-socket";
   absl::StatusOr<std::string> a = Submit(
-      "team-ua",
-      ShellSpec("ua-wait", 1,
-                absl::StrCat("i=0; while [ ! -e ", release,
-                             " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done")));
+      "team-ua", ShellSpec("ua-wait", 1,
+                           absl::StrCat("i=0; while [ ! -e ", release,
+                                        " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done")));
   ASSERT_TRUE(a.ok()) << a.status();
   std::vector<pid_t> ranks;
   ASSERT_TRUE(WaitFor(
@@ -291,12 +290,13 @@ TEST_F(RunAsE2eTest, LocalSocketRefusesATokenOfAnotherUsersAttempt) {
   // ringmaster-rank as a client of the socket, with team-ua's token, as either user. MPI rank
   // 99 does not exist: the user who passes the uid check still starts nothing.
   auto call_as = [&](int uid) {
-    return Shell(absl::StrCat(
-        "setpriv --reuid=", uid, " --regid=", uid, " --clear-groups env -i ",
-        "RINGMASTER_AGENT_SOCKET=", socket, " RINGMASTER_AGENT_ADDR=unused RINGMASTER_JOB_ID=",
-        *a, " RINGMASTER_ATTEMPT=0 RINGMASTER_TOKEN=", token,
-        " OMPI_COMM_WORLD_RANK=99 " RINGMASTER_BINARY_DIR "/services/worker/ringmaster-rank -- "
-        "/bin/true"));
+    return Shell(absl::StrCat("setpriv --reuid=", uid, " --regid=", uid, " --clear-groups env -i ",
+                              "RINGMASTER_AGENT_SOCKET=", socket,
+                              " RINGMASTER_AGENT_ADDR=unused RINGMASTER_JOB_ID=", *a,
+                              " RINGMASTER_ATTEMPT=0 RINGMASTER_TOKEN=", token,
+                              " OMPI_COMM_WORLD_RANK=99 " RINGMASTER_BINARY_DIR
+                              "/services/worker/ringmaster-rank -- "
+                              "/bin/true"));
   };
   auto [denied, denied_rc] = call_as(kUidB);
   EXPECT_NE(denied_rc, 0);
@@ -326,10 +326,9 @@ TEST_F(RunAsE2eTest, LocalSocketRefusesATokenOfAnotherUsersAttempt) {
 TEST_F(RunAsE2eTest, ForwardedExecStopsWhenRshIsSignalled) {
   const std::string release = cluster_->dir() + "/release-forward";
   absl::StatusOr<std::string> a = Submit(
-      "team-ua",
-      ShellSpec("ua-forward", 1,
-                absl::StrCat("i=0; while [ ! -e ", release,
-                             " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done")));
+      "team-ua", ShellSpec("ua-forward", 1,
+                           absl::StrCat("i=0; while [ ! -e ", release,
+                                        " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done")));
   ASSERT_TRUE(a.ok()) << a.status();
   std::vector<pid_t> ranks;
   ASSERT_TRUE(WaitFor(

@@ -48,8 +48,8 @@ absl::StatusOr<RunAsUser> ParseRunAsUser(const std::string& text, const std::str
                      "'.', '_', '-'; or a number)"));
   }
   if (parts.size() == 2 && !IsUserOrGroup(user.group)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, ": '", user.group, "' in '", text, "' is not a group name or gid"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": '", user.group, "' in '", text, "' is not a group name or gid"));
   }
   return user;
 }
@@ -71,9 +71,9 @@ absl::StatusOr<RunAsConfig> ParseRunAs(const std::string& mapping,
     }
     const std::string team = item.substr(0, eq);
     if (!IsTeam(team)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--run-as: '", team, "' in '", item,
-          "' is not a team name (1..63 of letters, digits, '-', '_', '.')"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--run-as: '", team, "' in '", item,
+                       "' is not a team name (1..63 of letters, digits, '-', '_', '.')"));
     }
     absl::StatusOr<RunAsUser> user = ParseRunAsUser(item.substr(eq + 1), "--run-as");
     if (!user.ok()) return user.status();
@@ -101,8 +101,7 @@ absl::StatusOr<RunAsUser> UserForTeam(const RunAsConfig& config, const std::stri
 absl::Status NoUserForTeam(const std::string& team, const std::string& worker_id) {
   return absl::NotFoundError(absl::StrCat(
       "team '", team.empty() ? "(none)" : team, "' has no Unix user on worker ", worker_id,
-      ": map it with --run-as ", team.empty() ? "TEAM" : team,
-      "=USER or set --run-as-default"));
+      ": map it with --run-as ", team.empty() ? "TEAM" : team, "=USER or set --run-as-default"));
 }
 
 }  // namespace ringmaster::worker

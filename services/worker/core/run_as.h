@@ -34,8 +34,7 @@ absl::StatusOr<RunAsUser> ParseRunAsUser(const std::string& text, const std::str
 // `mapping` is "TEAM=USER[:GROUP],..." (spaces around items ignored; empty: none);
 // `default_user` is "USER[:GROUP]" or empty. Errors (INVALID_ARGUMENT) name --run-as or
 // --run-as-default, the item and what is allowed; a team listed twice is an error.
-absl::StatusOr<RunAsConfig> ParseRunAs(const std::string& mapping,
-                                       const std::string& default_user);
+absl::StatusOr<RunAsConfig> ParseRunAs(const std::string& mapping, const std::string& default_user);
 
 // NOT_FOUND for a team with neither an entry nor a fallback: names the team, the worker and
 // the flags to set.

@@ -40,10 +40,10 @@ absl::StatusOr<UnixUser> ResolveUnixUser(const RunAsUser& spec, const std::strin
   } else {
     err = getpwnam_r(spec.user.c_str(), &pw, buf.data(), buf.size(), &found);
     if (found == nullptr) {
-      return absl::NotFoundError(absl::StrCat(
-          flag, ": no user '", spec.user, "' on this machine",
-          err != 0 ? absl::StrCat(" (", std::strerror(err), ")") : "",
-          "; create it or give a numeric uid"));
+      return absl::NotFoundError(
+          absl::StrCat(flag, ": no user '", spec.user, "' on this machine",
+                       err != 0 ? absl::StrCat(" (", std::strerror(err), ")") : "",
+                       "; create it or give a numeric uid"));
     }
   }
   if (found != nullptr) {
@@ -53,8 +53,8 @@ absl::StatusOr<UnixUser> ResolveUnixUser(const RunAsUser& spec, const std::strin
     out.home = pw.pw_dir;
   }
   if (out.uid == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, ": '", spec.user, "' is root; map teams to unprivileged users"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": '", spec.user, "' is root; map teams to unprivileged users"));
   }
   if (!spec.group.empty()) {
     if (ParseId(spec.group, &id)) {
@@ -71,9 +71,9 @@ absl::StatusOr<UnixUser> ResolveUnixUser(const RunAsUser& spec, const std::strin
     }
   }
   if (out.gid == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, ": '", spec.user, spec.group.empty() ? "" : ":", spec.group,
-        "' has group root (gid 0); give an unprivileged group"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": '", spec.user, spec.group.empty() ? "" : ":", spec.group,
+                     "' has group root (gid 0); give an unprivileged group"));
   }
   out.groups = {out.gid};
   if (!out.name.empty()) {
@@ -107,11 +107,11 @@ absl::Status EnsurePrivateDirectory(const std::string& dir, const std::string& f
         absl::StrCat(flag, ": cannot stat ", dir, ": ", std::strerror(errno)));
   }
   if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        flag, ": ", dir, " must be a directory owned by uid ", geteuid(),
-        " and writable by no one else with --run-as (it is ",
-        S_ISDIR(st.st_mode) ? "" : "not a directory, ", "owned by uid ", st.st_uid, ", mode ",
-        absl::StrFormat("%04o", st.st_mode & 07777), ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(flag, ": ", dir, " must be a directory owned by uid ", geteuid(),
+                     " and writable by no one else with --run-as (it is ",
+                     S_ISDIR(st.st_mode) ? "" : "not a directory, ", "owned by uid ", st.st_uid,
+                     ", mode ", absl::StrFormat("%04o", st.st_mode & 07777), ")"));
   }
   return absl::OkStatus();
 }
@@ -125,8 +125,8 @@ absl::Status HandDirectoryTo(const std::string& dir, const UnixUser& user, mode_
   const int err = errno;
   close(fd);
   if (!ok) {
-    return absl::InternalError(absl::StrCat("cannot give ", dir, " to uid ", user.uid, ": ",
-                                            std::strerror(err)));
+    return absl::InternalError(
+        absl::StrCat("cannot give ", dir, " to uid ", user.uid, ": ", std::strerror(err)));
   }
   return absl::OkStatus();
 }
@@ -140,8 +140,8 @@ absl::Status HandFileTo(const std::string& path, const UnixUser& user, mode_t mo
   const int err = errno;
   close(fd);
   if (!ok) {
-    return absl::InternalError(absl::StrCat("cannot give ", path, " to uid ", user.uid, ": ",
-                                            std::strerror(err)));
+    return absl::InternalError(
+        absl::StrCat("cannot give ", path, " to uid ", user.uid, ": ", std::strerror(err)));
   }
   return absl::OkStatus();
 }

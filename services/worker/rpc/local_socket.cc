@@ -24,8 +24,7 @@ absl::StatusOr<std::unique_ptr<LocalSocketServer>> LocalSocketServer::Start(
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--agent-socket: '", path, "' must be a path of 1..", sizeof(addr.sun_path) - 1,
-        " bytes"));
+        "--agent-socket: '", path, "' must be a path of 1..", sizeof(addr.sun_path) - 1, " bytes"));
   }
   std::memcpy(addr.sun_path, path.data(), path.size());
   auto server = std::unique_ptr<LocalSocketServer>(new LocalSocketServer());
