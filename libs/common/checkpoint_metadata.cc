@@ -62,7 +62,8 @@ absl::StatusOr<CheckpointMetadata> ReadCheckpointMetadata(const std::string& dir
   // /dev/zero planted there must not block or fill the worker).
   const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no checkpoint metadata at ", path));
+    if (errno == ENOENT)
+      return absl::NotFoundError(absl::StrCat("no checkpoint metadata at ", path));
     return absl::FailedPreconditionError(
         absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   }

@@ -320,11 +320,10 @@ void Agent::OnAssignment(const Assignment& assignment) {
   }
   a->launcher = launcher;
   RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt << ": ranks "
-                << absl::StrJoin(local, ",") << " placed here"
-                << (a->launcher ? " (launcher)" : "")
-                << (a->user ? absl::StrCat(", as uid ", a->user->uid, " (team '",
-                                           assignment.team, "')")
-                            : "");
+                << absl::StrJoin(local, ",") << " placed here" << (a->launcher ? " (launcher)" : "")
+                << (a->user
+                        ? absl::StrCat(", as uid ", a->user->uid, " (team '", assignment.team, "')")
+                        : "");
   if (!valid.ok()) {
     ApplyLocked(*a, a->gang.OnLaunchFailed(std::string(valid.message())));
   } else if (a->launcher) {
@@ -861,14 +860,14 @@ absl::Status Agent::CheckLocalCaller(const std::string& job_id, int32_t attempt,
   std::lock_guard<std::mutex> lock(mu_);
   RM_ASSIGN_OR_RETURN(Attempt * a, AuthorizeLocked(job_id, attempt, token));
   if (!a->user) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "job ", job_id, " attempt ", attempt,
-        " does not run as a team's user here; the local socket serves only those"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("job ", job_id, " attempt ", attempt,
+                     " does not run as a team's user here; the local socket serves only those"));
   }
   if (a->user->uid != uid) {
     return absl::PermissionDeniedError(absl::StrCat("the caller runs as uid ", uid, ", but job ",
-                                                    job_id, " attempt ", attempt,
-                                                    " runs as uid ", a->user->uid, " here"));
+                                                    job_id, " attempt ", attempt, " runs as uid ",
+                                                    a->user->uid, " here"));
   }
   return absl::OkStatus();
 }
@@ -885,9 +884,9 @@ absl::Status Agent::CheckForwardTarget(const std::string& job_id, int32_t attemp
   for (const RankPlacement& r : it->second->assignment.placement) {
     if (absl::StrCat(r.worker_address, ":", r.worker_port) == target) return absl::OkStatus();
   }
-  return absl::PermissionDeniedError(
-      absl::StrCat("forward_to: ", target, " is not the agent of a worker of job ", job_id,
-                   " attempt ", attempt));
+  return absl::PermissionDeniedError(absl::StrCat("forward_to: ", target,
+                                                  " is not the agent of a worker of job ", job_id,
+                                                  " attempt ", attempt));
 }
 
 absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,

@@ -25,8 +25,8 @@
 #include "host/nvml_sampler.h"
 #include "host/ports.h"
 #include "host/users.h"
-#include "rpc/local_socket.h"
 #include "rpc/agent_service.h"
+#include "rpc/local_socket.h"
 #include "rpc/scheduler_session.h"
 
 namespace {
@@ -241,9 +241,9 @@ int main(int argc, char** argv) {
   if (!run_as.ok()) return Fail(run_as.status());
   if (!run_as->empty()) {
     if (geteuid() != 0) {
-      return Fail(absl::FailedPreconditionError(absl::StrCat(
-          "--run-as/--run-as-default need the worker to run as root (it runs as uid ", geteuid(),
-          "); without them every job runs as the worker's own user")));
+      return Fail(absl::FailedPreconditionError(
+          absl::StrCat("--run-as/--run-as-default need the worker to run as root (it runs as uid ",
+                       geteuid(), "); without them every job runs as the worker's own user")));
     }
     for (const auto& [team, user] : run_as->teams) {
       absl::StatusOr<UnixUser> resolved = ResolveUnixUser(user, "--run-as " + team);
@@ -257,14 +257,15 @@ int main(int argc, char** argv) {
     }
     // The worker (root) creates and hands out files under these: no one else may write them.
     for (const auto& [dir, flag] :
-         {std::pair{options.log_dir, "--log-dir"}, {options.checkpoint_root, "--checkpoint-root"},
+         {std::pair{options.log_dir, "--log-dir"},
+          {options.checkpoint_root, "--checkpoint-root"},
           {options.mpi_tmpdir.empty() ? "/tmp/ringmaster-mpi-0" : options.mpi_tmpdir,
            "--mpi-tmpdir"}}) {
       if (dir.empty()) continue;
       if (auto s = EnsurePrivateDirectory(dir, flag); !s.ok()) return Fail(s);
     }
     options.agent_socket = flags.Get("agent-socket").empty() ? options.log_dir + "/agent.sock"
-                                                            : flags.Get("agent-socket");
+                                                             : flags.Get("agent-socket");
   }
   const std::string listen =
       flags.Get("listen").empty() ? inv.address + ":7071" : flags.Get("listen");

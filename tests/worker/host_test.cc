@@ -276,12 +276,13 @@ TEST(UsersTest, NamesMustExistAndRootIsRefused) {
   EXPECT_NE(user->uid, 0u);
   EXPECT_EQ(ResolveUnixUser({"no-such-user-rm", ""}, "--run-as t").status().code(),
             absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(ResolveUnixUser({"no-such-user-rm", ""}, "--run-as t").status().message()),
-              HasSubstr("--run-as t: no user 'no-such-user-rm'"));
+  EXPECT_THAT(
+      std::string(ResolveUnixUser({"no-such-user-rm", ""}, "--run-as t").status().message()),
+      HasSubstr("--run-as t: no user 'no-such-user-rm'"));
   EXPECT_EQ(ResolveUnixUser({"nobody", "no-such-group-rm"}, "--run-as t").status().code(),
             absl::StatusCode::kNotFound);
-  for (const RunAsUser& root : {RunAsUser{"root", ""}, RunAsUser{"0", ""},
-                                RunAsUser{"61001", "0"}, RunAsUser{"nobody", "root"}}) {
+  for (const RunAsUser& root : {RunAsUser{"root", ""}, RunAsUser{"0", ""}, RunAsUser{"61001", "0"},
+                                RunAsUser{"nobody", "root"}}) {
     absl::StatusOr<UnixUser> refused = ResolveUnixUser(root, "--run-as-default");
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument)
         << root.user << ":" << root.group;

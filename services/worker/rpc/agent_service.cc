@@ -39,8 +39,7 @@ absl::Status AgentServiceImpl::CheckCaller(grpc::ServerContext* ctx, const char*
 
 grpc::Status AgentServiceImpl::Forward(grpc::ServerContext* ctx, const v1::ExecRequest& req,
                                        grpc::ServerWriter<v1::ExecOutput>* writer) {
-  if (auto s = agent_->CheckForwardTarget(req.job_id(), req.attempt(), req.forward_to());
-      !s.ok()) {
+  if (auto s = agent_->CheckForwardTarget(req.job_id(), req.attempt(), req.forward_to()); !s.ok()) {
     return ToGrpcStatus(s);
   }
   v1::ExecRequest forwarded = req;
