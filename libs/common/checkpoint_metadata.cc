@@ -1,7 +1,11 @@
 #include "common/checkpoint_metadata.h"
 
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -53,11 +57,34 @@ std::string FormatCheckpointMetadata(const CheckpointMetadata& metadata) {
 
 absl::StatusOr<CheckpointMetadata> ReadCheckpointMetadata(const std::string& dir) {
   const std::string path = absl::StrCat(dir, "/", kCheckpointMetadataFile);
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("no checkpoint metadata at ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseCheckpointMetadata(text.str());
+  // The directory may belong to a team's Unix user (worker --run-as) while the worker reads
+  // it as root: no symlink is followed, and only a small regular file is read (a FIFO or
+  // /dev/zero planted there must not block or fill the worker).
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return absl::NotFoundError(absl::StrCat("no checkpoint metadata at ", path));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  constexpr off_t kMaxBytes = 4096;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxBytes) {
+    close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is not a regular file of at most ", kMaxBytes, " bytes"));
+  }
+  std::string text(static_cast<size_t>(kMaxBytes), '\0');
+  size_t have = 0;
+  while (have < text.size()) {
+    const ssize_t n = read(fd, text.data() + have, text.size() - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    have += static_cast<size_t>(n);
+  }
+  close(fd);
+  text.resize(have);
+  return ParseCheckpointMetadata(text);
 }
 
 }  // namespace ringmaster

@@ -35,7 +35,8 @@ struct CheckpointMetadata {
 absl::StatusOr<CheckpointMetadata> ParseCheckpointMetadata(absl::string_view text);
 std::string FormatCheckpointMetadata(const CheckpointMetadata& metadata);
 
-// Reads DIR/checkpoint.meta; NOT_FOUND when there is none.
+// Reads DIR/checkpoint.meta; NOT_FOUND when there is none, FAILED_PRECONDITION for a symlink,
+// anything but a regular file, or one over 4 KiB (the directory may be a team's, read by root).
 absl::StatusOr<CheckpointMetadata> ReadCheckpointMetadata(const std::string& dir);
 
 }  // namespace ringmaster

@@ -25,8 +25,10 @@
 #include "common/checkpoint_metadata.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/tls.h"
 #include "core/auth.h"
 #include "core/launch.h"
+#include "core/run_as.h"
 #include "host/file_io.h"
 
 namespace ringmaster::worker {
@@ -62,6 +64,24 @@ absl::Status MakeDirs(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// Creates `dir` and, for an attempt that runs as a team's user, gives it to that user (mode
+// 0700): the session and checkpoint directories its processes write, closed to other teams.
+absl::Status MakeDirsFor(const std::optional<UnixUser>& user, const std::string& dir) {
+  RM_RETURN_IF_ERROR(MakeDirs(dir));
+  return user ? HandDirectoryTo(dir, *user, 0700) : absl::OkStatus();
+}
+
+// An attempt's log directory. For a team's user it stays root's with mode 0711: the ranks
+// open their own (pre-created) logs there, but cannot list, read or replace anything else,
+// mpirun.log (every rank's output) included.
+absl::Status MakeAttemptDir(const std::optional<UnixUser>& user, const std::string& dir) {
+  RM_RETURN_IF_ERROR(MakeDirs(dir));
+  if (user && chmod(dir.c_str(), 0711) != 0) {
+    return absl::InternalError(absl::StrCat("cannot chmod ", dir, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // One job attempt this worker holds.
@@ -71,6 +91,9 @@ struct Agent::Attempt {
         gang(assignment.job_id, assignment.attempt, std::move(local_ranks)) {}
 
   const Assignment assignment;  // never changes; readable without the lock
+  // Whom its processes run as (--run-as); none: the worker's own user. Set once, at the
+  // assignment, before anything reads it.
+  std::optional<UnixUser> user;
   GangState gang;
   ProgressForwarder progress;        // which progress reports go on to the scheduler
   std::vector<int32_t> mpi_to_rank;  // placed rank of each MPI rank
@@ -284,12 +307,23 @@ void Agent::OnAssignment(const Assignment& assignment) {
   auto owned = std::make_unique<Attempt>(assignment, local);
   Attempt* a = owned.get();
   attempts_[key] = std::move(owned);
-  const absl::Status valid = ValidatePlacement(assignment.placement);
+  absl::Status valid = ValidatePlacement(assignment.placement);
   if (valid.ok()) a->mpi_to_rank = PlacedRankOfMpiRank(GangHosts(assignment.placement));
+  if (valid.ok() && RunsAsTeams()) {
+    if (auto it = options_.team_users.find(assignment.team); it != options_.team_users.end()) {
+      a->user = it->second;
+    } else if (options_.default_user) {
+      a->user = options_.default_user;
+    } else {
+      valid = NoUserForTeam(assignment.team, options_.inventory.worker_id);
+    }
+  }
   a->launcher = launcher;
   RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt << ": ranks "
-                << absl::StrJoin(local, ",") << " placed here"
-                << (a->launcher ? " (launcher)" : "");
+                << absl::StrJoin(local, ",") << " placed here" << (a->launcher ? " (launcher)" : "")
+                << (a->user
+                        ? absl::StrCat(", as uid ", a->user->uid, " (team '", assignment.team, "')")
+                        : "");
   if (!valid.ok()) {
     ApplyLocked(*a, a->gang.OnLaunchFailed(std::string(valid.message())));
   } else if (a->launcher) {
@@ -608,12 +642,12 @@ void Agent::Launch(Attempt* a) {
   absl::StatusOr<std::vector<std::string>> workload =
       WorkloadArgv(assignment, options_.train_binary);
   if (!workload.ok()) return fail(workload.status());
-  if (auto s = MakeDirs(dir); !s.ok()) return fail(s);
+  if (auto s = MakeAttemptDir(a->user, dir); !s.ok()) return fail(s);
   if (auto s = WriteFileAtomically(hostfile, HostfileText(hosts)); !s.ok()) return fail(s);
   // mpirun's own Open MPI session directory (see SessionBase); TMPDIR, unlike
   // orte_tmpdir_base, is not passed on to the orteds.
   const std::string session_dir = SessionBase(assignment.job_id, assignment.attempt) + "/mpirun";
-  if (auto s = MakeDirs(session_dir); !s.ok()) return fail(s);
+  if (auto s = MakeDirsFor(a->user, session_dir); !s.ok()) return fail(s);
   // MASTER_PORT must be free where rank 0 runs: here. Held until the attempt is forgotten.
   const std::string& address = options_.inventory.address;
   absl::StatusOr<int> master_port =
@@ -626,11 +660,12 @@ void Agent::Launch(Attempt* a) {
   mpirun.rsh_agent = options_.rsh_agent;
   mpirun.rank_binary = options_.rank_binary;
   mpirun.mpi_interface = ResolveMpiInterface(options_.mpi_interface, address);
-  mpirun.allow_run_as_root = geteuid() == 0;
+  mpirun.allow_run_as_root = geteuid() == 0 && !a->user;
   mpirun.extra_args = options_.mpirun_args;
   SpawnOptions spawn;
   spawn.argv = MpirunArgv(mpirun, static_cast<int32_t>(assignment.placement.size()), *workload);
   spawn.env = ChildEnvironment(*a);
+  spawn.user = a->user;
   for (auto& [k, v] : LauncherEnvironment(assignment, hosts, *master_port)) spawn.env[k] = v;
   // A rank waiting in MPI spins on its core unless Open MPI sees more ranks than slots, and it
   // cannot see the other workers (or the agents) sharing this machine: spinning ranks then
@@ -641,7 +676,8 @@ void Agent::Launch(Attempt* a) {
   if (assignment.run_check && !CheckBeforeLaunch(a, mpirun, spawn.env, session_dir)) return;
   spawn.new_session = true;
   spawn.parent_death_signal = SIGKILL;  // this thread waits for mpirun for its whole life
-  spawn.output_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  spawn.output_fd =
+      open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, a->user ? 0600 : 0644);
   if (spawn.output_fd < 0) {
     return fail(
         absl::InternalError(absl::StrCat("cannot open ", log_path, ": ", std::strerror(errno))));
@@ -686,11 +722,24 @@ bool Agent::CheckBeforeLaunch(Attempt* a, const MpirunOptions& mpirun,
   MpirunOptions check = mpirun;
   check.rank_binary = options_.check_binary;
   run.result_path = dir + "/check.result";
+  if (a->user) {
+    // ringmaster-check (rank 0, the team's user) writes the result by a rename: into a
+    // directory of its own, as the attempt's directory is root's.
+    const std::string own = dir + "/check";
+    if (auto s = MakeDirsFor(a->user, own); !s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ApplyLocked(*a, a->gang.OnLaunchFailed(std::string(s.message())));
+      --a->in_flight;
+      return false;
+    }
+    run.result_path = own + "/check.result";
+  }
   run.log_path = dir + "/check.log";
   run.spawn.argv = MpirunArgv(check, static_cast<int32_t>(assignment.placement.size()),
                               {"--result", run.result_path});
   run.spawn.env = env;
   run.spawn.env["TMPDIR"] = session_dir;
+  run.spawn.user = a->user;
   run.timeout = options_.check_timeout;
   run.policy = assignment.check_policy;
   CheckReport report = RunCheck(
@@ -752,7 +801,26 @@ std::map<std::string, std::string> Agent::ChildEnvironment(const Attempt& attemp
     env["RINGMASTER_CHECK_DELAY_MS"] = absl::StrCat(options_.check_delay_ms);
   }
   env.try_emplace("PMIX_MCA_gds", "hash");  // see LauncherEnvironment
-  for (const auto& [name, value] : options_.tls_env) env[name] = value;
+  if (!attempt.user) {
+    for (const auto& [name, value] : options_.tls_env) env[name] = value;
+    return env;
+  }
+  // A team's user cannot read the worker's key (and must not learn where it is): its rsh and
+  // rank wrappers call this agent on the local socket, which knows them by their uid. The CA
+  // stays, for the workloads to verify servers with.
+  for (const auto& [name, value] : options_.tls_env) {
+    if (name == kTlsCaEnv || name == kInsecureEnv) env[name] = value;
+  }
+  env[kAgentSocketEnv] = options_.agent_socket;
+  const UnixUser& user = *attempt.user;
+  env["HOME"] = user.home.empty() ? "/" : user.home;
+  if (!user.name.empty()) {
+    env["USER"] = user.name;
+    env["LOGNAME"] = user.name;
+  } else {
+    env.erase("USER");
+    env.erase("LOGNAME");
+  }
   return env;
 }
 
@@ -785,6 +853,40 @@ absl::StatusOr<Agent::Attempt*> Agent::AuthorizeLocked(const std::string& job_id
         absl::StrCat("wrong or missing token for job ", job_id, " attempt ", attempt));
   }
   return it->second.get();
+}
+
+absl::Status Agent::CheckLocalCaller(const std::string& job_id, int32_t attempt,
+                                     const std::string& token, uid_t uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RM_ASSIGN_OR_RETURN(Attempt * a, AuthorizeLocked(job_id, attempt, token));
+  if (!a->user) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("job ", job_id, " attempt ", attempt,
+                     " does not run as a team's user here; the local socket serves only those"));
+  }
+  if (a->user->uid != uid) {
+    return absl::PermissionDeniedError(absl::StrCat("the caller runs as uid ", uid, ", but job ",
+                                                    job_id, " attempt ", attempt, " runs as uid ",
+                                                    a->user->uid, " here"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Agent::CheckForwardTarget(const std::string& job_id, int32_t attempt,
+                                       const std::string& target) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = attempts_.find({job_id, attempt});
+  if (it == attempts_.end()) {
+    return absl::NotFoundError(absl::StrCat("job ", job_id, " attempt ", attempt,
+                                            " is not placed on worker ",
+                                            options_.inventory.worker_id));
+  }
+  for (const RankPlacement& r : it->second->assignment.placement) {
+    if (absl::StrCat(r.worker_address, ":", r.worker_port) == target) return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(absl::StrCat("forward_to: ", target,
+                                                  " is not the agent of a worker of job ", job_id,
+                                                  " attempt ", attempt));
 }
 
 absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
@@ -849,7 +951,7 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
     for (const auto& [k, v] : env) spawn.env[k] = v;
     // orted's Open MPI session directory (see SessionBase).
     const std::string session_dir = SessionBase(job_id, attempt) + "/orted";
-    if (auto s = MakeDirs(session_dir); !s.ok()) {
+    if (auto s = MakeDirsFor(a->user, session_dir); !s.ok()) {
       count("error");
       return s;
     }
@@ -857,6 +959,7 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
     spawn.pipe_output = true;
     spawn.new_session = true;
     spawn.parent_death_signal = SIGKILL;  // this thread waits for it
+    spawn.user = a->user;
     absl::StatusOr<Spawned> spawned = Spawn(spawn);
     if (!spawned.ok()) {
       count("error");
@@ -959,9 +1062,11 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
                                              pid_t pid) {
   StartedRank started;
   std::string launch;  // logged once the lock is released
+  std::optional<UnixUser> user;
   {
     std::lock_guard<std::mutex> lock(mu_);
     RM_ASSIGN_OR_RETURN(Attempt * a, AuthorizeLocked(job_id, attempt, token));
+    user = a->user;
     if (a->teardown) {
       return absl::FailedPreconditionError(
           absl::StrCat("job ", job_id, " attempt ", attempt, " is stopping on this worker"));
@@ -993,12 +1098,14 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
   RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": rank " << started.rank
                 << " starting (pid " << pid << ") " << launch;
   const std::string dir = AttemptDir(job_id, attempt);
-  RM_RETURN_IF_ERROR(MakeDirs(dir));
+  RM_RETURN_IF_ERROR(MakeAttemptDir(user, dir));
   if (auto it = started.env.find("RINGMASTER_CHECKPOINT_DIR"); it != started.env.end()) {
-    RM_RETURN_IF_ERROR(MakeDirs(it->second));
+    RM_RETURN_IF_ERROR(MakeDirsFor(user, it->second));
   }
   started.log_path =
       absl::StrCat(options_.log_dir, "/", RankLogRelativePath(job_id, attempt, started.rank));
+  // The wrapper, as the team's user, cannot create files in the attempt's directory.
+  if (user) RM_RETURN_IF_ERROR(HandFileTo(started.log_path, *user, 0600));
   return started;
 }
 

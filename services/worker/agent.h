@@ -16,8 +16,13 @@
 //            With run_check, the same mpirun of `ringmaster-check` comes first; its result goes
 //            to the scheduler, and the job's mpirun starts only when the check lets it
 //            (CheckBeforeLaunch; the protocol is at scheduler/core/health_check.h);
+//            With --run-as, mpirun and everything below it run as the team's Unix user
+//            (resolved at the assignment; a team without one fails its launch here), with no
+//            TLS identity: their calls go to the local socket (RINGMASTER_AGENT_SOCKET), where
+//            the caller's uid must be the attempt's (CheckLocalCaller);
 //         3. mpirun calls `ringmaster-rsh HOST orted ...` for every host of the hostfile that is
-//            not this machine's own name; ringmaster-rsh calls Exec on HOST's agent, which
+//            not this machine's own name; ringmaster-rsh calls Exec on HOST's agent (with
+//            --run-as: through the local socket, which forwards it), which
 //            checks the token against its own copy of the assignment (waiting a little for the
 //            assignment when the launcher was faster; at most max_exec_waiters calls wait at
 //            once), runs `bash -c "orted ..."` in a new
@@ -83,6 +88,7 @@
 #include "core/types.h"
 #include "host/ports.h"
 #include "host/process.h"
+#include "host/users.h"
 
 namespace prometheus {
 class Registry;
@@ -139,6 +145,14 @@ struct AgentOptions {
   std::string check_binary;
   std::chrono::milliseconds check_timeout{10000};
   int check_delay_ms = 0;
+  // Teams' Unix users (--run-as, --run-as-default; docs/security.md). Both empty: every
+  // process runs as the worker's own user, as it always did. Otherwise each attempt's
+  // mpirun, Exec'd commands and ranks run as its team's user; an attempt of a team with
+  // neither fails its launch here, naming the team.
+  std::map<std::string, UnixUser> team_users;
+  std::optional<UnixUser> default_user;
+  // The local socket those attempts' processes call (RINGMASTER_AGENT_SOCKET).
+  std::string agent_socket;
 };
 
 struct StartedRank {
@@ -203,6 +217,15 @@ class Agent {
   // RankStatus when they changed (ProgressForwarder). Errors as for ReportExit.
   absl::Status ReportProgress(const std::string& job_id, int32_t attempt, const std::string& token,
                               int32_t rank, const RankProgress& progress);
+  // For calls on the local socket (attempts that run as a team's user): OK when `token` is
+  // the attempt's and `uid` (the caller's, from the kernel) is the user the attempt runs as
+  // here; PERMISSION_DENIED otherwise, NOT_FOUND when the attempt is not held.
+  absl::Status CheckLocalCaller(const std::string& job_id, int32_t attempt,
+                                const std::string& token, uid_t uid);
+  // OK when `target` (HOST:PORT) is the agent of a worker of the attempt's placement: the
+  // only peers an Exec may be forwarded to with this worker's certificate.
+  absl::Status CheckForwardTarget(const std::string& job_id, int32_t attempt,
+                                  const std::string& target);
   // How many Exec calls wait for an assignment right now (bounded by max_exec_waiters).
   int ExecWaiters();
   // Streams a rank's log (see ReadLogsRequest). `write(data, attempt)` returning false ends it.
@@ -237,6 +260,7 @@ class Agent {
   // The agent's environment without RINGMASTER_* variables, plus the attempt's tags.
   std::map<std::string, std::string> ChildEnvironment(const Attempt& attempt) const;
   std::string AttemptDir(const std::string& job_id, int32_t attempt) const;
+  bool RunsAsTeams() const { return !options_.team_users.empty() || options_.default_user; }
   // Open MPI keeps its session directories (PMIx rendezvous files among them) under
   // TMPDIR/ompi.HOST.UID/jf.JOBFAMILY, one tree for every daemon of a job on a host. Fake hosts
   // on one machine share it, and their concurrent creation and cleanup of it fail

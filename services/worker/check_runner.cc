@@ -82,7 +82,8 @@ CheckReport RunCheck(const CheckRun& run, const std::function<bool(pid_t)>& spaw
         report.seconds = seconds;
         return report;
       }
-      absl::StatusOr<std::string> text = ReadFileToString(run.result_path);
+      // With --run-as the result's directory is the team user's: read it as a plain file.
+      absl::StatusOr<std::string> text = ReadRegularFile(run.result_path, 64 << 10);
       if (!text.ok())
         return Failed(absl::StrCat("the check wrote no result: ", text.status().message()));
       absl::StatusOr<CheckReport> parsed = ParseCheckResult(*text);

@@ -25,7 +25,9 @@
 #include "host/gpus.h"
 #include "host/nvml_sampler.h"
 #include "host/ports.h"
+#include "host/users.h"
 #include "rpc/agent_service.h"
+#include "rpc/local_socket.h"
 #include "rpc/scheduler_session.h"
 
 namespace {
@@ -123,6 +125,15 @@ ringmaster::Flags MakeFlags() {
             "comma-separated DNS names (subjectAltName) of the certificates whose holders may "
             "read rank logs here (ReadLogs): the scheduler's, which relays them to clients after "
             "checking their right; ignored with --insecure");
+  flags.Add("run-as", "",
+            "TEAM=USER[:GROUP],...: run each team's job processes as that Unix user (names or "
+            "numeric uid[:gid]); needs the worker to run as root. Empty (and no "
+            "--run-as-default): everything runs as the worker's own user");
+  flags.Add("run-as-default", "",
+            "USER[:GROUP] for teams --run-as does not list; empty: their jobs fail to launch");
+  flags.Add("agent-socket", "",
+            "with --run-as: the Unix socket the job processes call this agent on (default "
+            "LOG_DIR/agent.sock)");
   flags.Add("log-level", "info", "debug, info, warning or error");
   ringmaster::AddTlsFlags(flags);
   return flags;
@@ -228,6 +239,36 @@ int main(int argc, char** argv) {
   options.clean_exit_wait = std::chrono::milliseconds(clean_exit_wait);
   options.master_port_first = master_ports->first;
   options.master_port_last = master_ports->second;
+  absl::StatusOr<RunAsConfig> run_as = ParseRunAs(flags.Get("run-as"), flags.Get("run-as-default"));
+  if (!run_as.ok()) return Fail(run_as.status());
+  if (!run_as->empty()) {
+    if (geteuid() != 0) {
+      return Fail(absl::FailedPreconditionError(
+          absl::StrCat("--run-as/--run-as-default need the worker to run as root (it runs as uid ",
+                       geteuid(), "); without them every job runs as the worker's own user")));
+    }
+    for (const auto& [team, user] : run_as->teams) {
+      absl::StatusOr<UnixUser> resolved = ResolveUnixUser(user, "--run-as " + team);
+      if (!resolved.ok()) return Fail(resolved.status());
+      options.team_users[team] = *resolved;
+    }
+    if (run_as->fallback) {
+      absl::StatusOr<UnixUser> resolved = ResolveUnixUser(*run_as->fallback, "--run-as-default");
+      if (!resolved.ok()) return Fail(resolved.status());
+      options.default_user = *resolved;
+    }
+    // The worker (root) creates and hands out files under these: no one else may write them.
+    for (const auto& [dir, flag] :
+         {std::pair{options.log_dir, "--log-dir"},
+          {options.checkpoint_root, "--checkpoint-root"},
+          {options.mpi_tmpdir.empty() ? "/tmp/ringmaster-mpi-0" : options.mpi_tmpdir,
+           "--mpi-tmpdir"}}) {
+      if (dir.empty()) continue;
+      if (auto s = EnsurePrivateDirectory(dir, flag); !s.ok()) return Fail(s);
+    }
+    options.agent_socket = flags.Get("agent-socket").empty() ? options.log_dir + "/agent.sock"
+                                                             : flags.Get("agent-socket");
+  }
   const std::string listen =
       flags.Get("listen").empty() ? inv.address + ":7071" : flags.Get("listen");
   absl::StatusOr<TlsOptions> tls = TlsOptionsFromFlags(flags);
@@ -254,6 +295,14 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError(
         "--log-reader-names: needs at least one DNS name (the scheduler's certificate's, e.g. "
         "ringmaster-scheduler)"));
+  }
+  if (!tls->key_file.empty()) {
+    std::vector<UnixUser> users;
+    for (const auto& [team, user] : options.team_users) users.push_back(user);
+    if (options.default_user) users.push_back(*options.default_user);
+    for (const UnixUser& user : users) {
+      if (auto s = CheckUnreadableBy(tls->key_file, user, "--tls-key"); !s.ok()) return Fail(s);
+    }
   }
   const std::string metrics_listen =
       flags.Get("metrics-listen").empty() ? inv.address + ":9465" : flags.Get("metrics-listen");
@@ -300,6 +349,20 @@ int main(int argc, char** argv) {
     return Fail(absl::UnavailableError("cannot listen on " + listen));
   }
   agent.SetPort(bound_port);
+  // Teams' users call on the local socket; forwarded Execs go out with this worker's certificate.
+  std::unique_ptr<AgentServiceImpl> local_service;
+  std::unique_ptr<LocalSocketServer> local_socket;
+  if (!options.agent_socket.empty()) {
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> peer_credentials =
+        MakeChannelCredentials(*tls, ServerName::kAnyOfTheCa);
+    if (!peer_credentials.ok()) return Fail(peer_credentials.status());
+    local_service = AgentServiceImpl::ForLocalSocket(&agent, *peer_credentials);
+    absl::StatusOr<std::unique_ptr<LocalSocketServer>> started =
+        LocalSocketServer::Start(options.agent_socket, local_service.get());
+    if (!started.ok()) return Fail(started.status());
+    local_socket = *std::move(started);
+    RM_LOG(kInfo) << "teams run as their Unix users; their processes call " << options.agent_socket;
+  }
   agent.Start();
   SchedulerSession session(flags.Get("scheduler"), *channel_credentials, &agent);
   session.Start();
@@ -315,6 +378,7 @@ int main(int argc, char** argv) {
   RM_LOG(kInfo) << "shutting down: stopping every job process on this worker";
   // Processes first: their Exec calls then end by themselves.
   agent.Shutdown();
+  if (local_socket) local_socket->Shutdown();
   session.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   // Everything that matters has stopped; the library teardown that would follow (civetweb's

@@ -131,12 +131,15 @@ int RunRank(const std::vector<std::string>& program) {
   // orted gone: stop the workload cleanly (it gets SIGKILL if we die first).
   prctl(PR_SET_PDEATHSIG, SIGTERM);
 
-  // The worker's certificate, from the environment it gave orted and mpirun.
+  // The worker's certificate, from the environment it gave orted and mpirun; or, for a rank
+  // that runs as its team's user (which holds no certificate), the agent's local socket.
   const TlsOptions tls = TlsOptionsFromEnvironment();
+  const std::string agent_socket = env(kAgentSocketEnv);
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      MakeChannelCredentials(tls, ServerName::kAnyOfTheCa);
+      agent_socket.empty() ? MakeChannelCredentials(tls, ServerName::kAnyOfTheCa)
+                           : grpc::InsecureChannelCredentials();
   if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
-  AgentClient agent(agent_addr, *credentials);
+  AgentClient agent(agent_socket.empty() ? agent_addr : "unix:" + agent_socket, *credentials);
   v1::StartRankRequest start;
   start.set_job_id(job_id);
   start.set_attempt(attempt);

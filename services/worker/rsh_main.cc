@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
   flags.AddEnvironment(kTokenEnv, "the job's token that Exec checks (from mpirun)");
   flags.AddEnvironment("RINGMASTER_TLS_CERT, RINGMASTER_TLS_KEY, RINGMASTER_TLS_CA",
                        "the launching worker's certificate; RINGMASTER_INSECURE=1: plaintext");
+  flags.AddEnvironment(kAgentSocketEnv,
+                       "the local agent's socket, when the job runs as its team's user: Exec "
+                       "goes there and the agent forwards it to HOST");
   if (absl::Status parsed = flags.Parse(argc, argv); !parsed.ok()) {
     std::fprintf(stderr, "ringmaster-rsh: %s\n", std::string(parsed.message()).c_str());
     return 2;
@@ -103,12 +106,19 @@ int main(int argc, char** argv) {
   request.set_attempt(attempt);
   request.set_token(env(kTokenEnv));
   for (size_t i = 1; i < args.size(); ++i) request.add_argv(args[i]);
-  // The launching worker's certificate (RINGMASTER_TLS_*, set by the worker for mpirun).
+  // The launching worker's certificate (RINGMASTER_TLS_*, set by the worker for mpirun); or,
+  // when the job runs as its team's user (no certificate), the local agent's socket, which
+  // forwards the call to HOST's agent with the worker's certificate.
+  const std::string target = absl::StrCat(host, ":", *port);
+  const std::string agent_socket = env(kAgentSocketEnv);
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      ringmaster::MakeChannelCredentials(ringmaster::TlsOptionsFromEnvironment(),
-                                         ringmaster::ServerName::kAnyOfTheCa);
+      agent_socket.empty()
+          ? ringmaster::MakeChannelCredentials(ringmaster::TlsOptionsFromEnvironment(),
+                                               ringmaster::ServerName::kAnyOfTheCa)
+          : grpc::InsecureChannelCredentials();
   if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
-  AgentClient agent(absl::StrCat(host, ":", *port), *credentials);
+  if (!agent_socket.empty()) request.set_forward_to(target);
+  AgentClient agent(agent_socket.empty() ? target : "unix:" + agent_socket, *credentials);
   absl::StatusOr<v1::ExitStatus> result = agent.Exec(
       request,
       [](bool is_stderr, std::string_view data) {
@@ -116,7 +126,7 @@ int main(int argc, char** argv) {
       },
       &ctx);
   if (!result.ok()) {
-    return Fail(absl::StrCat(host, ":", *port, ": ", result.status().ToString()));
+    return Fail(absl::StrCat(target, ": ", result.status().ToString()));
   }
   return result->signal() != 0 ? 128 + result->signal() : result->exit_code();
 }

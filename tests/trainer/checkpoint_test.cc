@@ -118,6 +118,21 @@ TEST_F(CheckpointDirTest, WriteIsAtomicLeavesNoTempFilesAndKeepsTheNewestTwo) {
   EXPECT_EQ(meta->file, "ckpt-000000000030.rmck");
 }
 
+// The directory can belong to a team's Unix user while the worker (root) reads the metadata.
+TEST_F(CheckpointDirTest, MetadataPlantedAsALinkFifoOrDeviceIsRefusedWithoutBlocking) {
+  const std::string meta = dir_ + "/checkpoint.meta";
+  ASSERT_EQ(symlink("/dev/zero", meta.c_str()), 0);
+  EXPECT_EQ(ReadCheckpointMetadata(dir_).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_EQ(unlink(meta.c_str()), 0);
+  ASSERT_EQ(mkfifo(meta.c_str(), 0644), 0);
+  EXPECT_EQ(ReadCheckpointMetadata(dir_).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_EQ(unlink(meta.c_str()), 0);
+  std::ofstream(meta) << std::string(5000, '#');
+  EXPECT_EQ(ReadCheckpointMetadata(dir_).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_EQ(unlink(meta.c_str()), 0);
+  EXPECT_EQ(ReadCheckpointMetadata(dir_).status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(CheckpointDirTest, WriteCreatesMissingDirectories) {
   const std::string nested = absl::StrCat(dir_, "/job/attempts");
   ASSERT_TRUE(WriteCheckpoint(nested, Sample(5), 1700000000000).ok());

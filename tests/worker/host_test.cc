@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "host/file_io.h"
 #include "host/ports.h"
 #include "host/process.h"
+#include "host/users.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -85,6 +87,23 @@ TEST_F(FileIoTest, ReadErrorOfAFileIsAStatus) {
   absl::StatusOr<std::string> read = ReadFileToString("/proc/self");
   EXPECT_EQ(read.status().code(), absl::StatusCode::kFailedPrecondition) << read.status();
   EXPECT_THAT(read.status().message(), HasSubstr("Is a directory"));
+}
+
+TEST_F(FileIoTest, RegularFileReadRefusesLinksFifosAndDevices) {
+  const std::string path = TempDir() + "/result";
+  ASSERT_EQ(symlink("/etc/passwd", path.c_str()), 0);
+  absl::StatusOr<std::string> read = ReadRegularFile(path, 4096);
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kFailedPrecondition) << read.status();
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  ASSERT_EQ(mkfifo(path.c_str(), 0644), 0);  // no writer: a blocking open would never return
+  EXPECT_EQ(ReadRegularFile(path, 4096).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  EXPECT_EQ(ReadRegularFile("/dev/zero", 4096).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  std::ofstream(path) << "busbw=1\n";
+  read = ReadRegularFile(path, 4096);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, "busbw=1\n");
 }
 
 TEST_F(FileIoTest, MissingFileIsNotFound) {
@@ -223,6 +242,68 @@ int FreeRange(int n) {
     if (all) return first;
   }
   return -1;
+}
+
+// Everything a spawned child printed on stdout, and how it ended.
+std::pair<std::string, ExitInfo> RunToEnd(const SpawnOptions& spawn) {
+  absl::StatusOr<Spawned> child = Spawn(spawn);
+  if (!child.ok()) return {std::string(child.status().message()), ExitInfo{-1, 0}};
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(child->stdout_fd, buf, sizeof(buf))) > 0) out.append(buf, n);
+  close(child->stdout_fd);
+  close(child->stderr_fd);
+  return {out, WaitForExit(child->pid)};
+}
+
+TEST(UsersTest, BareUidNeedsNoPasswdEntryAndGetsItsOwnNumberAsGroup) {
+  absl::StatusOr<UnixUser> user = ResolveUnixUser({"61001", ""}, "--run-as t");
+  ASSERT_TRUE(user.ok()) << user.status();
+  EXPECT_EQ(user->uid, 61001u);
+  EXPECT_EQ(user->gid, 61001u);
+  EXPECT_EQ(user->groups, std::vector<gid_t>{61001});
+  user = ResolveUnixUser({"61001", "61005"}, "--run-as t");
+  ASSERT_TRUE(user.ok()) << user.status();
+  EXPECT_EQ(user->gid, 61005u);
+  EXPECT_EQ(user->groups, std::vector<gid_t>{61005});
+}
+
+TEST(UsersTest, NamesMustExistAndRootIsRefused) {
+  absl::StatusOr<UnixUser> user = ResolveUnixUser({"nobody", ""}, "--run-as t");
+  ASSERT_TRUE(user.ok()) << user.status();
+  EXPECT_EQ(user->name, "nobody");
+  EXPECT_NE(user->uid, 0u);
+  EXPECT_EQ(ResolveUnixUser({"no-such-user-rm", ""}, "--run-as t").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_THAT(
+      std::string(ResolveUnixUser({"no-such-user-rm", ""}, "--run-as t").status().message()),
+      HasSubstr("--run-as t: no user 'no-such-user-rm'"));
+  EXPECT_EQ(ResolveUnixUser({"nobody", "no-such-group-rm"}, "--run-as t").status().code(),
+            absl::StatusCode::kNotFound);
+  for (const RunAsUser& root : {RunAsUser{"root", ""}, RunAsUser{"0", ""}, RunAsUser{"61001", "0"},
+                                RunAsUser{"nobody", "root"}}) {
+    absl::StatusOr<UnixUser> refused = ResolveUnixUser(root, "--run-as-default");
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument)
+        << root.user << ":" << root.group;
+  }
+}
+
+TEST(ProcessTest, SpawnAsAnotherUserSetsUidGidAndGroupsBeforeExec) {
+  if (geteuid() != 0) GTEST_SKIP() << "changing the user needs root";
+  SpawnOptions spawn;
+  spawn.argv = {"sh", "-c", "id -u; id -g; id -G"};
+  spawn.env = {{"PATH", "/usr/bin:/bin"}};
+  spawn.pipe_output = true;
+  spawn.parent_death_signal = SIGKILL;
+  spawn.user = UnixUser{61001, 61002, {61002, 61003}, "", ""};
+  auto [out, exit] = RunToEnd(spawn);
+  EXPECT_EQ(exit.exit_code, 0) << out;
+  EXPECT_THAT(out, ::testing::StartsWith("61001\n61002\n61002 61003\n")) << out;
+  // Without a user: the worker's own.
+  spawn.user.reset();
+  std::tie(out, exit) = RunToEnd(spawn);
+  EXPECT_THAT(out, ::testing::StartsWith("0\n0\n")) << out;
 }
 
 TEST(PortPoolTest, AttemptsNeverShareAPortAndTheRangeRunsOut) {

@@ -7,6 +7,7 @@ ringmaster_test(worker_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/inventory_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/progress_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/health_check_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/run_as_test.cc
   LIBS ringmaster_worker_core)
 
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
@@ -116,5 +117,18 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
     LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   add_dependencies(health_check_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
+    ringmaster-rank ringmaster-check)
+endif()
+
+if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
+  # Teams' ranks as their Unix users (worker --run-as); skips unless run as root.
+  ringmaster_test(worker_run_as_e2e_test e2e
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
+      ${CMAKE_CURRENT_LIST_DIR}/run_as_e2e_test.cc
+      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
+    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+      PkgConfig::PQXX)
+  add_dependencies(worker_run_as_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank ringmaster-check)
 endif()

@@ -215,6 +215,7 @@ class StreamLink : public WorkerLink {
     *a->mutable_spec() = ToProto(job.spec);
     for (const auto& r : job.placement) *a->add_placement() = ToProto(r);
     a->set_token(job.token);
+    a->set_team(job.team);
     Enqueue(std::move(msg));
   }
   void SendAssignmentWithCheck(const Job& job, const CheckPlan& plan) override {
@@ -225,6 +226,7 @@ class StreamLink : public WorkerLink {
     *a->mutable_spec() = ToProto(job.spec);
     for (const auto& r : job.placement) *a->add_placement() = ToProto(r);
     a->set_token(job.token);
+    a->set_team(job.team);
     a->set_run_check(plan.run);
     a->set_check_baseline_gbps(plan.baseline_gbps);
     a->set_check_min_ratio(plan.min_ratio);

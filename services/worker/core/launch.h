@@ -126,6 +126,9 @@ inline constexpr const char* kWorkerIdEnv = "RINGMASTER_WORKER_ID";
 inline constexpr const char* kTokenEnv = "RINGMASTER_TOKEN";
 inline constexpr const char* kAgentAddrEnv = "RINGMASTER_AGENT_ADDR";
 inline constexpr const char* kAgentPortsEnv = "RINGMASTER_AGENT_PORTS";
+// Set only for attempts that run as a team's Unix user: the agent's local socket, which
+// ringmaster-rank and ringmaster-rsh call instead of the TCP port (they hold no certificate).
+inline constexpr const char* kAgentSocketEnv = "RINGMASTER_AGENT_SOCKET";
 
 // True when `job_id` can name a directory: 1..128 characters of [A-Za-z0-9._-], not starting
 // with '.'. Job ids come from clients in ReadLogs; this keeps them inside the log directory.

@@ -47,6 +47,8 @@ struct Assignment {
   // The pre-run allreduce check (core/health_check.h): run it, and judge it by this.
   bool run_check = false;
   CheckPolicy check_policy;
+  // The job's team: whose Unix user runs the attempt on a worker with --run-as.
+  std::string team;
 };
 
 // A rank's life as the worker reports it to the scheduler (RankStatus on the wire).

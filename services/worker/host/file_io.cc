@@ -56,6 +56,23 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path, size_t max
   return ReadFd(fd, path, max_bytes);
 }
 
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) {
+      return absl::FailedPreconditionError(absl::StrCat(path, " is a symbolic link"));
+    }
+    return ErrnoError(errno, "open", path);
+  }
+  ReadFdCloser closer(fd);
+  struct stat st;
+  if (fstat(fd, &st) != 0) return ErrnoError(errno, "stat", path);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
+  }
+  return ReadFd(fd, path, max_bytes);
+}
+
 absl::StatusOr<std::string> ReadFileTail(const std::string& path, size_t max_bytes) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError(errno, "open", path);

@@ -27,6 +27,11 @@ absl::StatusOr<std::string> ReadFd(int fd, std::string_view what, size_t max_byt
 absl::StatusOr<std::string> ReadFileToString(const std::string& path,
                                              size_t max_bytes = 16 << 20);
 
+// ReadFileToString for a file in a directory another user may write (a team's, with --run-as):
+// a symlink is not followed, and anything but a regular file (a FIFO that would block, a
+// device) is FAILED_PRECONDITION, so the worker never reads, as root, what the link named.
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes);
+
 // The last `max_bytes` of a file, from a line start where the cut falls inside a line, with
 // trailing newlines and spaces trimmed.
 absl::StatusOr<std::string> ReadFileTail(const std::string& path, size_t max_bytes);

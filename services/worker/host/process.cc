@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +32,18 @@ namespace {
 // Runs in the child between fork and exec: async-signal-safe calls only.
 [[noreturn]] void ExecChild(const SpawnOptions& options, pid_t parent, int out_fd, int err_fd_out,
                             int err_pipe, char* const* argv, char* const* envp) {
+  if (options.user) {
+    // Raw system calls: glibc's wrappers would signal every thread of the process to change
+    // theirs too (setxid), which is not async-signal-safe; the child has one thread. Groups
+    // and gid first, while we may still change them; and before PR_SET_PDEATHSIG, which the
+    // kernel clears when the credentials change.
+    const UnixUser& u = *options.user;
+    if (syscall(SYS_setgroups, u.groups.size(), u.groups.data()) != 0 ||
+        syscall(SYS_setresgid, u.gid, u.gid, u.gid) != 0 ||
+        syscall(SYS_setresuid, u.uid, u.uid, u.uid) != 0) {
+      ChildFailed(err_pipe);
+    }
+  }
   if (options.parent_death_signal != 0) {
     if (prctl(PR_SET_PDEATHSIG, options.parent_death_signal) != 0) ChildFailed(err_pipe);
     // The parent may have died before prctl took effect.

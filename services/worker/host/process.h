@@ -7,11 +7,13 @@
 #include <sys/types.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "host/users.h"
 
 namespace ringmaster::worker {
 
@@ -33,6 +35,9 @@ struct SpawnOptions {
   // Sent to the child when the *thread* that spawned it exits (prctl PR_SET_PDEATHSIG); 0 for
   // none. Spawn from a thread that outlives the child, as Linux ties this to the thread.
   int parent_death_signal = 0;
+  // Run as this user (its groups, gid, then uid are set in the child before exec; the
+  // caller must be root). None: as this process's user.
+  std::optional<UnixUser> user;
 };
 
 struct Spawned {

@@ -7,6 +7,8 @@
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/tls.h"
+#include "rpc/agent_client.h"
+#include "rpc/local_socket.h"
 
 namespace ringmaster::worker {
 
@@ -17,9 +19,68 @@ absl::Status AgentServiceImpl::CheckPeer(grpc::ServerContext* ctx, const char* c
   return s;
 }
 
+std::unique_ptr<AgentServiceImpl> AgentServiceImpl::ForLocalSocket(
+    Agent* agent, std::shared_ptr<grpc::ChannelCredentials> peer_credentials) {
+  auto service = std::make_unique<AgentServiceImpl>(agent, /*verify_peers=*/false,
+                                                    std::vector<std::string>{});
+  service->local_ = true;
+  service->peer_credentials_ = std::move(peer_credentials);
+  return service;
+}
+
+absl::Status AgentServiceImpl::CheckCaller(grpc::ServerContext* ctx, const char* call,
+                                           const std::string& job_id, int32_t attempt,
+                                           const std::string& token) const {
+  if (!local_) return CheckPeer(ctx, call);
+  absl::StatusOr<uid_t> uid = PeerUid(*ctx);
+  absl::Status s = uid.ok() ? agent_->CheckLocalCaller(job_id, attempt, token, *uid) : uid.status();
+  if (!s.ok()) RM_LOG(kWarning) << "refused " << call << " on the local socket: " << s.message();
+  return s;
+}
+
+grpc::Status AgentServiceImpl::Forward(grpc::ServerContext* ctx, const v1::ExecRequest& req,
+                                       grpc::ServerWriter<v1::ExecOutput>* writer) {
+  if (auto s = agent_->CheckForwardTarget(req.job_id(), req.attempt(), req.forward_to()); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  v1::ExecRequest forwarded = req;
+  forwarded.clear_forward_to();
+  // The caller cancelling (ringmaster-rsh signalled) cancels the peer's call, which stops the
+  // remote command.
+  std::unique_ptr<grpc::ClientContext> out = grpc::ClientContext::FromServerContext(*ctx);
+  AgentClient peer(req.forward_to(), peer_credentials_);
+  absl::StatusOr<v1::ExitStatus> exit = peer.Exec(
+      forwarded,
+      [&](bool is_stderr, std::string_view data) {
+        v1::ExecOutput chunk;
+        if (is_stderr) {
+          chunk.set_stderr_chunk(std::string(data));
+        } else {
+          chunk.set_stdout_chunk(std::string(data));
+        }
+        if (!writer->Write(chunk)) out->TryCancel();
+      },
+      out.get());
+  // ringmaster-rsh names the target in its own message.
+  if (!exit.ok()) return ToGrpcStatus(exit.status());
+  v1::ExecOutput last;
+  *last.mutable_exit() = *exit;
+  writer->Write(last);
+  return grpc::Status::OK;
+}
+
 grpc::Status AgentServiceImpl::Exec(grpc::ServerContext* ctx, const v1::ExecRequest* req,
                                     grpc::ServerWriter<v1::ExecOutput>* writer) {
-  if (auto s = CheckPeer(ctx, "Exec"); !s.ok()) return ToGrpcStatus(s);
+  if (auto s = CheckCaller(ctx, "Exec", req->job_id(), req->attempt(), req->token()); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  if (!req->forward_to().empty()) {
+    if (!local_) {
+      return ToGrpcStatus(absl::InvalidArgumentError(
+          "forward_to: honoured only on a worker's local socket (--agent-socket)"));
+    }
+    return Forward(ctx, *req, writer);
+  }
   std::vector<std::string> argv(req->argv().begin(), req->argv().end());
   std::map<std::string, std::string> env(req->env().begin(), req->env().end());
   absl::StatusOr<ExitInfo> exit = agent_->Exec(
@@ -44,6 +105,10 @@ grpc::Status AgentServiceImpl::Exec(grpc::ServerContext* ctx, const v1::ExecRequ
 
 grpc::Status AgentServiceImpl::ReadLogs(grpc::ServerContext* ctx, const v1::ReadLogsRequest* req,
                                         grpc::ServerWriter<v1::LogChunk>* writer) {
+  if (local_) {
+    return ToGrpcStatus(absl::PermissionDeniedError(
+        "ReadLogs is not served on the local socket; call the worker's port"));
+  }
   if (verify_peers_) {
     if (auto s = CheckPeerNamed(*ctx->auth_context(), log_readers_, "ReadLogs"); !s.ok()) {
       RM_LOG(kWarning) << "refused ReadLogs from " << ctx->peer() << ": " << s.message();
@@ -65,7 +130,10 @@ grpc::Status AgentServiceImpl::ReadLogs(grpc::ServerContext* ctx, const v1::Read
 
 grpc::Status AgentServiceImpl::StartRank(grpc::ServerContext* ctx, const v1::StartRankRequest* req,
                                          v1::StartRankResponse* resp) {
-  if (auto s = CheckPeer(ctx, "StartRank"); !s.ok()) return ToGrpcStatus(s);
+  if (auto s = CheckCaller(ctx, "StartRank", req->job_id(), req->attempt(), req->token());
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   absl::StatusOr<StartedRank> started =
       agent_->StartRank(req->job_id(), req->attempt(), req->token(), req->mpi_rank(), req->pid());
   if (!started.ok()) return ToGrpcStatus(started.status());
@@ -78,7 +146,10 @@ grpc::Status AgentServiceImpl::StartRank(grpc::ServerContext* ctx, const v1::Sta
 grpc::Status AgentServiceImpl::ReportRank(grpc::ServerContext* ctx,
                                           const v1::ReportRankRequest* req,
                                           v1::ReportRankResponse*) {
-  if (auto s = CheckPeer(ctx, "ReportRank"); !s.ok()) return ToGrpcStatus(s);
+  if (auto s = CheckCaller(ctx, "ReportRank", req->job_id(), req->attempt(), req->token());
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   switch (req->kind()) {
     case v1::ReportRankRequest::KIND_EXITED: {
       RankExit exit;

@@ -7,6 +7,7 @@ Assignment FromProto(const v1::Assignment& proto) {
   a.job_id = proto.job_id();
   a.attempt = proto.attempt();
   a.token = proto.token();
+  a.team = proto.team();
   const v1::JobSpec& spec = proto.spec();
   a.queue = spec.queue();
   if (spec.has_trainer()) {
