@@ -345,10 +345,9 @@ void Scheduler::ProbateLocked(int64_t now) {
   // jobs are placed on it, and their check judges it.
   if (!options_.health_check || options_.unhealthy_recheck_ms <= 0) return;
   for (const auto& [id, w] : workers_) {
-    if (w.unhealthy_reason.empty() || probation_.contains(id)) continue;
+    if (w.unhealthy_reason.empty() || cluster_.OnProbation(id)) continue;
     const int64_t since = unhealthy_since_ms_.try_emplace(id, now).first->second;
     if (now - since < options_.unhealthy_recheck_ms) continue;
-    probation_.insert(id);
     cluster_.SetWorkerProbation(id, true);
     capacity_grew_ = true;
     RM_LOG(kInfo) << "worker " << id << " on probation after " << (now - since) / 1000
@@ -361,7 +360,6 @@ void Scheduler::ClearHealthLocked(Worker& w, const std::string& why) {
                 << "; was: " << w.unhealthy_reason << ")";
   w.unhealthy_reason.clear();
   unhealthy_since_ms_.erase(w.id);
-  probation_.erase(w.id);
   cluster_.SetWorkerProbation(w.id, false);
   cluster_.SetWorkerHealthy(w.id, true);
   Write write;
@@ -1491,7 +1489,7 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
     std::vector<std::string> cleared;
     if (outcome.passed) {
       for (const auto& r : job.placement) {
-        if (probation_.contains(r.worker_id) &&
+        if (cluster_.OnProbation(r.worker_id) &&
             std::find(cleared.begin(), cleared.end(), r.worker_id) == cleared.end()) {
           cleared.push_back(r.worker_id);
         }
@@ -1515,7 +1513,6 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
       cluster_.SetWorkerHealthy(w.id, false);
       // Named again (or for the first time): the wait before probation starts now.
       unhealthy_since_ms_[w.id] = clock_->NowMs();
-      probation_.erase(w.id);
       cluster_.SetWorkerProbation(w.id, false);
       Write write;
       write.worker = w;

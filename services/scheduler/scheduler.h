@@ -347,10 +347,9 @@ class Scheduler {
   std::map<std::string, Worker> workers_;
   // Pre-run check baselines by shape key, loaded at Start and learned from passing checks.
   std::map<std::string, CheckBaseline> baselines_;
-  // Unhealthy workers: since when (this process's clock; a restart starts the wait again), and
-  // those on probation (see SchedulerOptions::unhealthy_recheck_ms).
+  // Unhealthy workers: since when (this process's clock; a restart starts the wait again). Who
+  // is on probation (SchedulerOptions::unhealthy_recheck_ms) is cluster_'s to know.
   std::map<std::string, int64_t> unhealthy_since_ms_;
-  std::set<std::string> probation_;
   std::map<std::string, Queue> queues_;  // as stored; loaded by Start()
   std::map<std::string, std::shared_ptr<WorkerLink>> links_;
   ClusterState cluster_;

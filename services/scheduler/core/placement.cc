@@ -132,6 +132,11 @@ void ClusterState::SetWorkerProbation(const std::string& worker_id, bool probati
   Contribute(node, +1);
 }
 
+bool ClusterState::OnProbation(const std::string& worker_id) const {
+  auto it = index_.find(worker_id);
+  return it != index_.end() && nodes_[it->second].probation;
+}
+
 absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
   // Check everything first so a failed call changes nothing.
   std::set<std::pair<size_t, size_t>> gpus;

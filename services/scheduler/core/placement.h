@@ -52,6 +52,7 @@ class ClusterState {
   // An unhealthy worker on probation takes placements of checked requests only (their check
   // judges it again). Its capacity is counted apart and never in GpuTotals or CpuTotals.
   void SetWorkerProbation(const std::string& worker_id, bool probation);
+  bool OnProbation(const std::string& worker_id) const;
 
   // Marks the ranks' GPUs or CPU slots as used. FAILED_PRECONDITION (and nothing changes) when
   // a worker is unknown or a GPU/slot is already taken.
