@@ -2,15 +2,12 @@
 // way everywhere, and the environment fallbacks the help documents are really read.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,47 +21,19 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Result = test::CapturedRun;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream file(path);
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-// Runs `binary args` with `env` added, stdout and stderr apart (sh redirects them to files).
+// Runs `binary args` with `env` added, stdout and stderr apart.
 Result RunBinary(const std::string& binary, const std::vector<std::string>& args,
-           const std::map<std::string, std::string>& env = {}) {
-  static int counter = 0;
-  const std::string base = ::testing::TempDir() + "/help-test-" + std::to_string(getpid()) + "-" +
-                           std::to_string(++counter);
-  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" >\"$RM_OUT\" 2>\"$RM_ERR\"",
-                                   binary};
+                 const std::map<std::string, std::string>& env = {}) {
+  std::vector<std::string> argv = {binary};
   argv.insert(argv.end(), args.begin(), args.end());
-  std::map<std::string, std::string> full_env = env;
-  full_env["RM_OUT"] = base + ".out";
-  full_env["RM_ERR"] = base + ".err";
-  Result result;
-  absl::StatusOr<std::unique_ptr<test::Subprocess>> child =
-      test::Subprocess::Start(std::move(argv), full_env);
-  if (!child.ok()) {
-    ADD_FAILURE() << child.status();
-    return result;
+  absl::StatusOr<Result> run = test::RunCaptured(argv, env, "", std::chrono::seconds(60));
+  if (!run.ok()) {
+    ADD_FAILURE() << binary << ": " << run.status();
+    return Result{};
   }
-  absl::StatusOr<int> code = (*child)->Wait(std::chrono::seconds(60));
-  if (!code.ok()) {
-    ADD_FAILURE() << binary << ": " << code.status();
-    return result;
-  }
-  result.exit_code = *code;
-  result.out = ReadAll(base + ".out");
-  result.err = ReadAll(base + ".err");
-  return result;
+  return *run;
 }
 
 std::string NameOf(const std::string& path) { return path.substr(path.rfind('/') + 1); }

@@ -43,11 +43,7 @@ using ::testing::MatchesRegex;
 using ::testing::Not;
 using namespace std::chrono_literals;
 
-struct Output {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using Output = CapturedRun;
 
 // Splits text into its lines (no empty last line).
 std::vector<std::string> Lines(const std::string& text) {
@@ -113,38 +109,19 @@ class RingctlOutputTest : public ::testing::Test {
 
   // Runs ringctl with `args` against the cluster's scheduler, stdout and stderr apart.
   static Output Ringctl(const std::vector<std::string>& args, const std::string& stdin_text = "") {
-    std::string dir = absl::StrCat(cluster_->dir(), "/ringctl-", ++runs_);
-    std::string command = absl::StrCat(RINGMASTER_BINARY_DIR "/cli/ringctl --scheduler ",
-                                       cluster_->scheduler().addr());
-    for (const std::string& flag : TestCerts::Get().Client().Flags()) {
-      absl::StrAppend(&command, " ", Quote(flag));
-    }
-    for (const std::string& arg : args) absl::StrAppend(&command, " ", Quote(arg));
-    const std::string in = dir + ".in", out = dir + ".out", err = dir + ".err";
-    std::ofstream(in) << stdin_text;
-    absl::StrAppend(&command, " <", in, " >", out, " 2>", err);
-    std::vector<std::string> argv = {"/bin/sh", "-c", command};
+    std::vector<std::string> argv = {RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler",
+                                     cluster_->scheduler().addr()};
+    for (const std::string& flag : TestCerts::Get().Client().Flags()) argv.push_back(flag);
+    argv.insert(argv.end(), args.begin(), args.end());
+    absl::StatusOr<Output> run = RunCaptured(argv, {}, stdin_text);
     Output result;
-    auto process = Subprocess::Start(argv);
-    if (!process.ok()) {
-      result.err = process.status().ToString();
-      return result;
+    if (run.ok()) {
+      result = *std::move(run);
+    } else {
+      result.err = run.status().ToString();
     }
-    auto code = (*process)->Wait(120s);
-    if (code.ok()) result.code = *code;
-    result.out = Slurp(out);
-    result.err = Slurp(err);
     Record(args, result);
     return result;
-  }
-
-  static std::string Quote(const std::string& word) {
-    return absl::StrCat("'", absl::StrJoin(absl::StrSplit(word, '\''), "'\\''"), "'");
-  }
-
-  static std::string Slurp(const std::string& path) {
-    std::ifstream file(path);
-    return std::string(std::istreambuf_iterator<char>(file), {});
   }
 
   static void Record(const std::vector<std::string>& args, const Output& result) {
@@ -152,23 +129,21 @@ class RingctlOutputTest : public ::testing::Test {
     if (path == nullptr || *path == '\0') return;
     std::ofstream file(path, std::ios::app);
     file << "$ ringctl " << absl::StrJoin(args, " ") << "\n" << result.out << result.err
-         << "[exit " << result.code << "]\n\n";
+         << "[exit " << result.exit_code << "]\n\n";
   }
 
   // Submits a command job and returns its id.
   static std::string Submit(const std::vector<std::string>& args) {
     Output r = Ringctl(args);
-    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_THAT(r.out, MatchesRegex("j-[0-9a-f]+\n"));
     return std::string(absl::StripSuffix(r.out, "\n"));
   }
 
   static Cluster* cluster_;
-  static int runs_;
 };
 
 Cluster* RingctlOutputTest::cluster_ = nullptr;
-int RingctlOutputTest::runs_ = 0;
 
 TEST_F(RingctlOutputTest, GetShowsTheJobTheSchedulerHasAndJsonIsTheJob) {
   const std::string id =
@@ -178,7 +153,7 @@ TEST_F(RingctlOutputTest, GetShowsTheJobTheSchedulerHasAndJsonIsTheJob) {
   ASSERT_TRUE(job.ok()) << job.status();
 
   Output r = Ringctl({"get", id});
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   std::map<std::string, std::string> fields;
   std::vector<std::string> lines = Lines(r.out);
@@ -225,7 +200,7 @@ TEST_F(RingctlOutputTest, GetShowsTheJobTheSchedulerHasAndJsonIsTheJob) {
   }
 
   Output json = Ringctl({"get", id, "-o", "json"});
-  ASSERT_EQ(json.code, 0) << json.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
   v1::Job parsed = ParseJson<v1::Job>(json.out);
   EXPECT_EQ(parsed.id(), id);
   EXPECT_EQ(parsed.state(), v1::JOB_STATE_SUCCEEDED);
@@ -242,7 +217,7 @@ TEST_F(RingctlOutputTest, GetShowsTheJobTheSchedulerHasAndJsonIsTheJob) {
   ASSERT_TRUE(placed.ok()) << placed.status();
   ASSERT_EQ(placed->placement_size(), 3);
   Output shown = Ringctl({"get", running});
-  ASSERT_EQ(shown.code, 0) << shown.err;
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
   std::vector<std::string> rows = Lines(shown.out);
   auto table = std::find(rows.begin(), rows.end(), "Placement:");
   ASSERT_NE(table, rows.end()) << shown.out;
@@ -261,7 +236,7 @@ TEST_F(RingctlOutputTest, GetShowsTheJobTheSchedulerHasAndJsonIsTheJob) {
   ASSERT_TRUE(cluster_->Cancel(running).ok());
 
   Output missing = Ringctl({"get", "j-00000000deadbeef"});
-  EXPECT_EQ(missing.code, 4);
+  EXPECT_EQ(missing.exit_code, 4);
   EXPECT_EQ(missing.out, "");
   EXPECT_THAT(missing.err, MatchesRegex("ringctl: .*j-00000000deadbeef.*\n"));
 }
@@ -276,7 +251,7 @@ TEST_F(RingctlOutputTest, ListRowsAreTheJobsTheSchedulerLists) {
   cluster_->WaitState(pending, v1::JOB_STATE_PENDING);
 
   Output r = Ringctl({"list", "-l", "batch=" + batch});
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_EQ(lines.size(), 3u) << r.out;
   EXPECT_THAT(lines[0], MatchesRegex("ID +NAME +QUEUE +STATE +PRIORITY +REPLICAS +GPUS +ATTEMPT "
@@ -299,7 +274,7 @@ TEST_F(RingctlOutputTest, ListRowsAreTheJobsTheSchedulerLists) {
   EXPECT_EQ(second["ATTEMPT"], "0");
 
   Output json = Ringctl({"list", "-l", "batch=" + batch, "-o", "json"});
-  ASSERT_EQ(json.code, 0) << json.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
   v1::ListJobsResponse parsed = ParseJson<v1::ListJobsResponse>(json.out);
   ASSERT_EQ(parsed.jobs_size(), 2) << json.out;
   EXPECT_EQ(parsed.jobs(0).id(), pending);
@@ -307,12 +282,12 @@ TEST_F(RingctlOutputTest, ListRowsAreTheJobsTheSchedulerLists) {
   EXPECT_EQ(parsed.next_page_token(), "") << "ringctl pages through and prints one response";
 
   Output none = Ringctl({"list", "-l", "batch=nothing-" + batch});
-  EXPECT_EQ(none.code, 0);
+  EXPECT_EQ(none.exit_code, 0);
   EXPECT_EQ(none.out, "No jobs.\n");
 
   // cancel: the job's id and the state it is in now.
   Output cancel = Ringctl({"cancel", pending, "--reason", "too big for this cluster"});
-  ASSERT_EQ(cancel.code, 0) << cancel.err;
+  ASSERT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_EQ(cancel.out, pending + " CANCELLED\n");
   job = cluster_->GetJob(pending);
   ASSERT_TRUE(job.ok());
@@ -320,14 +295,14 @@ TEST_F(RingctlOutputTest, ListRowsAreTheJobsTheSchedulerLists) {
   EXPECT_THAT(job->message(), HasSubstr("too big for this cluster"));
   EXPECT_EQ(job->pending_reason(), "") << "a job that no longer waits has no reason to";
   Output again = Ringctl({"cancel", pending});
-  EXPECT_EQ(again.code, 1);
+  EXPECT_EQ(again.exit_code, 1);
   EXPECT_EQ(again.out, "");
   EXPECT_EQ(again.err, absl::StrCat("ringctl: cannot cancel job ", pending, ": job ", pending,
                                     " already ended (CANCELLED)\n"));
   const std::string other = Submit({"submit", "--name", "too-big-2", "--replicas", "64", "--",
                                     "true"});
   Output json_cancel = Ringctl({"cancel", other, "-o", "json"});
-  ASSERT_EQ(json_cancel.code, 0) << json_cancel.err;
+  ASSERT_EQ(json_cancel.exit_code, 0) << json_cancel.err;
   v1::CancelJobResponse cancelled = ParseJson<v1::CancelJobResponse>(json_cancel.out);
   EXPECT_EQ(cancelled.job().id(), other);
   EXPECT_EQ(cancelled.job().state(), v1::JOB_STATE_CANCELLED);
@@ -340,7 +315,7 @@ TEST_F(RingctlOutputTest, WatchPrintsEveryEventOfTheJobInOrder) {
   ASSERT_GE(events.size(), 3u);
 
   Output r = Ringctl({"watch", id});
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_EQ(lines.size(), events.size() + 1) << r.out;
   EXPECT_EQ(lines[0], "TIME                  SEQ  STATE      ATTEMPT  REASON");
@@ -356,7 +331,7 @@ TEST_F(RingctlOutputTest, WatchPrintsEveryEventOfTheJobInOrder) {
 
   // JSON Lines: one JobEvent per line.
   Output json = Ringctl({"watch", id, "-o", "json"});
-  ASSERT_EQ(json.code, 0) << json.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
   std::vector<std::string> records = Lines(json.out);
   ASSERT_EQ(records.size(), events.size());
   for (size_t i = 0; i < events.size(); ++i) {
@@ -366,10 +341,10 @@ TEST_F(RingctlOutputTest, WatchPrintsEveryEventOfTheJobInOrder) {
   // A job that fails: the events, then one line on stderr with its reason, exit 5.
   Output failed = Ringctl({"submit", "--name", "fails", "--replicas", "1", "--wait", "--",
                            "/bin/sh", "-c", "exit 3"});
-  ASSERT_EQ(failed.code, 5);
+  ASSERT_EQ(failed.exit_code, 5);
   const std::string failed_id = Lines(failed.out)[0];
   Output w = Ringctl({"watch", failed_id});
-  EXPECT_EQ(w.code, 5);
+  EXPECT_EQ(w.exit_code, 5);
   EXPECT_THAT(Lines(w.out).back(), ContainsRegex(" FAILED .*3"));
   EXPECT_THAT(w.err, MatchesRegex("ringctl: job " + failed_id + " ended FAILED: .*3.*\n"));
 }
@@ -377,12 +352,12 @@ TEST_F(RingctlOutputTest, WatchPrintsEveryEventOfTheJobInOrder) {
 TEST_F(RingctlOutputTest, WorkersShowsEveryWorkerTheSchedulerHas) {
   // The scheduler's answer, as ringctl prints it in JSON.
   Output json = Ringctl({"workers", "-o", "json"});
-  ASSERT_EQ(json.code, 0) << json.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
   std::optional<v1::ListWorkersResponse> listed = ParseJson<v1::ListWorkersResponse>(json.out);
   ASSERT_GE(listed->workers_size(), 2) << json.out;
 
   Output r = Ringctl({"workers"});
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_GE(lines.size(), 4u) << r.out;
   EXPECT_THAT(lines[0],
@@ -409,10 +384,10 @@ TEST_F(RingctlOutputTest, WorkersShowsEveryWorkerTheSchedulerHas) {
   // clear: of a healthy worker it says so; of an unknown one it is NOT_FOUND (exit 4).
   const std::string worker = listed->workers(0).worker_id();
   Output clear = Ringctl({"workers", "clear", worker});
-  EXPECT_EQ(clear.code, 0) << clear.err;
+  EXPECT_EQ(clear.exit_code, 0) << clear.err;
   EXPECT_EQ(clear.out, "worker " + worker + " is healthy; it takes new placements\n");
   Output unknown = Ringctl({"workers", "clear", "no-such-worker"});
-  EXPECT_EQ(unknown.code, 4) << unknown.out << unknown.err;
+  EXPECT_EQ(unknown.exit_code, 4) << unknown.out << unknown.err;
   EXPECT_EQ(unknown.err,
             "ringctl: clear worker no-such-worker: not found: no worker no-such-worker\n");
 }
@@ -423,13 +398,13 @@ TEST_F(RingctlOutputTest, LogsPrintWhatTheRankWrote) {
               "echo line one of rank $RANK; echo line two of rank $RANK >&2"});
   for (int rank = 0; rank < 2; ++rank) {
     Output r = Ringctl({"logs", id, "--rank", absl::StrCat(rank)});
-    ASSERT_EQ(r.code, 0) << r.err;
+    ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.out, HasSubstr(absl::StrCat("line one of rank ", rank, "\n")));
     EXPECT_THAT(r.out, HasSubstr(absl::StrCat("line two of rank ", rank, "\n")));
     EXPECT_THAT(r.out, Not(HasSubstr(absl::StrCat("rank ", 1 - rank))));
   }
   Output bad = Ringctl({"logs", id, "--rank", "2"});
-  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err, "ringctl: --rank: job " + id + " has 2 ranks (0..1), got 2\n");
 }
 
@@ -440,11 +415,11 @@ TEST_F(RingctlOutputTest, QueueCommandsShowTheQueueTheSchedulerStores) {
                                         "\nweight: 3\nresources:\n  cpu:\n    nominal: 2\n"
                                         "    borrowing_limit: 1\n");
   Output created = Ringctl({"queue", "create", "-f", "-"}, yaml);
-  ASSERT_EQ(created.code, 0) << created.err;
+  ASSERT_EQ(created.exit_code, 0) << created.err;
   EXPECT_EQ(created.out, "queue " + name + " created\n");
 
   Output get = Ringctl({"queue", "get", name});
-  ASSERT_EQ(get.code, 0) << get.err;
+  ASSERT_EQ(get.exit_code, 0) << get.err;
   std::vector<std::string> lines = Lines(get.out);
   EXPECT_EQ(lines[0], "Name:          " + name);
   EXPECT_THAT(get.out, HasSubstr("\nWeight:        3\n"));
@@ -464,7 +439,7 @@ TEST_F(RingctlOutputTest, QueueCommandsShowTheQueueTheSchedulerStores) {
   EXPECT_EQ(cpu["USED (HOURS)"], "0.00");
 
   Output list = Ringctl({"queue", "list"});
-  ASSERT_EQ(list.code, 0) << list.err;
+  ASSERT_EQ(list.exit_code, 0) << list.err;
   std::vector<std::string> rows = Lines(list.out);
   EXPECT_THAT(rows[0], MatchesRegex("NAME +COHORT +WEIGHT +NOMINAL +IN USE +BORROWED +LENT "
                                     "+PENDING +SHARE"));
@@ -482,17 +457,17 @@ TEST_F(RingctlOutputTest, QueueCommandsShowTheQueueTheSchedulerStores) {
   }
   EXPECT_TRUE(found) << list.out;
   Output json = Ringctl({"queue", "list", "-o", "json"});
-  ASSERT_EQ(json.code, 0) << json.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_EQ(ParseJson<v1::ListQueuesResponse>(json.out).queues_size(),
             static_cast<int>(rows.size()) - 1);
 
   Output updated = Ringctl({"queue", "update", "-f", "-"},
                            absl::StrCat("name: ", name, "\nweight: 5\n"));
   // Without a cohort now, so the get below also shows the line of a queue that has none.
-  ASSERT_EQ(updated.code, 0) << updated.err;
+  ASSERT_EQ(updated.exit_code, 0) << updated.err;
   EXPECT_EQ(updated.out, "queue " + name + " updated\n");
   Output get_json = Ringctl({"queue", "get", name, "-o", "json"});
-  ASSERT_EQ(get_json.code, 0) << get_json.err;
+  ASSERT_EQ(get_json.exit_code, 0) << get_json.err;
   v1::QueueWithStatus stored = ParseJson<v1::QueueWithStatus>(get_json.out);
   EXPECT_EQ(stored.queue().weight(), 5);
   EXPECT_TRUE(stored.queue().resources().empty()) << "update replaces every field";
@@ -503,21 +478,21 @@ TEST_F(RingctlOutputTest, QueueCommandsShowTheQueueTheSchedulerStores) {
 
   Output bad = Ringctl({"queue", "update", "-f", "-"},
                        absl::StrCat("name: ", name, "\nweight: 2000\n"));
-  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("weight: must be 1..1000, got 2000"));
 
   Output deleted = Ringctl({"queue", "delete", name});
-  ASSERT_EQ(deleted.code, 0) << deleted.err;
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.err;
   EXPECT_EQ(deleted.out, "queue " + name + " deleted\n");
   Output gone = Ringctl({"queue", "get", name});
-  EXPECT_EQ(gone.code, 4);
+  EXPECT_EQ(gone.exit_code, 4);
 }
 
 TEST_F(RingctlOutputTest, AdminTokenAndAuditOutputs) {
   const std::string team = absl::StrCat("t", getpid());
   Output created = Ringctl({"admin", "token", "create", "--team", team, "--role", "viewer",
                             "--expires", "1d", "--description", "output test"});
-  ASSERT_EQ(created.code, 0) << created.err;
+  ASSERT_EQ(created.exit_code, 0) << created.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_match(created.out, m, std::regex("rmt_([0-9a-f]{16})_[0-9a-f]{64}\n")))
       << "only the token on stdout: " << created.out;
@@ -528,7 +503,7 @@ TEST_F(RingctlOutputTest, AdminTokenAndAuditOutputs) {
                                         "the scheduler keeps its hash alone\\.\n")));
 
   Output list = Ringctl({"admin", "token", "list"});
-  ASSERT_EQ(list.code, 0) << list.err;
+  ASSERT_EQ(list.exit_code, 0) << list.err;
   std::vector<std::string> lines = Lines(list.out);
   EXPECT_THAT(lines[0],
               MatchesRegex("ID +TEAM +ROLE +CREATED +EXPIRES +REVOKED +DESCRIPTION"));
@@ -547,11 +522,11 @@ TEST_F(RingctlOutputTest, AdminTokenAndAuditOutputs) {
   EXPECT_TRUE(found) << list.out;
   EXPECT_THAT(list.out, Not(ContainsRegex("rmt_[0-9a-f]{16}_"))) << "never a secret";
   Output json = Ringctl({"admin", "token", "list", "-o", "json"});
-  ASSERT_EQ(json.code, 0) << json.err;
+  ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_GE(ParseJson<v1::ListTokensResponse>(json.out).tokens_size(), 2);
 
   Output revoked = Ringctl({"admin", "token", "revoke", token_id});
-  ASSERT_EQ(revoked.code, 0) << revoked.err;
+  ASSERT_EQ(revoked.exit_code, 0) << revoked.err;
   EXPECT_EQ(revoked.out, absl::StrCat("revoked token ", token_id, " (viewer of team ", team,
                                       ")\n"));
   Output active = Ringctl({"admin", "token", "list"});
@@ -566,7 +541,7 @@ TEST_F(RingctlOutputTest, AdminTokenAndAuditOutputs) {
       [&] {
         audit = Ringctl({"admin", "audit", "--limit", "5"});
         entries = Lines(audit.out);
-        return audit.code == 0 && entries.size() > 1 &&
+        return audit.exit_code == 0 && entries.size() > 1 &&
                entries[1].find("RevokeToken") != std::string::npos;
       },
       10s, 100ms))
@@ -582,7 +557,7 @@ TEST_F(RingctlOutputTest, AdminTokenAndAuditOutputs) {
   std::map<std::string, std::string> before = Row(entries[0], entries[2]);
   EXPECT_EQ(before["ACTION"], "CreateToken");
   Output audit_json = Ringctl({"admin", "audit", "--limit", "2", "-o", "json"});
-  ASSERT_EQ(audit_json.code, 0) << audit_json.err;
+  ASSERT_EQ(audit_json.exit_code, 0) << audit_json.err;
   EXPECT_EQ(ParseJson<v1::ListAuditResponse>(audit_json.out).entries_size(), 2);
 }
 

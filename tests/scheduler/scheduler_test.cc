@@ -327,6 +327,15 @@ TEST_F(SchedulerTest, AHungRingFailsOnSimulatedTimeNamingTheRankTheOthersWaitFor
   EXPECT_THAT(link->stops(), SizeIs(1));
 }
 
+// Lets `ms` of simulated time pass, the workers heartbeating as they do.
+void Elapse(Scheduler& scheduler, FakeClock& clock, const std::vector<std::string>& workers,
+            int64_t ms) {
+  for (int64_t left = ms; left > 0; left -= 1'000) {
+    clock.Advance(std::min<int64_t>(left, 1'000));
+    for (const std::string& worker : workers) scheduler.Heartbeat(worker);
+  }
+}
+
 TEST_F(SchedulerTest, AWorkerAFailedCheckNamedIsClearedOnProbationByTheNextCheckItPasses) {
   scheduler_.reset();
   SchedulerOptions options;
@@ -334,13 +343,7 @@ TEST_F(SchedulerTest, AWorkerAFailedCheckNamedIsClearedOnProbationByTheNextCheck
   Start(options);
   auto l1 = Register(CpuWorker("w1", 2));
   auto l2 = Register(CpuWorker("w2", 2));
-  auto beat = [&](int64_t ms) {
-    for (int64_t left = ms; left > 0; left -= 1'000) {
-      clock_.Advance(std::min<int64_t>(left, 1'000));
-      scheduler_->Heartbeat("w1");
-      scheduler_->Heartbeat("w2");
-    }
-  };
+  auto beat = [&](int64_t ms) { Elapse(*scheduler_, clock_, {"w1", "w2"}, ms); };
   const std::string id = SubmitAndPlace(CommandSpec(4));  // two ranks on each worker
   ASSERT_EQ(StoredState(id), JobState::kStarting);
   Job job = l1->assignments().at(0);
@@ -396,13 +399,7 @@ TEST_F(SchedulerTest, AWorkerNamedAgainOnProbationWaitsAgain) {
   Start(options);
   auto l1 = Register(CpuWorker("w1", 2));
   auto l2 = Register(CpuWorker("w2", 2));
-  auto beat = [&](int64_t ms) {
-    for (int64_t left = ms; left > 0; left -= 1'000) {
-      clock_.Advance(std::min<int64_t>(left, 1'000));
-      scheduler_->Heartbeat("w1");
-      scheduler_->Heartbeat("w2");
-    }
-  };
+  auto beat = [&](int64_t ms) { Elapse(*scheduler_, clock_, {"w1", "w2"}, ms); };
   const std::string id = SubmitAndPlace(CommandSpec(4));
   for (int attempt = 0; attempt < 2; ++attempt) {
     Job job = l1->assignments().back();
@@ -664,13 +661,6 @@ double CounterValue(prometheus::Registry& registry, const std::string& name,
   return -1;
 }
 
-// Lets `ms` of simulated time pass, the worker heartbeating as it does.
-void Elapse(Scheduler& scheduler, FakeClock& clock, const std::string& worker, int64_t ms) {
-  for (int64_t left = ms; left > 0; left -= 1'000) {
-    clock.Advance(std::min<int64_t>(left, 1'000));
-    scheduler.Heartbeat(worker);
-  }
-}
 
 TEST_F(SchedulerTest, AQueueIsChargedForRunningTimeAndTheChargeSurvivesARestart) {
   scheduler_.reset();
@@ -680,13 +670,13 @@ TEST_F(SchedulerTest, AQueueIsChargedForRunningTimeAndTheChargeSurvivesARestart)
   const std::string id = SubmitAndPlace(CommandSpec(2));
   RM_ASSERT_OK_AND_ASSIGN(Job job, scheduler_->GetJob(id));
   // Placed but not running yet: nothing is charged.
-  Elapse(*scheduler_, clock_, "w1", 3'000);
+  Elapse(*scheduler_, clock_, {"w1"}, 3'000);
   RM_ASSERT_OK_AND_ASSIGN(QueueView view, scheduler_->GetQueue("default"));
   EXPECT_EQ(view.status.resources["cpu"].used_seconds, 0);
   for (int rank = 0; rank < 2; ++rank) Report("w1", job, rank, RankReport::Kind::kStarted);
   RM_ASSERT_OK(scheduler_->Flush(5'000));
   // Running: 2 slots for 10 s so far.
-  Elapse(*scheduler_, clock_, "w1", 10'000);
+  Elapse(*scheduler_, clock_, {"w1"}, 10'000);
   RM_ASSERT_OK_AND_ASSIGN(view, scheduler_->GetQueue("default"));
   EXPECT_EQ(view.status.resources["cpu"].used_seconds, 20);
   scheduler_->RunPass();  // the gauges and counters follow the passes
@@ -698,7 +688,7 @@ TEST_F(SchedulerTest, AQueueIsChargedForRunningTimeAndTheChargeSurvivesARestart)
   // Ended: stored with the end, and it no longer grows.
   RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListQueueUsage());
   EXPECT_THAT(stored, ElementsAre(QueueUsage{"default", "cpu", 20'000}));
-  Elapse(*scheduler_, clock_, "w1", 60'000);
+  Elapse(*scheduler_, clock_, {"w1"}, 60'000);
   scheduler_->RunPass();
   EXPECT_EQ(CounterValue(registry, "ringmaster_queue_resource_seconds_total", "default", "cpu"),
             20);
@@ -723,10 +713,10 @@ TEST_F(SchedulerTest, AnAttemptThatFailsOrRestartsIsChargedUntilItStopsRunning) 
   RM_ASSERT_OK_AND_ASSIGN(Job job, scheduler_->GetJob(id));
   Report("w1", job, 0, RankReport::Kind::kStarted);
   RM_ASSERT_OK(scheduler_->Flush(5'000));
-  Elapse(*scheduler_, clock_, "w1", 4'000);
+  Elapse(*scheduler_, clock_, {"w1"}, 4'000);
   Report("w1", job, 0, RankReport::Kind::kExited, 1);  // fails: back to PENDING
   RM_ASSERT_OK(scheduler_->Flush(5'000));
-  Elapse(*scheduler_, clock_, "w1", 30'000);  // waiting is not charged
+  Elapse(*scheduler_, clock_, {"w1"}, 30'000);  // waiting is not charged
   RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListQueueUsage());
   EXPECT_THAT(stored, ElementsAre(QueueUsage{"default", "cpu", 4'000}));
   RM_ASSERT_OK_AND_ASSIGN(QueueView view, scheduler_->GetQueue("default"));

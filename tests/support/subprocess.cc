@@ -223,4 +223,48 @@ std::string Subprocess::LogTail(size_t max_bytes) const {
   return absl::StrCat("...", log.substr(log.size() - max_bytes));
 }
 
+absl::StatusOr<CapturedRun> RunCaptured(const std::vector<std::string>& argv,
+                                        const std::map<std::string, std::string>& env,
+                                        const std::string& stdin_text,
+                                        std::chrono::milliseconds timeout) {
+  static std::atomic<int> counter{0};
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string base =
+      absl::StrCat(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp", "/rm-run-", getpid(), "-",
+                   ++counter);
+  const std::string in = base + ".in", out = base + ".out", err = base + ".err";
+  std::ofstream(in) << stdin_text;
+  // The shell only redirects, then becomes the program: its exit status is the program's.
+  std::vector<std::string> shell = {"/bin/sh", "-c",
+                                    "exec \"$0\" \"$@\" <\"$RM_IN\" >\"$RM_OUT\" 2>\"$RM_ERR\""};
+  shell.insert(shell.end(), argv.begin(), argv.end());
+  std::map<std::string, std::string> full_env = env;
+  full_env["RM_IN"] = in;
+  full_env["RM_OUT"] = out;
+  full_env["RM_ERR"] = err;
+  auto slurp = [](const std::string& path) {
+    std::ifstream file(path);
+    std::ostringstream text;
+    text << file.rdbuf();
+    return text.str();
+  };
+  auto cleanup = [&] {
+    for (const std::string& path : {in, out, err}) unlink(path.c_str());
+  };
+  absl::StatusOr<std::unique_ptr<Subprocess>> child = Subprocess::Start(std::move(shell), full_env);
+  if (!child.ok()) {
+    cleanup();
+    return child.status();
+  }
+  absl::StatusOr<int> code = (*child)->Wait(timeout);
+  if (!code.ok()) {
+    (void)(*child)->Stop();
+    cleanup();
+    return code.status();
+  }
+  CapturedRun run{*code, slurp(out), slurp(err)};
+  cleanup();
+  return run;
+}
+
 }  // namespace ringmaster::test

@@ -80,6 +80,20 @@ class Subprocess {
   std::optional<int> exit_code_;  // set once reaped
 };
 
+// A program run to its end with stdout and stderr kept apart (a CLI under test).
+struct CapturedRun {
+  int exit_code = -1;  // or 128 + signal
+  std::string out;
+  std::string err;
+};
+
+// Runs `argv` with `env` added and `stdin_text` on its standard input, waits for it, and
+// returns what it wrote. An error when it cannot start or outlives `timeout` (it is killed).
+absl::StatusOr<CapturedRun> RunCaptured(const std::vector<std::string>& argv,
+                                        const std::map<std::string, std::string>& env = {},
+                                        const std::string& stdin_text = "",
+                                        std::chrono::milliseconds timeout = std::chrono::seconds(120));
+
 }  // namespace ringmaster::test
 
 #endif  // RINGMASTER_TESTS_SUPPORT_SUBPROCESS_H_

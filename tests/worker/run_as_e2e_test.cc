@@ -152,6 +152,23 @@ class RunAsE2eTest : public ::testing::Test {
     return resp.job().id();
   }
 
+  // Submits a one-rank job of team-ua that waits until `release` exists (at most 60 s), and
+  // waits until its processes that talk to the agent's socket run.
+  static void SubmitWaiting(const std::string& name, const std::string& release,
+                            absl::StatusOr<std::string>* id, std::vector<pid_t>* ranks) {
+    *id = Submit("team-ua",
+                 ShellSpec(name, 1,
+                           absl::StrCat("i=0; while [ ! -e ", release,
+                                        " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done")));
+    ASSERT_TRUE(id->ok()) << id->status();
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          *ranks = ProcessesWithEnv({{"RINGMASTER_JOB_ID", **id}}, "RINGMASTER_AGENT_SOCKET");
+          return !ranks->empty();
+        },
+        30s, 50ms));
+  }
+
   // A rank's log, from whichever worker ran it.
   static std::string Log(const std::string& job, int rank) {
     for (const auto& w : cluster_->workers()) {
@@ -271,18 +288,9 @@ TEST_F(RunAsE2eTest, TeamWithoutAUserFailsNamingTheTeamAndTheFlag) {
 
 TEST_F(RunAsE2eTest, LocalSocketRefusesATokenOfAnotherUsersAttempt) {
   const std::string release = cluster_->dir() + "/release-socket";
-  absl::StatusOr<std::string> a = Submit(
-      "team-ua", ShellSpec("ua-wait", 1,
-                           absl::StrCat("i=0; while [ ! -e ", release,
-                                        " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done")));
-  ASSERT_TRUE(a.ok()) << a.status();
+  absl::StatusOr<std::string> a;
   std::vector<pid_t> ranks;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        ranks = ProcessesWithEnv({{"RINGMASTER_JOB_ID", *a}}, "RINGMASTER_AGENT_SOCKET");
-        return !ranks.empty();
-      },
-      30s, 50ms));
+  ASSERT_NO_FATAL_FAILURE(SubmitWaiting("ua-wait", release, &a, &ranks));
   const std::string token = EnvOfProcess(ranks[0], "RINGMASTER_TOKEN");
   const std::string socket = EnvOfProcess(ranks[0], "RINGMASTER_AGENT_SOCKET");
   ASSERT_FALSE(token.empty());
@@ -325,18 +333,9 @@ TEST_F(RunAsE2eTest, LocalSocketRefusesATokenOfAnotherUsersAttempt) {
 // socket, which cancels the forwarded call, which stops the command on the peer.
 TEST_F(RunAsE2eTest, ForwardedExecStopsWhenRshIsSignalled) {
   const std::string release = cluster_->dir() + "/release-forward";
-  absl::StatusOr<std::string> a = Submit(
-      "team-ua", ShellSpec("ua-forward", 1,
-                           absl::StrCat("i=0; while [ ! -e ", release,
-                                        " ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done")));
-  ASSERT_TRUE(a.ok()) << a.status();
+  absl::StatusOr<std::string> a;
   std::vector<pid_t> ranks;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        ranks = ProcessesWithEnv({{"RINGMASTER_JOB_ID", *a}}, "RINGMASTER_AGENT_SOCKET");
-        return !ranks.empty();
-      },
-      30s, 50ms));
+  ASSERT_NO_FATAL_FAILURE(SubmitWaiting("ua-forward", release, &a, &ranks));
   const std::string agent = EnvOfProcess(ranks[0], "RINGMASTER_AGENT_ADDR");  // HOST:PORT
   const std::string host = agent.substr(0, agent.rfind(':'));
   auto [started, rc] = Shell(absl::StrCat(
