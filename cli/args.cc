@@ -180,9 +180,9 @@ absl::Status ParseStudyArgs(std::vector<std::string>& positional, Command* cmd) 
     cmd->study_action = StudyAction::kCompare;
     ids = 2;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown study action '", action,
-        "' (expected scaling, list, get or compare; see ringctl study --help)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown study action '", action,
+                     "' (expected scaling, list, get or compare; see ringctl study --help)"));
   }
   if (positional.size() < ids) {
     return absl::InvalidArgumentError(absl::StrCat("missing study ID (usage: ringctl study ",
@@ -193,8 +193,9 @@ absl::Status ParseStudyArgs(std::vector<std::string>& positional, Command* cmd) 
   if (cmd->study_action != StudyAction::kScaling &&
       (!cmd->study_sizes.empty() || cmd->study_parallel || cmd->study_cpu || !cmd->chart.empty())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("study ", action, " takes no --gpus, --parallel, --cpu or --chart (only "
-                                       "study scaling does)"));
+        absl::StrCat("study ", action,
+                     " takes no --gpus, --parallel, --cpu or --chart (only "
+                     "study scaling does)"));
   }
   return absl::OkStatus();
 }
@@ -268,6 +269,11 @@ const std::vector<FlagSpec>& Flags() {
        "trainer model (mlp-small, mlp, mlp-large)"},
       {"steps", 0, {Verb::kSubmit, Verb::kStudy}, "N", "trainer SGD steps"},
       {"batch-size", 0, {Verb::kSubmit, Verb::kStudy}, "N", "trainer samples per rank per step"},
+      {"checkpoint-every",
+       0,
+       {Verb::kSubmit},
+       "N",
+       "trainer checkpoint every N steps (0: only when stopped)"},
       {"restart-policy", 0, {Verb::kSubmit}, "POLICY", "Never or OnFailure"},
       {"backoff-limit", 0, {Verb::kSubmit}, "N", "restarts allowed under OnFailure"},
       {"max-runtime-seconds", 0, {Verb::kSubmit}, "N", "wall-clock limit per attempt (0: none)"},
@@ -447,6 +453,8 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
     RM_ASSIGN_OR_RETURN(o.steps, ParseInteger(name, value, false, false));
   } else if (name == "batch-size") {
     RM_ASSIGN_OR_RETURN(o.batch_size, ParseInt32(name, value));
+  } else if (name == "checkpoint-every") {
+    RM_ASSIGN_OR_RETURN(o.checkpoint_every, ParseInt32(name, value));
   } else if (name == "restart-policy") {
     o.restart_policy = ParseRestartPolicy(value);
     if (!o.restart_policy) {
@@ -764,9 +772,9 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
     cmd.scheduler = (env != nullptr && env[0] != '\0') ? env : kDefaultScheduler;
   }
   // Flags win over the environment, as for the services (common/tls.h).
-  for (auto [name, field] : {std::pair{kTlsCaEnv, &cmd.tls.ca_file},
-                             std::pair{kTlsCertEnv, &cmd.tls.cert_file},
-                             std::pair{kTlsKeyEnv, &cmd.tls.key_file}}) {
+  for (auto [name, field] :
+       {std::pair{kTlsCaEnv, &cmd.tls.ca_file}, std::pair{kTlsCertEnv, &cmd.tls.cert_file},
+        std::pair{kTlsKeyEnv, &cmd.tls.key_file}}) {
     const char* env = getenv(name);
     if (field->empty() && env != nullptr) *field = env;
   }

@@ -32,7 +32,10 @@ std::string WorkloadText(const v1::JobSpec& spec) {
       const v1::TrainerWorkload& t = spec.trainer();
       return absl::StrCat("trainer model=", t.model().empty() ? "mlp" : t.model(),
                           " batch_size=", t.batch_size() == 0 ? 64 : t.batch_size(),
-                          " steps=", t.steps() == 0 ? 100 : t.steps());
+                          " steps=", t.steps() == 0 ? 100 : t.steps(),
+                          t.has_checkpoint_every()
+                              ? absl::StrCat(" checkpoint_every=", t.checkpoint_every())
+                              : std::string());
     }
     case v1::JobSpec::kCommand: {
       std::string text = absl::StrCat("command ", absl::StrJoin(spec.command().argv(), " "));
@@ -267,8 +270,8 @@ std::string FormatWorkers(const v1::ListWorkersResponse& response, int64_t now_m
     if (w.port() != 0) address = absl::StrCat(address, ":", w.port());
     std::string heartbeat =
         w.last_heartbeat_ms() == 0 ? "-" : FormatAge(w.last_heartbeat_ms(), now_ms) + " ago";
-    const std::string state =
-        unhealthy && w.state() == "READY" ? std::string("UNHEALTHY") : OrDash(w.state());
+    std::string state = OrDash(w.state());
+    if (unhealthy && w.state() == "READY") state = w.on_probation() ? "PROBATION" : "UNHEALTHY";
     rows.push_back({w.worker_id(), OrDash(address), state, GpuCountsText(counts),
                     absl::StrCat(w.cpu_slots_used(), "/", w.cpu_slots()), heartbeat});
   }
@@ -281,7 +284,10 @@ std::string FormatWorkers(const v1::ListWorkersResponse& response, int64_t now_m
     if (w.unhealthy_reason().empty()) continue;
     if (!header) absl::StrAppend(&out, "\nUnhealthy (ringctl workers clear WORKER):\n");
     header = true;
-    absl::StrAppend(&out, "  ", w.worker_id(), ": ", w.unhealthy_reason(), "\n");
+    absl::StrAppend(
+        &out, "  ", w.worker_id(), ": ", w.unhealthy_reason(),
+        w.on_probation() ? " (on probation: the first pre-run check it passes clears it)" : "",
+        "\n");
   }
   return out;
 }

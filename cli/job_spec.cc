@@ -24,8 +24,8 @@ absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {
   if (overrides.command) {
     if (overrides.HasTrainerFields()) {
       return absl::InvalidArgumentError(
-          "--model, --steps and --batch-size configure the built-in trainer; they cannot be "
-          "combined with a command after --");
+          "--model, --steps, --batch-size and --checkpoint-every configure the built-in trainer; "
+          "they cannot be combined with a command after --");
     }
     // Keep the env of a command workload from the file: `--` replaces only the argv.
     v1::CommandWorkload* command = spec->mutable_command();
@@ -36,13 +36,14 @@ absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {
   if (overrides.HasTrainerFields()) {
     if (spec->has_command()) {
       return absl::InvalidArgumentError(
-          "--model, --steps and --batch-size configure the built-in trainer, but the job spec "
-          "has a command workload");
+          "--model, --steps, --batch-size and --checkpoint-every configure the built-in trainer, "
+          "but the job spec has a command workload");
     }
     v1::TrainerWorkload* trainer = spec->mutable_trainer();
     if (overrides.model) trainer->set_model(*overrides.model);
     if (overrides.steps) trainer->set_steps(*overrides.steps);
     if (overrides.batch_size) trainer->set_batch_size(*overrides.batch_size);
+    if (overrides.checkpoint_every) trainer->set_checkpoint_every(*overrides.checkpoint_every);
   }
   return absl::OkStatus();
 }

@@ -30,14 +30,15 @@ struct SpecOverrides {
   std::optional<int64_t> max_runtime_seconds;
   // Merged into the file's labels; a flag wins over the file for the same key.
   std::map<std::string, std::string> labels;
-  // Trainer workload fields (--model, --steps, --batch-size).
+  // Trainer workload fields (--model, --steps, --batch-size, --checkpoint-every).
   std::optional<std::string> model;
   std::optional<int64_t> steps;
   std::optional<int32_t> batch_size;
+  std::optional<int32_t> checkpoint_every;
   // The argv after `--`: a command workload.
   std::optional<std::vector<std::string>> command;
 
-  bool HasTrainerFields() const { return model || steps || batch_size; }
+  bool HasTrainerFields() const { return model || steps || batch_size || checkpoint_every; }
 };
 
 // Applies `overrides` to `spec`. A command after `--` replaces the file's workload (keeping the

@@ -77,7 +77,8 @@ bool IsValidUtf8(absl::string_view text) {
 
 namespace {
 
-constexpr std::array<absl::string_view, 3> kTrainerKeys = {"model", "batch_size", "steps"};
+constexpr std::array<absl::string_view, 4> kTrainerKeys = {"model", "batch_size", "steps",
+                                                           "checkpoint_every"};
 constexpr std::array<absl::string_view, 2> kCommandKeys = {"argv", "env"};
 
 // Past this many documents a YAML text is only "more than" that many.
@@ -180,6 +181,9 @@ class SpecReader {
       } else if (key == "steps") {
         RM_ASSIGN_OR_RETURN(int64_t v, Integer(entry.second, path, false, false));
         trainer->set_steps(v);
+      } else if (key == "checkpoint_every") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(entry.second, path, false, true));
+        trainer->set_checkpoint_every(static_cast<int32_t>(v));
       }
     }
     return absl::OkStatus();

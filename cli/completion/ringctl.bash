@@ -43,7 +43,7 @@ _ringctl() {
         return 0
       fi ;;
     --scheduler | --name | --queue | --priority | --replicas | --gpus-per-replica | \
-      --gpu-type | --model | --steps | --batch-size | --backoff-limit | \
+      --gpu-type | --model | --steps | --batch-size | --checkpoint-every | --backoff-limit | \
       --max-runtime-seconds | --label | --request-id | --limit | --page-size | -l | \
       --selector | --reason | --rank | --attempt | --gpus)
       return 0 ;;
@@ -53,7 +53,7 @@ _ringctl() {
   case $cmd in
     submit)
       flags="--file -f --name --queue --priority --replicas --gpus-per-replica --gpu-type
-             --model --steps --batch-size --restart-policy --backoff-limit
+             --model --steps --batch-size --checkpoint-every --restart-policy --backoff-limit
              --max-runtime-seconds --label --request-id --wait --follow" ;;
     get) flags="" ;;
     list) flags="--state --queue --selector -l --limit --page-size" ;;

@@ -265,7 +265,8 @@ class Client:
                 ``restart_policy`` (``"Never"``/``"OnFailure"``), ``backoff_limit``,
                 ``max_runtime_seconds``, ``labels`` (merged), ``command`` (a list of strings:
                 the program every rank runs), ``env`` (the command's environment), and the
-                built-in trainer's ``model``, ``steps``, ``batch_size``. Keywords alone
+                built-in trainer's ``model``, ``steps``, ``batch_size``,
+                ``checkpoint_every``. Keywords alone
                 without ``command`` run the built-in trainer.
 
         Raises:

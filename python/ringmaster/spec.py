@@ -35,7 +35,7 @@ _TOP_KEYS = (
     "trainer",
     "command",
 )
-_TRAINER_KEYS = ("model", "batch_size", "steps")
+_TRAINER_KEYS = ("model", "batch_size", "steps", "checkpoint_every")
 _COMMAND_KEYS = ("argv", "env")
 _STRING_FIELDS = ("name", "queue", "gpu_type")
 _INT_FIELDS = ("priority", "replicas", "gpus_per_replica", "backoff_limit", "max_runtime_seconds")
@@ -43,7 +43,8 @@ _INT_FIELDS = ("priority", "replicas", "gpus_per_replica", "backoff_limit", "max
 #: Keyword arguments ``Client.submit`` takes besides ``spec`` and ``request_id``. The spec
 #: fields replace the dict's or file's value (labels are merged, a keyword winning);
 #: ``command`` (a list of strings) replaces the workload, keeping a command's env, and ``env``
-#: sets the command's environment; ``model``, ``steps`` and ``batch_size`` set trainer fields.
+#: sets the command's environment; ``model``, ``steps``, ``batch_size`` and ``checkpoint_every``
+#: set trainer fields.
 SPEC_KEYWORDS = _INT_FIELDS + _STRING_FIELDS + (
     "restart_policy",
     "labels",
@@ -52,6 +53,7 @@ SPEC_KEYWORDS = _INT_FIELDS + _STRING_FIELDS + (
     "model",
     "steps",
     "batch_size",
+    "checkpoint_every",
 )
 
 _RESTART = {
@@ -231,12 +233,12 @@ def build_spec(spec: SpecLike, overrides: Mapping[str, Any]) -> job_pb2.JobSpec:
     if o.get("labels") is not None:
         message.labels.update(w.string_map(o["labels"], "labels"))
 
-    trainer_fields = {k: o[k] for k in ("model", "steps", "batch_size") if o.get(k) is not None}
+    trainer_fields = {k: o[k] for k in _TRAINER_KEYS if o.get(k) is not None}
     if o.get("command") is not None:
         if trainer_fields:
             raise InvalidSpec(
-                "model, steps and batch_size configure the built-in trainer; they cannot be "
-                "combined with command"
+                "model, steps, batch_size and checkpoint_every configure the built-in trainer; "
+                "they cannot be combined with command"
             )
         argv = w.argv(o["command"], "command")
         env = dict(message.command.env) if message.HasField("command") else {}
@@ -250,13 +252,13 @@ def build_spec(spec: SpecLike, overrides: Mapping[str, Any]) -> job_pb2.JobSpec:
     if trainer_fields:
         if message.HasField("command"):
             raise InvalidSpec(
-                "model, steps and batch_size configure the built-in trainer, but the job spec "
-                "has a command workload"
+                "model, steps, batch_size and checkpoint_every configure the built-in trainer, "
+                "but the job spec has a command workload"
             )
         message.trainer.SetInParent()
         if "model" in trainer_fields:
             message.trainer.model = w.string(trainer_fields["model"], "model")
-        for key in ("steps", "batch_size"):
+        for key in ("steps", "batch_size", "checkpoint_every"):
             if key in trainer_fields:
                 w.set_int(message.trainer, key, trainer_fields[key], key)
     if spec is None and message.WhichOneof("workload") is None:
@@ -298,6 +300,8 @@ def spec_to_dict(spec: job_pb2.JobSpec) -> Dict[str, Any]:
             trainer["batch_size"] = spec.trainer.batch_size
         if spec.trainer.steps:
             trainer["steps"] = spec.trainer.steps
+        if spec.trainer.HasField("checkpoint_every"):
+            trainer["checkpoint_every"] = spec.trainer.checkpoint_every
         out["trainer"] = trainer
     elif workload == "command":
         command: Dict[str, Any] = {"argv": list(spec.command.argv)}

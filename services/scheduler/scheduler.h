@@ -140,6 +140,7 @@ struct WorkerView {
   Worker worker;
   std::vector<int32_t> allocated_gpus;
   int32_t cpu_slots_used = 0;
+  bool on_probation = false;  // unhealthy, and taking checked jobs again
 };
 
 // A queue and what it holds right now (GetQueue, ListQueues).

@@ -46,7 +46,8 @@ std::string ExitText(const ExitInfo& info) {
 // The tail of mpirun's output for a failure message; a log that cannot be read says why.
 std::string LauncherTail(const std::string& path) {
   absl::StatusOr<std::string> tail = ReadFileTail(path, kLauncherTail);
-  if (!tail.ok()) return absl::StrCat("(mpirun's output is unreadable: ", tail.status().message(), ")");
+  if (!tail.ok())
+    return absl::StrCat("(mpirun's output is unreadable: ", tail.status().message(), ")");
   return *std::move(tail);
 }
 
@@ -122,6 +123,8 @@ struct Agent::Attempt {
   // Launcher only: the checkpoint.meta last reported, and the last complaint about it.
   std::optional<CheckpointMetadata> checkpoint_sent;
   std::string checkpoint_error;
+  // Launcher only: an in-session check not yet reported, and when to stop waiting for it.
+  std::optional<Clock::time_point> precheck_deadline;
 };
 
 // The worker's Prometheus families: ringmaster_worker_ prefix, base units, _total counters.
@@ -143,10 +146,11 @@ struct Agent::Metrics {
                        .Name("ringmaster_worker_rank_exits_total")
                        .Help("Rank ends reported to the scheduler, by result")
                        .Register(r)),
-        exec_requests(prometheus::BuildCounter()
-                          .Name("ringmaster_worker_exec_requests_total")
-                          .Help("Exec calls from peers, by result (ok, denied, invalid, busy, error)")
-                          .Register(r)),
+        exec_requests(
+            prometheus::BuildCounter()
+                .Name("ringmaster_worker_exec_requests_total")
+                .Help("Exec calls from peers, by result (ok, denied, invalid, busy, error)")
+                .Register(r)),
         launches(prometheus::BuildCounter()
                      .Name("ringmaster_worker_launches_total")
                      .Help("mpirun launches of job attempts on this worker, by result")
@@ -185,8 +189,7 @@ Agent::Agent(AgentOptions options, prometheus::Registry* registry)
           absl::StrCat(".", absl::Hex(Fnv1a(options_.inventory.worker_id), absl::kZeroPad8))),
       // Rank 0 listens where mpirun runs: on this worker's address.
       master_ports_(options_.master_port_first, options_.master_port_last,
-                    options_.inventory.address.find_first_not_of("0123456789.") ==
-                            std::string::npos
+                    options_.inventory.address.find_first_not_of("0123456789.") == std::string::npos
                         ? options_.inventory.address
                         : "0.0.0.0") {
   // Children get a clean slate: our own RINGMASTER_* settings (flag fallbacks) would leak into
@@ -486,7 +489,7 @@ void Agent::Housekeeping() {
   struct Work {
     Key key;
     ProcessSelector selector;
-    int signal;  // 0: only look
+    int signal;              // 0: only look
     bool workloads = false;  // the selector holds the workloads only (a graceful stop)
   };
   while (true) {
@@ -497,6 +500,7 @@ void Agent::Housekeeping() {
       wake_ = false;
     }
     ReportCheckpoints();
+    PollInSessionChecks();
     std::vector<Work> work;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -536,8 +540,7 @@ void Agent::Housekeeping() {
           a->term_sent = true;
           if (a->signal_at > a->teardown_at) {
             RM_LOG(kWarning) << "job " << key.first << " attempt " << key.second
-                             << ": processes still running "
-                             << options_.clean_exit_wait.count()
+                             << ": processes still running " << options_.clean_exit_wait.count()
                              << " ms after every rank here exited 0; sending SIGTERM";
           }
         } else if (now - a->signal_at >= options_.kill_grace) {
@@ -605,8 +608,16 @@ void Agent::Housekeeping() {
         // GPUs until they are (it ignores reports of attempts it has moved on from otherwise).
         for (const auto& r : a.assignment.placement) {
           if (r.worker_id != options_.inventory.worker_id) continue;
-          outbox_.push_back({key.first, key.second, r.rank, RankStatus::Kind::kExited, 0, SIGTERM,
-                             "stopped: nothing of the attempt is left on this worker", 0, 0, {},
+          outbox_.push_back({key.first,
+                             key.second,
+                             r.rank,
+                             RankStatus::Kind::kExited,
+                             0,
+                             SIGTERM,
+                             "stopped: nothing of the attempt is left on this worker",
+                             0,
+                             0,
+                             {},
                              std::nullopt});
         }
         outbox_cv_.notify_all();
@@ -673,7 +684,17 @@ void Agent::Launch(Attempt* a) {
   // operator's environment or `--mpirun-args "--mca mpi_yield_when_idle 0"` still decides.
   spawn.env.try_emplace("OMPI_MCA_mpi_yield_when_idle", "1");
   spawn.env["TMPDIR"] = session_dir;
-  if (assignment.run_check && !CheckBeforeLaunch(a, mpirun, spawn.env, session_dir)) return;
+  if (assignment.run_check && ChecksInSession(assignment)) {
+    // The ranks run the check in their MPI_Init; a result left by nothing must not be read.
+    if (a->user) {
+      if (auto s = MakeDirsFor(a->user, dir + "/check"); !s.ok()) return fail(s);
+    }
+    unlink(CheckResultPath(*a).c_str());
+    std::lock_guard<std::mutex> lock(mu_);
+    a->precheck_deadline = Clock::now() + options_.check_timeout;
+  } else if (assignment.run_check && !CheckBeforeLaunch(a, mpirun, spawn.env, session_dir)) {
+    return;
+  }
   spawn.new_session = true;
   spawn.parent_death_signal = SIGKILL;  // this thread waits for mpirun for its whole life
   spawn.output_fd =
@@ -721,18 +742,16 @@ bool Agent::CheckBeforeLaunch(Attempt* a, const MpirunOptions& mpirun,
   CheckRun run;
   MpirunOptions check = mpirun;
   check.rank_binary = options_.check_binary;
-  run.result_path = dir + "/check.result";
+  run.result_path = CheckResultPath(*a);
   if (a->user) {
     // ringmaster-check (rank 0, the team's user) writes the result by a rename: into a
     // directory of its own, as the attempt's directory is root's.
-    const std::string own = dir + "/check";
-    if (auto s = MakeDirsFor(a->user, own); !s.ok()) {
+    if (auto s = MakeDirsFor(a->user, dir + "/check"); !s.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       ApplyLocked(*a, a->gang.OnLaunchFailed(std::string(s.message())));
       --a->in_flight;
       return false;
     }
-    run.result_path = own + "/check.result";
   }
   run.log_path = dir + "/check.log";
   run.spawn.argv = MpirunArgv(check, static_cast<int32_t>(assignment.placement.size()),
@@ -789,6 +808,70 @@ bool Agent::CheckBeforeLaunch(Attempt* a, const MpirunOptions& mpirun,
   ApplyLocked(*a, a->gang.OnLaunchFailed(absl::StrCat("pre-run check: ", report.message)));
   --a->in_flight;
   return false;
+}
+
+std::string Agent::CheckResultPath(const Attempt& attempt) const {
+  const std::string dir = AttemptDir(attempt.assignment.job_id, attempt.assignment.attempt);
+  return attempt.user ? dir + "/check/check.result" : dir + "/check.result";
+}
+
+void Agent::PollInSessionChecks() {
+  struct Pending {
+    Key key;
+    std::string path;
+    bool expired;
+  };
+  std::vector<Pending> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = Clock::now();
+    for (const auto& [key, a] : attempts_) {
+      if (!a->precheck_deadline || a->teardown) continue;
+      pending.push_back({key, CheckResultPath(*a), now >= *a->precheck_deadline});
+    }
+  }
+  for (const Pending& p : pending) {
+    // With --run-as the result's directory is the team user's: read it as a plain file.
+    absl::StatusOr<std::string> text = ReadRegularFile(p.path, 64 << 10);
+    if (!text.ok() && !p.expired) continue;  // not written yet
+    CheckReport report;
+    if (text.ok()) {
+      absl::StatusOr<CheckReport> parsed = ParseCheckResult(*text);
+      if (parsed.ok()) {
+        report = *std::move(parsed);
+      } else {
+        report.message = std::string(parsed.status().message());
+      }
+    } else {
+      report.message = absl::StrCat("the job's ranks wrote no check result within ",
+                                    options_.check_timeout.count(), " ms of its launch (",
+                                    text.status().message(), "); the job goes on unchecked");
+    }
+    report.in_session = true;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = attempts_.find(p.key);
+    if (it == attempts_.end() || !it->second->precheck_deadline || it->second->teardown) continue;
+    Attempt& a = *it->second;
+    a.precheck_deadline.reset();
+    if (report.completed) JudgeCheck(report, a.assignment.check_policy);
+    report.job_id = p.key.first;
+    report.attempt = p.key.second;
+    const bool culprit_placed = std::any_of(
+        a.assignment.placement.begin(), a.assignment.placement.end(),
+        [&](const RankPlacement& r) { return r.worker_id == report.culprit_worker_id; });
+    if (!culprit_placed) report.culprit_worker_id.clear();
+    RM_LOG(kInfo) << "job " << report.job_id << " attempt " << report.attempt
+                  << ": pre-run check in MPI_Init " << (report.passed ? "passed" : "failed")
+                  << ", busbw " << report.busbw_gbps << " GB/s in " << report.seconds << " s"
+                  << (report.message.empty() ? "" : ": ") << report.message;
+    RankStatus status;
+    status.job_id = report.job_id;
+    status.attempt = report.attempt;
+    status.kind = RankStatus::Kind::kChecked;
+    status.check = std::move(report);
+    outbox_.push_back(std::move(status));
+    outbox_cv_.notify_all();
+  }
 }
 
 std::map<std::string, std::string> Agent::ChildEnvironment(const Attempt& attempt) const {
@@ -926,8 +1009,8 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
       // In slices, so that a caller that gave up frees its thread soon.
       const auto deadline = Clock::now() + options_.exec_wait;
       while (attempts_.count({job_id, attempt}) == 0 && !cancelled() && Clock::now() < deadline) {
-        assignments_cv_.wait_until(lock,
-                                   std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
+        assignments_cv_.wait_until(
+            lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
       }
       --exec_waiters_;
     }
@@ -972,8 +1055,8 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
   }
   // The caller's env names only: the worker's own part (ChildEnvironment) is the same for
   // every process of the attempt.
-  RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": Exec (pid " << child.pid
-                << ") " << DescribeLaunch(argv, env);
+  RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": Exec (pid " << child.pid << ") "
+                << DescribeLaunch(argv, env);
 
   // Pump output until the command exited and its pipes closed (or, when a descendant keeps
   // them open, a moment after the exit).
@@ -1072,9 +1155,8 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
           absl::StrCat("job ", job_id, " attempt ", attempt, " is stopping on this worker"));
     }
     if (mpi_rank < 0 || static_cast<size_t>(mpi_rank) >= a->mpi_to_rank.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("mpi_rank ", mpi_rank, " is out of range for ", a->mpi_to_rank.size(),
-                       " placed ranks"));
+      return absl::InvalidArgumentError(absl::StrCat("mpi_rank ", mpi_rank, " is out of range for ",
+                                                     a->mpi_to_rank.size(), " placed ranks"));
     }
     started.rank = a->mpi_to_rank[mpi_rank];
     if (!a->gang.HasRank(started.rank)) {
@@ -1090,6 +1172,7 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
     if (!options_.checkpoint_root.empty()) {
       host.checkpoint_dir = absl::StrCat(options_.checkpoint_root, "/", job_id);
     }
+    host.check_result_path = CheckResultPath(*a);
     started.env = RankEnvironment(a->assignment, started.rank, host);
     absl::StatusOr<std::vector<std::string>> workload =
         WorkloadArgv(a->assignment, options_.train_binary);

@@ -15,7 +15,10 @@
 //            every rank; the program of every rank is `ringmaster-rank -- WORKLOAD...`.
 //            With run_check, the same mpirun of `ringmaster-check` comes first; its result goes
 //            to the scheduler, and the job's mpirun starts only when the check lets it
-//            (CheckBeforeLaunch; the protocol is at scheduler/core/health_check.h);
+//            (CheckBeforeLaunch; the protocol is at scheduler/core/health_check.h). The built-in
+//            trainer is checked inside its own MPI_Init instead (ChecksInSession): every rank
+//            gets RINGMASTER_PRECHECK_RESULT, rank 0 writes the result there, and Housekeeping
+//            reports it (PollInSessionChecks);
 //            With --run-as, mpirun and everything below it run as the team's Unix user
 //            (resolved at the assignment; a team without one fails its launch here), with no
 //            TLS identity: their calls go to the local socket (RINGMASTER_AGENT_SOCKET), where
@@ -243,6 +246,12 @@ class Agent {
   // it changes (KIND_CHECKPOINT), and again to a new scheduler session.
   void ReportCheckpoints();
   void Launch(Attempt* attempt);
+  // Launcher only: reports an in-session check's result once rank 0 wrote it, or that none
+  // came within check_timeout of the launch (an event only: the job goes on).
+  void PollInSessionChecks();
+  // Where rank 0 of the attempt writes its check's result (with --run-as, in a directory the
+  // team's user owns: the attempt's directory is root's).
+  std::string CheckResultPath(const Attempt& attempt) const;
   // Runs the attempt's pre-run check and reports it; false when the attempt must not launch
   // (the check failed or the attempt is stopping; the failure is already applied).
   bool CheckBeforeLaunch(Attempt* attempt, const MpirunOptions& mpirun,

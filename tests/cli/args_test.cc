@@ -64,6 +64,8 @@ TEST(ArgsTest, SubmitReadsEveryFlag) {
                        "500",
                        "--batch-size",
                        "32",
+                       "--checkpoint-every",
+                       "0",
                        "--restart-policy",
                        "ON_FAILURE",
                        "--backoff-limit",
@@ -89,6 +91,7 @@ TEST(ArgsTest, SubmitReadsEveryFlag) {
   EXPECT_EQ(o.model, "mlp");
   EXPECT_EQ(o.steps, 500);
   EXPECT_EQ(o.batch_size, 32);
+  EXPECT_EQ(o.checkpoint_every, 0);
   EXPECT_EQ(o.restart_policy, v1::RESTART_POLICY_ON_FAILURE);
   EXPECT_EQ(o.backoff_limit, 3);
   EXPECT_EQ(o.max_runtime_seconds, 60);
@@ -157,7 +160,8 @@ TEST(ArgsTest, InsecureTakesNoValue) {
   absl::StatusOr<Command> cmd = ParseArgs({"list", "--insecure=yes"}, Env());
   ASSERT_FALSE(cmd.ok());
   EXPECT_EQ(cmd.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(cmd.status().message()), ::testing::HasSubstr("--insecure takes no value"));
+  EXPECT_THAT(std::string(cmd.status().message()),
+              ::testing::HasSubstr("--insecure takes no value"));
 }
 
 TEST(ArgsTest, MalformedSchedulerAddressIsAUsageError) {
@@ -262,8 +266,7 @@ TEST(ArgsTest, BadFlagValuesAreUsageErrors) {
   EXPECT_EQ(ErrorOf({"submit", "--label", "=v"}), "--label: expected KEY=VALUE, got '=v'");
   EXPECT_EQ(ErrorOf({"list", "-o", "yaml"}), "-o/--output: expected table or json, got 'yaml'");
   EXPECT_EQ(ErrorOf({"submit", "--name"}), "--name needs a value");
-  EXPECT_EQ(ErrorOf({"submit", "--request-id=", "--name", "x"}),
-            "--request-id: must not be empty");
+  EXPECT_EQ(ErrorOf({"submit", "--request-id=", "--name", "x"}), "--request-id: must not be empty");
 }
 
 TEST(ArgsTest, FlagsOfOtherCommandsAreRejected) {
@@ -303,10 +306,10 @@ TEST(ArgsTest, UsageListsCommandsAndFlags) {
     EXPECT_THAT(global, HasSubstr(word));
   }
   const std::string submit = Usage(Verb::kSubmit);
-  for (const char* flag :
-       {"--file", "--name", "--queue", "--priority", "--replicas", "--gpus-per-replica",
-        "--gpu-type", "--model", "--steps", "--batch-size", "--restart-policy", "--backoff-limit",
-        "--max-runtime-seconds", "--label", "--request-id", "-- CMD ARGS"}) {
+  for (const char* flag : {"--file", "--name", "--queue", "--priority", "--replicas",
+                           "--gpus-per-replica", "--gpu-type", "--model", "--steps", "--batch-size",
+                           "--checkpoint-every", "--restart-policy", "--backoff-limit",
+                           "--max-runtime-seconds", "--label", "--request-id", "-- CMD ARGS"}) {
     EXPECT_THAT(submit, HasSubstr(flag));
   }
   EXPECT_THAT(Usage(Verb::kGet), ::testing::Not(HasSubstr("--replicas")));
@@ -396,8 +399,7 @@ namespace {
 TEST(ArgsTest, WorkersClearNamesTheWorker) {
   EXPECT_EQ(Parse({"workers"}).clear_worker, "");
   EXPECT_EQ(Parse({"workers", "clear", "w4"}).clear_worker, "w4");
-  EXPECT_EQ(ErrorOf({"workers", "clear"}),
-            "missing WORKER (usage: ringctl workers clear WORKER)");
+  EXPECT_EQ(ErrorOf({"workers", "clear"}), "missing WORKER (usage: ringctl workers clear WORKER)");
   EXPECT_THAT(ErrorOf({"workers", "clear", "w4", "w5"}), HasSubstr("unexpected argument 'w5'"));
   EXPECT_THAT(ErrorOf({"workers", "w4"}), HasSubstr("unexpected argument 'w4'"));
 }

@@ -92,6 +92,11 @@ TEST(FormatTest, JobShowsPendingReasonAndNoPlacement) {
   EXPECT_THAT(text, HasSubstr("GPUs:            2 per replica, type t4\n"));
   EXPECT_THAT(text, HasSubstr("Workload:        trainer model=mlp batch_size=64 steps=100\n"));
   EXPECT_THAT(text, HasSubstr("Created:         2024-05-01T11:58:30Z\n"));
+  v1::Job checkpointed = PendingJob();
+  checkpointed.mutable_spec()->mutable_trainer()->set_checkpoint_every(0);
+  EXPECT_THAT(FormatJob(checkpointed),
+              HasSubstr("Workload:        trainer model=mlp batch_size=64 steps=100 "
+                        "checkpoint_every=0\n"));
   EXPECT_THAT(text, HasSubstr("Started:         -\n"));
   EXPECT_THAT(text, HasSubstr("Placement:       none\n"));
 }
@@ -228,6 +233,24 @@ TEST(FormatTest, JsonUsesProtoFieldNamesAndPrintsZeros) {
   EXPECT_EQ(*line,
             "{\"job_id\":\"j-1\",\"seq\":\"1\",\"state\":\"JOB_STATE_UNSPECIFIED\",\"attempt\":0,"
             "\"reason\":\"\",\"exit_code\":0,\"time_ms\":\"0\"}\n");
+}
+
+TEST(FormatTest, AWorkerOnProbationSaysSoAndStaysOutOfTheTotals) {
+  v1::ListWorkersResponse response;
+  v1::WorkerInfo* w = response.add_workers();
+  w->set_worker_id("w4");
+  w->set_address("127.0.0.4");
+  w->set_state("READY");
+  w->set_cpu_slots(2);
+  w->set_unhealthy_reason("failed a pre-run allreduce check (an admin sees why)");
+  w->set_on_probation(true);
+  const std::string out = FormatWorkers(response, 0);
+  EXPECT_THAT(out, HasSubstr("w4       127.0.0.4   PROBATION"));
+  EXPECT_THAT(out, HasSubstr("READY totals: GPUs -; CPU slots 0/0\n"));
+  EXPECT_THAT(out, HasSubstr("  w4: failed a pre-run allreduce check (an admin sees why) (on "
+                             "probation: the first pre-run check it passes clears it)\n"));
+  w->set_state("LOST");
+  EXPECT_THAT(FormatWorkers(response, 0), HasSubstr("w4       127.0.0.4   LOST"));
 }
 
 }  // namespace

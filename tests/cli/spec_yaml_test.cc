@@ -40,6 +40,7 @@ trainer:
   model: mlp-large
   batch_size: 128
   steps: 20000000000
+  checkpoint_every: 0
 )",
                                                       "job.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -60,6 +61,9 @@ trainer:
   EXPECT_EQ(spec->trainer().batch_size(), 128);
   // steps is an int64 field: values past 2^31 are kept.
   EXPECT_EQ(spec->trainer().steps(), 20000000000);
+  // 0 (only when stopped) is a value, not "unset".
+  ASSERT_TRUE(spec->trainer().has_checkpoint_every());
+  EXPECT_EQ(spec->trainer().checkpoint_every(), 0);
 }
 
 TEST(SpecYamlTest, ParsesACommandSpec) {
@@ -130,6 +134,8 @@ TEST(SpecYamlTest, NegativeCountsNameTheirKey) {
             "job.yaml: trainer.batch_size: must not be negative, got -5");
   EXPECT_EQ(ErrorOf("trainer: {steps: -6}\n"),
             "job.yaml: trainer.steps: must not be negative, got -6");
+  EXPECT_EQ(ErrorOf("trainer: {checkpoint_every: -7}\n"),
+            "job.yaml: trainer.checkpoint_every: must not be negative, got -7");
 }
 
 TEST(SpecYamlTest, Int32OverflowNamesItsKey) {
@@ -141,7 +147,8 @@ TEST(SpecYamlTest, UnknownKeysNameTheirPath) {
   EXPECT_THAT(ErrorOf("name: a\nreplica: 2\n"),
               HasSubstr("job.yaml: replica: unknown key (expected one of: name, queue,"));
   EXPECT_EQ(ErrorOf("trainer: {model: mlp, epochs: 3}\n"),
-            "job.yaml: trainer.epochs: unknown key (expected one of: model, batch_size, steps)");
+            "job.yaml: trainer.epochs: unknown key (expected one of: model, batch_size, steps, "
+            "checkpoint_every)");
   EXPECT_EQ(ErrorOf("command: {argv: [a], cwd: /tmp}\n"),
             "job.yaml: command.cwd: unknown key (expected one of: argv, env)");
 }

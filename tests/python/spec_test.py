@@ -46,6 +46,17 @@ class SpecTest(unittest.TestCase):
         with self.assertRaisesRegex(errors.InvalidSpec, "progress_timeout_seconds: expected an"):
             spec_from_dict({"name": "x", "progress_timeout_seconds": "soon"})
 
+    def test_checkpoint_every_is_optional_and_round_trips(self):
+        spec = spec_from_dict({"name": "x", "trainer": {"checkpoint_every": 0}})
+        self.assertTrue(spec.trainer.HasField("checkpoint_every"))
+        self.assertEqual(spec_from_dict(spec_to_dict(spec)), spec)
+        unset = spec_to_dict(spec_from_dict({"name": "x", "trainer": {}}))
+        self.assertNotIn("checkpoint_every", unset["trainer"])
+        keyword = build_spec(None, {"name": "x", "checkpoint_every": 25})
+        self.assertEqual(keyword.trainer.checkpoint_every, 25)
+        with self.assertRaisesRegex(errors.InvalidSpec, "trainer.checkpoint_every: expected an"):
+            spec_from_dict({"name": "x", "trainer": {"checkpoint_every": "often"}})
+
     def test_keywords_alone_run_the_built_in_trainer(self):
         spec = build_spec(None, {"name": "smoke", "replicas": 2, "steps": 10})
         self.assertEqual(spec.WhichOneof("workload"), "trainer")
@@ -79,7 +90,7 @@ class SpecTest(unittest.TestCase):
              "max_runtime_seconds, progress_timeout_seconds, labels, health_check, trainer, "
              "command)"),
             ({"trainer": {"stepz": 1}}, "trainer.stepz: unknown key (expected one of: model, "
-             "batch_size, steps)"),
+             "batch_size, steps, checkpoint_every)"),
             ({"command": {"argv": "hostname"}}, 'command.argv: expected a list of strings, got '
              '"hostname"'),
             ({"command": {"argv": ["a", 1]}}, "command.argv[1]: expected a string, got int 1"),

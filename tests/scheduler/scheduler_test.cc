@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -23,12 +24,12 @@ namespace ringmaster::scheduler {
 namespace {
 
 using Call = FaultInjectingJobStore::Call;
+using test::StatusIs;
+using test::WaitFor;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
-using test::StatusIs;
-using test::WaitFor;
 
 constexpr int64_t kHeartbeatTimeoutMs = 10'000;
 
@@ -101,8 +102,8 @@ class SchedulerTest : public ::testing::Test {
     options.retry_min_ms = 5;
     options.retry_max_ms = 20;
     options.on_fenced = [this](const absl::Status&) { fenced_ = true; };
-    scheduler_ = std::make_unique<Scheduler>(&store_, &queue_, &liveness_, &clock_, options,
-                                             registry);
+    scheduler_ =
+        std::make_unique<Scheduler>(&store_, &queue_, &liveness_, &clock_, options, registry);
     RM_ASSERT_OK(scheduler_->Start());
   }
 
@@ -167,7 +168,8 @@ TEST_F(SchedulerTest, ABurstOfSubmitsSharesTransactions) {
       if (scheduler_->Submit(CommandSpec(1), "burst-" + std::to_string(i)).ok()) ++ok;
     });
   }
-  ASSERT_TRUE(WaitFor([&] { return started == 64 && store_.hung() >= 1; }, std::chrono::seconds(10)));
+  ASSERT_TRUE(
+      WaitFor([&] { return started == 64 && store_.hung() >= 1; }, std::chrono::seconds(10)));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the last ones enqueue
   store_.Heal();
   for (auto& t : clients) t.join();
@@ -207,7 +209,8 @@ TEST_F(SchedulerTest, EveryReadAndHeartbeatAnswersWhileAWriteHangs) {
   RM_ASSERT_OK(scheduler_->GetJob(created.job.id));
   RM_ASSERT_OK(scheduler_->ListJobs({}));
   EXPECT_THAT(scheduler_->ListWorkers(), SizeIs(1));
-  RM_ASSERT_OK(scheduler_->RegisterWorker(CpuWorker("w2", 4), {}, std::make_shared<RecordingLink>()));
+  RM_ASSERT_OK(
+      scheduler_->RegisterWorker(CpuWorker("w2", 4), {}, std::make_shared<RecordingLink>()));
   scheduler_->RunPass();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
   // A submit cannot be stored meanwhile: it says so instead of hanging.
@@ -336,6 +339,62 @@ void Elapse(Scheduler& scheduler, FakeClock& clock, const std::vector<std::strin
   }
 }
 
+// A check run inside the job's MPI_Init reports after the ranks started: the job is RUNNING,
+// and a named culprit still re-places it without that worker, not counted against backoff.
+TEST_F(SchedulerTest, AnInSessionCheckThatNamesAWorkerReplacesARunningJob) {
+  auto l1 = Register(CpuWorker("w1", 2));
+  auto l2 = Register(CpuWorker("w2", 2));
+  const std::string id = SubmitAndPlace(CommandSpec(4));
+  Job job = l1->assignments().at(0);
+  for (const RankPlacement& r : job.placement) {
+    Report(r.worker_id, job, r.rank, RankReport::Kind::kStarted);
+  }
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_EQ(StoredState(id), JobState::kRunning);
+  scheduler_->ReportCheck(job.placement.at(0).worker_id, {id, job.attempt, true, false, 0.01, 0.05,
+                                                          "cpu", "w2", "w2 was last", true});
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(Job stored, memory_.GetJob(id));
+  EXPECT_EQ(stored.state, JobState::kPending);
+  EXPECT_EQ(stored.attempt, 1);
+  EXPECT_EQ(stored.preemptions, 1);
+  RM_ASSERT_OK_AND_ASSIGN(auto events, memory_.ListEvents(id, 0));
+  std::string text;
+  for (const JobEvent& e : events) absl::StrAppend(&text, e.reason, "\n");
+  EXPECT_THAT(text, HasSubstr("pre-run check failed: busbw 0.010 GB/s (no baseline yet, shape "
+                              "2x2/cpu) in 0.05 s inside the job's MPI_Init: w2 was last"));
+  EXPECT_THAT(text, HasSubstr("re-placing without unhealthy worker w2"));
+  bool unhealthy = false;
+  for (const WorkerView& v : scheduler_->ListWorkers()) {
+    if (v.worker.id == "w2") unhealthy = !v.worker.unhealthy_reason.empty();
+  }
+  EXPECT_TRUE(unhealthy);
+
+  // A check of a job that has ended is too late to decide anything.
+  auto l3 = Register(CpuWorker("w3", 2));
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  job = l1->assignments().back();
+  ASSERT_EQ(job.attempt, 1);
+  for (const RankPlacement& r : job.placement) {
+    Report(r.worker_id, job, r.rank, RankReport::Kind::kStarted);
+  }
+  for (const RankPlacement& r : job.placement) {
+    Report(r.worker_id, job, r.rank, RankReport::Kind::kExited);
+  }
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_EQ(StoredState(id), JobState::kSucceeded);
+  scheduler_->ReportCheck(job.placement.at(0).worker_id,
+                          {id, job.attempt, true, false, 0.01, 0.05, "cpu", "w3", "late", true});
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(id), JobState::kSucceeded);
+  for (const WorkerView& v : scheduler_->ListWorkers()) {
+    if (v.worker.id == "w3") {
+      EXPECT_EQ(v.worker.unhealthy_reason, "");
+    }
+  }
+}
+
 TEST_F(SchedulerTest, AWorkerAFailedCheckNamedIsClearedOnProbationByTheNextCheckItPasses) {
   scheduler_.reset();
   SchedulerOptions options;
@@ -349,7 +408,7 @@ TEST_F(SchedulerTest, AWorkerAFailedCheckNamedIsClearedOnProbationByTheNextCheck
   Job job = l1->assignments().at(0);
   const std::string launcher = job.placement.at(0).worker_id;
   scheduler_->ReportCheck(launcher, {id, job.attempt, true, false, 0.01, 0.5, "cpu", "w2",
-                                     "w2's ranks made the ring wait"});
+                                     "w2's ranks made the ring wait", false});
   RM_ASSERT_OK(scheduler_->Flush(5'000));
   EXPECT_EQ(StoredState(id), JobState::kPending);
   auto unhealthy = [&](const std::string& worker) {
@@ -359,6 +418,7 @@ TEST_F(SchedulerTest, AWorkerAFailedCheckNamedIsClearedOnProbationByTheNextCheck
     return false;
   };
   ASSERT_TRUE(unhealthy("w2"));
+  for (const WorkerView& v : scheduler_->ListWorkers()) EXPECT_FALSE(v.on_probation) << v.worker.id;
 
   // A job that runs no check never goes to a worker on probation.
   JobSpec unchecked = CommandSpec(4);
@@ -381,11 +441,15 @@ TEST_F(SchedulerTest, AWorkerAFailedCheckNamedIsClearedOnProbationByTheNextCheck
   ASSERT_EQ(job.id, id);
   ASSERT_EQ(job.attempt, 1);
   EXPECT_TRUE(unhealthy("w2")) << "until its check passes";
+  for (const WorkerView& v : scheduler_->ListWorkers()) {
+    EXPECT_EQ(v.on_probation, v.worker.id == "w2") << v.worker.id;
+  }
 
   scheduler_->ReportCheck(job.placement.at(0).worker_id,
-                          {id, job.attempt, true, true, 1.0, 0.5, "cpu", "", "passed"});
+                          {id, job.attempt, true, true, 1.0, 0.5, "cpu", "", "passed", false});
   RM_ASSERT_OK(scheduler_->Flush(5'000));
   EXPECT_FALSE(unhealthy("w2"));
+  for (const WorkerView& v : scheduler_->ListWorkers()) EXPECT_FALSE(v.on_probation) << v.worker.id;
   RM_ASSERT_OK_AND_ASSIGN(auto stored_workers, memory_.ListWorkers());
   for (const Worker& w : stored_workers) EXPECT_EQ(w.unhealthy_reason, "") << w.id;
   RM_ASSERT_OK_AND_ASSIGN(auto events, memory_.ListEvents(id, 0));
@@ -405,7 +469,7 @@ TEST_F(SchedulerTest, AWorkerNamedAgainOnProbationWaitsAgain) {
     Job job = l1->assignments().back();
     ASSERT_EQ(job.attempt, attempt);
     scheduler_->ReportCheck(job.placement.at(0).worker_id,
-                            {id, job.attempt, true, false, 0.01, 0.5, "cpu", "w2", "slow"});
+                            {id, job.attempt, true, false, 0.01, 0.5, "cpu", "w2", "slow", false});
     RM_ASSERT_OK(scheduler_->Flush(5'000));
     ASSERT_EQ(StoredState(id), JobState::kPending);
     beat(60'000);
@@ -416,7 +480,7 @@ TEST_F(SchedulerTest, AWorkerNamedAgainOnProbationWaitsAgain) {
   // Named a second time on probation: off probation, and the wait starts over.
   Job job = l1->assignments().back();
   scheduler_->ReportCheck(job.placement.at(0).worker_id,
-                          {id, job.attempt, true, false, 0.01, 0.5, "cpu", "w2", "slow"});
+                          {id, job.attempt, true, false, 0.01, 0.5, "cpu", "w2", "slow", false});
   RM_ASSERT_OK(scheduler_->Flush(5'000));
   beat(30'000);
   scheduler_->RunPass();
@@ -441,7 +505,8 @@ TEST_F(SchedulerTest, AFencedLeaderWritesNothingMore) {
   RM_ASSERT_OK_AND_ASSIGN(auto jobs, memory_.ListActiveJobs());
   EXPECT_THAT(jobs, IsEmpty());
   // Its later decisions reach neither the store nor the workers.
-  EXPECT_THAT(scheduler_->Submit(CommandSpec(1), "again"), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(scheduler_->Submit(CommandSpec(1), "again"),
+              StatusIs(absl::StatusCode::kUnavailable));
   RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, successor.Submit(CommandSpec(1), "from-new"));
   EXPECT_FALSE(created.existing);
   successor.Stop();
@@ -473,10 +538,12 @@ TEST_F(SchedulerTest, AnIdleWatcherCostsNoStoreRoundTrip) {
     }
   } joiner{watcher, stop};
   // The loop may place the job at once (a worker is there): the STARTING event can be in too.
-  ASSERT_TRUE(WaitFor([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return !seen.empty();
-  }, std::chrono::seconds(5)));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return !seen.empty();
+      },
+      std::chrono::seconds(5)));
   const int reads = store_.calls(Call::kListEvents);
   std::this_thread::sleep_for(std::chrono::milliseconds(2'500));  // idle: the watcher waits
   EXPECT_EQ(store_.calls(Call::kListEvents), reads);
@@ -484,10 +551,12 @@ TEST_F(SchedulerTest, AnIdleWatcherCostsNoStoreRoundTrip) {
   RM_ASSERT_OK(scheduler_->Flush(5'000));
   Report("w1", link->assignments().at(0), 0, RankReport::Kind::kStarted);
   Report("w1", link->assignments().at(0), 0, RankReport::Kind::kExited);
-  ASSERT_TRUE(WaitFor([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return seen.size() == 4;
-  }, std::chrono::seconds(5)));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return seen.size() == 4;
+      },
+      std::chrono::seconds(5)));
   watcher.join();  // the job ended: Watch returns by itself
   EXPECT_EQ(store_.calls(Call::kListEvents), reads);
   EXPECT_EQ(seen.back().state, JobState::kSucceeded);
@@ -660,7 +729,6 @@ double CounterValue(prometheus::Registry& registry, const std::string& name,
   }
   return -1;
 }
-
 
 TEST_F(SchedulerTest, AQueueIsChargedForRunningTimeAndTheChargeSurvivesARestart) {
   scheduler_.reset();

@@ -46,7 +46,8 @@ TEST(ValidationTest, KeepsAnExplicitZeroBackoffLimit) {
 }
 
 TEST(ValidationTest, Name) {
-  for (const std::string& bad : std::vector<std::string>{"", "Upper", "9lives", "ends-", "has_underscore", std::string(64, 'a')}) {
+  for (const std::string& bad : std::vector<std::string>{"", "Upper", "9lives", "ends-",
+                                                         "has_underscore", std::string(64, 'a')}) {
     JobSpec spec = ValidSpec();
     spec.name = bad;
     ExpectInvalid(spec, "name", "a-z, 0-9 and '-'");
@@ -110,6 +111,17 @@ TEST(ValidationTest, Trainer) {
   spec = ValidSpec();
   spec.trainer->steps = 10'000'001;
   ExpectInvalid(spec, "trainer.steps", "must be 1..10000000");
+  spec = ValidSpec();
+  spec.trainer->checkpoint_every = -1;
+  ExpectInvalid(spec, "trainer.checkpoint_every", "must be 0..10000000");
+  spec.trainer->checkpoint_every = 0;  // only when stopped
+  auto valid = ValidateJobSpec(spec);
+  ASSERT_TRUE(valid.ok()) << valid.status();
+  EXPECT_EQ(valid->trainer->checkpoint_every, 0);
+  spec.trainer->checkpoint_every.reset();  // the trainer's default, left to the trainer
+  valid = ValidateJobSpec(spec);
+  ASSERT_TRUE(valid.ok()) << valid.status();
+  EXPECT_FALSE(valid->trainer->checkpoint_every.has_value());
 }
 
 JobSpec CommandSpec(std::vector<std::string> argv) {

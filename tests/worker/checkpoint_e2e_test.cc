@@ -1,6 +1,6 @@
 // End to end: ringmaster-train under the platform, interrupted and resumed. A real scheduler,
 // Postgres, Redis, two workers (127.0.0.2, .3) and mpirun rings run the trainer as a command
-// workload (so the test picks --checkpoint-every); every run must end with the weights
+// workload (so the test picks every trainer flag it needs); every run must end with the weights
 // checksum of the same training run never interrupted, and the steps lost are printed:
 //   - one rank SIGKILLed mid-way, the job restarted by its OnFailure policy: at most
 //     --checkpoint-every steps lost;

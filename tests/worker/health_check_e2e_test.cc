@@ -143,6 +143,53 @@ TEST(HealthCheckE2eTest, SlowWorkerIsFoundMarkedUnhealthyAndTheJobCompletesElsew
   }
 }
 
+// The built-in trainer is checked inside its own MPI_Init (the rank wrapper's preloaded
+// library), not by an mpirun of ringmaster-check: the slow worker is found all the same, from a
+// RUNNING job, and the job is re-placed without it.
+TEST(HealthCheckE2eTest, TheTrainerIsCheckedInsideItsOwnMpiInit) {
+  auto started = Cluster::Start("", {"--health-check", "true", "--check-min-ratio", "0.5"});
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<Cluster> cluster = std::move(*started);
+  const std::string suffix = absl::StrCat("-", getpid());
+  const std::string healthy = "hi2" + suffix, slow = "hi4" + suffix, spare = "hi3" + suffix;
+  ASSERT_TRUE(cluster->AddWorker(Config(healthy, "127.0.0.2")).ok());
+  ASSERT_TRUE(cluster->AddWorker(Config(slow, "127.0.0.4", 40)).ok());
+  ASSERT_TRUE(cluster->WaitWorkersReady(2).ok()) << cluster->Logs();
+
+  v1::JobSpec spec;
+  spec.set_name("hc-trainer");
+  spec.set_replicas(2);
+  spec.set_restart_policy(v1::RESTART_POLICY_NEVER);
+  spec.mutable_trainer()->set_model("mlp-small");
+  // Long enough to be running when the check's verdict arrives.
+  spec.mutable_trainer()->set_steps(300);
+  auto id = cluster->Submit(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(
+      WaitFor([&] { return !WorkerInfoOf(*cluster, slow).unhealthy_reason().empty(); }, 30s))
+      << cluster->Logs();
+  EXPECT_THAT(WorkerInfoOf(*cluster, slow).unhealthy_reason(),
+              HasSubstr("pre-run check of job " + *id));
+
+  ASSERT_TRUE(cluster->AddWorker(Config(spare, "127.0.0.3")).ok());
+  v1::Job done = cluster->WaitState(*id, v1::JOB_STATE_SUCCEEDED, 90s);
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.message() << "\n" << cluster->Logs();
+  EXPECT_EQ(done.attempt(), 1);
+  for (const auto& r : done.placement()) EXPECT_NE(r.worker_id(), slow);
+  const std::string events = EventText(cluster->Events(*id));
+  std::cerr << "events of " << *id << ":\n" << events;
+  // The first attempt was RUNNING (its ranks started) before the verdict came.
+  EXPECT_THAT(events, ::testing::ContainsRegex("0 all 2 ranks started\n(.*\n)*0 pre-run check "
+                                               "failed"));
+  EXPECT_THAT(events, ::testing::ContainsRegex("0 pre-run check failed: busbw [0-9.]+ GB/s "
+                                               "\\([^)]*\\) in [0-9.]+ s inside the job's "
+                                               "MPI_Init"));
+  EXPECT_THAT(events, HasSubstr("re-placing without unhealthy worker " + slow));
+  EXPECT_THAT(events, ::testing::ContainsRegex("1 pre-run check passed: busbw [0-9.]+ GB/s "
+                                               "\\([^)]*\\) in [0-9.]+ s inside the job's "
+                                               "MPI_Init"));
+}
+
 TEST(HealthCheckE2eTest, AJobThatOptsOutRunsWithoutACheck) {
   auto started = Cluster::Start("", {"--health-check", "true"});
   ASSERT_TRUE(started.ok()) << started.status();

@@ -84,9 +84,12 @@ TEST(LaunchTest, AgentPortsNameEveryHostAndFindTheOneAsked) {
 TEST(LaunchTest, TrainerWorkloadPassesOnlyTheFieldsSet) {
   Assignment a = TwoWorkers();
   a.command.reset();
-  a.trainer = TrainerWorkload{"mlp-small", 0, 20};
+  a.trainer = TrainerWorkload{"mlp-small", 0, 20, std::nullopt};
   EXPECT_THAT(*WorkloadArgv(a, "/bin/ringmaster-train"),
               ElementsAre("/bin/ringmaster-train", "--model", "mlp-small", "--steps", "20"));
+  a.trainer->checkpoint_every = 0;
+  EXPECT_THAT(*WorkloadArgv(a, "t"),
+              ElementsAre("t", "--model", "mlp-small", "--steps", "20", "--checkpoint-every", "0"));
   a.trainer = TrainerWorkload{};
   EXPECT_THAT(*WorkloadArgv(a, "t"), ElementsAre("t"));
   EXPECT_THAT(*WorkloadArgv(TwoWorkers(), "t"), ElementsAre("python3", "train.py"));
@@ -187,6 +190,24 @@ TEST(LaunchTest, CpuRanksSeeNoGpuAndOurRankWinsOverTheJobsEnv) {
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
   EXPECT_EQ(env.count("RINGMASTER_GPU_TYPE"), 0u);
   EXPECT_EQ(env["RANK"], "0");  // the spec said RANK=99
+}
+
+TEST(LaunchTest, OnlyACheckedTrainerIsCheckedInsideItsMpiInitAndEveryRankIsTold) {
+  Assignment a = TwoWorkers();
+  RankHost host;
+  host.check_result_path = "/logs/j-1/2/check.result";
+  a.run_check = true;
+  EXPECT_FALSE(ChecksInSession(a)) << "a command might never call MPI_Init";
+  EXPECT_EQ(RankEnvironment(a, 0, host).count(kPrecheckResultEnv), 0u);
+  a.command.reset();
+  a.trainer = TrainerWorkload{};
+  EXPECT_TRUE(ChecksInSession(a));
+  for (int32_t rank : {0, 3}) {
+    EXPECT_EQ(RankEnvironment(a, rank, host)[kPrecheckResultEnv], "/logs/j-1/2/check.result");
+  }
+  a.run_check = false;
+  EXPECT_FALSE(ChecksInSession(a));
+  EXPECT_EQ(RankEnvironment(a, 0, host).count(kPrecheckResultEnv), 0u);
 }
 
 TEST(LaunchTest, ExecCommandLimitsAndReservedNames) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/checkpoint_metadata.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rpc/agent_client.h"
@@ -212,11 +214,20 @@ TEST_F(WorkerE2eTest, TrainerJobOnCpuSlotsPrintsAndExportsItsThroughput) {
   spec.mutable_trainer()->set_model("mlp-small");
   spec.mutable_trainer()->set_steps(12);
   spec.mutable_trainer()->set_batch_size(32);
+  spec.mutable_trainer()->set_checkpoint_every(5);
   const std::string id = SubmitOk(spec);
+  // The workers' default --checkpoint-root.
+  const std::string checkpoints = absl::StrCat("/tmp/ringmaster-checkpoints/", id);
   auto placed = cluster_->WaitPlaced(id, 0);
   ASSERT_TRUE(placed.ok()) << placed.status();
   v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_SUCCEEDED, 60s);
   ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.ShortDebugString();
+  // The spec's checkpoint_every reached the trainer: steps 5 and 10 saved, the newest is 10 (the
+  // trainer's default, 50, would have saved none of 12 steps).
+  absl::StatusOr<CheckpointMetadata> meta = ReadCheckpointMetadata(checkpoints);
+  std::filesystem::remove_all(checkpoints);
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  EXPECT_EQ(meta->step, 10);
   auto log = cluster_->RankLog(AgentOf(*placed, 0), id, 0);
   ASSERT_TRUE(log.ok()) << log.status();
   EXPECT_THAT(*log, HasSubstr("4 rank(s)"));
@@ -380,7 +391,9 @@ TEST_F(WorkerE2eTest, ExecRunsNothingWithoutTheAttemptsTokenOrACertificateOfTheC
     return as.Exec(req, [](bool, std::string_view) {});
   };
   auto exec = [&](const std::string& job_id, const std::string& with_token,
-                  const std::string& marker) { return exec_as(client, job_id, with_token, marker); };
+                  const std::string& marker) {
+    return exec_as(client, job_id, with_token, marker);
+  };
   auto exists = [](const std::string& path) {
     struct stat st;
     return stat(path.c_str(), &st) == 0;

@@ -16,7 +16,10 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
   out.gpu_type = spec.gpu_type();
   if (spec.has_trainer()) {
     out.trainer = TrainerWorkload{spec.trainer().model(), spec.trainer().batch_size(),
-                                  spec.trainer().steps()};
+                                  spec.trainer().steps(), std::nullopt};
+    if (spec.trainer().has_checkpoint_every()) {
+      out.trainer->checkpoint_every = spec.trainer().checkpoint_every();
+    }
   }
   if (spec.has_command()) {
     CommandWorkload command;
@@ -33,9 +36,9 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
       out.restart_policy = RestartPolicy::kOnFailure;
       break;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("restart_policy: unknown value ", static_cast<int>(spec.restart_policy()),
-                       "; allowed: NEVER, ON_FAILURE"));
+      return absl::InvalidArgumentError(absl::StrCat("restart_policy: unknown value ",
+                                                     static_cast<int>(spec.restart_policy()),
+                                                     "; allowed: NEVER, ON_FAILURE"));
   }
   if (spec.has_backoff_limit()) out.backoff_limit = spec.backoff_limit();
   out.max_runtime_seconds = spec.max_runtime_seconds();
@@ -60,6 +63,7 @@ v1::JobSpec ToProto(const JobSpec& spec) {
     t->set_model(spec.trainer->model);
     t->set_batch_size(spec.trainer->batch_size);
     t->set_steps(spec.trainer->steps);
+    if (spec.trainer->checkpoint_every) t->set_checkpoint_every(*spec.trainer->checkpoint_every);
   }
   if (spec.command) {
     auto* c = out.mutable_command();
@@ -81,25 +85,38 @@ v1::JobSpec ToProto(const JobSpec& spec) {
 
 v1::JobState ToProto(JobState state) {
   switch (state) {
-    case JobState::kPending: return v1::JOB_STATE_PENDING;
-    case JobState::kStarting: return v1::JOB_STATE_STARTING;
-    case JobState::kRunning: return v1::JOB_STATE_RUNNING;
-    case JobState::kSucceeded: return v1::JOB_STATE_SUCCEEDED;
-    case JobState::kFailed: return v1::JOB_STATE_FAILED;
-    case JobState::kCancelled: return v1::JOB_STATE_CANCELLED;
+    case JobState::kPending:
+      return v1::JOB_STATE_PENDING;
+    case JobState::kStarting:
+      return v1::JOB_STATE_STARTING;
+    case JobState::kRunning:
+      return v1::JOB_STATE_RUNNING;
+    case JobState::kSucceeded:
+      return v1::JOB_STATE_SUCCEEDED;
+    case JobState::kFailed:
+      return v1::JOB_STATE_FAILED;
+    case JobState::kCancelled:
+      return v1::JOB_STATE_CANCELLED;
   }
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
 std::optional<JobState> FromProto(v1::JobState state) {
   switch (state) {
-    case v1::JOB_STATE_PENDING: return JobState::kPending;
-    case v1::JOB_STATE_STARTING: return JobState::kStarting;
-    case v1::JOB_STATE_RUNNING: return JobState::kRunning;
-    case v1::JOB_STATE_SUCCEEDED: return JobState::kSucceeded;
-    case v1::JOB_STATE_FAILED: return JobState::kFailed;
-    case v1::JOB_STATE_CANCELLED: return JobState::kCancelled;
-    default: return std::nullopt;
+    case v1::JOB_STATE_PENDING:
+      return JobState::kPending;
+    case v1::JOB_STATE_STARTING:
+      return JobState::kStarting;
+    case v1::JOB_STATE_RUNNING:
+      return JobState::kRunning;
+    case v1::JOB_STATE_SUCCEEDED:
+      return JobState::kSucceeded;
+    case v1::JOB_STATE_FAILED:
+      return JobState::kFailed;
+    case v1::JOB_STATE_CANCELLED:
+      return JobState::kCancelled;
+    default:
+      return std::nullopt;
   }
 }
 

@@ -47,6 +47,7 @@ std::string CheckEventText(const CheckOutcome& outcome, const CheckShape& shape,
       absl::StrFormat("pre-run check %s: busbw %.3f GB/s (%s, shape %s) in %.2f s",
                       outcome.passed ? "passed" : (outcome.completed ? "failed" : "could not run"),
                       outcome.busbw_gbps, baseline, shape.Key(), outcome.seconds);
+  if (outcome.in_session) absl::StrAppend(&text, " inside the job's MPI_Init");
   if (!outcome.message.empty()) absl::StrAppend(&text, ": ", outcome.message.substr(0, 600));
   return text;
 }

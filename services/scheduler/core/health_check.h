@@ -76,10 +76,13 @@ struct CheckOutcome {
   std::string transport = "cpu";
   std::string culprit_worker_id;
   std::string message;
+  // Run inside the job's own MPI_Init rather than by an mpirun of its own (docs/health-check.md).
+  bool in_session = false;
 };
 
 // The job event's text for a check, e.g. "pre-run check passed: busbw 1.234 GB/s (baseline
-// 1.300 GB/s, shape 2x1/cpu) in 0.41 s".
+// 1.300 GB/s, shape 2x1/cpu) in 0.41 s", with " inside the job's MPI_Init" after the time when
+// it ran there.
 std::string CheckEventText(const CheckOutcome& outcome, const CheckShape& shape,
                            double baseline_gbps);
 

@@ -22,6 +22,7 @@ struct TrainerWorkload {
   std::string model;
   int32_t batch_size = 0;
   int64_t steps = 0;
+  std::optional<int32_t> checkpoint_every;  // unset: the trainer's default
   bool operator==(const TrainerWorkload&) const = default;
 };
 

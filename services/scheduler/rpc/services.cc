@@ -152,9 +152,8 @@ grpc::Status JobServiceImpl::ReadJobLogs(grpc::ServerContext* ctx,
   if (logs_ == nullptr) {
     return ToGrpcStatus(absl::UnimplementedError("this scheduler does not relay logs"));
   }
-  return ToGrpcStatus(logs_->Relay(*plan, req->follow(), ctx, [&](const v1::LogChunk& chunk) {
-    return writer->Write(chunk);
-  }));
+  return ToGrpcStatus(logs_->Relay(
+      *plan, req->follow(), ctx, [&](const v1::LogChunk& chunk) { return writer->Write(chunk); }));
 }
 
 namespace {
@@ -174,6 +173,7 @@ void FillWorkerInfo(const WorkerView& view, bool admin, v1::WorkerInfo* info) {
   if (!view.worker.unhealthy_reason.empty()) {
     info->set_unhealthy_reason(admin ? view.worker.unhealthy_reason
                                      : "failed a pre-run allreduce check (an admin sees why)");
+    info->set_on_probation(view.on_probation);
   }
 }
 
@@ -283,9 +283,15 @@ absl::StatusOr<RankReport> FromProto(const v1::RankStatus& status) {
   report.signal = status.signal();
   report.message = status.message();
   switch (status.kind()) {
-    case v1::RankStatus::KIND_STARTED: report.kind = RankReport::Kind::kStarted; break;
-    case v1::RankStatus::KIND_EXITED: report.kind = RankReport::Kind::kExited; break;
-    case v1::RankStatus::KIND_LAUNCH_FAILED: report.kind = RankReport::Kind::kLaunchFailed; break;
+    case v1::RankStatus::KIND_STARTED:
+      report.kind = RankReport::Kind::kStarted;
+      break;
+    case v1::RankStatus::KIND_EXITED:
+      report.kind = RankReport::Kind::kExited;
+      break;
+    case v1::RankStatus::KIND_LAUNCH_FAILED:
+      report.kind = RankReport::Kind::kLaunchFailed;
+      break;
     case v1::RankStatus::KIND_CHECKPOINT:
       report.kind = RankReport::Kind::kCheckpoint;
       if (status.checkpoint_step() < 0) {
@@ -411,6 +417,7 @@ grpc::Status WorkerServiceImpl::Connect(
         outcome.transport = c.transport();
         outcome.culprit_worker_id = c.culprit_worker_id();
         outcome.message = c.message().substr(0, 2048);
+        outcome.in_session = c.in_session();
         scheduler_->ReportCheck(id, outcome);
       } else {
         RM_LOG(kWarning) << "worker " << id << " sent an unexpected message; ignored";

@@ -33,6 +33,8 @@ struct CheckReport {
   bool passed = false;
   std::string culprit_worker_id;
   std::string message;
+  // Run by the job's own ranks inside MPI_Init (ChecksInSession) rather than by ringmaster-check.
+  bool in_session = false;
   bool operator==(const CheckReport&) const = default;
 };
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <set>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -122,6 +122,9 @@ absl::StatusOr<std::vector<std::string>> WorkloadArgv(const Assignment& assignme
     if (!t.model.empty()) argv.insert(argv.end(), {"--model", t.model});
     if (t.batch_size > 0) argv.insert(argv.end(), {"--batch-size", absl::StrCat(t.batch_size)});
     if (t.steps > 0) argv.insert(argv.end(), {"--steps", absl::StrCat(t.steps)});
+    if (t.checkpoint_every && *t.checkpoint_every >= 0) {
+      argv.insert(argv.end(), {"--checkpoint-every", absl::StrCat(*t.checkpoint_every)});
+    }
     return argv;
   }
   if (assignment.command && !assignment.command->argv.empty()) return assignment.command->argv;
@@ -195,6 +198,10 @@ std::map<std::string, std::string> LauncherEnvironment(const Assignment& assignm
   };
 }
 
+bool ChecksInSession(const Assignment& assignment) {
+  return assignment.run_check && assignment.trainer.has_value();
+}
+
 std::map<std::string, std::string> RankEnvironment(const Assignment& assignment, int32_t rank,
                                                    const RankHost& host) {
   std::map<std::string, std::string> env;
@@ -231,6 +238,9 @@ std::map<std::string, std::string> RankEnvironment(const Assignment& assignment,
   }
   if (!host.metrics_addr.empty()) env["RINGMASTER_METRICS_ADDR"] = host.metrics_addr;
   if (!host.checkpoint_dir.empty()) env["RINGMASTER_CHECKPOINT_DIR"] = host.checkpoint_dir;
+  if (ChecksInSession(assignment) && !host.check_result_path.empty()) {
+    env[kPrecheckResultEnv] = host.check_result_path;
+  }
   if (host.simulated_gpus) {
     // Nothing real to show to CUDA; the indices stay visible for programs that care.
     env["CUDA_VISIBLE_DEVICES"] = "";
@@ -254,8 +264,8 @@ std::string DescribeLaunch(const std::vector<std::string>& argv,
   std::vector<std::string> names;
   names.reserve(env.size());
   for (const auto& [name, value] : env) names.push_back(absl::CHexEscape(name));
-  return absl::StrCat("argv: ", text, "; env names: ",
-                      names.empty() ? "(none)" : absl::StrJoin(names, " "));
+  return absl::StrCat("argv: ", text,
+                      "; env names: ", names.empty() ? "(none)" : absl::StrJoin(names, " "));
 }
 
 absl::Status ValidateExecCommand(const std::vector<std::string>& argv,

@@ -97,7 +97,16 @@ struct RankHost {
   std::string metrics_addr;
   // The job's checkpoint directory for RINGMASTER_CHECKPOINT_DIR; empty: not set.
   std::string checkpoint_dir;
+  // Where rank 0 writes an in-session check's result (RINGMASTER_PRECHECK_RESULT, set only
+  // when ChecksInSession; every rank gets it, as every rank takes part).
+  std::string check_result_path;
 };
+
+// Whether the attempt's pre-run check runs inside the job's own MPI_Init (the rank wrapper's
+// preloaded library) instead of as an mpirun of ringmaster-check before the job's: for the
+// built-in trainer, which is known to call MPI_Init. Any other program might never call it.
+bool ChecksInSession(const Assignment& assignment);
+inline constexpr char kPrecheckResultEnv[] = "RINGMASTER_PRECHECK_RESULT";
 
 // Environment of placed rank `rank` running on this worker, set by its wrapper over what it
 // inherited. The command's own env comes first; ours wins on a clash.

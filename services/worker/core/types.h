@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/progress.h"
 #include "core/health_check.h"
+#include "core/progress.h"
 
 namespace ringmaster::worker {
 
@@ -25,9 +25,10 @@ struct RankPlacement {
 };
 
 struct TrainerWorkload {
-  std::string model;       // empty: the trainer's default
-  int32_t batch_size = 0;  // 0: the trainer's default
-  int64_t steps = 0;       // 0: the trainer's default
+  std::string model;                        // empty: the trainer's default
+  int32_t batch_size = 0;                   // 0: the trainer's default
+  int64_t steps = 0;                        // 0: the trainer's default
+  std::optional<int32_t> checkpoint_every;  // unset: the trainer's default
 };
 
 struct CommandWorkload {

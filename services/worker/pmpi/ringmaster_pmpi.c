@@ -10,11 +10,21 @@
  * Harmless elsewhere: every reference to Open MPI's symbols is weak, so the library loads into
  * programs without MPI (nothing here is ever called there), and a statically linked program
  * never sees it. Without a channel (RINGMASTER_RANK_CHANNEL unset) it counts into a private
- * page. Built against Debian's Open MPI 4.1 (its mpi.h); the ABI is Open MPI's. */
+ * page. Built against Debian's Open MPI 4.1 (its mpi.h); the ABI is Open MPI's.
+ *
+ * It also runs the pre-run allreduce check inside the job's own MPI_Init when the worker asks
+ * for it (RINGMASTER_PRECHECK_RESULT set; docs/health-check.md): the same allreduces as
+ * ringmaster-check, on a duplicate of MPI_COMM_WORLD, before MPI_Init returns to the program.
+ * Rank 0 writes the result file the launcher reads. */
+#include <dlfcn.h>
+#include <errno.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "rank_channel.h"
 
@@ -58,6 +68,18 @@
 #pragma weak PMPI_Testany
 #pragma weak PMPI_Waitsome
 #pragma weak PMPI_Testsome
+/* The in-session check's. Open MPI's predefined handles are addresses of these objects. */
+#pragma weak PMPI_Comm_dup
+#pragma weak PMPI_Comm_free
+#pragma weak PMPI_Comm_rank
+#pragma weak PMPI_Comm_size
+#pragma weak PMPI_Abort
+#pragma weak ompi_mpi_comm_world
+#pragma weak ompi_mpi_float
+#pragma weak ompi_mpi_double
+#pragma weak ompi_mpi_char
+#pragma weak ompi_mpi_int
+#pragma weak ompi_mpi_op_sum
 
 #define RM_EXPORT __attribute__((visibility("default")))
 
@@ -330,5 +352,176 @@ RM_EXPORT int MPI_Testsome(int n, MPI_Request q[], int* out, int idx[], MPI_Stat
   Watch(n, q, &w);
   int rc = PMPI_Testsome(n, q, out, idx, st);
   Settle(q, &w);
+  return rc;
+}
+
+/* ---- The pre-run check inside MPI_Init ---------------------------------------------------
+ * Mirrors ringmaster-check (trainer/check_main.cc), whose result format it writes: 3 warm-up
+ * and 20 timed in-place allreduces of 1 MiB of floats, each rank timing its wait inside them
+ * (RINGMASTER_CHECK_DELAY_MS, from a worker started with --check-delay-ms, sleeps before each:
+ * a slow host on purpose), then one allreduce whose sum every rank checks; rank 0 gathers the
+ * waits with each rank's worker id and writes the result by a rename. elapsed_seconds is the
+ * whole check, which is what it adds to the program's MPI_Init. Only PMPI_ calls: none of it
+ * is counted as the program's collectives. */
+
+#define RM_CHECK_BYTES (1 << 20)
+#define RM_CHECK_ITERS 20
+#define RM_CHECK_WARMUP 3
+#define RM_WORKER_ID_BYTES 64
+
+static double Seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Small integers: every sum is exact in a float. */
+static float Pattern(int rank, size_t i) { return (float)(rank % 8 + (int)(i % 16)); }
+
+static void CheckFailed(MPI_Comm comm, const char* what) {
+  fprintf(stderr, "ringmaster pre-run check: %s\n", what);
+  PMPI_Abort(comm, 1); /* the others wait in a collective this rank left */
+}
+
+static void PreCheck(void) {
+  const char* result = getenv("RINGMASTER_PRECHECK_RESULT");
+  if (result == NULL || result[0] == '\0') return;
+  /* Data symbols bind when this library loads: a program that loads libmpi later (mpi4py)
+   * leaves them unresolved. Every rank runs the same program, so all skip alike. */
+  if (&ompi_mpi_comm_world == NULL || &ompi_mpi_float == NULL || &ompi_mpi_double == NULL ||
+      &ompi_mpi_char == NULL || &ompi_mpi_int == NULL || &ompi_mpi_op_sum == NULL) {
+    fprintf(stderr, "ringmaster pre-run check: libmpi was loaded after this library; skipped\n");
+    return;
+  }
+  const double start = Seconds();
+  int delay_ms = 0;
+  if (getenv("RINGMASTER_CHECK_DELAY_MS") != NULL) {
+    delay_ms = atoi(getenv("RINGMASTER_CHECK_DELAY_MS"));
+    if (delay_ms < 0 || delay_ms > 60000) delay_ms = 0;
+  }
+  MPI_Comm comm;
+  if (PMPI_Comm_dup(MPI_COMM_WORLD, &comm) != MPI_SUCCESS) {
+    CheckFailed(MPI_COMM_WORLD, "MPI_Comm_dup failed");
+    return;
+  }
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  const size_t count = RM_CHECK_BYTES / sizeof(float);
+  float* buffer = malloc(RM_CHECK_BYTES);
+  if (buffer == NULL) {
+    CheckFailed(comm, "out of memory");
+    return;
+  }
+  for (size_t i = 0; i < count; ++i) buffer[i] = Pattern(rank, i);
+  int rc = MPI_SUCCESS;
+  for (int i = 0; i < RM_CHECK_WARMUP && rc == MPI_SUCCESS; ++i) {
+    rc = PMPI_Allreduce(MPI_IN_PLACE, buffer, (int)count, MPI_FLOAT, MPI_SUM, comm);
+  }
+  if (rc == MPI_SUCCESS) rc = PMPI_Barrier(comm);
+  double wait = 0;
+  const double timed = Seconds();
+  for (int i = 0; i < RM_CHECK_ITERS && rc == MPI_SUCCESS; ++i) {
+    if (delay_ms > 0) {
+      struct timespec pause = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
+      while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
+      }
+    }
+    const double entered = Seconds();
+    rc = PMPI_Allreduce(MPI_IN_PLACE, buffer, (int)count, MPI_FLOAT, MPI_SUM, comm);
+    wait += Seconds() - entered;
+  }
+  const double timed_seconds = Seconds() - timed;
+  /* Correctness: one allreduce of the pattern, checked by every rank. */
+  int wrong = 0;
+  if (rc == MPI_SUCCESS) {
+    for (size_t i = 0; i < count; ++i) buffer[i] = Pattern(rank, i);
+    rc = PMPI_Allreduce(MPI_IN_PLACE, buffer, (int)count, MPI_FLOAT, MPI_SUM, comm);
+    float base = 0;
+    for (int r = 0; r < size; ++r) base += (float)(r % 8);
+    for (size_t i = 0; i < count && rc == MPI_SUCCESS; ++i) {
+      wrong += buffer[i] != base + (float)size * (float)(i % 16);
+    }
+  }
+  free(buffer);
+  char worker_id[RM_WORKER_ID_BYTES] = {0};
+  const char* id = getenv("RINGMASTER_WORKER_ID");
+  if (id != NULL) strncpy(worker_id, id, RM_WORKER_ID_BYTES - 1);
+  double* waits = rank == 0 ? malloc(sizeof(double) * (size_t)size) : NULL;
+  char* ids = rank == 0 ? malloc((size_t)size * RM_WORKER_ID_BYTES) : NULL;
+  int* wrongs = rank == 0 ? malloc(sizeof(int) * (size_t)size) : NULL;
+  if (rank == 0 && (waits == NULL || ids == NULL || wrongs == NULL)) rc = MPI_ERR_NO_MEM;
+  if (rc == MPI_SUCCESS) rc = PMPI_Gather(&wait, 1, MPI_DOUBLE, waits, 1, MPI_DOUBLE, 0, comm);
+  if (rc == MPI_SUCCESS) {
+    rc = PMPI_Gather(worker_id, RM_WORKER_ID_BYTES, MPI_CHAR, ids, RM_WORKER_ID_BYTES, MPI_CHAR, 0,
+                     comm);
+  }
+  if (rc == MPI_SUCCESS) rc = PMPI_Gather(&wrong, 1, MPI_INT, wrongs, 1, MPI_INT, 0, comm);
+  PMPI_Comm_free(&comm);
+  if (rc != MPI_SUCCESS) {
+    free(waits);
+    free(ids);
+    free(wrongs);
+    CheckFailed(MPI_COMM_WORLD, "an allreduce or gather of the check failed");
+    return;
+  }
+  if (rank == 0) {
+    long long total_wrong = 0;
+    for (int r = 0; r < size; ++r) total_wrong += wrongs[r];
+    const double algbw = (double)RM_CHECK_BYTES * RM_CHECK_ITERS /
+                         (timed_seconds > 1e-9 ? timed_seconds : 1e-9) / 1e9;
+    const double busbw = size > 1 ? algbw * 2.0 * (size - 1) / size : 0;
+    char temp[4096];
+    if (snprintf(temp, sizeof temp, "%s.tmp", result) < (int)sizeof temp) {
+      FILE* out = fopen(temp, "w");
+      if (out != NULL) {
+        fprintf(out, "transport cpu\nbusbw_gbps %.6f\nelapsed_seconds %.6f\nwrong %lld\n", busbw,
+                Seconds() - start, total_wrong);
+        for (int r = 0; r < size; ++r) {
+          const char* raw = ids + (size_t)r * RM_WORKER_ID_BYTES;
+          const size_t n = strnlen(raw, RM_WORKER_ID_BYTES);
+          fprintf(out, "rank %d %.*s %.6f\n", r, n == 0 ? 1 : (int)n, n == 0 ? "-" : raw, waits[r]);
+        }
+        /* A failed write leaves no result: the launcher reports the check as not completed. */
+        if (fclose(out) == 0) rename(temp, result);
+      }
+    }
+    if (total_wrong > 0) {
+      /* A ring that sums wrong must not train: the attempt fails, as a failed launch would. */
+      free(waits);
+      free(ids);
+      free(wrongs);
+      CheckFailed(MPI_COMM_WORLD, "the check's allreduce summed wrong");
+      return;
+    }
+  }
+  free(waits);
+  free(ids);
+  free(wrongs);
+}
+
+/* Libmpi's own function, looked up at the call: a program that dlopens libmpi with
+ * RTLD_LOCAL (Python's mpi4py) has it outside the scope this library's references bind in. */
+static void* RealFunction(const char* name) {
+  void* fn = dlsym(RTLD_NEXT, name);
+  if (fn != NULL) return fn;
+  void* mpi = dlopen("libmpi.so.40", RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+  return mpi != NULL ? dlsym(mpi, name) : NULL;
+}
+
+RM_EXPORT int MPI_Init(int* argc, char*** argv) {
+  int (*real)(int*, char***) = (int (*)(int*, char***))RealFunction("PMPI_Init");
+  if (real == NULL) return MPI_ERR_OTHER;
+  const int rc = real(argc, argv);
+  if (rc == MPI_SUCCESS) PreCheck();
+  return rc;
+}
+
+RM_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  int (*real)(int*, char***, int, int*) =
+      (int (*)(int*, char***, int, int*))RealFunction("PMPI_Init_thread");
+  if (real == NULL) return MPI_ERR_OTHER;
+  const int rc = real(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS) PreCheck();
   return rc;
 }

@@ -12,7 +12,10 @@ Assignment FromProto(const v1::Assignment& proto) {
   a.queue = spec.queue();
   if (spec.has_trainer()) {
     a.trainer = TrainerWorkload{spec.trainer().model(), spec.trainer().batch_size(),
-                                spec.trainer().steps()};
+                                spec.trainer().steps(), std::nullopt};
+    if (spec.trainer().has_checkpoint_every()) {
+      a.trainer->checkpoint_every = spec.trainer().checkpoint_every();
+    }
   } else if (spec.has_command()) {
     CommandWorkload command;
     command.argv.assign(spec.command().argv().begin(), spec.command().argv().end());
@@ -49,6 +52,7 @@ v1::CheckResult ToProto(const CheckReport& report) {
   proto.set_passed(report.passed);
   proto.set_culprit_worker_id(report.culprit_worker_id);
   proto.set_message(report.message.substr(0, 2048));
+  proto.set_in_session(report.in_session);
   return proto;
 }
 
