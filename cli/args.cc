@@ -180,9 +180,9 @@ absl::Status ParseStudyArgs(std::vector<std::string>& positional, Command* cmd) 
     cmd->study_action = StudyAction::kCompare;
     ids = 2;
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown study action '", action,
-                     "' (expected scaling, list, get or compare; see ringctl study --help)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown study action '", action,
+        "' (expected scaling, list, get or compare; see ringctl study --help)"));
   }
   if (positional.size() < ids) {
     return absl::InvalidArgumentError(absl::StrCat("missing study ID (usage: ringctl study ",
@@ -193,9 +193,8 @@ absl::Status ParseStudyArgs(std::vector<std::string>& positional, Command* cmd) 
   if (cmd->study_action != StudyAction::kScaling &&
       (!cmd->study_sizes.empty() || cmd->study_parallel || cmd->study_cpu || !cmd->chart.empty())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("study ", action,
-                     " takes no --gpus, --parallel, --cpu or --chart (only "
-                     "study scaling does)"));
+        absl::StrCat("study ", action, " takes no --gpus, --parallel, --cpu or --chart (only "
+                                       "study scaling does)"));
   }
   return absl::OkStatus();
 }
@@ -772,9 +771,9 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
     cmd.scheduler = (env != nullptr && env[0] != '\0') ? env : kDefaultScheduler;
   }
   // Flags win over the environment, as for the services (common/tls.h).
-  for (auto [name, field] :
-       {std::pair{kTlsCaEnv, &cmd.tls.ca_file}, std::pair{kTlsCertEnv, &cmd.tls.cert_file},
-        std::pair{kTlsKeyEnv, &cmd.tls.key_file}}) {
+  for (auto [name, field] : {std::pair{kTlsCaEnv, &cmd.tls.ca_file},
+                             std::pair{kTlsCertEnv, &cmd.tls.cert_file},
+                             std::pair{kTlsKeyEnv, &cmd.tls.key_file}}) {
     const char* env = getenv(name);
     if (field->empty() && env != nullptr) *field = env;
   }

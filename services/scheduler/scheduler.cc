@@ -109,8 +109,7 @@ struct Scheduler::Metrics {
                         .Help("Weighted dominant resource share of the queue's borrowing "
                               "(0 within nominal)")
                         .Register(r)),
-        queue_usage(prometheus::BuildCounter()
-                        .Name("ringmaster_queue_resource_seconds_total")
+        queue_usage(prometheus::BuildCounter().Name("ringmaster_queue_resource_seconds_total")
                         .Help("Resource-seconds used by the queue's jobs (GPU-seconds per GPU "
                               "type, CPU-slot-seconds for cpu) from RUNNING to their end; "
                               "stored in Postgres, so it survives restarts")
@@ -123,28 +122,23 @@ struct Scheduler::Metrics {
                           .Register(r)),
         hangs_detected(&watch_actions.Add({{"action", "hung"}})),
         idle_reclaimed(&watch_actions.Add({{"action", "idle"}})),
-        check_busbw(prometheus::BuildGauge()
-                        .Name("ringmaster_check_busbw_gbps")
+        check_busbw(prometheus::BuildGauge().Name("ringmaster_check_busbw_gbps")
                         .Help("Bus bandwidth of the latest pre-run allreduce check, by gang "
                               "shape (workers x ranks per worker / transport), GB/s")
                         .Register(r)),
-        check_baseline(prometheus::BuildGauge()
-                           .Name("ringmaster_check_baseline_busbw_gbps")
+        check_baseline(prometheus::BuildGauge().Name("ringmaster_check_baseline_busbw_gbps")
                            .Help("Learned baseline bus bandwidth of pre-run checks, by shape, "
                                  "GB/s")
                            .Register(r)),
-        checks(prometheus::BuildCounter()
-                   .Name("ringmaster_checks_total")
+        checks(prometheus::BuildCounter().Name("ringmaster_checks_total")
                    .Help("Pre-run allreduce checks by result (passed, failed, error)")
                    .Register(r)),
-        check_seconds(prometheus::BuildHistogram()
-                          .Name("ringmaster_check_seconds")
+        check_seconds(prometheus::BuildHistogram().Name("ringmaster_check_seconds")
                           .Help("Wall time of pre-run allreduce checks, mpirun start to end")
                           .Register(r)
-                          .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.25, 0.5, 0.75, 1,
-                                                                           1.5, 2, 3, 5, 10})),
-        unhealthy(prometheus::BuildGauge()
-                      .Name("ringmaster_workers_unhealthy")
+                          .Add({}, prometheus::Histogram::BucketBoundaries{
+                                       0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10})),
+        unhealthy(prometheus::BuildGauge().Name("ringmaster_workers_unhealthy")
                       .Help("Workers out of placement after a failed pre-run check")
                       .Register(r)
                       .Add({})) {}
@@ -179,8 +173,8 @@ struct Scheduler::Metrics {
   std::set<std::string> gpu_labels;
 };
 
-Scheduler::Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness, const Clock* clock,
-                     SchedulerOptions options, prometheus::Registry* registry)
+Scheduler::Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness,
+                     const Clock* clock, SchedulerOptions options, prometheus::Registry* registry)
     : store_(store),
       queue_(queue),
       liveness_(liveness),
@@ -442,9 +436,9 @@ void Scheduler::CheckDeadlinesLocked() {
   }
   for (const std::string& id : expired) {
     const Job& job = jobs_[id];
-    auto s = CommitLocked(
-        id, {JobInput::Kind::kDeadlineExceeded,
-             absl::StrCat("ran past max_runtime_seconds (", job.spec.max_runtime_seconds, " s)")});
+    auto s = CommitLocked(id, {JobInput::Kind::kDeadlineExceeded,
+                               absl::StrCat("ran past max_runtime_seconds (",
+                                            job.spec.max_runtime_seconds, " s)")});
     if (!s.ok()) RM_LOG(kError) << "deadline of " << id << ": " << s;
   }
 }
@@ -552,9 +546,8 @@ void Scheduler::PlaceLocked() {
       continue;
     }
     if (metrics_) {
-      metrics_->preemptions
-          .Add({{"queue", jobs_.count(p.job_id) ? jobs_[p.job_id].spec.queue : ""},
-                {"reason", p.reason}})
+      metrics_->preemptions.Add({{"queue", jobs_.count(p.job_id) ? jobs_[p.job_id].spec.queue : ""},
+                                 {"reason", p.reason}})
           .Increment();
     }
   }
@@ -672,8 +665,8 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
   write.stop_attempt = from_attempt;
   if (from == JobState::kPending && next.state != JobState::kPending) {
     if (metrics_ && next.state == JobState::kStarting) {
-      metrics_->placement_latency.Observe(static_cast<double>(now - pending_since_ms_[job_id]) /
-                                          1000.0);
+      metrics_->placement_latency.Observe(
+          static_cast<double>(now - pending_since_ms_[job_id]) / 1000.0);
     }
     pending_since_ms_.erase(job_id);
   }
@@ -708,8 +701,8 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
 void Scheduler::Enqueue(Write write) {
   {
     std::lock_guard<std::mutex> lock(out_mu_);
-    const bool create =
-        !write.job_write.job.id.empty() && write.job_write.kind == JobWrite::Kind::kCreate;
+    const bool create = !write.job_write.job.id.empty() &&
+                        write.job_write.kind == JobWrite::Kind::kCreate;
     (create ? creates_ : outbox_).push_back(std::move(write));
     ++enqueued_;
   }
@@ -860,15 +853,16 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         woke = true;
         continue;
       }
-      if (std::find(result.skipped.begin(), result.skipped.end(), job.id) != result.skipped.end()) {
+      if (std::find(result.skipped.begin(), result.skipped.end(), job.id) !=
+          result.skipped.end()) {
         RM_LOG(kError) << "job " << job.id << " had already ended in the store; write skipped";
         if (const auto& used = w.job_write.usage) {
           usage_ms_[{used->queue, used->resource}] -= used->used_ms;
         }
         if (w.waiter) {
           std::lock_guard<std::mutex> wl(w.waiter->mu);
-          w.waiter->result =
-              absl::FailedPreconditionError(absl::StrCat("job ", job.id, " already ended"));
+          w.waiter->result = absl::FailedPreconditionError(
+              absl::StrCat("job ", job.id, " already ended"));
         }
         continue;
       }
@@ -890,7 +884,8 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
       for (const std::string& worker : w.stop_on) {
         auto link = links_.find(worker);
         if (link != links_.end()) {
-          link->second->SendStop(job.id, w.stop_attempt, w.job_write.event.reason, w.stop_grace_ms);
+          link->second->SendStop(job.id, w.stop_attempt, w.job_write.event.reason,
+                                 w.stop_grace_ms);
         }
       }
       if (w.assign) {
@@ -1006,8 +1001,8 @@ absl::Status Scheduler::Flush(int64_t timeout_ms) {
   std::unique_lock<std::mutex> lock(out_mu_);
   if (!out_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
                         [&] { return written_ == enqueued_; })) {
-    return absl::DeadlineExceededError(
-        absl::StrCat(enqueued_ - written_, " decisions not stored within ", timeout_ms, " ms"));
+    return absl::DeadlineExceededError(absl::StrCat(
+        enqueued_ - written_, " decisions not stored within ", timeout_ms, " ms"));
   }
   return absl::OkStatus();
 }
@@ -1162,8 +1157,8 @@ absl::StatusOr<JobPage> Scheduler::ListJobs(const JobListQuery& query) {
 absl::StatusOr<Job> Scheduler::Cancel(const std::string& job_id, const std::string& reason) {
   if (auto s = ValidateJobId(job_id); !s.ok()) return s;
   if (reason.size() > kMaxReasonBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("reason: must be at most ", kMaxReasonBytes, " bytes, got ", reason.size()));
+    return absl::InvalidArgumentError(absl::StrCat("reason: must be at most ", kMaxReasonBytes,
+                                                   " bytes, got ", reason.size()));
   }
   if (fenced_) return absl::UnavailableError("this scheduler is no longer the leader; retry");
   const std::string why =
@@ -1180,8 +1175,8 @@ absl::StatusOr<Job> Scheduler::Cancel(const std::string& job_id, const std::stri
     auto stored = store_->GetJob(job_id);
     if (!stored.ok()) return stored.status();
     if (IsTerminal(stored->state)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job ", job_id, " already ended (", JobStateName(stored->state), ")"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", job_id, " already ended (", JobStateName(stored->state), ")"));
     }
     return absl::UnavailableError(absl::StrCat("job ", job_id, " is being stored; retry"));
   }
@@ -1302,8 +1297,8 @@ absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<H
     FailJobsOnWorkerLocked(w.id, absl::StrCat("worker ", w.id, " re-registered"), &held_here);
     for (const HeldRank& h : held) {
       if (held_here.count({h.job_id, h.attempt, h.rank}) == 0) continue;
-      RankReport report{h.job_id, h.attempt, h.rank, RankReport::Kind::kStarted, 0, 0, "",
-                        0,        0,         {}};
+      RankReport report{h.job_id, h.attempt, h.rank, RankReport::Kind::kStarted, 0, 0, "", 0, 0,
+                        {}};
       HandleRankLocked(w.id, report);
       if (h.exited) {
         report.kind = RankReport::Kind::kExited;
@@ -1602,10 +1597,8 @@ void Scheduler::UpdateGaugesLocked() {
     metrics_->queue_share.Add({{"queue", q}}).Set(ledger_.Share(q));
     for (const auto& [resource, u] : ledger_.UsageOf(q)) {
       metrics_->quota_labels.insert({q, resource});
-      for (auto [kind, value] : {std::pair{"nominal", u.nominal},
-                                 {"used", u.used},
-                                 {"borrowed", u.borrowed},
-                                 {"lent", u.lent}}) {
+      for (auto [kind, value] : {std::pair{"nominal", u.nominal}, {"used", u.used},
+                                 {"borrowed", u.borrowed}, {"lent", u.lent}}) {
         metrics_->queue_quota.Add({{"queue", q}, {"resource", resource}, {"kind", kind}})
             .Set(static_cast<double>(value));
       }

@@ -46,8 +46,7 @@ std::string ExitText(const ExitInfo& info) {
 // The tail of mpirun's output for a failure message; a log that cannot be read says why.
 std::string LauncherTail(const std::string& path) {
   absl::StatusOr<std::string> tail = ReadFileTail(path, kLauncherTail);
-  if (!tail.ok())
-    return absl::StrCat("(mpirun's output is unreadable: ", tail.status().message(), ")");
+  if (!tail.ok()) return absl::StrCat("(mpirun's output is unreadable: ", tail.status().message(), ")");
   return *std::move(tail);
 }
 
@@ -146,11 +145,10 @@ struct Agent::Metrics {
                        .Name("ringmaster_worker_rank_exits_total")
                        .Help("Rank ends reported to the scheduler, by result")
                        .Register(r)),
-        exec_requests(
-            prometheus::BuildCounter()
-                .Name("ringmaster_worker_exec_requests_total")
-                .Help("Exec calls from peers, by result (ok, denied, invalid, busy, error)")
-                .Register(r)),
+        exec_requests(prometheus::BuildCounter()
+                          .Name("ringmaster_worker_exec_requests_total")
+                          .Help("Exec calls from peers, by result (ok, denied, invalid, busy, error)")
+                          .Register(r)),
         launches(prometheus::BuildCounter()
                      .Name("ringmaster_worker_launches_total")
                      .Help("mpirun launches of job attempts on this worker, by result")
@@ -189,7 +187,8 @@ Agent::Agent(AgentOptions options, prometheus::Registry* registry)
           absl::StrCat(".", absl::Hex(Fnv1a(options_.inventory.worker_id), absl::kZeroPad8))),
       // Rank 0 listens where mpirun runs: on this worker's address.
       master_ports_(options_.master_port_first, options_.master_port_last,
-                    options_.inventory.address.find_first_not_of("0123456789.") == std::string::npos
+                    options_.inventory.address.find_first_not_of("0123456789.") ==
+                            std::string::npos
                         ? options_.inventory.address
                         : "0.0.0.0") {
   // Children get a clean slate: our own RINGMASTER_* settings (flag fallbacks) would leak into
@@ -489,7 +488,7 @@ void Agent::Housekeeping() {
   struct Work {
     Key key;
     ProcessSelector selector;
-    int signal;              // 0: only look
+    int signal;  // 0: only look
     bool workloads = false;  // the selector holds the workloads only (a graceful stop)
   };
   while (true) {
@@ -540,7 +539,8 @@ void Agent::Housekeeping() {
           a->term_sent = true;
           if (a->signal_at > a->teardown_at) {
             RM_LOG(kWarning) << "job " << key.first << " attempt " << key.second
-                             << ": processes still running " << options_.clean_exit_wait.count()
+                             << ": processes still running "
+                             << options_.clean_exit_wait.count()
                              << " ms after every rank here exited 0; sending SIGTERM";
           }
         } else if (now - a->signal_at >= options_.kill_grace) {
@@ -608,16 +608,8 @@ void Agent::Housekeeping() {
         // GPUs until they are (it ignores reports of attempts it has moved on from otherwise).
         for (const auto& r : a.assignment.placement) {
           if (r.worker_id != options_.inventory.worker_id) continue;
-          outbox_.push_back({key.first,
-                             key.second,
-                             r.rank,
-                             RankStatus::Kind::kExited,
-                             0,
-                             SIGTERM,
-                             "stopped: nothing of the attempt is left on this worker",
-                             0,
-                             0,
-                             {},
+          outbox_.push_back({key.first, key.second, r.rank, RankStatus::Kind::kExited, 0, SIGTERM,
+                             "stopped: nothing of the attempt is left on this worker", 0, 0, {},
                              std::nullopt});
         }
         outbox_cv_.notify_all();
@@ -773,29 +765,12 @@ bool Agent::CheckBeforeLaunch(Attempt* a, const MpirunOptions& mpirun,
         std::lock_guard<std::mutex> lock(mu_);
         a->sessions.erase(pid);
       });
-  report.job_id = assignment.job_id;
-  report.attempt = assignment.attempt;
-  // Only a worker of the placement can be blamed (and avoided); the scheduler checks the same.
-  const bool culprit_placed =
-      std::any_of(assignment.placement.begin(), assignment.placement.end(),
-                  [&](const RankPlacement& r) { return r.worker_id == report.culprit_worker_id; });
-  if (!culprit_placed) report.culprit_worker_id.clear();
-  RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
-                << ": pre-run check " << (report.passed ? "passed" : "failed") << ", busbw "
-                << report.busbw_gbps << " GB/s in " << report.seconds << " s"
-                << (report.message.empty() ? "" : ": ") << report.message;
   std::lock_guard<std::mutex> lock(mu_);
   if (a->teardown) {
     --a->in_flight;
     return false;
   }
-  RankStatus status;
-  status.job_id = assignment.job_id;
-  status.attempt = assignment.attempt;
-  status.kind = RankStatus::Kind::kChecked;
-  status.check = report;
-  outbox_.push_back(std::move(status));
-  outbox_cv_.notify_all();
+  SendCheckLocked(*a, report);
   // A passed check, or a slow ring with no one worker to blame, runs the job. A named culprit
   // waits for the scheduler to re-place the attempt (its StopJob follows). A check that could
   // not run is the attempt's launch failure.
@@ -854,24 +829,31 @@ void Agent::PollInSessionChecks() {
     Attempt& a = *it->second;
     a.precheck_deadline.reset();
     if (report.completed) JudgeCheck(report, a.assignment.check_policy);
-    report.job_id = p.key.first;
-    report.attempt = p.key.second;
-    const bool culprit_placed = std::any_of(
-        a.assignment.placement.begin(), a.assignment.placement.end(),
-        [&](const RankPlacement& r) { return r.worker_id == report.culprit_worker_id; });
-    if (!culprit_placed) report.culprit_worker_id.clear();
-    RM_LOG(kInfo) << "job " << report.job_id << " attempt " << report.attempt
-                  << ": pre-run check in MPI_Init " << (report.passed ? "passed" : "failed")
-                  << ", busbw " << report.busbw_gbps << " GB/s in " << report.seconds << " s"
-                  << (report.message.empty() ? "" : ": ") << report.message;
-    RankStatus status;
-    status.job_id = report.job_id;
-    status.attempt = report.attempt;
-    status.kind = RankStatus::Kind::kChecked;
-    status.check = std::move(report);
-    outbox_.push_back(std::move(status));
-    outbox_cv_.notify_all();
+    SendCheckLocked(a, report);
   }
+}
+
+void Agent::SendCheckLocked(const Attempt& attempt, CheckReport& report) {
+  const Assignment& assignment = attempt.assignment;
+  report.job_id = assignment.job_id;
+  report.attempt = assignment.attempt;
+  // Only a worker of the placement can be blamed (and avoided); the scheduler checks the same.
+  const bool culprit_placed =
+      std::any_of(assignment.placement.begin(), assignment.placement.end(),
+                  [&](const RankPlacement& r) { return r.worker_id == report.culprit_worker_id; });
+  if (!culprit_placed) report.culprit_worker_id.clear();
+  RM_LOG(kInfo) << "job " << report.job_id << " attempt " << report.attempt << ": pre-run check"
+                << (report.in_session ? " in MPI_Init " : " ")
+                << (report.passed ? "passed" : "failed") << ", busbw " << report.busbw_gbps
+                << " GB/s in " << report.seconds << " s" << (report.message.empty() ? "" : ": ")
+                << report.message;
+  RankStatus status;
+  status.job_id = report.job_id;
+  status.attempt = report.attempt;
+  status.kind = RankStatus::Kind::kChecked;
+  status.check = report;
+  outbox_.push_back(std::move(status));
+  outbox_cv_.notify_all();
 }
 
 std::map<std::string, std::string> Agent::ChildEnvironment(const Attempt& attempt) const {
@@ -1009,8 +991,8 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
       // In slices, so that a caller that gave up frees its thread soon.
       const auto deadline = Clock::now() + options_.exec_wait;
       while (attempts_.count({job_id, attempt}) == 0 && !cancelled() && Clock::now() < deadline) {
-        assignments_cv_.wait_until(
-            lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
+        assignments_cv_.wait_until(lock,
+                                   std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
       }
       --exec_waiters_;
     }
@@ -1055,8 +1037,8 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
   }
   // The caller's env names only: the worker's own part (ChildEnvironment) is the same for
   // every process of the attempt.
-  RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": Exec (pid " << child.pid << ") "
-                << DescribeLaunch(argv, env);
+  RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": Exec (pid " << child.pid
+                << ") " << DescribeLaunch(argv, env);
 
   // Pump output until the command exited and its pipes closed (or, when a descendant keeps
   // them open, a moment after the exit).
@@ -1155,8 +1137,9 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
           absl::StrCat("job ", job_id, " attempt ", attempt, " is stopping on this worker"));
     }
     if (mpi_rank < 0 || static_cast<size_t>(mpi_rank) >= a->mpi_to_rank.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("mpi_rank ", mpi_rank, " is out of range for ",
-                                                     a->mpi_to_rank.size(), " placed ranks"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("mpi_rank ", mpi_rank, " is out of range for ", a->mpi_to_rank.size(),
+                       " placed ranks"));
     }
     started.rank = a->mpi_to_rank[mpi_rank];
     if (!a->gang.HasRank(started.rank)) {

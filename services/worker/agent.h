@@ -87,6 +87,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/gang.h"
+#include "core/health_check.h"
 #include "core/launch.h"
 #include "core/types.h"
 #include "host/ports.h"
@@ -252,6 +253,9 @@ class Agent {
   // Where rank 0 of the attempt writes its check's result (with --run-as, in a directory the
   // team's user owns: the attempt's directory is root's).
   std::string CheckResultPath(const Attempt& attempt) const;
+  // Sends a check's report to the scheduler (a culprit outside the placement is dropped first:
+  // only placed workers can be blamed) and logs it.
+  void SendCheckLocked(const Attempt& attempt, CheckReport& report);
   // Runs the attempt's pre-run check and reports it; false when the attempt must not launch
   // (the check failed or the attempt is stopping; the failure is already applied).
   bool CheckBeforeLaunch(Attempt* attempt, const MpirunOptions& mpirun,

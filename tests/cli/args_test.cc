@@ -160,8 +160,7 @@ TEST(ArgsTest, InsecureTakesNoValue) {
   absl::StatusOr<Command> cmd = ParseArgs({"list", "--insecure=yes"}, Env());
   ASSERT_FALSE(cmd.ok());
   EXPECT_EQ(cmd.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(cmd.status().message()),
-              ::testing::HasSubstr("--insecure takes no value"));
+  EXPECT_THAT(std::string(cmd.status().message()), ::testing::HasSubstr("--insecure takes no value"));
 }
 
 TEST(ArgsTest, MalformedSchedulerAddressIsAUsageError) {
@@ -266,7 +265,8 @@ TEST(ArgsTest, BadFlagValuesAreUsageErrors) {
   EXPECT_EQ(ErrorOf({"submit", "--label", "=v"}), "--label: expected KEY=VALUE, got '=v'");
   EXPECT_EQ(ErrorOf({"list", "-o", "yaml"}), "-o/--output: expected table or json, got 'yaml'");
   EXPECT_EQ(ErrorOf({"submit", "--name"}), "--name needs a value");
-  EXPECT_EQ(ErrorOf({"submit", "--request-id=", "--name", "x"}), "--request-id: must not be empty");
+  EXPECT_EQ(ErrorOf({"submit", "--request-id=", "--name", "x"}),
+            "--request-id: must not be empty");
 }
 
 TEST(ArgsTest, FlagsOfOtherCommandsAreRejected) {
@@ -399,7 +399,8 @@ namespace {
 TEST(ArgsTest, WorkersClearNamesTheWorker) {
   EXPECT_EQ(Parse({"workers"}).clear_worker, "");
   EXPECT_EQ(Parse({"workers", "clear", "w4"}).clear_worker, "w4");
-  EXPECT_EQ(ErrorOf({"workers", "clear"}), "missing WORKER (usage: ringctl workers clear WORKER)");
+  EXPECT_EQ(ErrorOf({"workers", "clear"}),
+            "missing WORKER (usage: ringctl workers clear WORKER)");
   EXPECT_THAT(ErrorOf({"workers", "clear", "w4", "w5"}), HasSubstr("unexpected argument 'w5'"));
   EXPECT_THAT(ErrorOf({"workers", "w4"}), HasSubstr("unexpected argument 'w4'"));
 }

@@ -102,8 +102,8 @@ class SchedulerTest : public ::testing::Test {
     options.retry_min_ms = 5;
     options.retry_max_ms = 20;
     options.on_fenced = [this](const absl::Status&) { fenced_ = true; };
-    scheduler_ =
-        std::make_unique<Scheduler>(&store_, &queue_, &liveness_, &clock_, options, registry);
+    scheduler_ = std::make_unique<Scheduler>(&store_, &queue_, &liveness_, &clock_, options,
+                                             registry);
     RM_ASSERT_OK(scheduler_->Start());
   }
 
@@ -168,8 +168,7 @@ TEST_F(SchedulerTest, ABurstOfSubmitsSharesTransactions) {
       if (scheduler_->Submit(CommandSpec(1), "burst-" + std::to_string(i)).ok()) ++ok;
     });
   }
-  ASSERT_TRUE(
-      WaitFor([&] { return started == 64 && store_.hung() >= 1; }, std::chrono::seconds(10)));
+  ASSERT_TRUE(WaitFor([&] { return started == 64 && store_.hung() >= 1; }, std::chrono::seconds(10)));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the last ones enqueue
   store_.Heal();
   for (auto& t : clients) t.join();
@@ -209,8 +208,7 @@ TEST_F(SchedulerTest, EveryReadAndHeartbeatAnswersWhileAWriteHangs) {
   RM_ASSERT_OK(scheduler_->GetJob(created.job.id));
   RM_ASSERT_OK(scheduler_->ListJobs({}));
   EXPECT_THAT(scheduler_->ListWorkers(), SizeIs(1));
-  RM_ASSERT_OK(
-      scheduler_->RegisterWorker(CpuWorker("w2", 4), {}, std::make_shared<RecordingLink>()));
+  RM_ASSERT_OK(scheduler_->RegisterWorker(CpuWorker("w2", 4), {}, std::make_shared<RecordingLink>()));
   scheduler_->RunPass();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
   // A submit cannot be stored meanwhile: it says so instead of hanging.
@@ -505,8 +503,7 @@ TEST_F(SchedulerTest, AFencedLeaderWritesNothingMore) {
   RM_ASSERT_OK_AND_ASSIGN(auto jobs, memory_.ListActiveJobs());
   EXPECT_THAT(jobs, IsEmpty());
   // Its later decisions reach neither the store nor the workers.
-  EXPECT_THAT(scheduler_->Submit(CommandSpec(1), "again"),
-              StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(scheduler_->Submit(CommandSpec(1), "again"), StatusIs(absl::StatusCode::kUnavailable));
   RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, successor.Submit(CommandSpec(1), "from-new"));
   EXPECT_FALSE(created.existing);
   successor.Stop();
@@ -538,12 +535,10 @@ TEST_F(SchedulerTest, AnIdleWatcherCostsNoStoreRoundTrip) {
     }
   } joiner{watcher, stop};
   // The loop may place the job at once (a worker is there): the STARTING event can be in too.
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        std::lock_guard<std::mutex> lock(mu);
-        return !seen.empty();
-      },
-      std::chrono::seconds(5)));
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return !seen.empty();
+  }, std::chrono::seconds(5)));
   const int reads = store_.calls(Call::kListEvents);
   std::this_thread::sleep_for(std::chrono::milliseconds(2'500));  // idle: the watcher waits
   EXPECT_EQ(store_.calls(Call::kListEvents), reads);
@@ -551,12 +546,10 @@ TEST_F(SchedulerTest, AnIdleWatcherCostsNoStoreRoundTrip) {
   RM_ASSERT_OK(scheduler_->Flush(5'000));
   Report("w1", link->assignments().at(0), 0, RankReport::Kind::kStarted);
   Report("w1", link->assignments().at(0), 0, RankReport::Kind::kExited);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        std::lock_guard<std::mutex> lock(mu);
-        return seen.size() == 4;
-      },
-      std::chrono::seconds(5)));
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return seen.size() == 4;
+  }, std::chrono::seconds(5)));
   watcher.join();  // the job ended: Watch returns by itself
   EXPECT_EQ(store_.calls(Call::kListEvents), reads);
   EXPECT_EQ(seen.back().state, JobState::kSucceeded);
@@ -729,6 +722,7 @@ double CounterValue(prometheus::Registry& registry, const std::string& name,
   }
   return -1;
 }
+
 
 TEST_F(SchedulerTest, AQueueIsChargedForRunningTimeAndTheChargeSurvivesARestart) {
   scheduler_.reset();

@@ -46,8 +46,7 @@ TEST(ValidationTest, KeepsAnExplicitZeroBackoffLimit) {
 }
 
 TEST(ValidationTest, Name) {
-  for (const std::string& bad : std::vector<std::string>{"", "Upper", "9lives", "ends-",
-                                                         "has_underscore", std::string(64, 'a')}) {
+  for (const std::string& bad : std::vector<std::string>{"", "Upper", "9lives", "ends-", "has_underscore", std::string(64, 'a')}) {
     JobSpec spec = ValidSpec();
     spec.name = bad;
     ExpectInvalid(spec, "name", "a-z, 0-9 and '-'");

@@ -846,8 +846,8 @@ TEST_P(JobStoreConformanceTest, MalformedUsageRefusesTheWholeBatch) {
   RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
   Job job = MakeJob("j-1", "vision");
   RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
-  for (const QueueUsage& bad :
-       {QueueUsage{"vision", "t4", -1}, QueueUsage{"", "t4", 1}, QueueUsage{"vision", "", 1}}) {
+  for (const QueueUsage& bad : {QueueUsage{"vision", "t4", -1}, QueueUsage{"", "t4", 1},
+                                QueueUsage{"vision", "", 1}}) {
     WriteBatch batch;
     batch.jobs.push_back(UpdateWrite(Started(job), 2, "placed", true));
     batch.jobs.back().usage = bad;
@@ -867,8 +867,8 @@ TEST_P(JobStoreConformanceTest, SeveralUpdatesOfOneJobInABatchKeepEveryEventAndT
   Job placed = job;
   placed.state = JobState::kStarting;
   for (int r = 0; r < 64; ++r) {
-    placed.placement.push_back(RankPlacement{
-        r, "w" + std::to_string(r / 8), "127.0.0." + std::to_string(2 + r / 8), {r % 8}, 7071});
+    placed.placement.push_back(RankPlacement{r, "w" + std::to_string(r / 8),
+                                             "127.0.0." + std::to_string(2 + r / 8), {r % 8}, 7071});
   }
   Job running = placed;
   running.state = JobState::kRunning;

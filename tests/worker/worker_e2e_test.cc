@@ -391,9 +391,7 @@ TEST_F(WorkerE2eTest, ExecRunsNothingWithoutTheAttemptsTokenOrACertificateOfTheC
     return as.Exec(req, [](bool, std::string_view) {});
   };
   auto exec = [&](const std::string& job_id, const std::string& with_token,
-                  const std::string& marker) {
-    return exec_as(client, job_id, with_token, marker);
-  };
+                  const std::string& marker) { return exec_as(client, job_id, with_token, marker); };
   auto exists = [](const std::string& path) {
     struct stat st;
     return stat(path.c_str(), &st) == 0;

@@ -36,9 +36,9 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
       out.restart_policy = RestartPolicy::kOnFailure;
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat("restart_policy: unknown value ",
-                                                     static_cast<int>(spec.restart_policy()),
-                                                     "; allowed: NEVER, ON_FAILURE"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("restart_policy: unknown value ", static_cast<int>(spec.restart_policy()),
+                       "; allowed: NEVER, ON_FAILURE"));
   }
   if (spec.has_backoff_limit()) out.backoff_limit = spec.backoff_limit();
   out.max_runtime_seconds = spec.max_runtime_seconds();
@@ -85,38 +85,25 @@ v1::JobSpec ToProto(const JobSpec& spec) {
 
 v1::JobState ToProto(JobState state) {
   switch (state) {
-    case JobState::kPending:
-      return v1::JOB_STATE_PENDING;
-    case JobState::kStarting:
-      return v1::JOB_STATE_STARTING;
-    case JobState::kRunning:
-      return v1::JOB_STATE_RUNNING;
-    case JobState::kSucceeded:
-      return v1::JOB_STATE_SUCCEEDED;
-    case JobState::kFailed:
-      return v1::JOB_STATE_FAILED;
-    case JobState::kCancelled:
-      return v1::JOB_STATE_CANCELLED;
+    case JobState::kPending: return v1::JOB_STATE_PENDING;
+    case JobState::kStarting: return v1::JOB_STATE_STARTING;
+    case JobState::kRunning: return v1::JOB_STATE_RUNNING;
+    case JobState::kSucceeded: return v1::JOB_STATE_SUCCEEDED;
+    case JobState::kFailed: return v1::JOB_STATE_FAILED;
+    case JobState::kCancelled: return v1::JOB_STATE_CANCELLED;
   }
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
 std::optional<JobState> FromProto(v1::JobState state) {
   switch (state) {
-    case v1::JOB_STATE_PENDING:
-      return JobState::kPending;
-    case v1::JOB_STATE_STARTING:
-      return JobState::kStarting;
-    case v1::JOB_STATE_RUNNING:
-      return JobState::kRunning;
-    case v1::JOB_STATE_SUCCEEDED:
-      return JobState::kSucceeded;
-    case v1::JOB_STATE_FAILED:
-      return JobState::kFailed;
-    case v1::JOB_STATE_CANCELLED:
-      return JobState::kCancelled;
-    default:
-      return std::nullopt;
+    case v1::JOB_STATE_PENDING: return JobState::kPending;
+    case v1::JOB_STATE_STARTING: return JobState::kStarting;
+    case v1::JOB_STATE_RUNNING: return JobState::kRunning;
+    case v1::JOB_STATE_SUCCEEDED: return JobState::kSucceeded;
+    case v1::JOB_STATE_FAILED: return JobState::kFailed;
+    case v1::JOB_STATE_CANCELLED: return JobState::kCancelled;
+    default: return std::nullopt;
   }
 }
 

@@ -51,9 +51,8 @@ std::string Shown(const std::string& value) {
 
 // A DNS label: what Kubernetes accepts as a name, so names carry over to pods and metrics.
 absl::Status CheckDnsLabel(const std::string& field, const std::string& value) {
-  const std::string allowed =
-      "1..63 characters of a-z, 0-9 and '-', starting with a letter "
-      "and not ending with '-'";
+  const std::string allowed = "1..63 characters of a-z, 0-9 and '-', starting with a letter "
+                              "and not ending with '-'";
   if (value.empty() || value.size() > 63) {
     return Invalid(field, absl::StrCat("must be ", allowed, "; got ", value.size(), " characters"));
   }
@@ -89,9 +88,8 @@ bool IsGpuType(const std::string& type) {
 absl::Status CheckTrainer(TrainerWorkload& trainer) {
   if (trainer.model.empty()) trainer.model = kDefaultModel;
   if (KnownModels().count(trainer.model) == 0) {
-    return Invalid("trainer.model",
-                   absl::StrCat("must be one of ", absl::StrJoin(KnownModels(), ", "), "; got ",
-                                Shown(trainer.model)));
+    return Invalid("trainer.model", absl::StrCat("must be one of ", absl::StrJoin(KnownModels(), ", "),
+                                                 "; got ", Shown(trainer.model)));
   }
   if (trainer.batch_size == 0) trainer.batch_size = kDefaultBatchSize;
   if (auto s = CheckRange("trainer.batch_size", trainer.batch_size, 1, 65536); !s.ok()) return s;
@@ -103,8 +101,8 @@ absl::Status CheckTrainer(TrainerWorkload& trainer) {
 
 absl::Status CheckCommand(const CommandWorkload& command) {
   if (command.argv.empty() || command.argv.size() > kMaxArgs) {
-    return Invalid("command.argv",
-                   absl::StrCat("must have 1..", kMaxArgs, " entries, got ", command.argv.size()));
+    return Invalid("command.argv", absl::StrCat("must have 1..", kMaxArgs, " entries, got ",
+                                                command.argv.size()));
   }
   if (command.argv.front().empty()) return Invalid("command.argv[0]", "must name a program");
   size_t total = 0;
@@ -112,15 +110,14 @@ absl::Status CheckCommand(const CommandWorkload& command) {
     const std::string& arg = command.argv[i];
     std::string field = absl::StrCat("command.argv[", i, "]");
     if (arg.size() > kMaxArgBytes) {
-      return Invalid(field,
-                     absl::StrCat("must be at most ", kMaxArgBytes, " bytes, got ", arg.size()));
+      return Invalid(field, absl::StrCat("must be at most ", kMaxArgBytes, " bytes, got ", arg.size()));
     }
     if (arg.find('\0') != std::string::npos) return Invalid(field, "must not contain NUL bytes");
     total += arg.size();
   }
   if (total > kMaxArgvBytes) {
-    return Invalid("command.argv",
-                   absl::StrCat("must be at most ", kMaxArgvBytes, " bytes in all, got ", total));
+    return Invalid("command.argv", absl::StrCat("must be at most ", kMaxArgvBytes,
+                                                " bytes in all, got ", total));
   }
   if (command.env.size() > kMaxEnv) {
     return Invalid("command.env", absl::StrCat("must have at most ", kMaxEnv, " entries, got ",
@@ -128,8 +125,8 @@ absl::Status CheckCommand(const CommandWorkload& command) {
   }
   for (const auto& [name, value] : command.env) {
     if (!IsEnvName(name)) {
-      return Invalid("command.env",
-                     absl::StrCat("names must match [A-Za-z_][A-Za-z0-9_]*; got ", Shown(name)));
+      return Invalid("command.env", absl::StrCat("names must match [A-Za-z_][A-Za-z0-9_]*; got ",
+                                                 Shown(name)));
     }
     if (IsReservedEnv(name)) {
       return Invalid(absl::StrCat("command.env.", name),
@@ -174,8 +171,7 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& in) {
   if (auto s = CheckDnsLabel("name", spec.name); !s.ok()) return s;
   if (spec.queue.empty()) spec.queue = kDefaultQueue;
   if (auto s = CheckDnsLabel("queue", spec.queue); !s.ok()) return s;
-  if (auto s = CheckRange("priority", spec.priority, -kMaxPriority, kMaxPriority); !s.ok())
-    return s;
+  if (auto s = CheckRange("priority", spec.priority, -kMaxPriority, kMaxPriority); !s.ok()) return s;
   if (auto s = CheckRange("replicas", spec.replicas, 1, kMaxReplicas); !s.ok()) return s;
   if (auto s = CheckRange("gpus_per_replica", spec.gpus_per_replica, 0, kMaxGpusPerReplica);
       !s.ok()) {
@@ -319,8 +315,7 @@ absl::StatusOr<Queue> ValidateQueue(const Queue& in) {
 
 absl::Status ValidateRequestId(const std::string& request_id) {
   if (request_id.size() > 128) {
-    return Invalid("request_id",
-                   absl::StrCat("must be at most 128 characters, got ", request_id.size()));
+    return Invalid("request_id", absl::StrCat("must be at most 128 characters, got ", request_id.size()));
   }
   for (char c : request_id) {
     if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != ':' && c != '-') {
@@ -336,9 +331,7 @@ absl::Status ValidateJobId(const std::string& job_id, const std::string& field) 
   for (size_t i = 2; ok && i < job_id.size(); ++i) {
     ok = absl::ascii_isxdigit(job_id[i]) && !absl::ascii_isupper(job_id[i]);
   }
-  if (!ok)
-    return Invalid(field,
-                   absl::StrCat("must be a job id like j-3f9c2a41b7d0; got ", Shown(job_id)));
+  if (!ok) return Invalid(field, absl::StrCat("must be a job id like j-3f9c2a41b7d0; got ", Shown(job_id)));
   return absl::OkStatus();
 }
 
@@ -348,17 +341,16 @@ absl::Status ValidateWorker(const Worker& worker) {
     id_ok = id_ok && (absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '.' || c == '-');
   }
   if (!id_ok) {
-    return Invalid(
-        "worker_id",
-        absl::StrCat("must be 1..63 characters of a-z, 0-9, '.' and '-'; got ", Shown(worker.id)));
+    return Invalid("worker_id", absl::StrCat("must be 1..63 characters of a-z, 0-9, '.' and '-'; got ",
+                                             Shown(worker.id)));
   }
   bool addr_ok = !worker.address.empty() && worker.address.size() <= 253;
   for (char c : worker.address) {
     addr_ok = addr_ok && (absl::ascii_isalnum(c) || c == '.' || c == '-' || c == ':');
   }
   if (!addr_ok) {
-    return Invalid("address",
-                   absl::StrCat("must be a host name or IP address; got ", Shown(worker.address)));
+    return Invalid("address", absl::StrCat("must be a host name or IP address; got ",
+                                           Shown(worker.address)));
   }
   if (auto s = CheckRange("port", worker.port, 1, 65535); !s.ok()) return s;
   if (worker.gpus.size() > kMaxGpusPerWorker) {
@@ -371,9 +363,9 @@ absl::Status ValidateWorker(const Worker& worker) {
     if (auto s = CheckRange("gpus.index", gpu.index, 0, 1023); !s.ok()) return s;
     if (!seen.insert(gpu.index).second) return Invalid(field, "index appears twice");
     if (!IsGpuType(gpu.type)) {
-      return Invalid(field + ".type",
-                     absl::StrCat("must be 1..", kMaxGpuType,
-                                  " characters of a-z, 0-9 and '-'; got ", Shown(gpu.type)));
+      return Invalid(field + ".type", absl::StrCat("must be 1..", kMaxGpuType,
+                                                   " characters of a-z, 0-9 and '-'; got ",
+                                                   Shown(gpu.type)));
     }
     if (gpu.memory_bytes < 0) return Invalid(field + ".memory_bytes", "must not be negative");
   }

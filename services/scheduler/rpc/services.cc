@@ -152,8 +152,9 @@ grpc::Status JobServiceImpl::ReadJobLogs(grpc::ServerContext* ctx,
   if (logs_ == nullptr) {
     return ToGrpcStatus(absl::UnimplementedError("this scheduler does not relay logs"));
   }
-  return ToGrpcStatus(logs_->Relay(
-      *plan, req->follow(), ctx, [&](const v1::LogChunk& chunk) { return writer->Write(chunk); }));
+  return ToGrpcStatus(logs_->Relay(*plan, req->follow(), ctx, [&](const v1::LogChunk& chunk) {
+    return writer->Write(chunk);
+  }));
 }
 
 namespace {
@@ -283,15 +284,9 @@ absl::StatusOr<RankReport> FromProto(const v1::RankStatus& status) {
   report.signal = status.signal();
   report.message = status.message();
   switch (status.kind()) {
-    case v1::RankStatus::KIND_STARTED:
-      report.kind = RankReport::Kind::kStarted;
-      break;
-    case v1::RankStatus::KIND_EXITED:
-      report.kind = RankReport::Kind::kExited;
-      break;
-    case v1::RankStatus::KIND_LAUNCH_FAILED:
-      report.kind = RankReport::Kind::kLaunchFailed;
-      break;
+    case v1::RankStatus::KIND_STARTED: report.kind = RankReport::Kind::kStarted; break;
+    case v1::RankStatus::KIND_EXITED: report.kind = RankReport::Kind::kExited; break;
+    case v1::RankStatus::KIND_LAUNCH_FAILED: report.kind = RankReport::Kind::kLaunchFailed; break;
     case v1::RankStatus::KIND_CHECKPOINT:
       report.kind = RankReport::Kind::kCheckpoint;
       if (status.checkpoint_step() < 0) {

@@ -264,8 +264,8 @@ std::string DescribeLaunch(const std::vector<std::string>& argv,
   std::vector<std::string> names;
   names.reserve(env.size());
   for (const auto& [name, value] : env) names.push_back(absl::CHexEscape(name));
-  return absl::StrCat("argv: ", text,
-                      "; env names: ", names.empty() ? "(none)" : absl::StrJoin(names, " "));
+  return absl::StrCat("argv: ", text, "; env names: ",
+                      names.empty() ? "(none)" : absl::StrJoin(names, " "));
 }
 
 absl::Status ValidateExecCommand(const std::vector<std::string>& argv,
