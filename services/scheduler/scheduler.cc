@@ -246,7 +246,7 @@ absl::Status Scheduler::Start() {
     writers_.emplace_back([this] { WriterLoop(true); });
   }
   mirror_ = std::thread([this] { MirrorLoop(); });
-  loop_ = std::thread([this] { Loop(); });
+  if (options_.background_passes) loop_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }
 

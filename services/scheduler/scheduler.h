@@ -166,6 +166,9 @@ struct SchedulerOptions {
   // Passes run on every change, but at most once per this many ms: a burst of submits then
   // shares one pass instead of each waiting behind its own.
   int64_t min_pass_gap_ms = 20;
+  // false: no loop thread; passes run only when RunPass is called (tests that must know
+  // which pass places a job).
+  bool background_passes = true;
   // Fair share (core/fair_share.h): how long a preempted job's ranks get between SIGTERM and
   // SIGKILL (its GPUs stay held until its ranks exit or this plus a margin passes), and how
   // many waiting gangs get a reservation.
