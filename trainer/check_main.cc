@@ -1,7 +1,9 @@
 // ringmaster-check: the pre-run allreduce check of a job attempt (docs/health-check.md).
 // mpirun starts it once per placed rank, over exactly the hosts and slots the attempt was
 // given, before the job's own ranks. Each rank:
-//   1. joins MPI (the trainer's MpiCommunicator) and does warm-up allreduces;
+//   1. joins MPI (the trainer's MpiCommunicator), agrees with the others on the device as
+//      ringmaster-train does (NCCL on GPU memory when every rank has a GPU, else MPI on the
+//      host: "transport gpu" or "transport cpu" in the result) and does warm-up allreduces;
 //   2. runs --iters timed allreduces of --bytes, timing how long it waits inside each one
 //      (--delay-ms, from RINGMASTER_CHECK_DELAY_MS that a worker started with --check-delay-ms
 //      sets, makes the ranks of that worker late to every allreduce: a throttled host, on
@@ -26,6 +28,10 @@
 #include "common/flags.h"
 #include "common/status_macros.h"
 #include "trainer/allreduce_benchmark.h"
+#include "trainer/config.h"
+#include "trainer/cpu_compute.h"
+#include "trainer/device_agreement.h"
+#include "trainer/gpu_backend.h"
 #include "trainer/mpi_communicator.h"
 
 namespace ringmaster::trainer {
@@ -38,6 +44,7 @@ struct CheckOptions {
   int iters = 20;
   int warmup_iters = 3;
   int delay_ms = 0;
+  DeviceRequest device = DeviceRequest::kAuto;
   std::string result_path;
 };
 
@@ -51,6 +58,9 @@ Flags MakeFlags() {
   flags.Add("bytes", "1048576", "bytes per allreduce: a multiple of 4 up to 1 GiB");
   flags.Add("iters", "20", "timed allreduces, 1..10000");
   flags.Add("result", "", "rank 0 writes the result here (default: stdout)");
+  flags.Add("device", "auto",
+            "auto | cpu | gpu (auto: NCCL on the GPUs when every rank has one, else MPI on the "
+            "host)");
   flags.Add("delay-ms", "0",
             "sleep this long before each allreduce: a throttled host, on purpose (set by a "
             "worker started with --check-delay-ms)");
@@ -78,17 +88,45 @@ absl::StatusOr<CheckOptions> OptionsFromFlags(const Flags& flags) {
   options.bytes = static_cast<size_t>(bytes);
   options.iters = static_cast<int>(iters);
   options.delay_ms = static_cast<int>(delay_ms);
+  const std::string device = flags.Get("device");
+  if (device == "auto") {
+    options.device = DeviceRequest::kAuto;
+  } else if (device == "cpu") {
+    options.device = DeviceRequest::kCpu;
+  } else if (device == "gpu") {
+    options.device = DeviceRequest::kGpu;
+  } else {
+    return absl::InvalidArgumentError("--device: auto, cpu or gpu allowed, got " + device);
+  }
   return options;
+}
+
+// Fills `buffer` with this rank's pattern (AllreducePattern) in the compute's memory.
+absl::Status FillPattern(Compute& compute, int rank, std::vector<float>& host, float* buffer) {
+  for (size_t i = 0; i < host.size(); ++i) host[i] = AllreducePattern(rank, i);
+  return compute.CopyFromHost(host.data(), host.size(), buffer);
 }
 
 absl::Status Run(const CheckOptions& options) {
   RM_ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> mpi, MpiCommunicator::Create());
-  const size_t count = options.bytes / sizeof(float);
-  std::vector<float> buffer(count);
-  for (size_t i = 0; i < count; ++i) buffer[i] = AllreducePattern(mpi->rank(), i);
-  for (int i = 0; i < options.warmup_iters; ++i) {
-    RM_RETURN_IF_ERROR(mpi->AllreduceSum(buffer.data(), count));
+  auto cpu = std::make_unique<CpuCompute>(1);
+  RM_ASSIGN_OR_RETURN(DeviceKind device, AgreeOnDevice(options.device, *cpu, *mpi));
+  GpuBackend gpu;
+  if (device == DeviceKind::kGpu) {
+    RM_ASSIGN_OR_RETURN(gpu, CreateGpuBackend(*mpi));
   }
+  Compute& compute = device == DeviceKind::kGpu ? *gpu.compute : *cpu;
+  Communicator& ring = device == DeviceKind::kGpu ? *gpu.communicator : *mpi;
+
+  const size_t count = options.bytes / sizeof(float);
+  std::vector<float> host(count);
+  RM_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(compute, count));
+  RM_RETURN_IF_ERROR(FillPattern(compute, mpi->rank(), host, buffer.data()));
+  for (int i = 0; i < options.warmup_iters; ++i) {
+    RM_RETURN_IF_ERROR(ring.AllreduceSum(buffer.data(), count));
+  }
+  RM_RETURN_IF_ERROR(ring.Synchronize());
+  RM_RETURN_IF_ERROR(compute.Synchronize());
   RM_RETURN_IF_ERROR(mpi->Barrier());
   using Clock = std::chrono::steady_clock;
   double wait_seconds = 0;
@@ -98,18 +136,25 @@ absl::Status Run(const CheckOptions& options) {
       std::this_thread::sleep_for(std::chrono::milliseconds(options.delay_ms));
     }
     const auto entered = Clock::now();
-    RM_RETURN_IF_ERROR(mpi->AllreduceSum(buffer.data(), count));
+    RM_RETURN_IF_ERROR(ring.AllreduceSum(buffer.data(), count));
+    // A device allreduce returns at once; the wait for the late rank is in the synchronize.
+    RM_RETURN_IF_ERROR(ring.Synchronize());
     wait_seconds += std::chrono::duration<double>(Clock::now() - entered).count();
   }
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
 
   // Correctness: one allreduce of the pattern, checked by every rank.
-  for (size_t i = 0; i < count; ++i) buffer[i] = AllreducePattern(mpi->rank(), i);
-  RM_RETURN_IF_ERROR(mpi->AllreduceSum(buffer.data(), count));
+  RM_RETURN_IF_ERROR(FillPattern(compute, mpi->rank(), host, buffer.data()));
+  RM_RETURN_IF_ERROR(ring.AllreduceSum(buffer.data(), count));
+  RM_RETURN_IF_ERROR(compute.CopyToHost(buffer.data(), count, host.data()));
   int wrong = 0;
-  for (size_t i = 0; i < count; ++i) wrong += buffer[i] != AllreduceExpectedSum(mpi->size(), i);
+  for (size_t i = 0; i < count; ++i) wrong += host[i] != AllreduceExpectedSum(mpi->size(), i);
   const int rank = mpi->rank();
   const int ranks = mpi->size();
+  const char* transport = device == DeviceKind::kGpu ? "gpu" : "cpu";
+  buffer = DeviceBuffer();
+  gpu.communicator.reset();  // it uses the compute's stream
+  gpu.compute.reset();
   // The communicator's thread makes its MPI calls; the gathers below are this thread's, so it
   // goes first (MPI_THREAD_SERIALIZED).
   mpi.reset();
@@ -134,8 +179,9 @@ absl::Status Run(const CheckOptions& options) {
   for (int w : wrongs) total_wrong += w;
   const double algbw =
       static_cast<double>(options.bytes) * options.iters / std::max(elapsed, 1e-9) / 1e9;
-  std::string text = absl::StrFormat("transport cpu\nbusbw_gbps %.6f\nelapsed_seconds %.6f\n",
-                                     AllreduceBusBandwidth(algbw, ranks), elapsed);
+  std::string text =
+      absl::StrFormat("transport %s\nbusbw_gbps %.6f\nelapsed_seconds %.6f\n", transport,
+                      AllreduceBusBandwidth(algbw, ranks), elapsed);
   absl::StrAppendFormat(&text, "wrong %d\n", total_wrong);
   for (int r = 0; r < ranks; ++r) {
     const char* raw = &ids[static_cast<size_t>(r) * kWorkerIdBytes];

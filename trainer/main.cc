@@ -16,6 +16,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/config.h"
 #include "trainer/cpu_compute.h"
+#include "trainer/device_agreement.h"
 #include "trainer/gpu_backend.h"
 #include "trainer/host_collectives.h"
 #include "trainer/metrics_reporter.h"
@@ -37,27 +38,6 @@ int OpenBlasThreads(int ranks_on_this_machine) {
   }
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, ranks_on_this_machine));
-}
-
-// All ranks must take the same path, or their collectives would not match: the GPU only if
-// every rank has one.
-absl::StatusOr<DeviceKind> AgreeOnDevice(DeviceRequest request, CpuCompute& host_compute,
-                                         MpiCommunicator& mpi) {
-  std::string why_none;
-  const bool have_gpu = request != DeviceRequest::kCpu && UsableGpuCount(&why_none) > 0;
-  std::vector<float> ranks_with_gpu = {have_gpu ? 1.0f : 0.0f};
-  RM_RETURN_IF_ERROR(AllreduceHostValues(host_compute, mpi, &ranks_with_gpu));
-  const bool everyone = static_cast<int>(ranks_with_gpu[0]) == mpi.size();
-  if (!everyone && why_none.empty() && request != DeviceRequest::kCpu) {
-    why_none = "another rank has no usable GPU";
-  }
-  absl::StatusOr<DeviceKind> device = ResolveDevice(request, GpuBuilt(), everyone, why_none);
-  if (device.ok() && *device == DeviceKind::kCpu && request == DeviceRequest::kAuto &&
-      mpi.rank() == 0) {
-    RM_LOG(kInfo) << "--device auto: using the CPU ("
-                  << (why_none.empty() ? std::string("no GPU") : why_none) << ")";
-  }
-  return device;
 }
 
 absl::Status Work(const TrainerConfig& config, Compute& compute, Communicator& communicator,

@@ -897,7 +897,9 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
           CheckPlan plan;
           plan.run = ChecksJob(job.spec, options_.health_check);
           plan.min_ratio = options_.check_min_ratio;
-          if (auto b = baselines_.find(ShapeOf(job.placement).Key()); b != baselines_.end()) {
+          plan.transport = ExpectedTransportLocked(job.placement);
+          const CheckShape shape = ShapeOf(job.placement, plan.transport);
+          if (auto b = baselines_.find(shape.Key()); b != baselines_.end()) {
             plan.baseline_gbps = b->second.busbw_gbps;
           }
           link->second->SendAssignmentWithCheck(job, plan);
@@ -1446,6 +1448,13 @@ void Scheduler::Disconnected(const std::string& worker_id, const WorkerLink* lin
                 << options_.heartbeat_timeout_ms << " ms";
 }
 
+std::string Scheduler::ExpectedTransportLocked(const std::vector<RankPlacement>& placement) const {
+  return ExpectedTransport(placement, [this](const std::string& id) -> const std::vector<Gpu>* {
+    auto w = workers_.find(id);
+    return w == workers_.end() ? nullptr : &w->second.gpus;
+  });
+}
+
 // The pre-run check protocol is written at core/health_check.h.
 void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& outcome) {
   std::optional<CheckBaseline> learned;
@@ -1469,7 +1478,8 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
                        << ", whose rank 0 is not placed there; ignored";
       return;
     }
-    const CheckShape shape = ShapeOf(job.placement);
+    // The ring chose its transport (a GPU rank whose CUDA fails falls back to the CPU).
+    const CheckShape shape = ShapeOf(job.placement, outcome.transport);
     const std::string key = shape.Key();
     const auto base = baselines_.find(key);
     const double baseline = base != baselines_.end() ? base->second.busbw_gbps : 0;

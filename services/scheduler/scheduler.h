@@ -288,6 +288,8 @@ class Scheduler {
   void CheckDeadlinesLocked();
   // Puts unhealthy workers whose wait is over on probation.
   void ProbateLocked(int64_t now);
+  // The pre-run check's transport expected of `placement` (core/health_check.h).
+  std::string ExpectedTransportLocked(const std::vector<RankPlacement>& placement) const;
   // Marks a worker healthy again (an admin's clear, or a passing check on probation).
   void ClearHealthLocked(Worker& w, const std::string& why);
   // Hang detection and idle reclaim of RUNNING jobs (core/run_watch.h).

@@ -2,6 +2,10 @@
 // machine's check inputs, and placement around an unhealthy worker. Pure, no I/O.
 #include "core/health_check.h"
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "core/job_state_machine.h"
 #include "core/placement.h"
 #include "gmock/gmock.h"
@@ -21,12 +25,41 @@ std::vector<RankPlacement> Ranks(std::vector<std::string> workers) {
 }
 
 TEST(CheckShapeTest, CountsWorkersAndTheMostRanksOnOne) {
-  CheckShape shape = ShapeOf(Ranks({"w1", "w1", "w2", "w2"}));
+  CheckShape shape = ShapeOf(Ranks({"w1", "w1", "w2", "w2"}), "cpu");
   EXPECT_EQ(shape.workers, 2);
   EXPECT_EQ(shape.ranks_per_worker, 2);
   EXPECT_EQ(shape.Key(), "2x2/cpu");
-  EXPECT_EQ(ShapeOf(Ranks({"w1", "w1", "w1", "w2"})).Key(), "2x3/cpu");
-  EXPECT_EQ(ShapeOf(Ranks({"w1"})).Key(), "1x1/cpu");
+  EXPECT_EQ(ShapeOf(Ranks({"w1", "w1", "w1", "w2"}), "cpu").Key(), "2x3/cpu");
+  EXPECT_EQ(ShapeOf(Ranks({"w1"}), "cpu").Key(), "1x1/cpu");
+}
+
+TEST(CheckShapeTest, TheTransportIsTheGpusOnlyWhenEveryRankHasRealOnes) {
+  const std::map<std::string, std::vector<Gpu>> workers = {
+      {"real", {{0, "h100", 80, false}, {1, "h100", 80, false}}},
+      {"sim", {{0, "t4", 16, true}}},
+  };
+  auto gpus_of = [&](const std::string& id) -> const std::vector<Gpu>* {
+    auto w = workers.find(id);
+    return w == workers.end() ? nullptr : &w->second;
+  };
+  std::vector<RankPlacement> ranks = Ranks({"real", "real"});
+  ranks[0].gpu_indices = {0};
+  ranks[1].gpu_indices = {1};
+  EXPECT_EQ(ExpectedTransport(ranks, gpus_of), "gpu");
+  EXPECT_EQ(ShapeOf(ranks, ExpectedTransport(ranks, gpus_of)).Key(), "1x2/gpu");
+
+  ranks[1].gpu_indices = {};  // a CPU rank: NCCL cannot run on it
+  EXPECT_EQ(ExpectedTransport(ranks, gpus_of), "cpu");
+  ranks[1].gpu_indices = {7};  // a GPU the worker does not have
+  EXPECT_EQ(ExpectedTransport(ranks, gpus_of), "cpu");
+
+  std::vector<RankPlacement> simulated = Ranks({"sim"});
+  simulated[0].gpu_indices = {0};
+  EXPECT_EQ(ExpectedTransport(simulated, gpus_of), "cpu");
+  std::vector<RankPlacement> unknown = Ranks({"gone"});
+  unknown[0].gpu_indices = {0};
+  EXPECT_EQ(ExpectedTransport(unknown, gpus_of), "cpu");
+  EXPECT_EQ(ExpectedTransport({}, gpus_of), "cpu");
 }
 
 TEST(BaselineTest, FirstSampleIsTheBaseline) {
@@ -65,19 +98,19 @@ TEST(CheckPlanTest, JobsAreCheckedUnlessTheyOrTheSchedulerOptOut) {
 
 TEST(CheckEventTest, SaysResultBandwidthBaselineAndShape) {
   CheckOutcome passed{"j-1", 0, true, true, 1.5, 0.42, "cpu", "", "", false};
-  EXPECT_EQ(CheckEventText(passed, ShapeOf(Ranks({"a", "b"})), 1.6),
+  EXPECT_EQ(CheckEventText(passed, ShapeOf(Ranks({"a", "b"}), "cpu"), 1.6),
             "pre-run check passed: busbw 1.500 GB/s (baseline 1.600 GB/s, shape 2x1/cpu) in "
             "0.42 s");
   CheckOutcome failed{"j-1", 0, true, false, 0.1, 1.1, "cpu", "w4", "w4 was late", false};
-  EXPECT_EQ(CheckEventText(failed, ShapeOf(Ranks({"a", "b"})), 0),
+  EXPECT_EQ(CheckEventText(failed, ShapeOf(Ranks({"a", "b"}), "cpu"), 0),
             "pre-run check failed: busbw 0.100 GB/s (no baseline yet, shape 2x1/cpu) in 1.10 s: "
             "w4 was late");
   CheckOutcome in_session{"j-1", 0, true, true, 1.5, 0.04, "cpu", "", "", true};
-  EXPECT_EQ(CheckEventText(in_session, ShapeOf(Ranks({"a", "b"})), 1.6),
+  EXPECT_EQ(CheckEventText(in_session, ShapeOf(Ranks({"a", "b"}), "cpu"), 1.6),
             "pre-run check passed: busbw 1.500 GB/s (baseline 1.600 GB/s, shape 2x1/cpu) in "
             "0.04 s inside the job's MPI_Init");
   CheckOutcome error{"j-1", 0, false, false, 0, 10, "cpu", "", "timed out", false};
-  EXPECT_THAT(CheckEventText(error, ShapeOf(Ranks({"a"})), 0), HasSubstr("could not run"));
+  EXPECT_THAT(CheckEventText(error, ShapeOf(Ranks({"a"}), "cpu"), 0), HasSubstr("could not run"));
 }
 
 Job StartingJob(int32_t backoff) {

@@ -205,6 +205,10 @@ TEST(LaunchTest, OnlyACheckedTrainerIsCheckedInsideItsMpiInitAndEveryRankIsTold)
   for (int32_t rank : {0, 3}) {
     EXPECT_EQ(RankEnvironment(a, rank, host)[kPrecheckResultEnv], "/logs/j-1/2/check.result");
   }
+  a.check_on_gpus = true;
+  EXPECT_FALSE(ChecksInSession(a)) << "real GPUs are checked with NCCL by ringmaster-check";
+  EXPECT_EQ(RankEnvironment(a, 0, host).count(kPrecheckResultEnv), 0u);
+  a.check_on_gpus = false;
   a.run_check = false;
   EXPECT_FALSE(ChecksInSession(a));
   EXPECT_EQ(RankEnvironment(a, 0, host).count(kPrecheckResultEnv), 0u);

@@ -12,16 +12,32 @@ std::string CheckShape::Key() const {
   return absl::StrCat(workers, "x", ranks_per_worker, "/", transport);
 }
 
-CheckShape ShapeOf(const std::vector<RankPlacement>& placement) {
+CheckShape ShapeOf(const std::vector<RankPlacement>& placement, const std::string& transport) {
   std::map<std::string, int32_t> per_worker;
   for (const RankPlacement& r : placement) ++per_worker[r.worker_id];
   CheckShape shape;
   shape.workers = static_cast<int32_t>(per_worker.size());
   for (const auto& [id, n] : per_worker)
     shape.ranks_per_worker = std::max(shape.ranks_per_worker, n);
-  // The check runs over MPI on the CPU today, simulated GPUs included (docs/health-check.md).
-  shape.transport = "cpu";
+  shape.transport = transport;
   return shape;
+}
+
+std::string ExpectedTransport(
+    const std::vector<RankPlacement>& placement,
+    const std::function<const std::vector<Gpu>*(const std::string& worker_id)>& gpus_of) {
+  if (placement.empty()) return "cpu";
+  for (const RankPlacement& r : placement) {
+    if (r.gpu_indices.empty()) return "cpu";
+    const std::vector<Gpu>* gpus = gpus_of(r.worker_id);
+    if (gpus == nullptr) return "cpu";
+    for (int32_t index : r.gpu_indices) {
+      auto gpu = std::find_if(gpus->begin(), gpus->end(),
+                              [&](const Gpu& g) { return g.index == index; });
+      if (gpu == gpus->end() || gpu->simulated) return "cpu";
+    }
+  }
+  return "gpu";
 }
 
 CheckBaseline UpdateBaseline(const CheckBaseline& old, double busbw_gbps, int64_t now_ms,

@@ -19,6 +19,7 @@
 #define RINGMASTER_SERVICES_SCHEDULER_CORE_HEALTH_CHECK_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,15 @@ struct CheckShape {
   bool operator==(const CheckShape&) const = default;
 };
 
-CheckShape ShapeOf(const std::vector<RankPlacement>& placement);
+// `transport` is the check's own ("cpu" or "gpu"; the ring decides) or, before it ran, the
+// one expected of the placement (ExpectedTransport).
+CheckShape ShapeOf(const std::vector<RankPlacement>& placement, const std::string& transport);
+
+// "gpu" when every rank was placed GPUs and none of them is simulated (ringmaster-check then
+// runs NCCL on them), else "cpu". `gpus_of` gives a worker's GPUs (null: unknown worker).
+std::string ExpectedTransport(
+    const std::vector<RankPlacement>& placement,
+    const std::function<const std::vector<Gpu>*(const std::string& worker_id)>& gpus_of);
 
 struct CheckBaseline {
   std::string shape;  // CheckShape::Key()
@@ -59,6 +68,7 @@ struct CheckPlan {
   bool run = false;
   double baseline_gbps = 0;  // 0: none known
   double min_ratio = 0.5;
+  std::string transport = "cpu";  // ExpectedTransport of the placement
 };
 
 // Whether a job's attempts are checked: the spec's health_check (unset: yes) and the

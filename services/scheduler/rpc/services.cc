@@ -231,6 +231,7 @@ class StreamLink : public WorkerLink {
     a->set_run_check(plan.run);
     a->set_check_baseline_gbps(plan.baseline_gbps);
     a->set_check_min_ratio(plan.min_ratio);
+    a->set_check_transport(plan.transport);
     Enqueue(std::move(msg));
   }
   void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason,
@@ -396,10 +397,11 @@ grpc::Status WorkerServiceImpl::Connect(
         // check of that shape: refused, like every other malformed input.
         if (c.job_id().empty() || c.attempt() < 0 || !std::isfinite(c.busbw_gbps()) ||
             c.busbw_gbps() < 0 || c.busbw_gbps() > 1e6 || !std::isfinite(c.seconds()) ||
-            c.seconds() < 0 || (c.passed() && !c.completed())) {
+            c.seconds() < 0 || (c.passed() && !c.completed()) ||
+            (!c.transport().empty() && c.transport() != "cpu" && c.transport() != "gpu")) {
           RM_LOG(kWarning) << "worker " << id << " sent a malformed check result (job_id, "
                            << "attempt >= 0, finite busbw_gbps in 0..1e6 and seconds >= 0, "
-                           << "passed only when completed); ignored";
+                           << "passed only when completed, transport cpu or gpu); ignored";
           continue;
         }
         CheckOutcome outcome;
@@ -409,7 +411,7 @@ grpc::Status WorkerServiceImpl::Connect(
         outcome.passed = c.passed();
         outcome.busbw_gbps = c.busbw_gbps();
         outcome.seconds = c.seconds();
-        outcome.transport = c.transport();
+        outcome.transport = c.transport().empty() ? "cpu" : c.transport();
         outcome.culprit_worker_id = c.culprit_worker_id();
         outcome.message = c.message().substr(0, 2048);
         outcome.in_session = c.in_session();

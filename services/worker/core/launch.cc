@@ -199,7 +199,7 @@ std::map<std::string, std::string> LauncherEnvironment(const Assignment& assignm
 }
 
 bool ChecksInSession(const Assignment& assignment) {
-  return assignment.run_check && assignment.trainer.has_value();
+  return assignment.run_check && assignment.trainer.has_value() && !assignment.check_on_gpus;
 }
 
 std::map<std::string, std::string> RankEnvironment(const Assignment& assignment, int32_t rank,

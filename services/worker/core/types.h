@@ -48,6 +48,9 @@ struct Assignment {
   // The pre-run allreduce check (core/health_check.h): run it, and judge it by this.
   bool run_check = false;
   CheckPolicy check_policy;
+  // Every rank has real GPUs: the check is ringmaster-check's NCCL allreduce (an mpirun of its
+  // own), never the in-session one, which is MPI on the host.
+  bool check_on_gpus = false;
   // The job's team: whose Unix user runs the attempt on a worker with --run-as.
   std::string team;
 };

@@ -32,6 +32,7 @@ Assignment FromProto(const v1::Assignment& proto) {
   a.run_check = proto.run_check();
   a.check_policy.baseline_gbps = proto.check_baseline_gbps();
   if (proto.check_min_ratio() > 0) a.check_policy.min_ratio = proto.check_min_ratio();
+  a.check_on_gpus = proto.check_transport() == "gpu";
   return a;
 }
 
