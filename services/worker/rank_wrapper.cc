@@ -68,11 +68,11 @@ std::string OwnDirectory() {
   return slash == std::string::npos ? "" : path.substr(0, slash);
 }
 
-// The collective counter to preload: RINGMASTER_PMPI_LIBRARY when set (empty: none), else
-// libringmaster_pmpi.so next to this executable when it exists.
-std::string PmpiLibrary(const std::string& own_dir) {
-  if (const char* v = std::getenv("RINGMASTER_PMPI_LIBRARY"); v != nullptr) return v;
-  std::string path = absl::StrCat(own_dir, "/libringmaster_pmpi.so");
+// A collective counter to preload: the one `variable` names when set (empty: none), else
+// `file` next to this executable when it exists.
+std::string CounterLibrary(const std::string& own_dir, const char* variable, const char* file) {
+  if (const char* v = std::getenv(variable); v != nullptr) return v;
+  std::string path = absl::StrCat(own_dir, "/", file);
   return access(path.c_str(), R_OK) == 0 ? path : "";
 }
 
@@ -186,8 +186,15 @@ int RunRank(const std::vector<std::string>& program) {
       created.ok()) {
     channel = std::move(*created);
     spawn.env[RM_RANK_CHANNEL_ENV] = channel->path();
-    if (const std::string pmpi = PmpiLibrary(own_dir); !pmpi.empty()) {
-      spawn.env["LD_PRELOAD"] = AppendPreload(spawn.env["LD_PRELOAD"], pmpi);
+    // MPI collectives (PMPI) and NCCL collectives, counted into the same channel.
+    const std::string pmpi =
+        CounterLibrary(own_dir, "RINGMASTER_PMPI_LIBRARY", "libringmaster_pmpi.so");
+    const std::string nccl =
+        CounterLibrary(own_dir, "RINGMASTER_NCCL_LIBRARY", "libringmaster_nccl.so");
+    for (const std::string& library : {pmpi, nccl}) {
+      if (!library.empty()) spawn.env["LD_PRELOAD"] = AppendPreload(spawn.env["LD_PRELOAD"], library);
+    }
+    if (!pmpi.empty() || !nccl.empty()) {
       // A program built with GCC's (dynamic) AddressSanitizer refuses to start when another
       // library is preloaded before its runtime; the counter does not need to come first.
       std::string& asan = spawn.env["ASAN_OPTIONS"];

@@ -38,6 +38,19 @@ if(TARGET ringmaster_pmpi)
     RINGMASTER_PMPI_LIBRARY="$<TARGET_FILE:ringmaster_pmpi>")
   add_dependencies(worker_host_test ringmaster_pmpi)
 endif()
+# libringmaster_nccl.so preloaded into a program whose NCCL and CUDA driver are fakes that
+# say when the "GPU" got through (nccl_counter_check.c).
+if(TARGET ringmaster_nccl)
+  add_library(fake_nccl_cuda SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_nccl_cuda.c)
+  add_executable(nccl_counter_check ${CMAKE_CURRENT_LIST_DIR}/nccl_counter_check.c)
+  target_include_directories(nccl_counter_check PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(nccl_counter_check PRIVATE fake_nccl_cuda)
+  add_dependencies(nccl_counter_check ringmaster_nccl)
+  add_test(NAME nccl_counter_test
+    COMMAND nccl_counter_check ${CMAKE_CURRENT_BINARY_DIR}/nccl_counter_test.channel)
+  set_tests_properties(nccl_counter_test PROPERTIES LABELS unit TIMEOUT 30
+    ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:ringmaster_nccl>;ASAN_OPTIONS=verify_asan_link_order=0")
+endif()
 ringmaster_test(worker_agent_test unit
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/agent_test.cc
