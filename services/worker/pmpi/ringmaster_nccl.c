@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "rank_channel.h"
@@ -88,7 +89,20 @@ static void* driver_symbol(void* lib, const char* name) {
   return fn != NULL || lib == NULL ? fn : dlsym(lib, name);
 }
 
+/* A forked child (a data loader's worker) has no CUDA context and no poller, and the lock may
+ * have been held by the poller at the fork: it starts over, counting at return. */
+static void after_fork_in_child(void) {
+  pthread_mutex_init(&mu, NULL);
+  pthread_cond_init(&work, NULL);
+  memset(slots, 0, sizeof(slots));
+  free_count = 0;
+  in_flight = 0;
+  poller_started = 0;
+  cu.usable = 0;
+}
+
 static void init(void) {
+  pthread_atfork(NULL, NULL, after_fork_in_child);
   channel = rm_rank_channel_open(NULL);
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   cu.ctx_get_current = (CUresult(*)(CUcontext*))driver_symbol(lib, "cuCtxGetCurrent");
