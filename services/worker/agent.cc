@@ -413,12 +413,12 @@ void Agent::StartTeardownLocked(Attempt& attempt, const std::string& why, bool n
                                           : "");
     attempt.teardown = true;
     attempt.gang.MarkStopping();
-    attempt.teardown_at = Clock::now();
+    attempt.teardown_at = Now();
     attempt.signal_at =
         attempt.teardown_at + (wait_for_clean_exit ? options_.clean_exit_wait : Clock::duration{});
-  } else if (!normal_end && attempt.signal_at > Clock::now()) {
+  } else if (!normal_end && attempt.signal_at > Now()) {
     // A failure here or the worker's shutdown during the wait for a clean exit: stop now.
-    attempt.signal_at = Clock::now();
+    attempt.signal_at = Now();
   }
   attempt.quiet = false;
   {
@@ -503,7 +503,7 @@ void Agent::Housekeeping() {
     std::vector<Work> work;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      const auto now = Clock::now();
+      const auto now = Now();
       for (auto& [key, a] : attempts_) {
         if (!a->teardown) {
           for (const auto& [rank, pid] : a->gang.RunningPids()) {
@@ -617,7 +617,7 @@ void Agent::Housekeeping() {
         std::error_code ignored;
         std::filesystem::remove_all(SessionBase(key.first, key.second), ignored);
         master_ports_.Release(absl::StrCat(key.first, "/", key.second));
-        expiring_jobs_.emplace_back(Clock::now() + options_.metrics_retention, key.first);
+        expiring_jobs_.emplace_back(Now() + options_.metrics_retention, key.first);
         attempts_.erase(it);
       }
       UpdateGaugesLocked();
@@ -683,7 +683,7 @@ void Agent::Launch(Attempt* a) {
     }
     unlink(CheckResultPath(*a).c_str());
     std::lock_guard<std::mutex> lock(mu_);
-    a->precheck_deadline = Clock::now() + options_.check_timeout;
+    a->precheck_deadline = Now() + options_.check_timeout;
   } else if (assignment.run_check && !CheckBeforeLaunch(a, mpirun, spawn.env, session_dir)) {
     return;
   }
@@ -799,7 +799,7 @@ void Agent::PollInSessionChecks() {
   std::vector<Pending> pending;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const auto now = Clock::now();
+    const auto now = Now();
     for (const auto& [key, a] : attempts_) {
       if (!a->precheck_deadline || a->teardown) continue;
       pending.push_back({key, CheckResultPath(*a), now >= *a->precheck_deadline});
@@ -888,6 +888,8 @@ std::map<std::string, std::string> Agent::ChildEnvironment(const Attempt& attemp
   }
   return env;
 }
+
+Clock::time_point Agent::Now() const { return options_.now ? options_.now() : Clock::now(); }
 
 std::string Agent::SessionRoot() const {
   return options_.mpi_tmpdir.empty() ? absl::StrCat("/tmp/ringmaster-mpi-", geteuid())

@@ -141,6 +141,10 @@ struct AgentOptions {
   int master_port_last = 29999;
   // Period of the vanish check and of teardown progress.
   std::chrono::milliseconds check_interval{200};
+  // The clock of the agent's timers: the clean-exit wait, SIGTERM -> SIGKILL, the in-session
+  // check's deadline and the expiry of forgotten jobs' gauges (unset: steady_clock). Tests
+  // move it by hand; waits on processes and pipes stay on real time.
+  std::function<std::chrono::steady_clock::time_point()> now;
   // How long throughput gauges of a forgotten attempt stay on /metrics.
   std::chrono::milliseconds metrics_retention{std::chrono::minutes(5)};
   // The pre-run allreduce check (docs/health-check.md): ringmaster-check's path, the bound
@@ -281,6 +285,8 @@ class Agent {
   // root: SessionRoot()/JOB.ATTEMPT.WORKERHASH/{mpirun,orted}, removed when the attempt is
   // forgotten (and, for an earlier life's attempts, at start).
   std::string SessionRoot() const;
+  // options_.now, or steady_clock.
+  std::chrono::steady_clock::time_point Now() const;
   std::string SessionBase(const std::string& job_id, int32_t attempt) const;
   void SetThroughputLocked(const std::string& job_id, int32_t rank, double value);
   void UpdateGaugesLocked();

@@ -1,12 +1,14 @@
 // The worker's Agent driven directly (no scheduler, no gRPC): Exec's bound on callers waiting
 // for an assignment, and the teardown that lets the processes of a clean attempt end by
-// themselves.
+// themselves, its timers on a clock the test moves.
 #include "agent.h"
 
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
+#include <filesystem>
 #include <future>
 #include <string>
 #include <thread>
@@ -198,6 +200,59 @@ TEST(AgentTeardownTest, StopBeforeAnyRankEndedSignalsAtOnce) {
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->signal, SIGTERM);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  agent.Shutdown();
+}
+
+// The teardown's timers run on the agent's clock (AgentOptions.now), not on sleeps: a process
+// that ignores SIGTERM is left alone through the clean-exit wait, gets SIGTERM when the clock
+// passes it, and SIGKILL only once the clock has also passed kill_grace, however long the test
+// waits in real time between the steps.
+TEST(AgentTeardownTest, TheCleanExitWaitAndTheKillGraceRunOnTheAgentsClock) {
+  const std::string dir = TempDir();
+  AgentOptions options = Options(dir);
+  options.clean_exit_wait = std::chrono::seconds(30);
+  options.kill_grace = std::chrono::seconds(2);
+  const auto base = Clock::now();
+  std::atomic<int64_t> offset_ms{0};
+  options.now = [&] { return base + std::chrono::milliseconds(offset_ms.load()); };
+  Agent agent(options, nullptr);
+  agent.Start();
+  agent.OnAssignment(PeerAssignment("j-clock"));
+  std::atomic<bool> never{false};
+  const std::string marker = dir + "/termed";
+  auto exec = std::async(std::launch::async, [&] {
+    return ExecFor(agent, "j-clock",
+                   {"trap", "'touch " + marker + "'", "TERM;", "while", "true;", "do", "sleep",
+                    "0.05;", "done"},
+                   never);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(agent.StartRank("j-clock", 0, "secret-token", 1, getpid()).ok());
+  RankExit exit;
+  exit.rank = 1;
+  ASSERT_TRUE(agent.ReportExit("j-clock", 0, "secret-token", exit).ok());
+  agent.OnStop("j-clock", 0, "job SUCCEEDED");  // every rank here exited 0: the clean-exit wait
+
+  // Many housekeeping periods of real time, no time on the agent's clock: nothing is sent.
+  EXPECT_EQ(exec.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  offset_ms = 29'000;
+  EXPECT_EQ(exec.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "SIGTERM before the clean-exit wait ended";
+
+  offset_ms = 30'000;  // the wait is over: SIGTERM, which the command notes and survives
+  for (int i = 0; i < 100 && !std::filesystem::exists(marker); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(std::filesystem::exists(marker)) << "no SIGTERM once the clean-exit wait ended";
+  EXPECT_EQ(exec.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout)
+      << "SIGKILL before kill_grace passed on the agent's clock";
+
+  offset_ms = 32'000;  // kill_grace after SIGTERM: SIGKILL
+  ASSERT_EQ(exec.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  absl::StatusOr<ExitInfo> info = exec.get();
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->signal, SIGKILL);
   agent.Shutdown();
 }
 
