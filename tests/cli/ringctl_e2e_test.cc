@@ -1,8 +1,9 @@
 // ringctl against a real cluster (PostgreSQL, Redis, the scheduler and two real workers on
 // 127.0.0.2 and .3): submit --wait and --follow end with the job's status, and list pages
-// through jobs picked by a label selector.
+// through jobs picked by a label selector; a killed `logs -f` gives its relay back.
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -21,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "support/test_certs.h"
 #include "support/subprocess.h"
+#include "support/wait_for.h"
 #include "worker/cluster.h"
 
 namespace ringmaster::test {
@@ -235,6 +237,71 @@ TEST_F(RingctlE2eTest, StudyScalingRunsOneTrainerJobPerSizeAndKeepsTheStudy) {
   Result missing = Ringctl({"study", "get", "s-00000000"}, env);
   EXPECT_EQ(missing.code, 4) << missing.output;
   std::filesystem::remove_all(dir);
+}
+
+// A followed log holds one of the scheduler's relays for as long as it is read; a client that
+// goes away (killed: no goodbye on the wire) must give it back. With --max-log-relays 1, a
+// second read is refused while the first follows, and succeeds once the follower was killed.
+TEST(RingctlLogRelayE2eTest, AKilledFollowerGivesItsRelayBack) {
+  absl::StatusOr<std::unique_ptr<Cluster>> started =
+      Cluster::Start("", {"--max-log-relays", "1"});
+  ASSERT_TRUE(started.ok()) << started.status();
+  Cluster& cluster = **started;
+  WorkerConfig config;
+  config.id = absl::StrCat("relay-", getpid());
+  config.address = "127.0.0.2";
+  config.cpu_slots = 1;
+  ASSERT_TRUE(cluster.AddWorker(config).ok());
+  absl::Status ready = cluster.WaitWorkersReady(1);
+  ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster.Logs();
+  v1::JobSpec spec;
+  spec.set_name("ticking");
+  spec.set_replicas(1);
+  for (const char* word : {"/bin/sh", "-c",
+                           "i=0; while [ $i -lt 600 ]; do echo tick $i; sleep 0.1; i=$((i+1)); done"}) {
+    spec.mutable_command()->add_argv(word);
+  }
+  absl::StatusOr<std::string> id = cluster.Submit(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(cluster.WaitState(*id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+
+  auto ringctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler",
+                                     cluster.scheduler().addr()};
+    for (const std::string& flag : TestCerts::Get().Client().Flags()) argv.push_back(flag);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return Subprocess::Start(argv);
+  };
+  auto read_once = [&]() -> Result {
+    Result result;
+    auto process = ringctl({"logs", *id, "--rank", "0"});
+    if (!process.ok()) return result;
+    if (auto code = (*process)->Wait(30s); code.ok()) result.code = *code;
+    result.output = (*process)->Log();
+    return result;
+  };
+
+  auto follower = ringctl({"logs", *id, "--rank", "0", "-f"});
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  ASSERT_TRUE(WaitFor([&] { return (*follower)->Log().find("tick") != std::string::npos; }, 20s,
+                      50ms))
+      << (*follower)->Log();
+  Result refused = read_once();
+  EXPECT_NE(refused.code, 0) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("--max-log-relays")) << "the bound must hold first";
+
+  ASSERT_TRUE((*follower)->Kill(SIGKILL).ok());
+  (void)(*follower)->Wait(10s);
+  Result after;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        after = read_once();
+        return after.code == 0;
+      },
+      10s, 200ms))
+      << "the killed follower's relay was not given back: " << after.output;
+  EXPECT_THAT(after.output, HasSubstr("tick 0"));
+  ASSERT_TRUE(cluster.Cancel(*id).ok());
 }
 
 }  // namespace

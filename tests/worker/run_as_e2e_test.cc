@@ -11,7 +11,9 @@
 //   - the local socket refuses a call with team-ua's token from uid 61002, and a forward to an
 //     agent outside the placement; a signalled ringmaster-rsh stops the forwarded command;
 //   - the pre-run check runs as the team's user too;
-//   - the worker refuses at start what it cannot honour (not root, bad items, a readable key).
+//   - the worker refuses at start what it cannot honour (not root, bad items, a readable key);
+//   - a mixed cluster (one worker with the mapping, one without) runs a job over both, each
+//     rank as its worker says.
 // Skipped when the test does not run as root (changing users needs it).
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -22,6 +24,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -429,6 +432,72 @@ TEST_F(RunAsE2eTest, WorkerRefusesAMappingItCannotHonour) {
     EXPECT_EQ(rc >> 8, 2) << c.flags << ": " << out;
     EXPECT_THAT(out, HasSubstr(c.message)) << c.flags;
   }
+}
+
+// A mixed cluster: one worker maps team-ua to its user, the other has no --run-as, so its
+// ranks run as the worker's own user (root here). A 2-rank job of team-ua on the one slot of
+// each forms its ring across both (mpirun on one, orted started through the other's agent),
+// and each rank runs as its own worker says.
+TEST(MixedRunAsE2eTest, AJobOverAMappingAndAPlainWorkerRunsEachRankAsItsWorkerSays) {
+  if (geteuid() != 0) GTEST_SKIP() << "running ranks as other users needs root";
+  absl::StatusOr<std::unique_ptr<Cluster>> cluster = Cluster::Start();
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  Cluster& c = **cluster;
+  chmod(c.dir().c_str(), 0755);  // team-ua's ranks reach their logs and the agent's socket
+  WorkerConfig mapped;
+  mapped.id = absl::StrCat("mx-ua-", getpid());
+  mapped.address = "127.0.0.2";
+  mapped.cpu_slots = 1;
+  mapped.extra_args = {"--run-as", absl::StrCat("team-ua=", kUidA)};
+  WorkerConfig plain;
+  plain.id = absl::StrCat("mx-plain-", getpid());
+  plain.address = "127.0.0.3";
+  plain.cpu_slots = 1;
+  ASSERT_TRUE(c.AddWorker(mapped).ok());
+  ASSERT_TRUE(c.AddWorker(plain).ok());
+  absl::Status ready = c.WaitWorkersReady(2);
+  ASSERT_TRUE(ready.ok()) << ready << "\n" << c.Logs();
+
+  v1::CreateTokenRequest token_req;
+  token_req.set_team("team-ua");
+  token_req.set_role("member");
+  v1::CreateTokenResponse token;
+  {
+    grpc::ClientContext ctx;
+    grpc::Status s =
+        v1::AdminService::NewStub(c.scheduler().channel())->CreateToken(&ctx, token_req, &token);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  auto jobs = v1::JobService::NewStub(CreateChannelWithToken(
+      c.scheduler().addr(), *MakeChannelCredentials(TestCerts::Get().CaOnly()), token.token()));
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = ShellSpec("mixed", 2, "echo \"rank=$RANK uid=$(id -u)\"");
+  req.set_request_id(absl::StrCat("mixed-", getpid()));
+  v1::SubmitJobResponse resp;
+  {
+    grpc::ClientContext ctx;
+    grpc::Status s = jobs->SubmitJob(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  const std::string id = resp.job().id();
+  const v1::Job done = c.WaitState(id, v1::JOB_STATE_SUCCEEDED, 60s);
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.message() << "\n" << c.Logs();
+  // An ended job has no placement left: each worker's log of whichever rank it ran.
+  std::map<std::string, std::string> uid_by_worker;  // worker id -> "uid=N" its rank printed
+  std::set<int> ranks_seen;
+  for (const auto& w : c.workers()) {
+    for (int rank = 0; rank < 2; ++rank) {
+      absl::StatusOr<std::string> log = c.RankLog(w->agent_addr(), id, rank, 0);
+      const size_t at = log.ok() ? log->find("uid=") : std::string::npos;
+      if (at == std::string::npos) continue;
+      EXPECT_THAT(*log, HasSubstr(absl::StrCat("rank=", rank, " ")));
+      uid_by_worker[w->config().id] = log->substr(at, log->find_first_of("\n", at) - at);
+      ranks_seen.insert(rank);
+    }
+  }
+  EXPECT_EQ(ranks_seen.size(), 2u) << "both ranks' logs, one on each worker";
+  EXPECT_EQ(uid_by_worker[mapped.id], absl::StrCat("uid=", kUidA));
+  EXPECT_EQ(uid_by_worker[plain.id], "uid=0");
 }
 
 }  // namespace
