@@ -639,7 +639,8 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
   // Decided: memory moves now, the store and the workers hear of it through the writer.
   Write write;
   write.job_write = {JobWrite::Kind::kUpdate, next, t->event,
-                     input.kind == JobInput::Kind::kPlaced || !t->released.empty(), std::nullopt};
+                     input.kind == JobInput::Kind::kPlaced || !t->released.empty(), std::nullopt,
+                     std::nullopt};
   write.waiter = std::move(waiter);
   if (next.state != JobState::kRunning) {
     // The attempt stops running: its queue is charged in the same transaction.
@@ -1025,7 +1026,8 @@ absl::StatusOr<CreateJobResult> Scheduler::Wait(Waiter& waiter, const std::strin
 
 absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
                                                   const std::string& request_id,
-                                                  const std::string& team) {
+                                                  const std::string& team,
+                                                  std::optional<AuditRecord> audit) {
   if (auto s = ValidateRequestId(request_id); !s.ok()) return s;
   auto valid = ValidateJobSpec(spec);
   if (!valid.ok()) return valid.status();
@@ -1058,7 +1060,8 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
     Write write;
     write.job_write = {JobWrite::Kind::kCreate, job,
                        JobEvent{job.id, 1, JobState::kPending, 0, "submitted", 0, now}, false,
-                       std::nullopt};
+                       std::nullopt, audit};
+    if (write.job_write.audit) write.job_write.audit->resource = job.id;
     write.waiter = waiter;
     Enqueue(std::move(write));
     auto created = Wait(*waiter, absl::StrCat("job ", job.id));

@@ -207,9 +207,12 @@ class Scheduler {
   // DEADLINE_EXCEEDED after `timeout_ms`.
   absl::Status Flush(int64_t timeout_ms);
 
-  // `team` is the submitter's (its token's), stored with the job.
+  // `team` is the submitter's (its token's), stored with the job; `audit`, the submit's entry
+  // of the audit trail, is stored in the same transaction with the job's id as its resource
+  // (and not at all when the request id names an earlier job).
   absl::StatusOr<CreateJobResult> Submit(const JobSpec& spec, const std::string& request_id,
-                                         const std::string& team = "");
+                                         const std::string& team = "",
+                                         std::optional<AuditRecord> audit = std::nullopt);
   absl::StatusOr<Job> GetJob(const std::string& job_id);
   // One page of jobs, newest first; the paging protocol is in core/job_list.h.
   absl::StatusOr<JobPage> ListJobs(const JobListQuery& query);

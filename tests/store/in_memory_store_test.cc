@@ -48,7 +48,8 @@ TEST(FaultInjectingJobStoreTest, AFailedCommitReachesNothingAndHealingLetsItThro
   RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store.TakeLeadership());
   WriteBatch batch;
   Job job = MakeJob("j-1");
-  batch.jobs.push_back({JobWrite::Kind::kCreate, job, FirstEvent(job), false, std::nullopt});
+  batch.jobs.push_back({JobWrite::Kind::kCreate, job, FirstEvent(job), false, std::nullopt,
+                          std::nullopt});
   store.Fail(FaultInjectingJobStore::Call::kCommit, absl::UnavailableError("postgres gone"), 2);
   EXPECT_THAT(store.Commit(batch, epoch), StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_THAT(store.Commit(batch, epoch), StatusIs(absl::StatusCode::kUnavailable));

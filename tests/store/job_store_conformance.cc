@@ -662,7 +662,7 @@ namespace ringmaster::scheduler::store_test {
 namespace {
 
 JobWrite CreateWrite(const Job& job) {
-  return {JobWrite::Kind::kCreate, job, FirstEvent(job), false, std::nullopt};
+  return {JobWrite::Kind::kCreate, job, FirstEvent(job), false, std::nullopt, std::nullopt};
 }
 
 JobWrite UpdateWrite(const Job& job, int64_t seq, const std::string& reason,
@@ -670,7 +670,7 @@ JobWrite UpdateWrite(const Job& job, int64_t seq, const std::string& reason,
   Job next = job;
   next.last_event_seq = seq;
   return {JobWrite::Kind::kUpdate, next, Event(job, seq, job.state, reason), placement_changed,
-          std::nullopt};
+          std::nullopt, std::nullopt};
 }
 
 }  // namespace

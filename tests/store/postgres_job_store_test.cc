@@ -221,5 +221,42 @@ TEST(PostgresJobStoreTest, SpecIsStoredAsQueryableJsonbAndIndexedColumns) {
   EXPECT_FALSE(Exec(db->url(), "UPDATE jobs SET state = 'BOGUS'").ok());
 }
 
+// A submit's audit entry is stored in the job's own transaction, and only for a job the commit
+// created: a request id that names an earlier job adds none.
+TEST(PostgresJobStoreTest, ASubmitsAuditEntryIsStoredWithTheJobItCreated) {
+  RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
+  RM_ASSERT_OK_AND_ASSIGN(auto store, PostgresJobStore::Connect(db->url(), 1));
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store->TakeLeadership());
+  auto create = [&](const std::string& id, const std::string& request_id) {
+    Job job = MakeJob(id, "default", 0, request_id);
+    AuditRecord audit;
+    audit.at_ms = 1234;
+    audit.principal = "tok-1";
+    audit.team = "team-a";
+    audit.role = "member";
+    audit.peer = "ipv4:127.0.0.1:5555";
+    audit.action = "SubmitJob";
+    audit.resource = id;
+    audit.detail = "queue=default";
+    WriteBatch batch;
+    batch.jobs.push_back(
+        {JobWrite::Kind::kCreate, job, FirstEvent(job), false, std::nullopt, audit});
+    return store->Commit(batch, epoch);
+  };
+  RM_ASSERT_OK_AND_ASSIGN(CommitResult first, create("j-1", "req-1"));
+  ASSERT_TRUE(first.created.at(0).ok());
+  EXPECT_FALSE(first.created[0]->existing);
+  RM_ASSERT_OK_AND_ASSIGN(CommitResult again, create("j-2", "req-1"));
+  ASSERT_TRUE(again.created.at(0).ok());
+  EXPECT_TRUE(again.created[0]->existing);
+  EXPECT_EQ(CountRows(db->url(),
+                      "SELECT count(*) FROM audit_log WHERE resource = 'j-1' AND action = "
+                      "'SubmitJob' AND principal = 'tok-1' AND team = 'team-a' AND role = "
+                      "'member' AND detail = 'queue=default' AND at_ms = 1234"),
+            1);
+  EXPECT_EQ(CountRows(db->url(), "SELECT count(*) FROM audit_log"), 1)
+      << "the repeated request id must add no entry";
+}
+
 }  // namespace
 }  // namespace ringmaster::scheduler::store_test

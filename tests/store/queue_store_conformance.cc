@@ -175,7 +175,7 @@ TEST_P(JobStoreConformanceTest, DeletingAQueueDeletesItsUsage) {
     JobEvent end = FirstEvent(*j);
     end.seq = 2;
     end.state = JobState::kSucceeded;
-    batch.jobs.push_back({JobWrite::Kind::kUpdate, done, end, false, std::nullopt});
+    batch.jobs.push_back({JobWrite::Kind::kUpdate, done, end, false, std::nullopt, std::nullopt});
     batch.jobs.back().usage = QueueUsage{j->spec.queue, "t4", 1'000};
   }
   RM_ASSERT_OK(store().Commit(batch, epoch));

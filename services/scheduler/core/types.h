@@ -154,6 +154,20 @@ struct Queue {
   bool operator==(const Queue&) const = default;
 };
 
+// One entry of the audit trail (who did what, when, from where). A submit's is stored in the
+// job's own transaction (JobWrite::audit); the others by the Authenticator's audit thread.
+struct AuditRecord {
+  int64_t seq = 0;  // assigned by the store
+  int64_t at_ms = 0;
+  std::string principal;
+  std::string team;
+  std::string role;
+  std::string peer;
+  std::string action;
+  std::string resource;
+  std::string detail;
+};
+
 // Accounting: resource-milliseconds (GPU-ms of one GPU type, or CPU-slot-ms for "cpu") used by
 // a queue's jobs.
 struct QueueUsage {

@@ -239,8 +239,9 @@ void Authenticator::Forget(const std::string& token_id) {
   unknown_.erase(token_id);
 }
 
-void Authenticator::Audit(const Principal& who, const grpc::ServerContext& ctx, Action action,
-                          const std::string& resource, const std::string& detail) {
+AuditRecord Authenticator::Record(const Principal& who, const grpc::ServerContext& ctx,
+                                  Action action, const std::string& resource,
+                                  const std::string& detail) const {
   AuditRecord a;
   a.at_ms = clock_->NowMs();
   a.principal = who.token_id;
@@ -250,6 +251,12 @@ void Authenticator::Audit(const Principal& who, const grpc::ServerContext& ctx, 
   a.action = ActionName(action);
   a.resource = resource;
   a.detail = detail;
+  return a;
+}
+
+void Authenticator::Audit(const Principal& who, const grpc::ServerContext& ctx, Action action,
+                          const std::string& resource, const std::string& detail) {
+  AuditRecord a = Record(who, ctx, action, resource, detail);
   {
     std::lock_guard<std::mutex> lock(audit_mu_);
     audit_queue_.push_back(std::move(a));

@@ -77,6 +77,9 @@ class Authenticator {
   // Drops a token from the cache (after RevokeToken).
   void Forget(const std::string& token_id);
 
+  // An entry of the audit trail, not stored: a submit's goes into the job's own transaction.
+  AuditRecord Record(const Principal& who, const grpc::ServerContext& ctx, Action action,
+                     const std::string& resource, const std::string& detail = "") const;
   // Queues an entry of the audit trail; a failure to store it is logged, not returned (the
   // action is done).
   void Audit(const Principal& who, const grpc::ServerContext& ctx, Action action,

@@ -63,12 +63,12 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::Submi
         absl::StrCat("missing right jobs.write on queue \"", queue, "\": it is bound to teams ",
                      absl::StrJoin(*teams, ", "), ", not to \"", who->team, "\"")));
   }
-  auto result = scheduler_->Submit(*spec, req->request_id(), who->team);
+  // The audit entry is stored with the job, in its transaction: none is lost, and it costs no
+  // transaction of its own.
+  auto result = scheduler_->Submit(
+      *spec, req->request_id(), who->team,
+      auth_->Record(*who, *ctx, Action::kSubmitJob, "", absl::StrCat("queue=", queue)));
   if (!result.ok()) return ToGrpcStatus(result.status());
-  if (!result->existing) {
-    auth_->Audit(*who, *ctx, Action::kSubmitJob, result->job.id,
-                 absl::StrCat("queue=", result->job.spec.queue));
-  }
   *resp->mutable_job() = JobFor(*who, result->job);
   resp->set_existing(result->existing);
   return grpc::Status::OK;

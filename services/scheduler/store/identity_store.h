@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/authz.h"
+#include "core/types.h"
 #include "store/postgres_pool.h"
 
 namespace ringmaster::scheduler {
@@ -29,18 +30,6 @@ struct TokenRecord {
   int64_t expires_at_ms = 0;  // 0: never
   bool revoked = false;
   int64_t revoked_at_ms = 0;
-};
-
-struct AuditRecord {
-  int64_t seq = 0;  // assigned by the store
-  int64_t at_ms = 0;
-  std::string principal;
-  std::string team;
-  std::string role;
-  std::string peer;
-  std::string action;
-  std::string resource;
-  std::string detail;
 };
 
 class PostgresIdentityStore {

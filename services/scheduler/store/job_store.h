@@ -39,6 +39,10 @@ struct JobWrite {
   // kUpdate ending a running attempt: what it used, added to its queue's accounting in the same
   // transaction (not when the write is skipped because the stored job had already ended).
   std::optional<QueueUsage> usage;
+  // kCreate: the submit's audit entry (resource: the job id), stored in the same transaction
+  // when the job is created, not when its request id named an earlier job. The in-memory
+  // store, which has no audit trail, drops it.
+  std::optional<AuditRecord> audit;
 };
 
 // Everything the scheduler decided since its last commit, stored in one transaction.

@@ -91,7 +91,13 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "created_at_ms, created_at_ms, 0, 0, 0, '', team FROM v ORDER BY ord "
      "ON CONFLICT DO NOTHING RETURNING id, seq), "
      "ev AS (INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
-     "SELECT v.id, 1, v.state, 0, v.reason, 0, v.time_ms FROM v JOIN ins ON ins.id = v.id) "
+     "SELECT v.id, 1, v.state, 0, v.reason, 0, v.time_ms FROM v JOIN ins ON ins.id = v.id), "
+     // The submits' audit entries (JobWrite::audit), only for the jobs inserted here.
+     "au AS (INSERT INTO audit_log (at_ms, principal, team, role, peer, action, resource, "
+     "detail) SELECT a.at_ms, a.principal, a.team, a.role, a.peer, a.action, a.resource, "
+     "a.detail FROM unnest($13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[], "
+     "$18::text[], $19::text[], $20::text[]) AS a(at_ms, principal, team, role, peer, action, "
+     "resource, detail) JOIN ins ON ins.id = a.resource) "
      "SELECT id, seq FROM ins"},
     {"select_jobs_by_request",
      "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE request_id = ANY($1::text[])"},
@@ -645,11 +651,27 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
         rows.Add(10, job.pending_reason);
         rows.Add(11, job.team);
       }
+      // In the same statement: no round trip of their own.
+      Columns audit(8);
+      for (const JobWrite* w : creates) {
+        if (!w->audit) continue;
+        const AuditRecord& a = *w->audit;
+        audit.Add(0, absl::StrCat(a.at_ms));
+        audit.Add(1, a.principal);
+        audit.Add(2, a.team);
+        audit.Add(3, a.role);
+        audit.Add(4, a.peer);
+        audit.Add(5, a.action);
+        audit.Add(6, w->job.id);
+        audit.Add(7, a.detail);
+      }
       std::map<std::string, int64_t> inserted;
       for (const auto& row : tx.exec_prepared(
                "insert_new_jobs", rows.Array(0), rows.Array(1), rows.Array(2), rows.Array(3),
                rows.Array(4), rows.Array(5), rows.Array(6), rows.Array(7), rows.Array(8),
-               rows.Array(9), rows.Array(10), rows.Array(11))) {
+               rows.Array(9), rows.Array(10), rows.Array(11), audit.Array(0), audit.Array(1),
+               audit.Array(2), audit.Array(3), audit.Array(4), audit.Array(5), audit.Array(6),
+               audit.Array(7))) {
         inserted[row[0].as<std::string>()] = row[1].as<int64_t>();
       }
       // The rest met a taken request id (the earlier job is the answer) or a taken job id.
