@@ -197,9 +197,10 @@ static void track(cudaStream_t stream, uint64_t n) {
     pthread_attr_destroy(&attr);
   }
   pthread_cond_signal(&work);
+  const int polled = poller_started;
   pthread_mutex_unlock(&mu);
   /* Without a poller nothing would ever complete them. */
-  if (!poller_started) {
+  if (!polled) {
     pthread_mutex_lock(&mu);
     reap_locked();
     pthread_mutex_unlock(&mu);
@@ -218,11 +219,16 @@ static void* real(const char* name) {
   return fn;
 }
 
-/* In function `name`: its real counterpart as name##_real, or an error return. */
-#define REAL(name)                                                          \
-  static __typeof__(name)* name##_real;                                     \
-  pthread_once(&once, init);                                                \
-  if (name##_real == NULL) name##_real = (__typeof__(name)*)real(#name);    \
+/* In function `name`: its real counterpart as name##_real, or an error return. Threads may
+ * look it up at once; they find the same function. */
+#define REAL(name)                                                                 \
+  static __typeof__(name)* name##_found;                                           \
+  pthread_once(&once, init);                                                       \
+  __typeof__(name)* name##_real = __atomic_load_n(&name##_found, __ATOMIC_ACQUIRE); \
+  if (name##_real == NULL) {                                                       \
+    name##_real = (__typeof__(name)*)real(#name);                                  \
+    __atomic_store_n(&name##_found, name##_real, __ATOMIC_RELEASE);                \
+  }                                                                                \
   if (name##_real == NULL) return kNcclInternalError
 
 static void entered(void) { add(0, 1); }
