@@ -88,16 +88,7 @@ absl::StatusOr<CheckOptions> OptionsFromFlags(const Flags& flags) {
   options.bytes = static_cast<size_t>(bytes);
   options.iters = static_cast<int>(iters);
   options.delay_ms = static_cast<int>(delay_ms);
-  const std::string device = flags.Get("device");
-  if (device == "auto") {
-    options.device = DeviceRequest::kAuto;
-  } else if (device == "cpu") {
-    options.device = DeviceRequest::kCpu;
-  } else if (device == "gpu") {
-    options.device = DeviceRequest::kGpu;
-  } else {
-    return absl::InvalidArgumentError("--device: auto, cpu or gpu allowed, got " + device);
-  }
+  RM_ASSIGN_OR_RETURN(options.device, ParseDeviceRequest(flags.Get("device")));
   return options;
 }
 

@@ -113,17 +113,7 @@ absl::StatusOr<TrainerConfig> ConfigFromFlags(const Flags& flags) {
         absl::StrCat("--benchmark must be empty or 'allreduce', got '", benchmark, "'"));
   }
 
-  const std::string& device = flags.Get("device");
-  if (device == "auto") {
-    config.device = DeviceRequest::kAuto;
-  } else if (device == "cpu") {
-    config.device = DeviceRequest::kCpu;
-  } else if (device == "gpu") {
-    config.device = DeviceRequest::kGpu;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--device must be auto, cpu or gpu, got '", device, "'"));
-  }
+  RM_ASSIGN_OR_RETURN(config.device, ParseDeviceRequest(flags.Get("device")));
 
   RM_ASSIGN_OR_RETURN(config.model, FindModel(flags.Get("model")));
   int input_dim = 0;
@@ -181,6 +171,14 @@ absl::StatusOr<TrainerConfig> ConfigFromFlags(const Flags& flags) {
   RM_RETURN_IF_ERROR(ReadInt(flags, "iters", 1, 1 << 20, &config.iters));
   RM_RETURN_IF_ERROR(ReadInt(flags, "warmup-iters", 0, 1 << 20, &config.warmup_iters));
   return config;
+}
+
+absl::StatusOr<DeviceRequest> ParseDeviceRequest(absl::string_view text) {
+  if (text == "auto") return DeviceRequest::kAuto;
+  if (text == "cpu") return DeviceRequest::kCpu;
+  if (text == "gpu") return DeviceRequest::kGpu;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--device must be auto, cpu or gpu, got '", text, "'"));
 }
 
 absl::StatusOr<DeviceKind> ResolveDevice(DeviceRequest request, bool gpu_built,

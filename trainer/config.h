@@ -64,6 +64,9 @@ absl::StatusOr<TrainerConfig> ConfigFromFlags(const Flags& flags);
 // "256M" -> 268435456; accepts a plain count or a K, M or G suffix (powers of 1024).
 absl::StatusOr<size_t> ParseByteSize(absl::string_view text);
 
+// --device's value: "auto", "cpu" or "gpu"; INVALID_ARGUMENT naming the flag otherwise.
+absl::StatusOr<DeviceRequest> ParseDeviceRequest(absl::string_view text);
+
 // Decides where this job computes. `gpu_built`: the binary has the CUDA path;
 // `every_rank_has_gpu`: all ranks see a usable GPU (ranks must agree, or their collectives
 // would not match); `why_not` says why some rank has none. FAILED_PRECONDITION when a GPU is
