@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 #include <queue>
+#include <set>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -313,6 +314,10 @@ class Pass {
   std::map<std::tuple<std::string, int32_t, int32_t, bool, bool>, std::string> no_room_;
   // (queue, resource) -> the smallest demand for which no victims were found.
   std::map<std::pair<std::string, std::string>, int64_t> no_victims_;
+  // Gang shapes that found no reservation this pass: what is free once every running job in the
+  // window has ended only shrinks within a pass (starts, claims and reservations take from it).
+  // (resource, replicas, units per rank, checked).
+  std::set<std::tuple<std::string, int32_t, int32_t, bool>> no_reservation_;
   PassResult result_;
 };
 
@@ -579,6 +584,14 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
     const int64_t end = h.started_ms + h.job->spec.max_runtime_seconds * 1000;
     if (end - in_.now_ms <= options_.reservation_window_ms) ends.push_back({end, &h});
   }
+  // Nothing ends within the window: no reservation, and no copy of the cluster (a full
+  // cluster with thousands of pending gangs would copy it once per gang per pass).
+  if (ends.empty()) return;
+  GangRequest request = RequestOf(job.spec);
+  if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
+  const auto shape = std::make_tuple(demand.resource, request.replicas, request.gpus_per_replica,
+                                     request.checked);
+  if (no_reservation_.count(shape) > 0) return;
   std::sort(ends.begin(), ends.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   ClusterState future = Hard();
@@ -587,8 +600,6 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
     reserved.insert(reserved.end(), r.ranks.begin(), r.ranks.end());
   }
   (void)future.Allocate(future.FreePart(reserved));
-  GangRequest request = RequestOf(job.spec);
-  if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
   for (size_t i = 0; i < ends.size();) {
     const int64_t t = std::max(ends[i].first, in_.now_ms);
     for (; i < ends.size() && std::max(ends[i].first, in_.now_ms) == t; ++i) {
@@ -607,6 +618,7 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
     result_.reservations.push_back({job.id, t, std::move(p.ranks)});
     return;
   }
+  no_reservation_.insert(shape);
 }
 
 PassResult Pass::Run() {
