@@ -230,7 +230,7 @@ absl::Status Scheduler::Start() {
         trackers_[job.id] = RankTracker(static_cast<int32_t>(job.placement.size()));
       }
       if (job.state == JobState::kPending) pending_since_ms_[job.id] = now;
-      jobs_[job.id] = job;
+      SetJobLocked(job);
     }
     {
       std::lock_guard<std::mutex> view(view_mu_);
@@ -425,10 +425,38 @@ void Scheduler::FailJobsOnWorkerLocked(
   }
 }
 
+namespace {
+bool IsPlaced(JobState state) { return state == JobState::kStarting || state == JobState::kRunning; }
+}  // namespace
+
+void Scheduler::SetJobLocked(const Job& job) {
+  auto [it, fresh] = jobs_.try_emplace(job.id);
+  if (!fresh) {
+    const Job& before = it->second;
+    if (--live_counts_[{before.state, before.spec.queue}] == 0) {
+      live_counts_.erase({before.state, before.spec.queue});
+    }
+    if (IsPlaced(before.state)) placed_ids_.erase(job.id);
+  }
+  it->second = job;
+  ++live_counts_[{job.state, job.spec.queue}];
+  if (IsPlaced(job.state)) placed_ids_.insert(job.id);
+}
+
+void Scheduler::EraseJobLocked(std::unordered_map<std::string, Job>::iterator it) {
+  const Job& job = it->second;
+  if (--live_counts_[{job.state, job.spec.queue}] == 0) {
+    live_counts_.erase({job.state, job.spec.queue});
+  }
+  placed_ids_.erase(job.id);
+  jobs_.erase(it);
+}
+
 void Scheduler::CheckDeadlinesLocked() {
   const int64_t now = clock_->NowMs();
   std::vector<std::string> expired;
-  for (const auto& [id, job] : jobs_) {
+  for (const std::string& id : placed_ids_) {
+    const Job& job = jobs_.at(id);
     if (job.spec.max_runtime_seconds > 0 && job.started_at_ms > 0 &&
         now - job.started_at_ms > job.spec.max_runtime_seconds * 1000) {
       expired.push_back(id);
@@ -468,7 +496,8 @@ void Scheduler::CheckWatchesLocked() {
     }
     ++it;
   }
-  for (const auto& [id, job] : jobs_) {
+  for (const std::string& id : placed_ids_) {
+    const Job& job = jobs_.at(id);
     if (job.state != JobState::kRunning) continue;
     // A job that never reported still has a watch: it can be idle.
     auto [w, fresh] = watches_.try_emplace(
@@ -511,11 +540,10 @@ void Scheduler::PlaceLocked() {
     capacity_grew_ = false;
     last_full_pass_ms_ = now;
   }
-  for (const auto& [id, job] : jobs_) {
-    if (job.state == JobState::kStarting || job.state == JobState::kRunning) {
-      in.placed.push_back(&job);
-    } else if (!incremental && job.state == JobState::kPending && !stopping.count(id)) {
-      in.pending.push_back(&job);
+  for (const std::string& id : placed_ids_) in.placed.push_back(&jobs_.at(id));
+  if (!incremental) {
+    for (const auto& [id, job] : jobs_) {
+      if (job.state == JobState::kPending && !stopping.count(id)) in.pending.push_back(&job);
     }
   }
   for (const auto& [key, d] : draining_) in.placed.push_back(&d.held);
@@ -690,10 +718,10 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
     }
     trackers_.erase(job_id);
     pending_since_ms_.erase(job_id);
-    jobs_.erase(it);
+    EraseJobLocked(it);
     Wake();  // capacity came back
   } else {
-    it->second = std::move(next);
+    SetJobLocked(next);
   }
   Enqueue(std::move(write));
   return absl::OkStatus();
@@ -844,7 +872,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         }
         if (!created.ok() || created->existing) continue;
         const Job& stored = created->job;
-        jobs_[stored.id] = stored;
+        SetJobLocked(stored);
         stored_[stored.id] = stored;
         newly_pending_.insert(stored.id);
         pending_since_ms_[stored.id] = clock_->NowMs();
@@ -1579,12 +1607,12 @@ std::vector<WorkerView> Scheduler::ListWorkers() {
 
 void Scheduler::UpdateGaugesLocked() {
   if (!metrics_) return;
-  std::map<std::pair<std::string, std::string>, int> jobs;
-  std::map<std::string, int> pending;
-  for (const auto& [id, job] : jobs_) {
-    ++jobs[{JobStateName(job.state), job.spec.queue}];
-    if (job.state == JobState::kPending) ++pending[job.spec.queue];
-    metrics_->queue_labels.insert(job.spec.queue);
+  std::map<std::pair<std::string, std::string>, int64_t> jobs;
+  std::map<std::string, int64_t> pending;
+  for (const auto& [key, n] : live_counts_) {
+    jobs[{JobStateName(key.first), key.second}] += n;
+    if (key.first == JobState::kPending) pending[key.second] += n;
+    metrics_->queue_labels.insert(key.second);
   }
   for (const auto& key : metrics_->job_labels) jobs.try_emplace(key, 0);
   for (const auto& [key, n] : jobs) {
@@ -1620,7 +1648,8 @@ void Scheduler::UpdateGaugesLocked() {
   // Counters only go up: a running attempt's share is counted as it runs and again (exactly)
   // when it ends, so the total never falls.
   std::vector<const Job*> running;
-  for (const auto& [id, job] : jobs_) {
+  for (const std::string& id : placed_ids_) {
+    const Job& job = jobs_.at(id);
     if (job.state == JobState::kRunning) running.push_back(&job);
   }
   for (const auto& [key, ms] : WithRunning(usage_ms_, running, cluster_, clock_->NowMs())) {
@@ -1666,8 +1695,11 @@ std::string Scheduler::NewToken() {
 Scheduler::QueueTallies Scheduler::TallyQueuesLocked() const {
   QueueTallies tallies;
   std::vector<const Job*> running;
-  for (const auto& [id, job] : jobs_) {
-    if (job.state == JobState::kPending) ++tallies.pending[job.spec.queue];
+  for (const auto& [key, n] : live_counts_) {
+    if (key.first == JobState::kPending) tallies.pending[key.second] += n;
+  }
+  for (const std::string& id : placed_ids_) {
+    const Job& job = jobs_.at(id);
     if (job.state == JobState::kRunning) running.push_back(&job);
   }
   tallies.used_ms = WithRunning(usage_ms_, running, cluster_, clock_->NowMs());
@@ -1785,7 +1817,7 @@ absl::Status Scheduler::DeleteQueue(const std::string& name) {
       return absl::NotFoundError(absl::StrCat("no queue '", name, "'"));
     }
     // Decided in memory, perhaps not stored yet; the store counts what it has.
-    for (const auto& [id, job] : jobs_) live += job.spec.queue == name;
+    for (const auto& [key, n] : live_counts_) live += key.second == name ? n : 0;
   }
   if (live > 0) {
     return absl::FailedPreconditionError(

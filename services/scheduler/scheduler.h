@@ -289,6 +289,9 @@ class Scheduler {
   void Enqueue(Write write);
   void SweepWorkersLocked(const std::set<std::string>& alive, std::vector<std::string>* beats);
   void CheckDeadlinesLocked();
+  // The only ways jobs_ changes: they keep placed_ids_ and live_counts_ with it.
+  void SetJobLocked(const Job& job);
+  void EraseJobLocked(std::unordered_map<std::string, Job>::iterator it);
   // Puts unhealthy workers whose wait is over on probation.
   void ProbateLocked(int64_t now);
   // The pre-run check's transport expected of `placement` (core/health_check.h).
@@ -345,6 +348,11 @@ class Scheduler {
   // ahead of Postgres by the writes in the outbox.
   std::mutex mu_;
   std::unordered_map<std::string, Job> jobs_;
+  // Kept with jobs_ by SetJobLocked/EraseJobLocked, so that what runs every pass (deadlines,
+  // watches, the placed side of a pass, gauges) costs nothing per pending job: a backlog of
+  // 20,000 pending jobs made every pass scan them all four times.
+  std::set<std::string> placed_ids_;  // STARTING and RUNNING jobs
+  std::map<std::pair<JobState, std::string>, int64_t> live_counts_;  // (state, queue) -> jobs
   std::unordered_map<std::string, RankTracker> trackers_;
   // Hang and idle watch of each RUNNING job's current attempt (core/run_watch.h).
   struct Watched {
