@@ -84,17 +84,18 @@ class BenchWorker : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::Schedu
     } else if (in_.has_assignment()) {
       const v1::Assignment& a = in_.assignment();
       on_assignment_(id_, a);
+      // As the worker does: the statuses queued at once go in one RankStatuses message.
       for (int kind : {v1::RankStatus::KIND_STARTED, v1::RankStatus::KIND_EXITED}) {
+        v1::WorkerMessage msg;
         for (const v1::RankPlacement& r : a.placement()) {
           if (r.worker_id() != id_) continue;
-          v1::WorkerMessage msg;
-          v1::RankStatus* s = msg.mutable_rank_status();
+          v1::RankStatus* s = msg.mutable_rank_statuses()->add_statuses();
           s->set_job_id(a.job_id());
           s->set_attempt(a.attempt());
           s->set_rank(r.rank());
           s->set_kind(static_cast<v1::RankStatus::Kind>(kind));
-          Send(std::move(msg));
         }
+        if (msg.has_rank_statuses()) Send(std::move(msg));
       }
     }
     StartRead(&in_);

@@ -1386,6 +1386,11 @@ void Scheduler::ReportRank(const std::string& worker_id, const RankReport& repor
   HandleRankLocked(worker_id, report);
 }
 
+void Scheduler::ReportRanks(const std::string& worker_id, const std::vector<RankReport>& reports) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const RankReport& report : reports) HandleRankLocked(worker_id, report);
+}
+
 void Scheduler::HandleRankLocked(const std::string& worker_id, const RankReport& report) {
   if (report.kind == RankReport::Kind::kCheckpoint) {
     RecordCheckpointLocked(worker_id, report);

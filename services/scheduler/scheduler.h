@@ -227,6 +227,8 @@ class Scheduler {
                               std::shared_ptr<WorkerLink> link);
   void Heartbeat(const std::string& worker_id);
   void ReportRank(const std::string& worker_id, const RankReport& report);
+  // The same, for statuses that came in one message (RankStatuses): one lock for all of them.
+  void ReportRanks(const std::string& worker_id, const std::vector<RankReport>& reports);
   // The stream of `link` ended. The worker stays READY until its heartbeats expire, but takes
   // no new placements while it has no link.
   void Disconnected(const std::string& worker_id, const WorkerLink* link);

@@ -375,6 +375,20 @@ bool Agent::NextStatus(RankStatus* status, std::chrono::milliseconds timeout) {
   return true;
 }
 
+std::vector<RankStatus> Agent::NextStatuses(size_t max, std::chrono::milliseconds timeout) {
+  std::vector<RankStatus> out;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!outbox_cv_.wait_for(lock, timeout, [&] { return !outbox_.empty(); })) return out;
+  while (!outbox_.empty() && out.size() < max) {
+    const bool checked = outbox_.front().kind == RankStatus::Kind::kChecked;
+    if (checked && !out.empty()) break;
+    out.push_back(std::move(outbox_.front()));
+    outbox_.pop_front();
+    if (checked) break;
+  }
+  return out;
+}
+
 void Agent::SetSchedulerConnected(bool connected) {
   if (metrics_) metrics_->connected.Set(connected ? 1 : 0);
 }

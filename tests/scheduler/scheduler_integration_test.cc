@@ -6,6 +6,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ringmaster/v1/queue.grpc.pb.h"
@@ -322,6 +324,60 @@ TEST_F(SchedulerTest, PlacesGangsByTypeOntoFewestWorkers) {
   EXPECT_TRUE(w2.WaitStop(t4, 5s).ok());
   EXPECT_EQ(WaitForState(scheduler_->jobs(), waits, v1::JOB_STATE_STARTING).state(),
             v1::JOB_STATE_STARTING);
+}
+
+TEST_F(SchedulerTest, RankStatusesInOneMessageAreHandledOneByOne) {
+  TestWorker& w = AddWorker(GpuWorker("w1", "127.0.0.2", 4, "t4"));
+  std::string id = SubmitOk(TrainerSpec("batched", 4, 1, "t4"));
+  auto a = w.WaitAssignment(id, 10s);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_EQ(a->placement_size(), 4);
+  auto status = [&](v1::RankStatus::Kind kind, int rank) {
+    v1::RankStatus s;
+    s.set_job_id(id);
+    s.set_attempt(a->attempt());
+    s.set_rank(rank);
+    s.set_kind(kind);
+    return s;
+  };
+
+  // Over the limit: the whole message is ignored, nothing starts.
+  v1::WorkerMessage huge;
+  for (int i = 0; i < 1025; ++i) {
+    *huge.mutable_rank_statuses()->add_statuses() = status(v1::RankStatus::KIND_STARTED, i % 4);
+  }
+  w.Send(huge);
+  // Three ranks start in one message, with a malformed status among them that is skipped.
+  v1::WorkerMessage three;
+  for (int rank : {0, 1}) {
+    *three.mutable_rank_statuses()->add_statuses() = status(v1::RankStatus::KIND_STARTED, rank);
+  }
+  *three.mutable_rank_statuses()->add_statuses() = status(v1::RankStatus::KIND_PROGRESS, 3);
+  *three.mutable_rank_statuses()->add_statuses() = status(v1::RankStatus::KIND_STARTED, 2);
+  w.Send(three);
+  // Messages on one stream are handled in order: once a checkpoint sent after them shows, the
+  // batches before it were handled too. Rank 3 has not started, so the job is still STARTING.
+  v1::WorkerMessage marker;
+  *marker.mutable_rank_status() = status(v1::RankStatus::KIND_CHECKPOINT, 0);
+  marker.mutable_rank_status()->set_checkpoint_step(7);
+  marker.mutable_rank_status()->set_checkpoint_time_ms(absl::ToUnixMillis(absl::Now()));
+  w.Send(marker);
+  v1::Job job;
+  ASSERT_TRUE(WaitFor([&] { return Get(id, &job).ok() && job.last_checkpoint_step() == 7; }, 5s));
+  EXPECT_EQ(job.state(), v1::JOB_STATE_STARTING);
+
+  v1::WorkerMessage last;
+  *last.mutable_rank_statuses()->add_statuses() = status(v1::RankStatus::KIND_STARTED, 3);
+  w.Send(last);
+  EXPECT_EQ(WaitForState(scheduler_->jobs(), id, v1::JOB_STATE_RUNNING).state(),
+            v1::JOB_STATE_RUNNING);
+  v1::WorkerMessage exits;
+  for (int rank = 0; rank < 4; ++rank) {
+    *exits.mutable_rank_statuses()->add_statuses() = status(v1::RankStatus::KIND_EXITED, rank);
+  }
+  w.Send(exits);
+  EXPECT_EQ(WaitForState(scheduler_->jobs(), id, v1::JOB_STATE_SUCCEEDED).state(),
+            v1::JOB_STATE_SUCCEEDED);
 }
 
 TEST_F(SchedulerTest, HigherPriorityJumpsTheQueue) {

@@ -119,6 +119,32 @@ TEST(AgentExecTest, ExecForAnAttemptAssignedWhileWaitingRunsIt) {
   agent.Shutdown();
 }
 
+// What one message to the scheduler carries: the statuses queued at that moment, in order, up
+// to the limit.
+TEST(AgentStatusTest, StatusesQueuedTogetherAreTakenTogetherInOrder) {
+  const std::string dir = TempDir();
+  Agent agent(Options(dir), nullptr);
+  agent.Start();
+  Assignment a = PeerAssignment("j-batch");
+  a.placement.push_back(RankPlacement{2, "w1", "127.0.0.1", 7071, {}});
+  a.placement.push_back(RankPlacement{3, "w1", "127.0.0.1", 7071, {}});
+  agent.OnAssignment(a);
+  EXPECT_TRUE(agent.NextStatuses(256, std::chrono::milliseconds(1)).empty());
+  for (int mpi_rank : {1, 2, 3}) {
+    ASSERT_TRUE(agent.StartRank("j-batch", 0, "secret-token", mpi_rank, getpid()).ok());
+  }
+  std::vector<RankStatus> first = agent.NextStatuses(2, std::chrono::milliseconds(100));
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].rank, 1);
+  EXPECT_EQ(first[1].rank, 2);
+  std::vector<RankStatus> rest = agent.NextStatuses(256, std::chrono::milliseconds(100));
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].rank, 3);
+  EXPECT_EQ(rest[0].kind, RankStatus::Kind::kStarted);
+  EXPECT_TRUE(agent.NextStatuses(256, std::chrono::milliseconds(1)).empty());
+  agent.Shutdown();
+}
+
 // The end of a successful attempt: every local rank reported exit 0, then the scheduler's
 // StopJob arrives while orted (here: a command that needs a moment more) is still finishing.
 absl::StatusOr<ExitInfo> ExecAfterCleanRanksThenStop(std::chrono::milliseconds clean_exit_wait) {

@@ -19,6 +19,8 @@ namespace ringmaster::scheduler {
 namespace {
 
 constexpr const char* kRedacted = "<redacted>";
+// RankStatuses.statuses: a worker's batch; more is not a batch of one host's ranks.
+constexpr int kMaxRankStatuses = 1024;
 
 // The job as `who` may read it: env values of a command only for the job's own team.
 v1::Job JobFor(const Principal& who, const Job& job) {
@@ -391,6 +393,25 @@ grpc::Status WorkerServiceImpl::Connect(
           continue;
         }
         scheduler_->ReportRank(id, *report);
+      } else if (msg.has_rank_statuses()) {
+        const auto& list = msg.rank_statuses().statuses();
+        if (list.size() > kMaxRankStatuses) {
+          RM_LOG(kWarning) << "worker " << id << " sent " << list.size()
+                           << " rank statuses in one message (rank_statuses.statuses: at most "
+                           << kMaxRankStatuses << "); ignored";
+          continue;
+        }
+        std::vector<RankReport> reports;
+        reports.reserve(list.size());
+        for (const v1::RankStatus& status : list) {
+          auto report = FromProto(status);
+          if (!report.ok()) {
+            RM_LOG(kWarning) << "worker " << id << " sent a bad rank status: " << report.status();
+            continue;
+          }
+          reports.push_back(*std::move(report));
+        }
+        scheduler_->ReportRanks(id, reports);
       } else if (msg.has_check_result()) {
         const v1::CheckResult& c = msg.check_result();
         // A bad figure would become the shape's stored baseline and fail (or pass) every later

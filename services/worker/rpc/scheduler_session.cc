@@ -2,12 +2,18 @@
 
 #include <algorithm>
 #include <random>
+#include <vector>
 
 #include "common/log.h"
 #include "core/backoff.h"
 #include "rpc/convert.h"
 
 namespace ringmaster::worker {
+
+namespace {
+// Statuses in one RankStatuses message; the scheduler takes up to 1,024.
+constexpr size_t kMaxStatusesPerMessage = 256;
+}  // namespace
 
 SchedulerSession::SchedulerSession(std::string scheduler_addr,
                                    std::shared_ptr<grpc::ChannelCredentials> credentials,
@@ -103,7 +109,6 @@ bool SchedulerSession::RunOnce() {
   while (!done) {
     const auto now = std::chrono::steady_clock::now();
     v1::WorkerMessage msg;
-    RankStatus status;
     if (now - last_beat >= interval) {
       msg.mutable_heartbeat();
       last_beat = now;
@@ -111,11 +116,19 @@ bool SchedulerSession::RunOnce() {
       const auto wait = std::clamp(
           std::chrono::duration_cast<std::chrono::milliseconds>(interval - (now - last_beat)),
           std::chrono::milliseconds(1), std::chrono::milliseconds(100));
-      if (!agent_->NextStatus(&status, wait)) continue;
-      if (status.kind == RankStatus::Kind::kChecked && status.check) {
-        *msg.mutable_check_result() = ToProto(*status.check);
+      // Whatever is queued goes in one message: one per rank cost the scheduler most of a
+      // busy cluster's placement time.
+      std::vector<RankStatus> statuses = agent_->NextStatuses(kMaxStatusesPerMessage, wait);
+      if (statuses.empty()) continue;
+      const RankStatus& first = statuses.front();
+      if (first.kind == RankStatus::Kind::kChecked && first.check) {
+        *msg.mutable_check_result() = ToProto(*first.check);
+      } else if (statuses.size() == 1) {
+        *msg.mutable_rank_status() = ToProto(first);
       } else {
-        *msg.mutable_rank_status() = ToProto(status);
+        for (const RankStatus& s : statuses) {
+          *msg.mutable_rank_statuses()->add_statuses() = ToProto(s);
+        }
       }
     }
     // A status lost with a broken stream is not lost: the next registration lists its rank.
