@@ -918,19 +918,20 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         }
       }
       if (w.assign) {
+        // One plan for the gang: every worker must agree on it.
+        CheckPlan plan;
+        plan.run = ChecksJob(job.spec, options_.health_check);
+        plan.min_ratio = options_.check_min_ratio;
+        plan.transport = ExpectedTransportLocked(job.placement);
+        const CheckShape shape = ShapeOf(job.placement, plan.transport);
+        if (auto b = baselines_.find(shape.Key()); b != baselines_.end()) {
+          plan.baseline_gbps = b->second.busbw_gbps;
+        }
         std::set<std::string> sent;
         for (const auto& r : job.placement) {
           if (!sent.insert(r.worker_id).second) continue;
           auto link = links_.find(r.worker_id);
           if (link == links_.end()) continue;
-          CheckPlan plan;
-          plan.run = ChecksJob(job.spec, options_.health_check);
-          plan.min_ratio = options_.check_min_ratio;
-          plan.transport = ExpectedTransportLocked(job.placement);
-          const CheckShape shape = ShapeOf(job.placement, plan.transport);
-          if (auto b = baselines_.find(shape.Key()); b != baselines_.end()) {
-            plan.baseline_gbps = b->second.busbw_gbps;
-          }
           link->second->SendAssignmentWithCheck(job, plan);
         }
       }
