@@ -882,6 +882,13 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         woke = true;
         continue;
       }
+      if (w.job_write.kind == JobWrite::Kind::kCheckpoint) {
+        if (auto s = stored_.find(job.id); s != stored_.end()) {
+          s->second.last_checkpoint_step = job.last_checkpoint_step;
+          s->second.last_checkpoint_time_ms = job.last_checkpoint_time_ms;
+        }
+        continue;
+      }
       if (std::find(result.skipped.begin(), result.skipped.end(), job.id) !=
           result.skipped.end()) {
         RM_LOG(kError) << "job " << job.id << " had already ended in the store; write skipped";
@@ -1360,9 +1367,11 @@ void Scheduler::Heartbeat(const std::string& worker_id) {
   }
 }
 
-// A checkpoint is no state change: no event and no write, only the live job's fields (and
-// the view GetJob reads). It may come from an attempt already preempted (the checkpoint its
-// SIGTERM made), never from a later one than the job's.
+// A checkpoint is no state change: no event, only the job's checkpoint fields, stored in
+// decision order with the rest (so a restarted scheduler and GetJob of an ended job know it,
+// and a commit of an older copy of the job cannot hide it from the view). It may come from an
+// attempt already preempted (the checkpoint its SIGTERM made), never from a later one than the
+// job's.
 void Scheduler::RecordCheckpointLocked(const std::string& worker_id, const RankReport& report) {
   auto it = jobs_.find(report.job_id);
   if (it == jobs_.end() || report.attempt > it->second.attempt) return;
@@ -1375,11 +1384,10 @@ void Scheduler::RecordCheckpointLocked(const std::string& worker_id, const RankR
   job.last_checkpoint_time_ms = report.checkpoint_time_ms;
   RM_LOG(kInfo) << "job " << job.id << ": checkpoint at step " << report.checkpoint_step
                 << " (reported by " << worker_id << ", attempt " << report.attempt << ")";
-  std::lock_guard<std::mutex> view(view_mu_);
-  if (auto s = stored_.find(job.id); s != stored_.end()) {
-    s->second.last_checkpoint_step = job.last_checkpoint_step;
-    s->second.last_checkpoint_time_ms = job.last_checkpoint_time_ms;
-  }
+  Write write;
+  write.job_write.kind = JobWrite::Kind::kCheckpoint;
+  write.job_write.job = job;
+  Enqueue(std::move(write));
 }
 
 void Scheduler::ReportRank(const std::string& worker_id, const RankReport& report) {

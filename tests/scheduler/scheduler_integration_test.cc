@@ -380,6 +380,40 @@ TEST_F(SchedulerTest, RankStatusesInOneMessageAreHandledOneByOne) {
             v1::JOB_STATE_SUCCEEDED);
 }
 
+// Rank 0's checkpoint reports reach Postgres, so an ended job (read from the store) and a new
+// leader know the job's last checkpoint.
+TEST_F(SchedulerTest, ACheckpointIsStoredAndOutlivesTheJob) {
+  TestWorker& w = AddWorker(GpuWorker("w1", "127.0.0.2", 1, "t4"));
+  std::string id = SubmitOk(TrainerSpec("ckpt", 1, 1, "t4"));
+  auto a = w.WaitAssignment(id, 10s);
+  ASSERT_TRUE(a.ok()) << a.status();
+  StartRanks(w, *a);
+  WaitForState(scheduler_->jobs(), id, v1::JOB_STATE_RUNNING);
+  const int64_t at_ms = absl::ToUnixMillis(absl::Now());
+  v1::WorkerMessage msg;
+  v1::RankStatus* s = msg.mutable_rank_status();
+  s->set_job_id(id);
+  s->set_attempt(a->attempt());
+  s->set_rank(0);
+  s->set_kind(v1::RankStatus::KIND_CHECKPOINT);
+  s->set_checkpoint_step(40);
+  s->set_checkpoint_time_ms(at_ms);
+  w.Send(msg);
+  auto stored_step = [&] {
+    pqxx::connection conn(db_->url());
+    pqxx::work tx(conn);
+    return tx.exec_params1("SELECT last_checkpoint_step FROM jobs WHERE id = $1", id)[0]
+        .as<int64_t>();
+  };
+  EXPECT_TRUE(WaitFor([&] { return stored_step() == 40; }, 5s));
+  ExitRanks(w, *a, 0);
+  WaitForState(scheduler_->jobs(), id, v1::JOB_STATE_SUCCEEDED);
+  v1::Job job;
+  ASSERT_TRUE(Get(id, &job).ok());
+  EXPECT_EQ(job.last_checkpoint_step(), 40);
+  EXPECT_EQ(job.last_checkpoint_time_ms(), at_ms);
+}
+
 TEST_F(SchedulerTest, HigherPriorityJumpsTheQueue) {
   std::string low = SubmitOk(TrainerSpec("low", 1));
   v1::JobSpec urgent = TrainerSpec("urgent", 1);

@@ -894,6 +894,80 @@ TEST_P(JobStoreConformanceTest, SeveralUpdatesOfOneJobInABatchKeepEveryEventAndT
   EXPECT_EQ(got.placement, placed.placement);
 }
 
+namespace {
+JobWrite CheckpointWrite(Job job, int64_t step, int64_t time_ms) {
+  JobWrite w;
+  w.kind = JobWrite::Kind::kCheckpoint;
+  job.last_checkpoint_step = step;
+  job.last_checkpoint_time_ms = time_ms;
+  w.job = std::move(job);
+  return w;
+}
+}  // namespace
+
+TEST_P(JobStoreConformanceTest, ACheckpointIsKeptUnlessTheStoredOneIsNewerAndAddsNoEvent) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  Job running = Started(job);
+  WriteBatch batch;
+  batch.jobs.push_back(UpdateWrite(running, 2, "placed", true));
+  // Two in one batch: the newer wins whatever the order.
+  batch.jobs.push_back(CheckpointWrite(running, 200, kT0 + 20));
+  batch.jobs.push_back(CheckpointWrite(running, 100, kT0 + 10));
+  RM_ASSERT_OK(store().Commit(batch, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
+  EXPECT_EQ(got.last_checkpoint_step, 200);
+  EXPECT_EQ(got.last_checkpoint_time_ms, kT0 + 20);
+  EXPECT_EQ(got.state, JobState::kStarting);
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-1", 0));
+  EXPECT_THAT(events, SizeIs(2));
+
+  // An older one later (a preempted attempt's, late) changes nothing; a state change, whose
+  // copy of the job has no checkpoint, does not clear it.
+  WriteBatch later;
+  later.jobs.push_back(CheckpointWrite(running, 150, kT0 + 15));
+  Job failed = running;
+  failed.state = JobState::kFailed;
+  later.jobs.push_back(UpdateWrite(failed, 3, "rank 0 exited with code 1", false));
+  RM_ASSERT_OK(store().Commit(later, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(got, store().GetJob("j-1"));
+  EXPECT_EQ(got.state, JobState::kFailed);
+  EXPECT_EQ(got.last_checkpoint_step, 200);
+
+  // An ended job still takes a newer one (the checkpoint its SIGTERM made), and the active
+  // list carries checkpoints to a new leader.
+  WriteBatch after;
+  after.jobs.push_back(CheckpointWrite(failed, 300, kT0 + 30));
+  RM_ASSERT_OK(store().Commit(after, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(got, store().GetJob("j-1"));
+  EXPECT_EQ(got.last_checkpoint_step, 300);
+  EXPECT_EQ(got.last_checkpoint_time_ms, kT0 + 30);
+  Job other = MakeJob("j-2");
+  RM_ASSERT_OK(store().CreateJob(other, FirstEvent(other)));
+  WriteBatch live;
+  live.jobs.push_back(CheckpointWrite(other, 7, kT0 + 7));
+  RM_ASSERT_OK(store().Commit(live, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(auto active, store().ListActiveJobs());
+  ASSERT_THAT(active, SizeIs(1));
+  EXPECT_EQ(active[0].last_checkpoint_step, 7);
+}
+
+TEST_P(JobStoreConformanceTest, AMalformedCheckpointRefusesTheWholeBatch) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  for (auto [step, time_ms] : {std::pair<int64_t, int64_t>{-1, kT0}, {5, 0}}) {
+    WriteBatch batch;
+    batch.jobs.push_back(UpdateWrite(Started(job), 2, "placed", true));
+    batch.jobs.push_back(CheckpointWrite(job, step, time_ms));
+    EXPECT_THAT(store().Commit(batch, epoch), StatusIs(absl::StatusCode::kInvalidArgument));
+  }
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
+  EXPECT_EQ(got.state, JobState::kPending);
+  EXPECT_EQ(got.last_checkpoint_step, 0);
+}
+
 TEST_P(JobStoreConformanceTest, ACommitNamingAnUnknownJobOrARepeatedEventWritesNothing) {
   RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
   Job job = MakeJob("j-1");

@@ -141,6 +141,7 @@ absl::StatusOr<CommitResult> InMemoryJobStore::Commit(const WriteBatch& batch, i
       new_ids.insert(w.job.id);
       continue;
     }
+    if (w.kind == JobWrite::Kind::kCheckpoint) continue;  // a missing job's is dropped
     RM_RETURN_IF_ERROR(SortedPlacement(w.job.placement).status());
     auto it = jobs_.find(w.job.id);
     if (it == jobs_.end() && !new_ids.contains(w.job.id)) {
@@ -176,6 +177,15 @@ absl::StatusOr<CommitResult> InMemoryJobStore::Commit(const WriteBatch& batch, i
       if (!w.job.request_id.empty()) ids_by_request_.emplace(w.job.request_id, w.job.id);
       result.created.push_back(CreateJobResult{stored.job, false});
       jobs_.emplace(w.job.id, std::move(stored));
+      continue;
+    }
+    if (w.kind == JobWrite::Kind::kCheckpoint) {
+      auto it = jobs_.find(w.job.id);
+      if (it != jobs_.end() &&
+          w.job.last_checkpoint_time_ms >= it->second.job.last_checkpoint_time_ms) {
+        it->second.job.last_checkpoint_step = w.job.last_checkpoint_step;
+        it->second.job.last_checkpoint_time_ms = w.job.last_checkpoint_time_ms;
+      }
       continue;
     }
     StoredJob& stored = jobs_.at(w.job.id);

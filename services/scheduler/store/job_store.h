@@ -28,6 +28,9 @@ struct JobWrite {
   enum class Kind {
     kCreate,  // a new job (attempt 0, unplaced, created = updated) and its first event (seq 1)
     kUpdate,  // the job's mutable fields after a transition, and the transition's event
+    // Only the job's last checkpoint (Job::last_checkpoint_step and _time_ms), no event: kept
+    // unless the stored one is newer, also for a job that has ended.
+    kCheckpoint,
   };
   Kind kind = Kind::kUpdate;
   Job job;

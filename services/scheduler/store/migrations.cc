@@ -184,6 +184,11 @@ ALTER TABLE queues
   ADD COLUMN progress_timeout_seconds bigint CHECK (progress_timeout_seconds >= 0),
   ADD COLUMN idle_timeout_seconds bigint NOT NULL DEFAULT 0 CHECK (idle_timeout_seconds >= 0);
 )sql"},
+    {10, "jobs: the last checkpoint rank 0 reported (step, Unix ms); 0 when none", R"sql(
+ALTER TABLE jobs
+  ADD COLUMN last_checkpoint_step bigint NOT NULL DEFAULT 0 CHECK (last_checkpoint_step >= 0),
+  ADD COLUMN last_checkpoint_time_ms bigint NOT NULL DEFAULT 0;
+)sql"},
 };
 
 // Strictly increasing from 1. Parallel branches reserve version numbers, so a gap may exist

@@ -29,7 +29,8 @@ constexpr int kDefaultListLimit = 100;
 #define RM_JOB_COLUMNS                                                                    \
   "id, seq, coalesce(request_id, '') AS request_id, spec::text AS spec, state, attempt, " \
   "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "  \
-  "finished_at_ms, exit_code, message, preemptions, team"
+  "finished_at_ms, exit_code, message, preemptions, team, last_checkpoint_step, "        \
+  "last_checkpoint_time_ms"
 
 #define RM_QUEUE_SELECT                                                                     \
   "SELECT q.name, q.cohort, q.weight, q.within_queue, q.reclaim_within_cohort, "            \
@@ -112,6 +113,11 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "AS v(id, state, attempt, pending_reason, token, last_event_seq, updated_at_ms, "
      "started_at_ms, finished_at_ms, exit_code, message, preemptions) WHERE jobs.id = v.id"},
     {"delete_placements_of", "DELETE FROM placements WHERE job_id = ANY($1::text[])"},
+    // A newer checkpoint only: reports of a preempted attempt may arrive after later ones.
+    {"update_checkpoints",
+     "UPDATE jobs SET last_checkpoint_step = v.step, last_checkpoint_time_ms = v.time_ms "
+     "FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS v(id, step, time_ms) "
+     "WHERE jobs.id = v.id AND v.time_ms >= jobs.last_checkpoint_time_ms"},
     {"insert_placements",
      "INSERT INTO placements (job_id, rank, worker_id, worker_address, gpu_indices, worker_port) "
      "SELECT v.job_id, v.rank, v.worker_id, v.worker_address, "
@@ -277,6 +283,8 @@ absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
   job.message = row["message"].as<std::string>();
   job.preemptions = row["preemptions"].as<int32_t>();
   job.team = row["team"].as<std::string>();
+  job.last_checkpoint_step = row["last_checkpoint_step"].as<int64_t>();
+  job.last_checkpoint_time_ms = row["last_checkpoint_time_ms"].as<int64_t>();
   return job;
 }
 
@@ -782,6 +790,24 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
         tx.exec_prepared("insert_placements", ranks.Array(0), ranks.Array(1), ranks.Array(2),
                          ranks.Array(3), ranks.Array(4), ranks.Array(5));
       }
+    }
+    // One row per job (UPDATE ... FROM would apply one of several at random): its newest.
+    std::map<std::string, const Job*> checkpoints;
+    for (const JobWrite& w : batch.jobs) {
+      if (w.kind != JobWrite::Kind::kCheckpoint) continue;
+      auto [it, fresh] = checkpoints.try_emplace(w.job.id, &w.job);
+      if (!fresh && w.job.last_checkpoint_time_ms >= it->second->last_checkpoint_time_ms) {
+        it->second = &w.job;
+      }
+    }
+    if (!checkpoints.empty()) {
+      Columns rows(3);
+      for (const auto& [id, job] : checkpoints) {
+        rows.Add(0, id);
+        rows.Add(1, absl::StrCat(job->last_checkpoint_step));
+        rows.Add(2, absl::StrCat(job->last_checkpoint_time_ms));
+      }
+      tx.exec_prepared("update_checkpoints", rows.Array(0), rows.Array(1), rows.Array(2));
     }
     if (!events.empty()) {
       tx.exec_prepared("insert_events", events.Array(0), events.Array(1), events.Array(2),

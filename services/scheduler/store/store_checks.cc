@@ -30,6 +30,12 @@ absl::Status CheckBatch(const WriteBatch& batch, int64_t epoch) {
       return absl::InvalidArgumentError(absl::StrCat(
           "new job ", w.job.id, " must be unplaced, at attempt 0, with only its first event"));
     }
+    if (w.kind == JobWrite::Kind::kCheckpoint &&
+        (w.job.last_checkpoint_step < 0 || w.job.last_checkpoint_time_ms <= 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint of job ", w.job.id, " must have a step >= 0 and a time > 0, got step ",
+          w.job.last_checkpoint_step, " at ", w.job.last_checkpoint_time_ms));
+    }
     if (w.usage && (w.kind != JobWrite::Kind::kUpdate || w.usage->queue.empty() ||
                     w.usage->resource.empty() || w.usage->used_ms < 0)) {
       return absl::InvalidArgumentError(absl::StrCat(
