@@ -103,7 +103,7 @@ TEST(CheckEventTest, SaysResultBandwidthBaselineAndShape) {
             "0.42 s");
   CheckOutcome failed{"j-1", 0, true, false, 0.1, 1.1, "cpu", "w4", "w4 was late", false};
   EXPECT_EQ(CheckEventText(failed, ShapeOf(Ranks({"a", "b"}), "cpu"), 0),
-            "pre-run check failed: busbw 0.100 GB/s (no baseline yet, shape 2x1/cpu) in 1.10 s: "
+            "pre-run check failed: busbw 0.100 GB/s (no baseline yet, shape 2x1/cpu) in 1.100 s: "
             "w4 was late");
   CheckOutcome in_session{"j-1", 0, true, true, 1.5, 0.04, "cpu", "", "", true};
   EXPECT_EQ(CheckEventText(in_session, ShapeOf(Ranks({"a", "b"}), "cpu"), 1.6),

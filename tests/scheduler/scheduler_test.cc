@@ -371,7 +371,7 @@ TEST_F(SchedulerTest, AnInSessionCheckThatNamesAWorkerReplacesARunningJob) {
   std::string text;
   for (const JobEvent& e : events) absl::StrAppend(&text, e.reason, "\n");
   EXPECT_THAT(text, HasSubstr("pre-run check failed: busbw 0.010 GB/s (no baseline yet, shape "
-                              "2x2/cpu) in 0.05 s inside the job's MPI_Init: w2 was last"));
+                              "2x2/cpu) in 0.050 s inside the job's MPI_Init: w2 was last"));
   EXPECT_THAT(text, HasSubstr("re-placing without unhealthy worker w2"));
   bool unhealthy = false;
   for (const WorkerView& v : scheduler_->ListWorkers()) {

@@ -60,7 +60,7 @@ std::string CheckEventText(const CheckOutcome& outcome, const CheckShape& shape,
   const std::string baseline =
       baseline_gbps > 0 ? absl::StrFormat("baseline %.3f GB/s", baseline_gbps) : "no baseline yet";
   std::string text =
-      absl::StrFormat("pre-run check %s: busbw %.3f GB/s (%s, shape %s) in %.2f s",
+      absl::StrFormat("pre-run check %s: busbw %.3f GB/s (%s, shape %s) in %.3f s",
                       outcome.passed ? "passed" : (outcome.completed ? "failed" : "could not run"),
                       outcome.busbw_gbps, baseline, shape.Key(), outcome.seconds);
   if (outcome.in_session) absl::StrAppend(&text, " inside the job's MPI_Init");

@@ -356,17 +356,24 @@ RM_EXPORT int MPI_Testsome(int n, MPI_Request q[], int* out, int idx[], MPI_Stat
 }
 
 /* ---- The pre-run check inside MPI_Init ---------------------------------------------------
- * Mirrors ringmaster-check (trainer/check_main.cc), whose result format it writes: 3 warm-up
- * and 20 timed in-place allreduces of 1 MiB of floats, each rank timing its wait inside them
- * (RINGMASTER_CHECK_DELAY_MS, from a worker started with --check-delay-ms, sleeps before each:
- * a slow host on purpose), then one allreduce whose sum every rank checks; rank 0 gathers the
- * waits with each rank's worker id and writes the result by a rename. elapsed_seconds is the
- * whole check, which is what it adds to the program's MPI_Init. Only PMPI_ calls: none of it
- * is counted as the program's collectives. */
+ * Mirrors ringmaster-check (trainer/check_main.cc), whose result format it writes: in-place
+ * allreduces of 1 MiB of floats, 2 to warm up (the first also connects the ranks), then as
+ * many timed ones as fit in RM_CHECK_BUDGET_S by the warm-up's pace (rank 0 decides, 3 to 20,
+ * and broadcasts it), each rank timing its wait inside them (RINGMASTER_CHECK_DELAY_MS, from a
+ * worker started with --check-delay-ms, sleeps before each: a slow host on purpose). The last
+ * timed allreduce starts from the pattern again and every rank checks its sum. Rank 0 gathers
+ * the waits with each rank's worker id and writes the result by a rename. elapsed_seconds is
+ * the whole check, which is what it adds to the program's MPI_Init: the budget keeps it a
+ * small share of a start on a slow network (20 allreduces took 50 ms over loopback TCP on 2
+ * cores), and a fast one still gets 20. The allreduces are the same 1 MiB as a separate
+ * check's, so their busbw compares with the same baselines. Only PMPI_ calls: none of it is
+ * counted as the program's collectives. */
 
 #define RM_CHECK_BYTES (1 << 20)
-#define RM_CHECK_ITERS 20
-#define RM_CHECK_WARMUP 3
+#define RM_CHECK_MIN_ITERS 3
+#define RM_CHECK_MAX_ITERS 20
+#define RM_CHECK_BUDGET_S 0.010
+#define RM_CHECK_WARMUP 2
 #define RM_WORKER_ID_BYTES 64
 
 static double Seconds(void) {
@@ -415,13 +422,27 @@ static void PreCheck(void) {
   }
   for (size_t i = 0; i < count; ++i) buffer[i] = Pattern(rank, i);
   int rc = MPI_SUCCESS;
+  double warm = 0;
   for (int i = 0; i < RM_CHECK_WARMUP && rc == MPI_SUCCESS; ++i) {
+    const double t = Seconds();
     rc = PMPI_Allreduce(MPI_IN_PLACE, buffer, (int)count, MPI_FLOAT, MPI_SUM, comm);
+    warm = Seconds() - t;
   }
-  if (rc == MPI_SUCCESS) rc = PMPI_Barrier(comm);
+  /* The number of timed allreduces: rank 0's, by the last warm-up's pace. */
+  int iters = RM_CHECK_MAX_ITERS;
+  if (warm > 0 && RM_CHECK_BUDGET_S / warm < RM_CHECK_MAX_ITERS) {
+    iters = (int)(RM_CHECK_BUDGET_S / warm);
+    if (iters < RM_CHECK_MIN_ITERS) iters = RM_CHECK_MIN_ITERS;
+  }
+  if (rc == MPI_SUCCESS) rc = PMPI_Bcast(&iters, 1, MPI_INT, 0, comm);
   double wait = 0;
-  const double timed = Seconds();
-  for (int i = 0; i < RM_CHECK_ITERS && rc == MPI_SUCCESS; ++i) {
+  double timed_seconds = 0;
+  for (int i = 0; i < iters && rc == MPI_SUCCESS; ++i) {
+    /* The last one sums the pattern, for the check of its result below. */
+    if (i == iters - 1) {
+      for (size_t k = 0; k < count; ++k) buffer[k] = Pattern(rank, k);
+    }
+    const double begun = Seconds(); /* the delay counts: a slow host slows the ring */
     if (delay_ms > 0) {
       struct timespec pause = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
       while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
@@ -429,14 +450,13 @@ static void PreCheck(void) {
     }
     const double entered = Seconds();
     rc = PMPI_Allreduce(MPI_IN_PLACE, buffer, (int)count, MPI_FLOAT, MPI_SUM, comm);
-    wait += Seconds() - entered;
+    const double done = Seconds();
+    wait += done - entered;
+    timed_seconds += done - begun;
   }
-  const double timed_seconds = Seconds() - timed;
-  /* Correctness: one allreduce of the pattern, checked by every rank. */
+  /* Correctness: the last allreduce's sum, checked by every rank. */
   int wrong = 0;
   if (rc == MPI_SUCCESS) {
-    for (size_t i = 0; i < count; ++i) buffer[i] = Pattern(rank, i);
-    rc = PMPI_Allreduce(MPI_IN_PLACE, buffer, (int)count, MPI_FLOAT, MPI_SUM, comm);
     float base = 0;
     for (int r = 0; r < size; ++r) base += (float)(r % 8);
     for (size_t i = 0; i < count && rc == MPI_SUCCESS; ++i) {
@@ -468,7 +488,7 @@ static void PreCheck(void) {
   if (rank == 0) {
     long long total_wrong = 0;
     for (int r = 0; r < size; ++r) total_wrong += wrongs[r];
-    const double algbw = (double)RM_CHECK_BYTES * RM_CHECK_ITERS /
+    const double algbw = (double)RM_CHECK_BYTES * iters /
                          (timed_seconds > 1e-9 ? timed_seconds : 1e-9) / 1e9;
     const double busbw = size > 1 ? algbw * 2.0 * (size - 1) / size : 0;
     char temp[4096];
