@@ -100,7 +100,7 @@ TEST(CheckEventTest, SaysResultBandwidthBaselineAndShape) {
   CheckOutcome passed{"j-1", 0, true, true, 1.5, 0.42, "cpu", "", "", false};
   EXPECT_EQ(CheckEventText(passed, ShapeOf(Ranks({"a", "b"}), "cpu"), 1.6),
             "pre-run check passed: busbw 1.500 GB/s (baseline 1.600 GB/s, shape 2x1/cpu) in "
-            "0.42 s");
+            "0.420 s");
   CheckOutcome failed{"j-1", 0, true, false, 0.1, 1.1, "cpu", "w4", "w4 was late", false};
   EXPECT_EQ(CheckEventText(failed, ShapeOf(Ranks({"a", "b"}), "cpu"), 0),
             "pre-run check failed: busbw 0.100 GB/s (no baseline yet, shape 2x1/cpu) in 1.100 s: "
@@ -108,7 +108,7 @@ TEST(CheckEventTest, SaysResultBandwidthBaselineAndShape) {
   CheckOutcome in_session{"j-1", 0, true, true, 1.5, 0.04, "cpu", "", "", true};
   EXPECT_EQ(CheckEventText(in_session, ShapeOf(Ranks({"a", "b"}), "cpu"), 1.6),
             "pre-run check passed: busbw 1.500 GB/s (baseline 1.600 GB/s, shape 2x1/cpu) in "
-            "0.04 s inside the job's MPI_Init");
+            "0.040 s inside the job's MPI_Init");
   CheckOutcome error{"j-1", 0, false, false, 0, 10, "cpu", "", "timed out", false};
   EXPECT_THAT(CheckEventText(error, ShapeOf(Ranks({"a"}), "cpu"), 0), HasSubstr("could not run"));
 }
