@@ -79,7 +79,7 @@ namespace {
 
 constexpr std::array<absl::string_view, 4> kTrainerKeys = {"model", "batch_size", "steps",
                                                            "checkpoint_every"};
-constexpr std::array<absl::string_view, 2> kCommandKeys = {"argv", "env"};
+constexpr std::array<absl::string_view, 3> kCommandKeys = {"argv", "env", "check_in_mpi_init"};
 
 // Past this many documents a YAML text is only "more than" that many.
 constexpr int kMaxDocumentsCounted = 2;
@@ -206,6 +206,13 @@ class SpecReader {
         }
       } else if (key == "env") {
         RM_RETURN_IF_ERROR(StringMap(entry.second, "command.env", command->mutable_env()));
+      } else if (key == "check_in_mpi_init") {
+        const std::string text = entry.second.IsScalar() ? entry.second.Scalar() : "";
+        if (text != "true" && text != "false") {
+          return Error("command.check_in_mpi_init",
+                       absl::StrCat("expected true or false, got ", Describe(entry.second)));
+        }
+        command->set_check_in_mpi_init(text == "true");
       }
     }
     return absl::OkStatus();

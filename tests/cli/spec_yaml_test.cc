@@ -73,6 +73,7 @@ replicas: 2
 command:
   argv: [python3, train.py, --lr, "0.1"]
   env: {OMP_NUM_THREADS: 4, MODE: fast}
+  check_in_mpi_init: true
 )",
                                                       "job.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -80,6 +81,7 @@ command:
   EXPECT_THAT(spec->command().argv(), ::testing::ElementsAre("python3", "train.py", "--lr", "0.1"));
   EXPECT_EQ(spec->command().env().at("OMP_NUM_THREADS"), "4");
   EXPECT_EQ(spec->command().env().at("MODE"), "fast");
+  EXPECT_TRUE(spec->command().check_in_mpi_init());
 }
 
 TEST(SpecYamlTest, AcceptsEveryRestartPolicySpelling) {
@@ -150,7 +152,7 @@ TEST(SpecYamlTest, UnknownKeysNameTheirPath) {
             "job.yaml: trainer.epochs: unknown key (expected one of: model, batch_size, steps, "
             "checkpoint_every)");
   EXPECT_EQ(ErrorOf("command: {argv: [a], cwd: /tmp}\n"),
-            "job.yaml: command.cwd: unknown key (expected one of: argv, env)");
+            "job.yaml: command.cwd: unknown key (expected one of: argv, env, check_in_mpi_init)");
 }
 
 TEST(SpecYamlTest, WrongShapesNameTheirPath) {
@@ -166,6 +168,8 @@ TEST(SpecYamlTest, WrongShapesNameTheirPath) {
             "job.yaml: command.argv[1]: expected a string, got a list");
   EXPECT_EQ(ErrorOf("command: {argv: [a], env: {K: [v]}}\n"),
             "job.yaml: command.env.K: expected a string, got a list");
+  EXPECT_EQ(ErrorOf("command: {argv: [a], check_in_mpi_init: yes}\n"),
+            "job.yaml: command.check_in_mpi_init: expected true or false, got \"yes\"");
 }
 
 TEST(SpecYamlTest, BadRestartPolicyIsNamed) {

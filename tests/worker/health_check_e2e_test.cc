@@ -190,6 +190,53 @@ TEST(HealthCheckE2eTest, TheTrainerIsCheckedInsideItsOwnMpiInit) {
                                                "MPI_Init"));
 }
 
+// A plain MPI program (no Ringmaster code) whose spec says it calls MPI_Init is checked inside
+// it as the trainer is: the slow worker is found and the job re-placed without it, with no
+// mpirun of ringmaster-check.
+TEST(HealthCheckE2eTest, AnMpiCommandThatSaysSoIsCheckedInsideItsMpiInit) {
+#ifndef RINGMASTER_STALLED_ALLREDUCE
+  GTEST_SKIP() << "built without the MPI test program";
+#else
+  auto started = Cluster::Start("", {"--health-check", "true", "--check-min-ratio", "0.5"});
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<Cluster> cluster = std::move(*started);
+  const std::string suffix = absl::StrCat("-", getpid());
+  const std::string healthy = "hm2" + suffix, slow = "hm4" + suffix, spare = "hm3" + suffix;
+  ASSERT_TRUE(cluster->AddWorker(Config(healthy, "127.0.0.2")).ok());
+  ASSERT_TRUE(cluster->AddWorker(Config(slow, "127.0.0.4", 40)).ok());
+  ASSERT_TRUE(cluster->WaitWorkersReady(2).ok()) << cluster->Logs();
+
+  v1::JobSpec spec;
+  spec.set_name("hc-mpi-command");
+  spec.set_replicas(2);
+  spec.set_restart_policy(v1::RESTART_POLICY_NEVER);
+  v1::CommandWorkload* command = spec.mutable_command();
+  command->add_argv(RINGMASTER_STALLED_ALLREDUCE);
+  (*command->mutable_env())["STALL_RANK"] = "-1";
+  // Still running when the verdict comes.
+  (*command->mutable_env())["HOLD_MS"] = "3000";
+  command->set_check_in_mpi_init(true);
+  auto id = cluster->Submit(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(
+      WaitFor([&] { return !WorkerInfoOf(*cluster, slow).unhealthy_reason().empty(); }, 30s))
+      << cluster->Logs();
+  ASSERT_TRUE(cluster->AddWorker(Config(spare, "127.0.0.3")).ok());
+  v1::Job done = cluster->WaitState(*id, v1::JOB_STATE_SUCCEEDED, 60s);
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.message() << "\n" << cluster->Logs();
+  EXPECT_EQ(done.attempt(), 1);
+  for (const auto& r : done.placement()) EXPECT_NE(r.worker_id(), slow);
+  const std::string events = EventText(cluster->Events(*id));
+  std::cerr << "events of " << *id << ":\n" << events;
+  EXPECT_THAT(events, ::testing::ContainsRegex("0 pre-run check failed: busbw [0-9.]+ GB/s "
+                                               "\\([^)]*\\) in [0-9.]+ s inside the job's "
+                                               "MPI_Init"));
+  EXPECT_THAT(events, ::testing::ContainsRegex("1 pre-run check passed: busbw [0-9.]+ GB/s "
+                                               "\\([^)]*\\) in [0-9.]+ s inside the job's "
+                                               "MPI_Init"));
+#endif
+}
+
 TEST(HealthCheckE2eTest, AJobThatOptsOutRunsWithoutACheck) {
   auto started = Cluster::Start("", {"--health-check", "true"});
   ASSERT_TRUE(started.ok()) << started.status();

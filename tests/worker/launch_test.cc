@@ -199,6 +199,12 @@ TEST(LaunchTest, OnlyACheckedTrainerIsCheckedInsideItsMpiInitAndEveryRankIsTold)
   a.run_check = true;
   EXPECT_FALSE(ChecksInSession(a)) << "a command might never call MPI_Init";
   EXPECT_EQ(RankEnvironment(a, 0, host).count(kPrecheckResultEnv), 0u);
+  a.command->check_in_mpi_init = true;
+  EXPECT_TRUE(ChecksInSession(a)) << "its spec says it calls MPI_Init";
+  EXPECT_EQ(RankEnvironment(a, 1, host)[kPrecheckResultEnv], "/logs/j-1/2/check.result");
+  a.check_on_gpus = true;
+  EXPECT_FALSE(ChecksInSession(a));
+  a.check_on_gpus = false;
   a.command.reset();
   a.trainer = TrainerWorkload{};
   EXPECT_TRUE(ChecksInSession(a));

@@ -131,6 +131,12 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
       PkgConfig::PQXX)
   add_dependencies(health_check_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank ringmaster-check)
+  if(TARGET stalled_allreduce)
+    # A plain MPI program whose spec says it calls MPI_Init is checked there too.
+    target_compile_definitions(health_check_e2e_test PRIVATE
+      RINGMASTER_STALLED_ALLREDUCE="$<TARGET_FILE:stalled_allreduce>")
+    add_dependencies(health_check_e2e_test ringmaster_pmpi stalled_allreduce)
+  endif()
 endif()
 
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)

@@ -25,6 +25,7 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
     CommandWorkload command;
     command.argv.assign(spec.command().argv().begin(), spec.command().argv().end());
     command.env.insert(spec.command().env().begin(), spec.command().env().end());
+    command.check_in_mpi_init = spec.command().check_in_mpi_init();
     out.command = std::move(command);
   }
   switch (spec.restart_policy()) {
@@ -69,6 +70,7 @@ v1::JobSpec ToProto(const JobSpec& spec) {
     auto* c = out.mutable_command();
     for (const auto& arg : spec.command->argv) c->add_argv(arg);
     c->mutable_env()->insert(spec.command->env.begin(), spec.command->env.end());
+    c->set_check_in_mpi_init(spec.command->check_in_mpi_init);
   }
   out.set_restart_policy(spec.restart_policy == RestartPolicy::kOnFailure
                              ? v1::RESTART_POLICY_ON_FAILURE

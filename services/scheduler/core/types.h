@@ -29,6 +29,7 @@ struct TrainerWorkload {
 struct CommandWorkload {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
+  bool check_in_mpi_init = false;  // v1::CommandWorkload.check_in_mpi_init
   bool operator==(const CommandWorkload&) const = default;
 };
 

@@ -199,7 +199,9 @@ std::map<std::string, std::string> LauncherEnvironment(const Assignment& assignm
 }
 
 bool ChecksInSession(const Assignment& assignment) {
-  return assignment.run_check && assignment.trainer.has_value() && !assignment.check_on_gpus;
+  const bool calls_mpi_init = assignment.trainer.has_value() ||
+                              (assignment.command && assignment.command->check_in_mpi_init);
+  return assignment.run_check && calls_mpi_init && !assignment.check_on_gpus;
 }
 
 std::map<std::string, std::string> RankEnvironment(const Assignment& assignment, int32_t rank,

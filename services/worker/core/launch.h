@@ -104,7 +104,8 @@ struct RankHost {
 
 // Whether the attempt's pre-run check runs inside the job's own MPI_Init (the rank wrapper's
 // preloaded library) instead of as an mpirun of ringmaster-check before the job's: for the
-// built-in trainer, which is known to call MPI_Init. Any other program might never call it.
+// built-in trainer, which is known to call MPI_Init, and a command whose spec says it does
+// (check_in_mpi_init). Any other program might never call it.
 // Not on real GPUs: the in-session check is MPI on the host, and a GPU ring is checked with
 // NCCL on its GPUs by ringmaster-check.
 bool ChecksInSession(const Assignment& assignment);

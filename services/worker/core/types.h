@@ -34,6 +34,8 @@ struct TrainerWorkload {
 struct CommandWorkload {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
+  // The program calls MPI_Init: its pre-run check runs there (ChecksInSession).
+  bool check_in_mpi_init = false;
 };
 
 // One job attempt as the scheduler assigned it: every rank of the gang, on every worker.

@@ -20,6 +20,7 @@ Assignment FromProto(const v1::Assignment& proto) {
     CommandWorkload command;
     command.argv.assign(spec.command().argv().begin(), spec.command().argv().end());
     for (const auto& [k, v] : spec.command().env()) command.env[k] = v;
+    command.check_in_mpi_init = spec.command().check_in_mpi_init();
     a.command = std::move(command);
   }
   for (const v1::RankPlacement& r : proto.placement()) {

@@ -1,6 +1,8 @@
 /* A plain MPI program for hang detection tests: every rank joins one MPI_Allreduce, then the
- * rank named by STALL_RANK (default 1) sleeps instead of joining the second one while the
- * others block in it. No Ringmaster code: the counts come from the preloaded PMPI library. */
+ * rank named by STALL_RANK (default 1; -1: none) sleeps instead of joining the second one while
+ * the others block in it. HOLD_MS (default 0): every rank first sleeps that long after
+ * MPI_Init, so that the job is still running when a verdict on it comes (the pre-run check
+ * inside MPI_Init). No Ringmaster code: the counts come from the preloaded PMPI library. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const char* stall = getenv("STALL_RANK");
   const int stall_rank = stall != NULL ? atoi(stall) : 1;
+  const char* hold = getenv("HOLD_MS");
+  if (hold != NULL && atoi(hold) > 0) usleep((useconds_t)atoi(hold) * 1000);
   int value = 1, sum = 0;
   MPI_Allreduce(&value, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   printf("rank %d: first allreduce done (sum %d)\n", rank, sum);
