@@ -36,7 +36,7 @@ _TOP_KEYS = (
     "command",
 )
 _TRAINER_KEYS = ("model", "batch_size", "steps", "checkpoint_every")
-_COMMAND_KEYS = ("argv", "env")
+_COMMAND_KEYS = ("argv", "env", "check_in_mpi_init")
 _STRING_FIELDS = ("name", "queue", "gpu_type")
 _INT_FIELDS = ("priority", "replicas", "gpus_per_replica", "backoff_limit", "max_runtime_seconds")
 
@@ -154,6 +154,11 @@ class _Walker:
                 for k, v in self.mapping(value, key, _COMMAND_KEYS).items():
                     if k == "argv":
                         command.argv.extend(self.argv(v, "command.argv"))
+                    elif k == "check_in_mpi_init":
+                        if not isinstance(v, bool):
+                            raise self.error("command.check_in_mpi_init",
+                                             f"expected true or false, got {_describe(v)}")
+                        command.check_in_mpi_init = v
                     else:
                         command.env.update(self.string_map(v, "command.env"))
         return spec
@@ -307,5 +312,7 @@ def spec_to_dict(spec: job_pb2.JobSpec) -> Dict[str, Any]:
         command: Dict[str, Any] = {"argv": list(spec.command.argv)}
         if spec.command.env:
             command["env"] = dict(spec.command.env)
+        if spec.command.check_in_mpi_init:
+            command["check_in_mpi_init"] = True
         out["command"] = command
     return out

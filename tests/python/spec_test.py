@@ -36,6 +36,17 @@ class SpecTest(unittest.TestCase):
         with self.assertRaisesRegex(errors.InvalidSpec, "health_check: expected true or false"):
             spec_from_dict({"name": "x", "health_check": "no"})
 
+    def test_check_in_mpi_init_round_trips_and_must_be_a_bool(self):
+        spec = spec_from_dict({"name": "x", "command": {"argv": ["./mpi-app"],
+                                                        "check_in_mpi_init": True}})
+        self.assertTrue(spec.command.check_in_mpi_init)
+        self.assertEqual(spec_to_dict(spec)["command"]["check_in_mpi_init"], True)
+        self.assertNotIn("check_in_mpi_init",
+                         spec_to_dict(spec_from_dict({"command": {"argv": ["x"]}}))["command"])
+        with self.assertRaisesRegex(errors.InvalidSpec,
+                                    "command.check_in_mpi_init: expected true or false"):
+            spec_from_dict({"command": {"argv": ["x"], "check_in_mpi_init": "yes"}})
+
     def test_progress_timeout_is_optional_and_round_trips(self):
         spec = spec_from_dict({"name": "x", "progress_timeout_seconds": 0,
                                "command": {"argv": ["true"]}})
