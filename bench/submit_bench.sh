@@ -6,7 +6,7 @@
 # scheduler on loopback, runs bench/submit_bench, and stops everything. Prints the
 # TLS/plaintext throughput ratio (target: at least 0.9), and tokens/plaintext, which tells the
 # token checks' and audit trail's share of the cost from TLS's.
-# Usage: [ROUNDS=3] bench/submit_bench.sh [CLIENTS] [JOBS]
+# Usage: [ROUNDS=3] [SCHEDULER_FLAGS="--submit-writers 6"] bench/submit_bench.sh [CLIENTS] [JOBS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RINGMASTER_BUILD_DIR:-$root/build}
@@ -40,7 +40,7 @@ for round in $(seq "$rounds"); do
   for transport in "${order[@]}"; do
     STACK_TLS=$([ $transport = tls ] && echo 1 || echo 0) \
       STACK_AUTH=$([ $transport = tokens ] && echo 1 || echo 0) \
-      stack_start --postgres-pool "$clients" --log-level warning
+      stack_start --postgres-pool "$clients" --log-level warning ${SCHEDULER_FLAGS:-}
     extra=(--submit-only)
     [ "$round" = 1 ] && [ $transport = plaintext ] && extra=()
     out=$("$build/bench/submit_bench" "127.0.0.1:$grpc_port" "$url" "$clients" "$jobs" "${extra[@]}") ||

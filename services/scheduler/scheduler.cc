@@ -740,8 +740,8 @@ void Scheduler::Enqueue(Write write) {
 
 // The writers. One stores every change of existing jobs and workers, in decision order (a
 // release must be stored before the placement that reuses its GPUs). New jobs depend on nothing
-// and nothing depends on them until they are stored, so several more writers store them in
-// parallel: a submit then waits for one commit's latency, not for the queue of them.
+// and nothing depends on them until they are stored, so their own writers (--submit-writers)
+// store them apart from that order, each batch whatever queued during its last commit.
 //  1. take what the outbox (or, for the create writers, the create queue) holds, up to
 //     max_batch writes;
 //  2. store it as one transaction under this leader's epoch; while Postgres is away or hung,

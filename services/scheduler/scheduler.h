@@ -158,7 +158,10 @@ struct SchedulerOptions {
   int64_t retry_min_ms = 50;
   int64_t retry_max_ms = 2'000;
   size_t max_batch = 1'000;  // writes per transaction
-  int submit_writers = 3;    // writers that store new jobs in parallel (each holds a connection)
+  // Writers that store new jobs in parallel (each holds a connection). One by default: its
+  // batches grow with the load, and on a 2-core machine three made 2.4 times the transactions
+  // for fewer submits (bench/submit_bench.sh, docs/scheduler.md).
+  int submit_writers = 1;
   // Called once, from a writer thread, when a newer leader fenced this one off.
   std::function<void(const absl::Status&)> on_fenced;
   int64_t heartbeat_interval_ms = 2'000;
