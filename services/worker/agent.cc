@@ -367,14 +367,6 @@ std::vector<HeldRank> Agent::TakeRegistration() {
   return held;
 }
 
-bool Agent::NextStatus(RankStatus* status, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!outbox_cv_.wait_for(lock, timeout, [&] { return !outbox_.empty(); })) return false;
-  *status = std::move(outbox_.front());
-  outbox_.pop_front();
-  return true;
-}
-
 std::vector<RankStatus> Agent::NextStatuses(size_t max, std::chrono::milliseconds timeout) {
   std::vector<RankStatus> out;
   std::unique_lock<std::mutex> lock(mu_);

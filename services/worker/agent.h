@@ -201,11 +201,9 @@ class Agent {
               std::chrono::milliseconds grace = std::chrono::milliseconds(0));
   // Every held rank, for RegisterWorker; drops unsent statuses, which the list carries.
   std::vector<HeldRank> TakeRegistration();
-  // The next status to send to the scheduler; false when none came within `timeout`.
-  bool NextStatus(RankStatus* status, std::chrono::milliseconds timeout);
-  // The statuses queued now, in order, up to `max` (at least one: waits up to `timeout` for
-  // it): what one message carries. A check result travels alone, so the list ends before it
-  // and holds only it when it comes first.
+  // The statuses to send to the scheduler: those queued now, in order, up to `max` (waits up
+  // to `timeout` for the first; none when none came): what one message carries. A check
+  // result travels alone, so the list ends before it and holds only it when it comes first.
   std::vector<RankStatus> NextStatuses(size_t max, std::chrono::milliseconds timeout);
   void SetSchedulerConnected(bool connected);
 
