@@ -158,10 +158,10 @@ struct SchedulerOptions {
   int64_t retry_min_ms = 50;
   int64_t retry_max_ms = 2'000;
   size_t max_batch = 1'000;  // writes per transaction
-  // Writers that store new jobs in parallel (each holds a connection). One by default: its
-  // batches grow with the load, and on a 2-core machine three made 2.4 times the transactions
-  // for fewer submits (bench/submit_bench.sh, docs/scheduler.md).
-  int submit_writers = 1;
+  // Writers that store new jobs in parallel (each holds a connection). One stores more submits
+  // on 2 cores, but after an outage it sits in its retry backoff while new submits queue
+  // behind it; three keep one free (docs/scheduler.md, Speed).
+  int submit_writers = 3;
   // Called once, from a writer thread, when a newer leader fenced this one off.
   std::function<void(const absl::Status&)> on_fenced;
   int64_t heartbeat_interval_ms = 2'000;
