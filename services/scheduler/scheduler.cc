@@ -246,7 +246,10 @@ absl::Status Scheduler::Start() {
     writers_.emplace_back([this] { WriterLoop(true); });
   }
   mirror_ = std::thread([this] { MirrorLoop(); });
-  if (options_.background_passes) loop_ = std::thread([this] { Loop(); });
+  if (options_.background_passes) {
+    aside_ = std::thread([this] { AsideLoop(); });
+    loop_ = std::thread([this] { Loop(); });
+  }
   return absl::OkStatus();
 }
 
@@ -270,6 +273,54 @@ void Scheduler::Stop() {
   }
   mirror_cv_.notify_all();
   if (mirror_.joinable()) mirror_.join();
+  {
+    std::lock_guard<std::mutex> lock(aside_mu_);
+    aside_stopping_ = true;
+  }
+  aside_cv_.notify_all();
+  if (aside_.joinable()) aside_.join();
+}
+
+void Scheduler::BeatAside(const std::string& worker_id) {
+  if (!options_.background_passes) {
+    if (auto s = liveness_->Beat(worker_id, options_.heartbeat_timeout_ms); !s.ok()) {
+      RM_LOG(kWarning) << "heartbeat of " << worker_id << " not recorded: " << s;
+    }
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(aside_mu_);
+    beats_due_.insert(worker_id);
+  }
+  aside_cv_.notify_one();
+}
+
+void Scheduler::AsideLoop() {
+  while (true) {
+    std::set<std::string> beats;
+    std::deque<CheckBaseline> baselines;
+    {
+      std::unique_lock<std::mutex> lock(aside_mu_);
+      aside_cv_.wait(lock, [this] {
+        return !beats_due_.empty() || !baselines_due_.empty() || aside_stopping_;
+      });
+      if (aside_stopping_) return;
+      beats.swap(beats_due_);
+      baselines.swap(baselines_due_);
+    }
+    // A beat that fails is not retried: the next heartbeat brings another, and a pass re-beats
+    // a worker whose key vanished while its heartbeats kept coming (SweepWorkersLocked).
+    for (const std::string& id : beats) {
+      if (auto s = liveness_->Beat(id, options_.heartbeat_timeout_ms); !s.ok()) {
+        RM_LOG(kWarning) << "heartbeat of " << id << " not recorded: " << s;
+      }
+    }
+    for (const CheckBaseline& b : baselines) {
+      if (auto s = store_->PutCheckBaseline(b); !s.ok()) {
+        RM_LOG(kWarning) << "baseline of shape " << b.shape << " not stored: " << s;
+      }
+    }
+  }
 }
 
 void Scheduler::Wake() {
@@ -1348,9 +1399,7 @@ absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<H
       }
     }
   }
-  if (auto s = liveness_->Beat(worker.id, options_.heartbeat_timeout_ms); !s.ok()) {
-    RM_LOG(kWarning) << "liveness of " << worker.id << ": " << s;
-  }
+  BeatAside(worker.id);
   Wake();
   return absl::OkStatus();
 }
@@ -1362,9 +1411,7 @@ void Scheduler::Heartbeat(const std::string& worker_id) {
     if (it == workers_.end() || it->second.state != WorkerState::kReady) return;
     it->second.last_heartbeat_ms = clock_->NowMs();
   }
-  if (auto s = liveness_->Beat(worker_id, options_.heartbeat_timeout_ms); !s.ok()) {
-    RM_LOG(kWarning) << "heartbeat of " << worker_id << " not recorded: " << s;
-  }
+  BeatAside(worker_id);
 }
 
 // A checkpoint is no state change: no event, only the job's checkpoint fields, stored in
@@ -1583,10 +1630,15 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
     }
     if (!s.ok()) RM_LOG(kError) << "check of " << job_id << ": " << s;
   }
-  if (learned) {
-    if (auto s = store_->PutCheckBaseline(*learned); !s.ok()) {
-      RM_LOG(kWarning) << "baseline of shape " << learned->shape << " not stored: " << s;
+  if (!learned) return;
+  if (options_.background_passes) {
+    {
+      std::lock_guard<std::mutex> lock(aside_mu_);
+      baselines_due_.push_back(*learned);
     }
+    aside_cv_.notify_one();
+  } else if (auto s = store_->PutCheckBaseline(*learned); !s.ok()) {
+    RM_LOG(kWarning) << "baseline of shape " << learned->shape << " not stored: " << s;
   }
 }
 

@@ -291,6 +291,9 @@ class Scheduler {
   bool StoreBatch(std::vector<Write>& batch, CommitResult* result);
   void AfterCommit(std::vector<Write>& batch, const CommitResult& result);
   void MirrorLoop();
+  // Redis heartbeats and learned baselines, off the RPC threads (see aside_).
+  void AsideLoop();
+  void BeatAside(const std::string& worker_id);
   void Enqueue(Write write);
   void SweepWorkersLocked(const std::set<std::string>& alive, std::vector<std::string>* beats);
   void CheckDeadlinesLocked();
@@ -432,6 +435,18 @@ class Scheduler {
   std::map<std::string, std::optional<QueueEntry>> mirror_ops_;
   bool mirror_stopping_ = false;
   std::thread mirror_;
+
+  // Round trips a worker's stream must not wait on: its heartbeat's Redis write and a
+  // baseline its check taught us (Postgres). The streams are served by gRPC's few callback
+  // threads, so a hung Redis would otherwise stall every worker's messages. One thread does
+  // them in order; without background passes (tests) they are done inline. Due beats are kept
+  // by worker, so a slow Redis lets them pile up by worker, not by heartbeat.
+  std::mutex aside_mu_;
+  std::condition_variable aside_cv_;
+  std::set<std::string> beats_due_;
+  std::deque<CheckBaseline> baselines_due_;
+  bool aside_stopping_ = false;
+  std::thread aside_;
 
   std::mutex watch_mu_;
   std::list<Watcher*> watchers_;

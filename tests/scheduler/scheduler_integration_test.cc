@@ -710,6 +710,56 @@ TEST_F(SchedulerTest, RedisFlushedMidRunIsRebuilt) {
   EXPECT_TRUE(w.WaitAssignment(during, 10s).ok());
 }
 
+// Heartbeats are written to Redis aside: a Redis that answers nothing (each call then waits out
+// the 1 s command timeout, one at a time on the scheduler's connection) must not hold up the
+// rank statuses that come after them on a worker's stream, or any other worker's messages.
+TEST_F(SchedulerTest, AHungRedisHoldsUpNoWorkerMessage) {
+  TestWorker& w1 = AddWorker(CpuWorker("w1", "127.0.0.2", 1));
+  TestWorker& w2 = AddWorker(CpuWorker("w2", "127.0.0.3", 1));
+  std::string first = SubmitOk(TrainerSpec("first", 1));
+  std::string second = SubmitOk(TrainerSpec("second", 1));
+  // Each worker has one slot: one job each, whichever way round.
+  TestWorker* on_first = nullptr;
+  absl::StatusOr<v1::Assignment> a = absl::DeadlineExceededError("not placed");
+  for (int i = 0; i < 100 && on_first == nullptr; ++i) {
+    for (TestWorker* w : {&w1, &w2}) {
+      if (on_first != nullptr) break;
+      a = w->WaitAssignment(first, 50ms);
+      if (a.ok()) on_first = w;
+    }
+  }
+  ASSERT_TRUE(a.ok()) << a.status();
+  TestWorker* on_second = on_first == &w1 ? &w2 : &w1;
+  absl::StatusOr<v1::Assignment> b = on_second->WaitAssignment(second, 10s);
+  ASSERT_TRUE(b.ok()) << b.status();
+
+  ASSERT_TRUE(redis_->Pause().ok());
+  v1::WorkerMessage heartbeat;
+  heartbeat.mutable_heartbeat();
+  for (int i = 0; i < 5; ++i) {
+    on_first->Send(heartbeat);
+    on_second->Send(heartbeat);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  StartRanks(*on_first, *a);
+  StartRanks(*on_second, *b);
+  // Ten heartbeats' Redis writes in line ahead of them would take 10 s.
+  EXPECT_EQ(WaitForState(scheduler_->jobs(), first, v1::JOB_STATE_RUNNING, 3s).state(),
+            v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(WaitForState(scheduler_->jobs(), second, v1::JOB_STATE_RUNNING, 3s).state(),
+            v1::JOB_STATE_RUNNING);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  ASSERT_TRUE(redis_->Resume().ok());
+
+  ExitRanks(*on_first, *a, 0);
+  ExitRanks(*on_second, *b, 0);
+  WaitForState(scheduler_->jobs(), first, v1::JOB_STATE_SUCCEEDED);
+  WaitForState(scheduler_->jobs(), second, v1::JOB_STATE_SUCCEEDED);
+  v1::Job job;
+  ASSERT_TRUE(Get(first, &job).ok());
+  EXPECT_EQ(job.attempt(), 0) << "no worker may be lost for Redis's silence";
+}
+
 TEST_F(SchedulerTest, ServesPrometheusMetrics) {
   TestWorker& w = AddWorker(GpuWorker("w1", "127.0.0.2", 2, "t4"));
   std::string id = SubmitOk(TrainerSpec("m", 1, 1, "t4"));

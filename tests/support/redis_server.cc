@@ -1,6 +1,7 @@
 #include "support/redis_server.h"
 
 #include <hiredis/hiredis.h>
+#include <signal.h>
 
 #include <chrono>
 #include <thread>
@@ -96,10 +97,27 @@ absl::Status RedisServer::StartOnce() {
 
 absl::Status RedisServer::Stop() {
   if (process_ == nullptr) return absl::OkStatus();
+  (void)Resume();  // a stopped process would wait out SIGTERM's grace
   auto code = process_->Stop(std::chrono::seconds(5));
   last_log_ = process_->LogTail();
   process_.reset();
   if (!code.ok()) return code.status();
+  return absl::OkStatus();
+}
+
+absl::Status RedisServer::Pause() {
+  if (!running()) return absl::FailedPreconditionError("redis-server is not running");
+  if (kill(process_->pid(), SIGSTOP) != 0) return absl::InternalError("kill(SIGSTOP) failed");
+  paused_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status RedisServer::Resume() {
+  if (!paused_) return absl::OkStatus();
+  paused_ = false;
+  if (process_ == nullptr || kill(process_->pid(), SIGCONT) != 0) {
+    return absl::InternalError("kill(SIGCONT) failed");
+  }
   return absl::OkStatus();
 }
 

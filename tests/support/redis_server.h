@@ -31,6 +31,10 @@ class RedisServer {
   absl::Status Stop();
   // FLUSHALL: every database emptied, the server keeps running.
   absl::Status Flush();
+  // SIGSTOP: the server accepts TCP but answers nothing, as a hung host would. Resume() sends
+  // SIGCONT. Stop() and the destructor resume a paused server first.
+  absl::Status Pause();
+  absl::Status Resume();
 
   bool running() const;
   const std::string& host() const { return host_; }
@@ -47,6 +51,7 @@ class RedisServer {
   int port_ = 0;
   std::unique_ptr<Subprocess> process_;
   std::string last_log_;
+  bool paused_ = false;
 };
 
 }  // namespace ringmaster::test
