@@ -207,77 +207,6 @@ grpc::Status ClusterServiceImpl::ClearWorkerHealth(grpc::ServerContext* ctx,
 
 namespace {
 
-// WorkerLink over one Connect stream: sends are queued and written by the handler thread.
-class StreamLink : public WorkerLink {
- public:
-  void SendAssignment(const Job& job) override {
-    v1::SchedulerMessage msg;
-    v1::Assignment* a = msg.mutable_assignment();
-    a->set_job_id(job.id);
-    a->set_attempt(job.attempt);
-    *a->mutable_spec() = ToProto(job.spec);
-    for (const auto& r : job.placement) *a->add_placement() = ToProto(r);
-    a->set_token(job.token);
-    a->set_team(job.team);
-    Enqueue(std::move(msg));
-  }
-  void SendAssignmentWithCheck(const Job& job, const CheckPlan& plan) override {
-    v1::SchedulerMessage msg;
-    v1::Assignment* a = msg.mutable_assignment();
-    a->set_job_id(job.id);
-    a->set_attempt(job.attempt);
-    *a->mutable_spec() = ToProto(job.spec);
-    for (const auto& r : job.placement) *a->add_placement() = ToProto(r);
-    a->set_token(job.token);
-    a->set_team(job.team);
-    a->set_run_check(plan.run);
-    a->set_check_baseline_gbps(plan.baseline_gbps);
-    a->set_check_min_ratio(plan.min_ratio);
-    a->set_check_transport(plan.transport);
-    Enqueue(std::move(msg));
-  }
-  void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason,
-                int64_t grace_ms) override {
-    v1::SchedulerMessage msg;
-    msg.mutable_stop()->set_job_id(job_id);
-    msg.mutable_stop()->set_attempt(attempt);
-    msg.mutable_stop()->set_reason(reason);
-    msg.mutable_stop()->set_grace_ms(grace_ms);
-    Enqueue(std::move(msg));
-  }
-  void Enqueue(v1::SchedulerMessage msg) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      outbox_.push_back(std::move(msg));
-    }
-    cv_.notify_all();
-  }
-  void Close() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      closed_ = true;
-    }
-    cv_.notify_all();
-  }
-  // Next message to write; false once closed and drained, or when `cancelled`.
-  bool Next(v1::SchedulerMessage* out, grpc::ServerContext* ctx) {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (outbox_.empty()) {
-      if (closed_ || ctx->IsCancelled()) return false;
-      cv_.wait_for(lock, std::chrono::milliseconds(500));
-    }
-    *out = std::move(outbox_.front());
-    outbox_.pop_front();
-    return true;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<v1::SchedulerMessage> outbox_;
-  bool closed_ = false;
-};
-
 absl::StatusOr<RankReport> FromProto(const v1::RankStatus& status) {
   RankReport report;
   report.job_id = status.job_id();
@@ -343,114 +272,268 @@ absl::StatusOr<RankReport> FromProto(const v1::RankStatus& status) {
   return report;
 }
 
-}  // namespace
+// One worker's Connect stream on gRPC's callback API, with no thread of its own: with the
+// synchronous API a thousand workers held two thousand threads, and their wake-ups were two
+// thirds of the scheduler's CPU (docs/scheduler.md, Speed). Reads are handled in gRPC's
+// callback threads as they arrive, so nothing here waits on Redis or Postgres (the scheduler
+// does those round trips aside). Sends are queued and written one at a time, the next started
+// when the last is done. It is also the scheduler's WorkerLink: its own reference keeps it
+// until gRPC is done with it (OnDone), the scheduler's for as long as the scheduler holds it.
+class WorkerStream final
+    : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::SchedulerMessage>,
+      public WorkerLink {
+ public:
+  WorkerStream(Scheduler* scheduler, grpc::CallbackServerContext* ctx, bool verify_identity)
+      : scheduler_(scheduler), ctx_(ctx), verify_identity_(verify_identity) {}
 
-grpc::Status WorkerServiceImpl::Connect(
-    grpc::ServerContext* ctx,
-    grpc::ServerReaderWriter<v1::SchedulerMessage, v1::WorkerMessage>* stream) {
-  v1::WorkerMessage first;
-  if (!stream->Read(&first)) return grpc::Status::OK;
-  if (!first.has_register_()) {
-    return ToGrpcStatus(absl::InvalidArgumentError("the first message must be register"));
+  void Start(std::shared_ptr<WorkerStream> self) {
+    self_ = std::move(self);
+    StartRead(&in_);
   }
-  const v1::RegisterWorker& reg = first.register_();
-  if (verify_identity_) {
-    if (auto s = CheckWorkerIdentity(*ctx->auth_context(), reg.worker_id()); !s.ok()) {
-      RM_LOG(kWarning) << "refused a registration from " << ctx->peer() << ": " << s.message();
-      return ToGrpcStatus(s);
+
+  void SendAssignment(const Job& job) override { Enqueue(AssignmentOf(job)); }
+  void SendAssignmentWithCheck(const Job& job, const CheckPlan& plan) override {
+    v1::SchedulerMessage msg = AssignmentOf(job);
+    v1::Assignment* a = msg.mutable_assignment();
+    a->set_run_check(plan.run);
+    a->set_check_baseline_gbps(plan.baseline_gbps);
+    a->set_check_min_ratio(plan.min_ratio);
+    a->set_check_transport(plan.transport);
+    Enqueue(std::move(msg));
+  }
+  void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason,
+                int64_t grace_ms) override {
+    v1::SchedulerMessage msg;
+    msg.mutable_stop()->set_job_id(job_id);
+    msg.mutable_stop()->set_attempt(attempt);
+    msg.mutable_stop()->set_reason(reason);
+    msg.mutable_stop()->set_grace_ms(grace_ms);
+    Enqueue(std::move(msg));
+  }
+  // The stream ends once what is queued is written.
+  void Close() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_ = true;
+    }
+    MaybeFinish();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the worker went away or half-closed: what is queued still goes out
+      Close();
+      return;
+    }
+    if (id_.empty()) {
+      if (absl::Status s = Register(); !s.ok()) {
+        FinishOnce(ToGrpcStatus(s));
+        return;
+      }
+    } else {
+      Handle(in_);
+    }
+    StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    const v1::SchedulerMessage* next = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      outbox_.pop_front();
+      if (!ok) {
+        broken_ = true;  // the worker is gone: the read side ends too
+        outbox_.clear();
+      } else if (!outbox_.empty() && !finished_) {
+        writing_ = true;
+        next = &outbox_.front();
+      }
+    }
+    if (next != nullptr) {
+      StartWrite(next);
+    } else {
+      MaybeFinish();
     }
   }
-  Worker worker;
-  worker.id = reg.worker_id();
-  worker.address = reg.address();
-  worker.port = reg.port();
-  worker.cpu_slots = reg.cpu_slots();
-  for (const v1::Gpu& gpu : reg.gpus()) worker.gpus.push_back(scheduler::FromProto(gpu));
-  std::vector<HeldRank> held;
-  for (const v1::RunningRank& r : reg.ranks()) {
-    held.push_back({r.job_id(), r.attempt(), r.rank(), r.exited(), r.exit_code(), r.stopping(),
-                    std::vector<int32_t>(r.gpu_indices().begin(), r.gpu_indices().end())});
+
+  void OnDone() override {
+    if (registered_) scheduler_->Disconnected(id_, this);
+    std::shared_ptr<WorkerStream> last = std::move(self_);  // may be the last reference
   }
 
-  auto link = std::make_shared<StreamLink>();
-  v1::SchedulerMessage registered;
-  registered.mutable_registered()->set_worker_id(worker.id);
-  registered.mutable_registered()->set_heartbeat_interval_ms(
-      static_cast<int32_t>(scheduler_->options().heartbeat_interval_ms));
-  link->Enqueue(registered);  // first on the wire, before any stop the reconciliation sends
-  if (auto s = scheduler_->RegisterWorker(worker, held, link); !s.ok()) return ToGrpcStatus(s);
+ private:
+  static v1::SchedulerMessage AssignmentOf(const Job& job) {
+    v1::SchedulerMessage msg;
+    v1::Assignment* a = msg.mutable_assignment();
+    a->set_job_id(job.id);
+    a->set_attempt(job.attempt);
+    *a->mutable_spec() = ToProto(job.spec);
+    for (const auto& r : job.placement) *a->add_placement() = ToProto(r);
+    a->set_token(job.token);
+    a->set_team(job.team);
+    return msg;
+  }
 
-  const std::string id = worker.id;
-  std::thread reader([&] {
-    v1::WorkerMessage msg;
-    while (stream->Read(&msg)) {
-      if (msg.has_heartbeat()) {
-        scheduler_->Heartbeat(id);
-      } else if (msg.has_rank_status()) {
-        auto report = FromProto(msg.rank_status());
+  // Queued until the stream may write (after registration), dropped once it has finished.
+  void Enqueue(v1::SchedulerMessage msg) {
+    const v1::SchedulerMessage* first = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_ || broken_) return;
+      // push_back keeps the address of the message being written (a deque's elements stay).
+      outbox_.push_back(std::move(msg));
+      if (writing_ || !writable_) return;
+      writing_ = true;
+      first = &outbox_.front();
+    }
+    StartWrite(first);
+  }
+
+  void MaybeFinish() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_ || writing_ || !(broken_ || (closed_ && outbox_.empty()))) return;
+    }
+    FinishOnce(grpc::Status::OK);
+  }
+
+  void FinishOnce(const grpc::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+    }
+    Finish(status);
+  }
+
+  absl::Status Register() {
+    if (!in_.has_register_()) {
+      return absl::InvalidArgumentError("the first message must be register");
+    }
+    const v1::RegisterWorker& reg = in_.register_();
+    if (verify_identity_) {
+      if (auto s = CheckWorkerIdentity(*ctx_->auth_context(), reg.worker_id()); !s.ok()) {
+        RM_LOG(kWarning) << "refused a registration from " << ctx_->peer() << ": " << s.message();
+        return s;
+      }
+    }
+    Worker worker;
+    worker.id = reg.worker_id();
+    worker.address = reg.address();
+    worker.port = reg.port();
+    worker.cpu_slots = reg.cpu_slots();
+    for (const v1::Gpu& gpu : reg.gpus()) worker.gpus.push_back(scheduler::FromProto(gpu));
+    std::vector<HeldRank> held;
+    for (const v1::RunningRank& r : reg.ranks()) {
+      held.push_back({r.job_id(), r.attempt(), r.rank(), r.exited(), r.exit_code(), r.stopping(),
+                      std::vector<int32_t>(r.gpu_indices().begin(), r.gpu_indices().end())});
+    }
+    v1::SchedulerMessage registered;
+    registered.mutable_registered()->set_worker_id(worker.id);
+    registered.mutable_registered()->set_heartbeat_interval_ms(
+        static_cast<int32_t>(scheduler_->options().heartbeat_interval_ms));
+    Enqueue(registered);  // first on the wire, before any stop the reconciliation sends
+    if (auto s = scheduler_->RegisterWorker(worker, held, self_); !s.ok()) return s;
+    id_ = worker.id;
+    registered_ = true;
+    const v1::SchedulerMessage* first = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writable_ = true;
+      if (!writing_ && !finished_ && !outbox_.empty()) {
+        writing_ = true;
+        first = &outbox_.front();
+      }
+    }
+    if (first != nullptr) StartWrite(first);
+    return absl::OkStatus();
+  }
+
+  void Handle(const v1::WorkerMessage& msg) {
+    const std::string& id = id_;
+    if (msg.has_heartbeat()) {
+      scheduler_->Heartbeat(id);
+    } else if (msg.has_rank_status()) {
+      auto report = FromProto(msg.rank_status());
+      if (!report.ok()) {
+        RM_LOG(kWarning) << "worker " << id << " sent a bad rank status: " << report.status();
+        return;
+      }
+      scheduler_->ReportRank(id, *report);
+    } else if (msg.has_rank_statuses()) {
+      const auto& list = msg.rank_statuses().statuses();
+      if (list.size() > kMaxRankStatuses) {
+        RM_LOG(kWarning) << "worker " << id << " sent " << list.size()
+                         << " rank statuses in one message (rank_statuses.statuses: at most "
+                         << kMaxRankStatuses << "); ignored";
+        return;
+      }
+      std::vector<RankReport> reports;
+      reports.reserve(list.size());
+      for (const v1::RankStatus& status : list) {
+        auto report = FromProto(status);
         if (!report.ok()) {
           RM_LOG(kWarning) << "worker " << id << " sent a bad rank status: " << report.status();
           continue;
         }
-        scheduler_->ReportRank(id, *report);
-      } else if (msg.has_rank_statuses()) {
-        const auto& list = msg.rank_statuses().statuses();
-        if (list.size() > kMaxRankStatuses) {
-          RM_LOG(kWarning) << "worker " << id << " sent " << list.size()
-                           << " rank statuses in one message (rank_statuses.statuses: at most "
-                           << kMaxRankStatuses << "); ignored";
-          continue;
-        }
-        std::vector<RankReport> reports;
-        reports.reserve(list.size());
-        for (const v1::RankStatus& status : list) {
-          auto report = FromProto(status);
-          if (!report.ok()) {
-            RM_LOG(kWarning) << "worker " << id << " sent a bad rank status: " << report.status();
-            continue;
-          }
-          reports.push_back(*std::move(report));
-        }
-        scheduler_->ReportRanks(id, reports);
-      } else if (msg.has_check_result()) {
-        const v1::CheckResult& c = msg.check_result();
-        // A bad figure would become the shape's stored baseline and fail (or pass) every later
-        // check of that shape: refused, like every other malformed input.
-        if (c.job_id().empty() || c.attempt() < 0 || !std::isfinite(c.busbw_gbps()) ||
-            c.busbw_gbps() < 0 || c.busbw_gbps() > 1e6 || !std::isfinite(c.seconds()) ||
-            c.seconds() < 0 || (c.passed() && !c.completed()) ||
-            (!c.transport().empty() && c.transport() != "cpu" && c.transport() != "gpu")) {
-          RM_LOG(kWarning) << "worker " << id << " sent a malformed check result (job_id, "
-                           << "attempt >= 0, finite busbw_gbps in 0..1e6 and seconds >= 0, "
-                           << "passed only when completed, transport cpu or gpu); ignored";
-          continue;
-        }
-        CheckOutcome outcome;
-        outcome.job_id = c.job_id();
-        outcome.attempt = c.attempt();
-        outcome.completed = c.completed();
-        outcome.passed = c.passed();
-        outcome.busbw_gbps = c.busbw_gbps();
-        outcome.seconds = c.seconds();
-        outcome.transport = c.transport().empty() ? "cpu" : c.transport();
-        outcome.culprit_worker_id = c.culprit_worker_id();
-        outcome.message = c.message().substr(0, 2048);
-        outcome.in_session = c.in_session();
-        scheduler_->ReportCheck(id, outcome);
-      } else {
-        RM_LOG(kWarning) << "worker " << id << " sent an unexpected message; ignored";
+        reports.push_back(*std::move(report));
       }
+      scheduler_->ReportRanks(id, reports);
+    } else if (msg.has_check_result()) {
+      const v1::CheckResult& c = msg.check_result();
+      // A bad figure would become the shape's stored baseline and fail (or pass) every later
+      // check of that shape: refused, like every other malformed input.
+      if (c.job_id().empty() || c.attempt() < 0 || !std::isfinite(c.busbw_gbps()) ||
+          c.busbw_gbps() < 0 || c.busbw_gbps() > 1e6 || !std::isfinite(c.seconds()) ||
+          c.seconds() < 0 || (c.passed() && !c.completed()) ||
+          (!c.transport().empty() && c.transport() != "cpu" && c.transport() != "gpu")) {
+        RM_LOG(kWarning) << "worker " << id << " sent a malformed check result (job_id, "
+                         << "attempt >= 0, finite busbw_gbps in 0..1e6 and seconds >= 0, "
+                         << "passed only when completed, transport cpu or gpu); ignored";
+        return;
+      }
+      CheckOutcome outcome;
+      outcome.job_id = c.job_id();
+      outcome.attempt = c.attempt();
+      outcome.completed = c.completed();
+      outcome.passed = c.passed();
+      outcome.busbw_gbps = c.busbw_gbps();
+      outcome.seconds = c.seconds();
+      outcome.transport = c.transport().empty() ? "cpu" : c.transport();
+      outcome.culprit_worker_id = c.culprit_worker_id();
+      outcome.message = c.message().substr(0, 2048);
+      outcome.in_session = c.in_session();
+      scheduler_->ReportCheck(id, outcome);
+    } else {
+      RM_LOG(kWarning) << "worker " << id << " sent an unexpected message; ignored";
     }
-    link->Close();
-  });
-  v1::SchedulerMessage out;
-  while (link->Next(&out, ctx)) {
-    if (!stream->Write(out)) break;
   }
-  ctx->TryCancel();  // unblocks the reader if the writer stopped first
-  reader.join();
-  scheduler_->Disconnected(id, link.get());
-  return grpc::Status::OK;
+
+  Scheduler* const scheduler_;
+  grpc::CallbackServerContext* const ctx_;
+  const bool verify_identity_;
+  std::shared_ptr<WorkerStream> self_;
+  // Only the read side touches these (one read at a time, then OnDone).
+  v1::WorkerMessage in_;
+  std::string id_;
+  bool registered_ = false;
+
+  std::mutex mu_;
+  std::deque<v1::SchedulerMessage> outbox_;  // its front is being written while writing_
+  bool writable_ = false;
+  bool writing_ = false;
+  bool closed_ = false;
+  bool broken_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::WorkerMessage, v1::SchedulerMessage>* WorkerServiceImpl::Connect(
+    grpc::CallbackServerContext* ctx) {
+  auto stream = std::make_shared<WorkerStream>(scheduler_, ctx, verify_identity_);
+  stream->Start(stream);
+  return stream.get();
 }
 
 }  // namespace ringmaster::scheduler

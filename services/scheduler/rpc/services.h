@@ -61,13 +61,12 @@ class ClusterServiceImpl final : public v1::ClusterService::Service {
 // With `verify_identity` (every mode but --insecure), a registration is admitted only when the
 // worker id is a subjectAltName DNS name of the caller's client certificate
 // (CheckWorkerIdentity); anything else is PERMISSION_DENIED before the scheduler sees it.
-class WorkerServiceImpl final : public v1::WorkerService::Service {
+class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
   WorkerServiceImpl(Scheduler* scheduler, bool verify_identity)
       : scheduler_(scheduler), verify_identity_(verify_identity) {}
-  grpc::Status Connect(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<v1::SchedulerMessage, v1::WorkerMessage>* stream) override;
+  grpc::ServerBidiReactor<v1::WorkerMessage, v1::SchedulerMessage>* Connect(
+      grpc::CallbackServerContext* ctx) override;
 
  private:
   Scheduler* scheduler_;
