@@ -335,9 +335,14 @@ void Scheduler::Loop() {
   while (true) {
     const auto pass_start = std::chrono::steady_clock::now();
     RunPass();
+    // A pass holds mu_ throughout, and a full one takes time in proportion to the backlog: at
+    // least as long again is left to the writers and the workers' messages, so each pass finds
+    // more freed capacity to place instead of rescanning the backlog for a little of it.
+    const auto took = std::chrono::steady_clock::now() - pass_start;
+    const auto gap = std::max<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(options_.min_pass_gap_ms), 2 * took);
     std::unique_lock<std::mutex> lock(loop_mu_);
-    if (loop_cv_.wait_until(lock, pass_start + std::chrono::milliseconds(options_.min_pass_gap_ms),
-                            [this] { return stopping_; })) {
+    if (loop_cv_.wait_until(lock, pass_start + gap, [this] { return stopping_; })) {
       return;
     }
     loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.pass_interval_ms),
