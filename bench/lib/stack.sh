@@ -10,6 +10,7 @@
 #   --insecure on loopback, RINGMASTER_INSECURE=1 is exported, and calls need no token
 #   (--insecure-no-auth) unless STACK_AUTH=1.
 #   stack_stop stops everything; stack_start may then be called again.
+#   SCHEDULER_BIN runs another scheduler binary (an A/B against a build of an older commit).
 source "$root/scripts/lib/pg.sh"
 
 pids=()
@@ -56,7 +57,7 @@ stack_start() {
       transport+=(--admin-token-file "$tmp/admin-token")
     fi
   fi
-  "$build/services/scheduler/ringmaster-scheduler" --listen "127.0.0.1:$grpc_port" \
+  "${SCHEDULER_BIN:-$build/services/scheduler/ringmaster-scheduler}" --listen "127.0.0.1:$grpc_port" \
     --metrics-listen "127.0.0.1:$metrics_port" --postgres-url "$url" \
     --redis-addr "127.0.0.1:$redis_port" "${transport[@]}" "$@" >"$tmp/scheduler.log" 2>&1 &
   scheduler=$!
