@@ -304,8 +304,10 @@ void Scheduler::AsideLoop() {
       aside_cv_.wait(lock, [this] {
         return !beats_due_.empty() || !baselines_due_.empty() || aside_stopping_;
       });
-      if (aside_stopping_) return;
-      beats.swap(beats_due_);
+      // A baseline learned before a stop is still stored; due beats are not (a hung Redis
+      // would hold the stop a command timeout per worker, and a new leader re-beats).
+      if (aside_stopping_ && baselines_due_.empty()) return;
+      if (!aside_stopping_) beats.swap(beats_due_);
       baselines.swap(baselines_due_);
     }
     // A beat that fails is not retried: the next heartbeat brings another, and a pass re-beats
