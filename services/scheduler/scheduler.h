@@ -32,7 +32,8 @@
 //         4. only after their commit is the assignment sent to every worker of the gang.
 // Workers 1. a worker registers with its inventory and the ranks it holds; ranks it does not
 //         hold fail their job attempt, ranks of no live attempt are stopped; 2. heartbeats
-//         renew its liveness key (TTL = heartbeat timeout); 3. a worker whose key expired and
+//         renew its liveness key (TTL = heartbeat timeout), written by the aside thread, never
+//         on the caller's (gRPC callback) thread; 3. a worker whose key expired and
 //         whose heartbeats this process has not seen within the timeout is marked lost, its
 //         stream is closed (so a live one re-registers) and every job placed on it fails (and
 //         restarts under OnFailure). Postgres plays no part in liveness.
@@ -48,8 +49,11 @@
 // Rebuild whenever the Redis queue mirror reports it lost its contents (a flush or restart),
 //         it is rebuilt from the stored pending jobs and connected workers' liveness is renewed.
 //
-// Thread-safe: RPC threads call in concurrently; the loop thread runs placement passes, the
-// writer threads store and act, the mirror thread keeps the Redis queue.
+// Thread-safe: RPC threads call in concurrently (worker streams from gRPC's few callback
+// threads, so nothing they call may wait on I/O); the loop thread runs placement passes, leaving
+// mu_ free after each for at least twice as long as the pass held it; the writer threads store
+// and act, the mirror thread keeps the Redis queue, the aside thread writes heartbeats and
+// learned baselines.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_SCHEDULER_H_
 #define RINGMASTER_SERVICES_SCHEDULER_SCHEDULER_H_
 
