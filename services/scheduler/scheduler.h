@@ -51,7 +51,7 @@
 //
 // Thread-safe: RPC threads call in concurrently (worker streams from gRPC's few callback
 // threads, so nothing they call may wait on I/O); the loop thread runs placement passes, leaving
-// mu_ free after each for at least twice as long as the pass held it; the writer threads store
+// mu_ free after each for at least as long as the pass held it; the writer threads store
 // and act, the mirror thread keeps the Redis queue, the aside thread writes heartbeats and
 // learned baselines.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_SCHEDULER_H_
