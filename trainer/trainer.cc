@@ -82,6 +82,9 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
   int interval_first_step = first_step;
   double last_loss = -1;
   int last_step = first_step - 1;
+  // The end of the last step: the time the total counts stops where the steps' own rates stop,
+  // not after the closing loss allreduce and printing (which a loaded host can stretch).
+  Clock::time_point last_step_end = timed_start;
   for (int step = first_step; step <= config.steps; ++step) {
     RM_RETURN_IF_ERROR(mlp.Forward(data.inputs(step - 1), data.labels(step - 1)));
     RM_RETURN_IF_ERROR(mlp.Backward(on_layer_ready));
@@ -90,6 +93,7 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
     RM_RETURN_IF_ERROR(compute.Synchronize());
     const Clock::time_point now = Clock::now();
     if (step == warm_until) timed_start = now;
+    last_step_end = now;
 
     if (step == first_step || step % config.log_every == 0 || step == config.steps) {
       // Every rank takes part: the loss is averaged over all of them.
@@ -128,8 +132,7 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
     }
     step_start = Clock::now();
   }
-  const Clock::time_point end = Clock::now();
-  const double timed_seconds = Seconds(timed_start, end);
+  const double timed_seconds = Seconds(timed_start, last_step_end);
   result.images_per_sec = last_step > warm_until && timed_seconds > 0
                               ? global_batch * (last_step - warm_until) / timed_seconds
                               : 0;
