@@ -671,6 +671,7 @@ void Agent::Launch(Attempt* a) {
   mpirun.mpi_interface = ResolveMpiInterface(options_.mpi_interface, address);
   mpirun.allow_run_as_root = geteuid() == 0 && !a->user;
   mpirun.extra_args = options_.mpirun_args;
+  mpirun.abort_on_rank_failure = false;
   SpawnOptions spawn;
   spawn.argv = MpirunArgv(mpirun, static_cast<int32_t>(assignment.placement.size()), *workload);
   spawn.env = ChildEnvironment(*a);
@@ -740,6 +741,7 @@ bool Agent::CheckBeforeLaunch(Attempt* a, const MpirunOptions& mpirun,
   CheckRun run;
   MpirunOptions check = mpirun;
   check.rank_binary = options_.check_binary;
+  check.abort_on_rank_failure = true;
   run.result_path = CheckResultPath(*a);
   if (a->user) {
     // ringmaster-check (rank 0, the team's user) writes the result by a rename: into a

@@ -113,6 +113,12 @@ TEST(LaunchTest, MpirunOnLoopbackUsesTheRshAgentAndTcpOverLo) {
   EXPECT_THAT(line, HasSubstr("--mca plm_rsh_agent /bin/ringmaster-rsh"));
   EXPECT_THAT(line, HasSubstr("--mca plm_rsh_no_tree_spawn 1"));
   EXPECT_THAT(line, HasSubstr("--mca orte_leave_session_attached 1"));
+  EXPECT_THAT(line, Not(HasSubstr("orte_abort_on_non_zero_status")));
+  o.abort_on_rank_failure = false;
+  EXPECT_THAT(JoinCommand(MpirunArgv(o, 4, {"python3", "x.py"})),
+              HasSubstr("--mca orte_leave_session_attached 1 "
+                        "--mca orte_abort_on_non_zero_status 0"));
+  o.abort_on_rank_failure = true;
   EXPECT_THAT(line, HasSubstr("--mca btl tcp,self --mca btl_tcp_if_include lo "
                               "--mca oob_tcp_if_include lo"));
   EXPECT_THAT(line, HasSubstr("-x RINGMASTER_TOKEN"));

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/match.h"
@@ -28,13 +29,15 @@ constexpr const char* kCheckpointRoot = "/tmp/ringmaster-checkpoints";
 
 // A rank that runs until SIGTERM, saving "where it was" on the way out (slowly: 2 s, within
 // the grace period, as a real checkpoint takes time); run again, it finds what it saved and
-// finishes at once.
+// finishes at once. ready-RANK says its trap is set (a SIGTERM before that would just end it).
+// The times go to the rank's log.
 constexpr const char* kResumable =
     "d=$RINGMASTER_CHECKPOINT_DIR; "
     "if [ -f \"$d/saved-$RANK\" ]; then echo \"resumed rank $RANK\"; exit 0; fi; "
     "trap 'echo \"SIGTERM in attempt $RINGMASTER_ATTEMPT\" > \"$d/sigterm-$RANK\"; "
-    "sleep 2; touch \"$d/saved-$RANK\"; exit 143' TERM; "
-    "echo \"rank $RANK started\"; sleep 600 & wait";
+    "echo \"SIGTERM at $(date +%T.%N)\"; sleep 2; touch \"$d/saved-$RANK\"; "
+    "echo \"saved at $(date +%T.%N)\"; exit 143' TERM; "
+    "echo \"rank $RANK started\"; touch \"$d/ready-$RANK\"; sleep 600 & wait";
 
 v1::JobSpec Spec(const std::string& name, const std::string& queue, const std::string& script) {
   v1::JobSpec spec;
@@ -105,6 +108,12 @@ class PreemptionE2eTest : public ::testing::Test {
     ASSERT_EQ(cluster_->WaitState(*a1, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
     *a2 = SubmitOk(Spec("a-borrower", "team-a", kResumable));
     ASSERT_EQ(cluster_->WaitState(*a2, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+    // RUNNING says the ranks started, not that their shells set the trap yet.
+    for (int rank = 0; rank < 2; ++rank) {
+      ASSERT_TRUE(WaitFor(
+          [&] { return std::filesystem::exists(absl::StrCat(Dir(*a2), "/ready-", rank)); }, 10s))
+          << "rank " << rank << " of " << *a2 << " never set its trap";
+    }
     *b1 = SubmitOk(Spec("b-own-share", "team-b", "echo \"b rank $RANK\"; sleep 1"));
   }
 

@@ -161,6 +161,9 @@ std::vector<std::string> MpirunArgv(const MpirunOptions& options, int32_t world_
                // Without it orted daemonizes and leaves the session the worker
                // tracks (and the Exec call would end at once).
                "--mca", "orte_leave_session_attached", "1"});
+  if (!options.abort_on_rank_failure) {
+    argv.insert(argv.end(), {"--mca", "orte_abort_on_non_zero_status", "0"});
+  }
   if (options.mpi_interface == "lo") {
     // Open MPI excludes 127.0.0.0/8 by default; the fake hosts only have loopback.
     argv.insert(argv.end(), {"--mca", "btl", "tcp,self"});

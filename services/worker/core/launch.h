@@ -69,6 +69,11 @@ struct MpirunOptions {
   // "" leaves interface selection to Open MPI; "lo" also restricts the BTLs to tcp,self.
   std::string mpi_interface;
   bool allow_run_as_root = false;
+  // Whether mpirun ends every rank once one exits non-zero (Open MPI's default). The job's
+  // mpirun runs without it: the agents end a gang whose rank failed, and mpirun's abort would
+  // cut short the ranks still saving in a preemption's grace once the first exits with 143.
+  // The pre-run check keeps it: a check rank that fails must not leave the others blocked.
+  bool abort_on_rank_failure = true;
   // Appended before the program (operator's --mpirun-args).
   std::vector<std::string> extra_args;
 };
