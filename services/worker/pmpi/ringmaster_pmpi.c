@@ -69,15 +69,12 @@
 #pragma weak PMPI_Waitsome
 #pragma weak PMPI_Testsome
 /* The in-session check's. Open MPI's predefined handles are addresses of these objects. */
-#pragma weak PMPI_Comm_dup
-#pragma weak PMPI_Comm_free
 #pragma weak PMPI_Comm_rank
 #pragma weak PMPI_Comm_size
 #pragma weak PMPI_Abort
 #pragma weak ompi_mpi_comm_world
 #pragma weak ompi_mpi_float
-#pragma weak ompi_mpi_double
-#pragma weak ompi_mpi_char
+#pragma weak ompi_mpi_byte
 #pragma weak ompi_mpi_int
 #pragma weak ompi_mpi_op_sum
 
@@ -357,23 +354,24 @@ RM_EXPORT int MPI_Testsome(int n, MPI_Request q[], int* out, int idx[], MPI_Stat
 
 /* ---- The pre-run check inside MPI_Init ---------------------------------------------------
  * Mirrors ringmaster-check (trainer/check_main.cc), whose result format it writes: in-place
- * allreduces of 1 MiB of floats, 2 to warm up (the first also connects the ranks), then as
- * many timed ones as fit in RM_CHECK_BUDGET_S by the warm-up's pace (rank 0 decides, 3 to 20,
- * and broadcasts it), each rank timing its wait inside them (RINGMASTER_CHECK_DELAY_MS, from a
+ * allreduces of 1 MiB of floats, 1 to warm up (it also connects the ranks), then as many timed
+ * ones as fit in RM_CHECK_BUDGET_S by the warm-up's pace (rank 0 decides, 2 to 20, and
+ * broadcasts it), each rank timing its wait inside them (RINGMASTER_CHECK_DELAY_MS, from a
  * worker started with --check-delay-ms, sleeps before each: a slow host on purpose). The last
  * timed allreduce starts from the pattern again and every rank checks its sum. Rank 0 gathers
- * the waits with each rank's worker id and writes the result by a rename. elapsed_seconds is
- * the whole check, which is what it adds to the program's MPI_Init: the budget keeps it a
- * small share of a start on a slow network (20 allreduces took 50 ms over loopback TCP on 2
- * cores), and a fast one still gets 20. The allreduces are the same 1 MiB as a separate
- * check's, so their busbw compares with the same baselines. Only PMPI_ calls: none of it is
- * counted as the program's collectives. */
+ * each rank's wait, wrong count and worker id in one gather and writes the result by a rename.
+ * elapsed_seconds is the whole check, which is what it adds to the program's MPI_Init: the
+ * budget keeps it a small share of a start on a slow network (20 allreduces took 50 ms over
+ * loopback TCP on 2 cores), and a fast one still gets 20. The allreduces are the same 1 MiB as
+ * a separate check's, so their busbw compares with the same baselines. It runs on
+ * MPI_COMM_WORLD itself: inside MPI_Init the program has no operation in flight to mix with,
+ * and a duplicate costs a context-id agreement (collectives of its own). Only PMPI_ calls:
+ * none of it is counted as the program's collectives. */
 
 #define RM_CHECK_BYTES (1 << 20)
-#define RM_CHECK_MIN_ITERS 3
+#define RM_CHECK_MIN_ITERS 2
 #define RM_CHECK_MAX_ITERS 20
 #define RM_CHECK_BUDGET_S 0.010
-#define RM_CHECK_WARMUP 2
 #define RM_WORKER_ID_BYTES 64
 
 static double Seconds(void) {
@@ -385,18 +383,26 @@ static double Seconds(void) {
 /* Small integers: every sum is exact in a float. */
 static float Pattern(int rank, size_t i) { return (float)(rank % 8 + (int)(i % 16)); }
 
-static void CheckFailed(MPI_Comm comm, const char* what) {
+static void CheckFailed(const char* what) {
   fprintf(stderr, "ringmaster pre-run check: %s\n", what);
-  PMPI_Abort(comm, 1); /* the others wait in a collective this rank left */
+  PMPI_Abort(MPI_COMM_WORLD, 1); /* the others wait in a collective this rank left */
 }
+
+/* What each rank sends rank 0 (as bytes: every rank runs the same build on the same kind of
+ * host). */
+struct RankResult {
+  double wait;
+  int wrong;
+  char worker_id[RM_WORKER_ID_BYTES];
+};
 
 static void PreCheck(void) {
   const char* result = getenv("RINGMASTER_PRECHECK_RESULT");
   if (result == NULL || result[0] == '\0') return;
   /* Data symbols bind when this library loads: a program that loads libmpi later (mpi4py)
    * leaves them unresolved. Every rank runs the same program, so all skip alike. */
-  if (&ompi_mpi_comm_world == NULL || &ompi_mpi_float == NULL || &ompi_mpi_double == NULL ||
-      &ompi_mpi_char == NULL || &ompi_mpi_int == NULL || &ompi_mpi_op_sum == NULL) {
+  if (&ompi_mpi_comm_world == NULL || &ompi_mpi_float == NULL || &ompi_mpi_byte == NULL ||
+      &ompi_mpi_int == NULL || &ompi_mpi_op_sum == NULL) {
     fprintf(stderr, "ringmaster pre-run check: libmpi was loaded after this library; skipped\n");
     return;
   }
@@ -406,29 +412,22 @@ static void PreCheck(void) {
     delay_ms = atoi(getenv("RINGMASTER_CHECK_DELAY_MS"));
     if (delay_ms < 0 || delay_ms > 60000) delay_ms = 0;
   }
-  MPI_Comm comm;
-  if (PMPI_Comm_dup(MPI_COMM_WORLD, &comm) != MPI_SUCCESS) {
-    CheckFailed(MPI_COMM_WORLD, "MPI_Comm_dup failed");
-    return;
-  }
+  MPI_Comm comm = MPI_COMM_WORLD;
   int rank = 0, size = 1;
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
   const size_t count = RM_CHECK_BYTES / sizeof(float);
   float* buffer = malloc(RM_CHECK_BYTES);
   if (buffer == NULL) {
-    CheckFailed(comm, "out of memory");
+    CheckFailed("out of memory");
     return;
   }
   for (size_t i = 0; i < count; ++i) buffer[i] = Pattern(rank, i);
-  int rc = MPI_SUCCESS;
-  double warm = 0;
-  for (int i = 0; i < RM_CHECK_WARMUP && rc == MPI_SUCCESS; ++i) {
-    const double t = Seconds();
-    rc = PMPI_Allreduce(MPI_IN_PLACE, buffer, (int)count, MPI_FLOAT, MPI_SUM, comm);
-    warm = Seconds() - t;
-  }
-  /* The number of timed allreduces: rank 0's, by the last warm-up's pace. */
+  const double warm_begun = Seconds();
+  int rc = PMPI_Allreduce(MPI_IN_PLACE, buffer, (int)count, MPI_FLOAT, MPI_SUM, comm);
+  const double warm = Seconds() - warm_begun;
+  /* The number of timed allreduces: rank 0's, by the warm-up's pace (which includes connecting
+   * the ranks, so it errs on the side of fewer). */
   int iters = RM_CHECK_MAX_ITERS;
   if (warm > 0 && RM_CHECK_BUDGET_S / warm < RM_CHECK_MAX_ITERS) {
     iters = (int)(RM_CHECK_BUDGET_S / warm);
@@ -455,39 +454,32 @@ static void PreCheck(void) {
     timed_seconds += done - begun;
   }
   /* Correctness: the last allreduce's sum, checked by every rank. */
-  int wrong = 0;
+  struct RankResult mine;
+  memset(&mine, 0, sizeof mine);
+  mine.wait = wait;
   if (rc == MPI_SUCCESS) {
     float base = 0;
     for (int r = 0; r < size; ++r) base += (float)(r % 8);
-    for (size_t i = 0; i < count && rc == MPI_SUCCESS; ++i) {
-      wrong += buffer[i] != base + (float)size * (float)(i % 16);
+    for (size_t i = 0; i < count; ++i) {
+      mine.wrong += buffer[i] != base + (float)size * (float)(i % 16);
     }
   }
   free(buffer);
-  char worker_id[RM_WORKER_ID_BYTES] = {0};
   const char* id = getenv("RINGMASTER_WORKER_ID");
-  if (id != NULL) strncpy(worker_id, id, RM_WORKER_ID_BYTES - 1);
-  double* waits = rank == 0 ? malloc(sizeof(double) * (size_t)size) : NULL;
-  char* ids = rank == 0 ? malloc((size_t)size * RM_WORKER_ID_BYTES) : NULL;
-  int* wrongs = rank == 0 ? malloc(sizeof(int) * (size_t)size) : NULL;
-  if (rank == 0 && (waits == NULL || ids == NULL || wrongs == NULL)) rc = MPI_ERR_NO_MEM;
-  if (rc == MPI_SUCCESS) rc = PMPI_Gather(&wait, 1, MPI_DOUBLE, waits, 1, MPI_DOUBLE, 0, comm);
+  if (id != NULL) strncpy(mine.worker_id, id, RM_WORKER_ID_BYTES - 1);
+  struct RankResult* all = rank == 0 ? malloc(sizeof(struct RankResult) * (size_t)size) : NULL;
+  if (rank == 0 && all == NULL) rc = MPI_ERR_NO_MEM;
   if (rc == MPI_SUCCESS) {
-    rc = PMPI_Gather(worker_id, RM_WORKER_ID_BYTES, MPI_CHAR, ids, RM_WORKER_ID_BYTES, MPI_CHAR, 0,
-                     comm);
+    rc = PMPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, 0, comm);
   }
-  if (rc == MPI_SUCCESS) rc = PMPI_Gather(&wrong, 1, MPI_INT, wrongs, 1, MPI_INT, 0, comm);
-  PMPI_Comm_free(&comm);
   if (rc != MPI_SUCCESS) {
-    free(waits);
-    free(ids);
-    free(wrongs);
-    CheckFailed(MPI_COMM_WORLD, "an allreduce or gather of the check failed");
+    free(all);
+    CheckFailed("an allreduce or gather of the check failed");
     return;
   }
   if (rank == 0) {
     long long total_wrong = 0;
-    for (int r = 0; r < size; ++r) total_wrong += wrongs[r];
+    for (int r = 0; r < size; ++r) total_wrong += all[r].wrong;
     const double algbw = (double)RM_CHECK_BYTES * iters /
                          (timed_seconds > 1e-9 ? timed_seconds : 1e-9) / 1e9;
     const double busbw = size > 1 ? algbw * 2.0 * (size - 1) / size : 0;
@@ -498,9 +490,10 @@ static void PreCheck(void) {
         fprintf(out, "transport cpu\nbusbw_gbps %.6f\nelapsed_seconds %.6f\nwrong %lld\n", busbw,
                 Seconds() - start, total_wrong);
         for (int r = 0; r < size; ++r) {
-          const char* raw = ids + (size_t)r * RM_WORKER_ID_BYTES;
+          const char* raw = all[r].worker_id;
           const size_t n = strnlen(raw, RM_WORKER_ID_BYTES);
-          fprintf(out, "rank %d %.*s %.6f\n", r, n == 0 ? 1 : (int)n, n == 0 ? "-" : raw, waits[r]);
+          fprintf(out, "rank %d %.*s %.6f\n", r, n == 0 ? 1 : (int)n, n == 0 ? "-" : raw,
+                  all[r].wait);
         }
         /* A failed write leaves no result: the launcher reports the check as not completed. */
         if (fclose(out) == 0) rename(temp, result);
@@ -508,16 +501,12 @@ static void PreCheck(void) {
     }
     if (total_wrong > 0) {
       /* A ring that sums wrong must not train: the attempt fails, as a failed launch would. */
-      free(waits);
-      free(ids);
-      free(wrongs);
-      CheckFailed(MPI_COMM_WORLD, "the check's allreduce summed wrong");
+      free(all);
+      CheckFailed("the check's allreduce summed wrong");
       return;
     }
   }
-  free(waits);
-  free(ids);
-  free(wrongs);
+  free(all);
 }
 
 /* Libmpi's own function, looked up at the call: a program that dlopens libmpi with
