@@ -51,7 +51,7 @@ ringmaster::Flags MakeFlags() {
   flags.Add("postgres-timeout-ms", "5000",
             "PostgreSQL statement timeout; a call (all its statements) is cut after twice this, "
             "even when the server answers nothing");
-  flags.Add("submit-writers", "3",
+  flags.Add("submit-writers", "1",
             "threads that store new jobs in parallel, each with a PostgreSQL connection of the "
             "pool (changes of existing jobs are stored by one more, in order)");
   flags.Add("write-wait-ms", "10000",

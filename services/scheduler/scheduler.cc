@@ -792,6 +792,7 @@ void Scheduler::Enqueue(Write write) {
                         write.job_write.kind == JobWrite::Kind::kCreate;
     (create ? creates_ : outbox_).push_back(std::move(write));
     ++enqueued_;
+    submit_nudges_ += create;
   }
   out_cv_.notify_all();
 }
@@ -833,6 +834,8 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
     if (!w.job_write.job.id.empty()) wb.jobs.push_back(w.job_write);
     if (w.worker) wb.workers.push_back(*w.worker);
   }
+  const bool creates = !batch.empty() && !batch.front().job_write.job.id.empty() &&
+                       batch.front().job_write.kind == JobWrite::Kind::kCreate;
   int64_t backoff = options_.retry_min_ms;
   while (true) {
     const auto start = std::chrono::steady_clock::now();
@@ -843,7 +846,14 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
       metrics_->batch_writes.Observe(static_cast<double>(batch.size()));
     }
     if (stored.ok()) {
-      if (store_down_.exchange(false)) RM_LOG(kInfo) << "postgres is back; writes caught up";
+      if (store_down_.exchange(false)) {
+        RM_LOG(kInfo) << "postgres is back; writes caught up";
+        {
+          std::lock_guard<std::mutex> lock(out_mu_);
+          ++recoveries_;
+        }
+        out_cv_.notify_all();  // the other writers' backoff ends
+      }
       *result = std::move(*stored);
       return true;
     }
@@ -901,9 +911,21 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
                        << " decisions; retrying until postgres answers: " << s;
     }
     {
+      // The backoff ends early when another writer got through (Postgres is back) or, for a
+      // writer of new jobs, when a submit arrives or is turned away meanwhile (a client is
+      // waiting now, maybe retrying after the outage): a lone submit writer then does not keep
+      // clients waiting out its backoff. Never sooner than retry_min_ms after the last try, so
+      // an outage costs Postgres at most that rate of tries.
       std::unique_lock<std::mutex> lock(out_mu_);
-      if (out_cv_.wait_for(lock, std::chrono::milliseconds(backoff),
-                           [this] { return writer_stopping_; })) {
+      const uint64_t recoveries = recoveries_;
+      const uint64_t nudges = submit_nudges_;
+      out_cv_.wait_for(lock, std::chrono::milliseconds(backoff), [&] {
+        return writer_stopping_ || recoveries_ != recoveries ||
+               (creates && submit_nudges_ != nudges);
+      });
+      if (writer_stopping_) return false;
+      if (out_cv_.wait_until(lock, start + std::chrono::milliseconds(options_.retry_min_ms),
+                             [this] { return writer_stopping_; })) {
         return false;
       }
     }
@@ -1127,6 +1149,11 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
   if (!valid.ok()) return valid.status();
   if (fenced_) return absl::UnavailableError("this scheduler is no longer the leader; retry");
   if (store_down_) {
+    {
+      std::lock_guard<std::mutex> lock(out_mu_);
+      ++submit_nudges_;  // the submit writer tries again now: Postgres may be back
+    }
+    out_cv_.notify_all();
     return absl::UnavailableError(
         "postgres is unavailable: the job was not accepted; retry with the same request_id");
   }

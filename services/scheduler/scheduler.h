@@ -163,9 +163,9 @@ struct SchedulerOptions {
   int64_t retry_max_ms = 2'000;
   size_t max_batch = 1'000;  // writes per transaction
   // Writers that store new jobs in parallel (each holds a connection). One stores more submits
-  // on 2 cores, but after an outage it sits in its retry backoff while new submits queue
-  // behind it; three keep one free (docs/scheduler.md, Speed).
-  int submit_writers = 3;
+  // on 2 cores (docs/scheduler.md, Speed); its retry backoff after an outage ends when a
+  // submit arrives or is turned away, or another writer gets through.
+  int submit_writers = 1;
   // Called once, from a writer thread, when a newer leader fenced this one off.
   std::function<void(const absl::Status&)> on_fenced;
   int64_t heartbeat_interval_ms = 2'000;
@@ -426,6 +426,10 @@ class Scheduler {
   std::deque<Write> creates_;  // new jobs
   uint64_t enqueued_ = 0;
   uint64_t written_ = 0;
+  // Submits handed over or turned away while Postgres was down: a submit writer's backoff
+  // ends (WriterLoop). recoveries_: commits that found Postgres back: every backoff ends.
+  uint64_t submit_nudges_ = 0;
+  uint64_t recoveries_ = 0;
   bool writer_stopping_ = false;
   std::atomic<bool> store_down_{false};  // the last commit failed for want of Postgres
   std::atomic<bool> fenced_{false};

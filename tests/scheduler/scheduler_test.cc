@@ -188,6 +188,42 @@ TEST_F(SchedulerTest, ABurstOfSubmitsSharesTransactions) {
   EXPECT_LE(store_.calls(Call::kCommit) - before, 8);
 }
 
+TEST_F(SchedulerTest, AClientRetryingAfterAnOutageEndsTheSubmitWritersBackoff) {
+  // One submit writer whose backoff has grown to seconds while Postgres was away: a client
+  // retrying once it is back gets in at once, not after the backoff.
+  scheduler_.reset();  // Start's backoff is the fast one of the other tests
+  SchedulerOptions options;
+  options.submit_writers = 1;
+  options.heartbeat_timeout_ms = kHeartbeatTimeoutMs;
+  options.write_wait_ms = 30'000;
+  options.retry_min_ms = 50;
+  options.retry_max_ms = 20'000;
+  scheduler_ =
+      std::make_unique<Scheduler>(&store_, &queue_, &liveness_, &clock_, options, nullptr);
+  RM_ASSERT_OK(scheduler_->Start());
+
+  store_.Fail(Call::kCommit, absl::UnavailableError("postgres is away"));
+  std::thread first([&] { EXPECT_TRUE(scheduler_->Submit(CommandSpec(1), "first").ok()); });
+  // Tries at about 0, 50, 150, 350, 750, 1550 and 3150 ms: the next backoff is 6.4 s.
+  ASSERT_TRUE(WaitFor([&] { return store_.calls(Call::kCommit) >= 7; }, std::chrono::seconds(10)));
+  store_.Heal();
+  // A client retrying every 100 ms, as after an UNAVAILABLE: turned away while the scheduler
+  // still believes Postgres down, each of its tries ends the writer's backoff.
+  const auto start = std::chrono::steady_clock::now();
+  int refused = 0;
+  while (!scheduler_->Submit(CommandSpec(1), "second").ok()) {
+    ++refused;
+    ASSERT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  first.join();
+  // Without the nudge it waits out the rest of the 6.4 s backoff (3.2 s measured).
+  EXPECT_LT(waited, std::chrono::seconds(1)) << refused << " tries refused";
+  RM_ASSERT_OK_AND_ASSIGN(auto jobs, memory_.ListActiveJobs());
+  EXPECT_THAT(jobs, SizeIs(2));
+}
+
 TEST_F(SchedulerTest, AssignmentsAreSentOnlyAfterThePlacementIsStored) {
   StartWithoutBackgroundPasses();
   auto link = Register(CpuWorker("w1", 4));
