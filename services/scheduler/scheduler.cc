@@ -468,7 +468,10 @@ void Scheduler::FailJobsOnWorkerLocked(
     const std::string& worker_id, const std::string& reason,
     const std::set<std::tuple<std::string, int32_t, int32_t>>* held) {
   std::vector<std::pair<std::string, std::string>> failed;
-  for (const auto& [id, job] : jobs_) {
+  // Only STARTING and RUNNING jobs hold a placement: a registration of each of 1,000 workers
+  // must not walk a backlog of pending jobs.
+  for (const std::string& id : placed_ids_) {
+    const Job& job = jobs_.at(id);
     for (const RankPlacement& r : job.placement) {
       if (r.worker_id != worker_id) continue;
       if (held && held->count({id, job.attempt, r.rank})) continue;
@@ -1783,7 +1786,9 @@ std::string Scheduler::NewJobId() {
 }
 
 std::string Scheduler::NewToken() {
-  std::random_device rd;  // /dev/urandom: a token must not be guessable
+  // The kernel's randomness (a token must not be guessable); the device is opened once per
+  // thread, not per placement.
+  static thread_local std::random_device rd;
   std::string token;
   for (int i = 0; i < 4; ++i) {
     uint64_t v = (static_cast<uint64_t>(rd()) << 32) | rd();
