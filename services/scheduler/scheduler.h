@@ -10,8 +10,8 @@
 //     GetJob, ListJobs, WatchJob and registrations answer while a write is slow;
 //   - one writer thread stores the outbox in batches, each batch one transaction (group commit:
 //     a burst of decisions shares one fsync), fenced by the leader epoch; new jobs, which nothing
-//     else depends on until they are stored, are stored the same way by a few writers in
-//     parallel, so submits are not held behind one commit at a time;
+//     else depends on until they are stored, are stored the same way by their own writer
+//     (--submit-writers, one by default), so submits are not held behind decisions' commits;
 //   - only after the commit does the writer act: assignments and stops go to the workers,
 //     waiting Submit/Cancel calls return, watchers get the events, the Redis queue mirror is
 //     updated. A batch that cannot be stored (Postgres gone or hung) is retried with backoff
