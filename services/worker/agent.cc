@@ -1188,6 +1188,14 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
 absl::Status Agent::ReportExit(const std::string& job_id, int32_t attempt, const std::string& token,
                                const RankExit& exit) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = attempts_.find({job_id, attempt}); it != attempts_.end() && it->second->forget &&
+                                                   !token.empty() &&
+                                                   SecretsEqual(token, it->second->assignment.token)) {
+    // Told to stop (a preemption, a cancel, the gang's end): the teardown finds the exit by
+    // itself and the scheduler has moved on, so there is nothing to record. Taken, so that the
+    // rank's wrapper does not print an error into the job's log for an exit it was asked for.
+    return absl::OkStatus();
+  }
   RM_ASSIGN_OR_RETURN(Attempt * a, AuthorizeLocked(job_id, attempt, token));
   if (!a->gang.HasRank(exit.rank)) {
     return absl::NotFoundError(

@@ -209,6 +209,27 @@ TEST(AgentTeardownTest, ShutdownDuringTheCleanExitWaitDoesNotWaitItOut) {
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
 }
 
+TEST(AgentTeardownTest, AnExitAfterTheStopIsTakenButOnlyWithTheToken) {
+  // A preempted rank that saved and exited after the StopJob: its wrapper's report must not
+  // come back as an error (it was printed into the job's log), and a wrong token still fails.
+  const std::string dir = TempDir();
+  Agent agent(Options(dir), nullptr);
+  agent.Start();
+  agent.OnAssignment(PeerAssignment("j-stopped"));
+  ASSERT_TRUE(agent.StartRank("j-stopped", 0, "secret-token", 1, getpid()).ok());
+  agent.OnStop("j-stopped", 0, "preempted", std::chrono::milliseconds(5000));
+  RankExit exit;
+  exit.rank = 1;
+  exit.signal = 0;
+  exit.exit_code = 143;
+  EXPECT_TRUE(agent.ReportExit("j-stopped", 0, "secret-token", exit).ok());
+  EXPECT_EQ(agent.ReportExit("j-stopped", 0, "wrong-token", exit).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(agent.ReportExit("j-other", 0, "secret-token", exit).code(),
+            absl::StatusCode::kNotFound);
+  agent.Shutdown();
+}
+
 TEST(AgentTeardownTest, StopBeforeAnyRankEndedSignalsAtOnce) {
   const std::string dir = TempDir();
   AgentOptions options = Options(dir);
