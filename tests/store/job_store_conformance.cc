@@ -767,6 +767,26 @@ TEST_P(JobStoreConformanceTest, ACommitUnderAnOlderEpochIsFencedAndWritesNothing
   RM_ASSERT_OK(store().GetJob("j-1"));
 }
 
+// A batch of new jobs alone is what the submit writers store (one statement in Postgres).
+TEST_P(JobStoreConformanceTest, ABatchOfNewJobsUnderAnOlderEpochIsFencedAndWritesNothing) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t old_epoch, store().TakeLeadership());
+  RM_ASSERT_OK_AND_ASSIGN(auto successor, backend().NewStore());
+  RM_ASSERT_OK_AND_ASSIGN(int64_t new_epoch, successor->TakeLeadership());
+  WriteBatch batch;
+  batch.jobs.push_back(CreateWrite(MakeJob("j-1", "default", 0, "req-1")));
+  batch.jobs.push_back(CreateWrite(MakeJob("j-2")));
+  auto stale = store().Commit(batch, old_epoch);
+  EXPECT_TRUE(IsFenced(stale.status())) << stale.status();
+  EXPECT_THAT(store().GetJob("j-1"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(store().GetJob("j-2"), StatusIs(absl::StatusCode::kNotFound));
+  RM_ASSERT_OK_AND_ASSIGN(CommitResult stored, successor->Commit(batch, new_epoch));
+  ASSERT_THAT(stored.created, SizeIs(2));
+  RM_ASSERT_OK(stored.created[0].status());
+  EXPECT_FALSE(stored.created[0]->existing);
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-2", 0));
+  EXPECT_THAT(events, SizeIs(1));
+}
+
 TEST_P(JobStoreConformanceTest, ACommitWithoutAnEpochIsInvalidArgument) {
   WriteBatch batch;
   batch.jobs.push_back(CreateWrite(MakeJob("j-1")));

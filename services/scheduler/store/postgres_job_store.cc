@@ -1,5 +1,6 @@
 #include "store/postgres_job_store.h"
 
+#include <functional>
 #include <map>
 #include <set>
 #include <utility>
@@ -39,6 +40,35 @@ constexpr int kDefaultListLimit = 100;
   "q.progress_timeout_seconds, q.idle_timeout_seconds "                                     \
   "FROM queues q LEFT JOIN queue_quotas r ON r.queue = q.name"
 
+// New jobs and their first events in one round trip, whatever their number; rows whose id or
+// request id is taken are skipped (the caller finds out which from RETURNING). FENCE_FROM and
+// FENCE_WHERE let the fenced variant insert only while this leader's epoch ($21) is current.
+#define RM_INSERT_NEW_JOBS_BODY(FENCE_FROM, FENCE_WHERE)                                        \
+  "v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], "                 \
+  "$5::integer[], $6::text[], $7::bigint[], $8::text[], $9::bigint[], $10::text[], "            \
+  "$11::text[], $12::text[]) "                                                                  \
+  "WITH ORDINALITY AS v(id, request_id, name, queue, priority, spec, created_at_ms, reason, "    \
+  "time_ms, state, pending_reason, team, ord)), "                                               \
+  "ins AS (INSERT INTO jobs (id, request_id, name, queue, priority, spec, state, attempt, "     \
+  "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "        \
+  "finished_at_ms, exit_code, message, team) "                                                  \
+  "SELECT id, NULLIF(request_id, ''), name, queue, priority, spec::jsonb, state, 0, "           \
+  "pending_reason, '', 1, "                                                                     \
+  "created_at_ms, created_at_ms, 0, 0, 0, '', team FROM v" FENCE_FROM FENCE_WHERE               \
+  " ORDER BY ord "                                                                              \
+  "ON CONFLICT DO NOTHING RETURNING id, seq), "                                                 \
+  "ev AS (INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "    \
+  "SELECT v.id, 1, v.state, 0, v.reason, 0, v.time_ms FROM v JOIN ins ON ins.id = v.id), "     \
+  /* The submits' audit entries (JobWrite::audit), only for the jobs inserted here. */          \
+  "au AS (INSERT INTO audit_log (at_ms, principal, team, role, peer, action, resource, "        \
+  "detail) SELECT a.at_ms, a.principal, a.team, a.role, a.peer, a.action, a.resource, "         \
+  "a.detail FROM unnest($13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[], "    \
+  "$18::text[], $19::text[], $20::text[]) AS a(at_ms, principal, team, role, peer, action, "    \
+  "resource, detail) JOIN ins ON ins.id = a.resource)"
+#define RM_INSERT_NEW_JOBS RM_INSERT_NEW_JOBS_BODY("", "")
+#define RM_INSERT_NEW_JOBS_FENCED \
+  RM_INSERT_NEW_JOBS_BODY(" CROSS JOIN fence", " WHERE fence.epoch = $21::bigint")
+
 // Statements on hot paths, prepared on every connection of the pool.
 const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"insert_job",
@@ -76,30 +106,14 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"take_fence",
      "UPDATE leader_fence SET epoch = epoch + 1, taken_at = now() WHERE id = 1 "
      "RETURNING epoch"},
-    // New jobs and their first events in one round trip, whatever their number; rows whose id
-    // or request id is taken are skipped (the caller finds out which from RETURNING).
-    {"insert_new_jobs",
-     "WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], "
-     "$5::integer[], $6::text[], $7::bigint[], $8::text[], $9::bigint[], $10::text[], "
-     "$11::text[], $12::text[]) "
-     "WITH ORDINALITY AS v(id, request_id, name, queue, priority, spec, created_at_ms, reason, "
-     "time_ms, state, pending_reason, team, ord)), "
-     "ins AS (INSERT INTO jobs (id, request_id, name, queue, priority, spec, state, attempt, "
-     "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "
-     "finished_at_ms, exit_code, message, team) "
-     "SELECT id, NULLIF(request_id, ''), name, queue, priority, spec::jsonb, state, 0, "
-     "pending_reason, '', 1, "
-     "created_at_ms, created_at_ms, 0, 0, 0, '', team FROM v ORDER BY ord "
-     "ON CONFLICT DO NOTHING RETURNING id, seq), "
-     "ev AS (INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
-     "SELECT v.id, 1, v.state, 0, v.reason, 0, v.time_ms FROM v JOIN ins ON ins.id = v.id), "
-     // The submits' audit entries (JobWrite::audit), only for the jobs inserted here.
-     "au AS (INSERT INTO audit_log (at_ms, principal, team, role, peer, action, resource, "
-     "detail) SELECT a.at_ms, a.principal, a.team, a.role, a.peer, a.action, a.resource, "
-     "a.detail FROM unnest($13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[], "
-     "$18::text[], $19::text[], $20::text[]) AS a(at_ms, principal, team, role, peer, action, "
-     "resource, detail) JOIN ins ON ins.id = a.resource) "
-     "SELECT id, seq FROM ins"},
+    {"insert_new_jobs", "WITH " RM_INSERT_NEW_JOBS " SELECT id, seq FROM ins"},
+    // The same as one statement of its own (no BEGIN, no COMMIT of its own round trip) for a
+    // batch of new jobs only: the fence is checked in it, and its last row is the epoch found
+    // (id NULL). A stale leader's statement inserts nothing.
+    {"insert_new_jobs_fenced",
+     "WITH fence AS MATERIALIZED (SELECT epoch FROM leader_fence WHERE id = 1 FOR SHARE), "
+     RM_INSERT_NEW_JOBS_FENCED
+     " SELECT id, seq FROM ins UNION ALL SELECT NULL, epoch FROM fence"},
     {"select_jobs_by_request",
      "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE request_id = ANY($1::text[])"},
     {"lock_jobs", "SELECT id, state FROM jobs WHERE id = ANY($1::text[]) FOR UPDATE"},
@@ -607,7 +621,130 @@ struct Columns {
   bool empty() const { return text[0].empty(); }
 };
 
+// The 20 arrays of insert_new_jobs: the jobs' columns, then their audit entries'.
+std::vector<std::string> CreateArrays(const std::vector<const JobWrite*>& creates) {
+  Columns rows(12);
+  Columns audit(8);
+  for (const JobWrite* w : creates) {
+    const Job& job = w->job;
+    rows.Add(0, job.id);
+    rows.Add(1, job.request_id);
+    rows.Add(2, job.spec.name);
+    rows.Add(3, job.spec.queue);
+    rows.Add(4, absl::StrCat(job.spec.priority));
+    rows.Add(5, SpecToJson(job.spec));
+    rows.Add(6, absl::StrCat(job.created_at_ms));
+    rows.Add(7, w->event.reason);
+    rows.Add(8, absl::StrCat(w->event.time_ms));
+    rows.Add(9, JobStateName(job.state));
+    rows.Add(10, job.pending_reason);
+    rows.Add(11, job.team);
+    if (!w->audit) continue;
+    const AuditRecord& a = *w->audit;
+    audit.Add(0, absl::StrCat(a.at_ms));
+    audit.Add(1, a.principal);
+    audit.Add(2, a.team);
+    audit.Add(3, a.role);
+    audit.Add(4, a.peer);
+    audit.Add(5, a.action);
+    audit.Add(6, job.id);
+    audit.Add(7, a.detail);
+  }
+  std::vector<std::string> arrays;
+  for (size_t i = 0; i < 12; ++i) arrays.push_back(rows.Array(i));
+  for (size_t i = 0; i < 8; ++i) arrays.push_back(audit.Array(i));
+  return arrays;
+}
+
+// The jobs of these request ids, with their placements.
+absl::StatusOr<std::vector<Job>> JobsByRequest(pqxx::transaction_base& tx,
+                                               const std::vector<std::string>& request_ids) {
+  RM_ASSIGN_OR_RETURN(
+      std::vector<Job> found,
+      JobsFromResult(tx.exec_prepared("select_jobs_by_request", TextArrayLiteral(request_ids))));
+  RM_RETURN_IF_ERROR(AttachPlacements(tx, &found));
+  return found;
+}
+
+using ReadByRequest =
+    std::function<absl::StatusOr<std::vector<Job>>(const std::vector<std::string>&)>;
+
+// Each create's result from the rows insert_new_jobs returned (id, seq): its own row, or the
+// earlier job of its request id (read by `read`, only when there is one), or ABORTED for a
+// taken job id.
+absl::Status SettleCreates(const pqxx::result& returned,
+                           const std::vector<const JobWrite*>& creates, const ReadByRequest& read,
+                           CommitResult* result) {
+  std::map<std::string, int64_t> inserted;
+  for (const auto& row : returned) {
+    if (!row[0].is_null()) inserted[row[0].as<std::string>()] = row[1].as<int64_t>();
+  }
+  // The rest met a taken request id (the earlier job is the answer) or a taken job id.
+  std::vector<std::string> repeated;
+  for (const JobWrite* w : creates) {
+    if (!inserted.contains(w->job.id) && !w->job.request_id.empty()) {
+      repeated.push_back(w->job.request_id);
+    }
+  }
+  std::map<std::string, Job> earlier;  // by request id
+  if (!repeated.empty()) {
+    RM_ASSIGN_OR_RETURN(std::vector<Job> found, read(repeated));
+    for (Job& job : found) earlier[job.request_id] = std::move(job);
+  }
+  for (const JobWrite* w : creates) {
+    const Job& job = w->job;
+    if (auto it = inserted.find(job.id); it != inserted.end()) {
+      // Its own row, unless an earlier create of this batch took the request id first.
+      auto e = earlier.find(job.request_id);
+      if (e == earlier.end() || e->second.id == job.id) {
+        Job created = job;
+        created.seq = it->second;
+        result->created.push_back(CreateJobResult{std::move(created), false});
+        continue;
+      }
+    }
+    if (auto e = earlier.find(job.request_id); !job.request_id.empty() && e != earlier.end()) {
+      result->created.push_back(CreateJobResult{e->second, true});
+      continue;
+    }
+    result->created.push_back(
+        absl::AbortedError(absl::StrCat("job id ", job.id, " is taken; choose another")));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+// A batch of new jobs only (the submit writers'): one statement, committed on its own, with
+// the fence checked inside it: one round trip instead of four (BEGIN, the fence, the insert,
+// COMMIT). Repeated request ids are then read in a transaction of their own.
+absl::StatusOr<CommitResult> PostgresJobStore::CommitCreates(
+    const std::vector<const JobWrite*>& creates, int64_t epoch) {
+  std::vector<std::string> a = CreateArrays(creates);
+  return pool_->Run<CommitResult>([&](pqxx::connection& conn) -> absl::StatusOr<CommitResult> {
+    pqxx::result returned;
+    {
+      pqxx::nontransaction tx(conn);
+      returned = tx.exec_prepared("insert_new_jobs_fenced", a[0], a[1], a[2], a[3], a[4], a[5],
+                                  a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14],
+                                  a[15], a[16], a[17], a[18], a[19], epoch);
+    }
+    if (returned.empty() || !returned[returned.size() - 1][0].is_null()) {
+      return absl::DataLossError("leader_fence has no row (schema migration 3)");
+    }
+    const int64_t current = returned[returned.size() - 1][1].as<int64_t>();
+    if (current != epoch) return FencedError(epoch, current);
+    CommitResult result;
+    RM_RETURN_IF_ERROR(SettleCreates(
+        returned, creates,
+        [&](const std::vector<std::string>& request_ids) {
+          ReadTransaction tx(conn);
+          return JobsByRequest(tx, request_ids);
+        },
+        &result));
+    return result;
+  });
+}
 
 absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, int64_t epoch) {
   RM_RETURN_IF_ERROR(store_internal::CheckBatch(batch, epoch));
@@ -619,6 +756,13 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
     RM_RETURN_IF_ERROR(SortedPlacement(w.job.placement).status());
     last_update[w.job.id] = &w;
     if (w.placement_changed) placement_changed.insert(w.job.id);
+  }
+  std::vector<const JobWrite*> creates;
+  for (const JobWrite& w : batch.jobs) {
+    if (w.kind == JobWrite::Kind::kCreate) creates.push_back(&w);
+  }
+  if (!creates.empty() && creates.size() == batch.jobs.size() && batch.workers.empty()) {
+    return CommitCreates(creates, epoch);
   }
   return pool_->Run<CommitResult>([&](pqxx::connection& conn) -> absl::StatusOr<CommitResult> {
     pqxx::work tx(conn);
@@ -638,84 +782,15 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
       events.Add(5, absl::StrCat(e.exit_code));
       events.Add(6, absl::StrCat(e.time_ms));
     };
-    std::vector<const JobWrite*> creates;
-    for (const JobWrite& w : batch.jobs) {
-      if (w.kind == JobWrite::Kind::kCreate) creates.push_back(&w);
-    }
     if (!creates.empty()) {
-      Columns rows(12);
-      for (const JobWrite* w : creates) {
-        const Job& job = w->job;
-        rows.Add(0, job.id);
-        rows.Add(1, job.request_id);
-        rows.Add(2, job.spec.name);
-        rows.Add(3, job.spec.queue);
-        rows.Add(4, absl::StrCat(job.spec.priority));
-        rows.Add(5, SpecToJson(job.spec));
-        rows.Add(6, absl::StrCat(job.created_at_ms));
-        rows.Add(7, w->event.reason);
-        rows.Add(8, absl::StrCat(w->event.time_ms));
-        rows.Add(9, JobStateName(job.state));
-        rows.Add(10, job.pending_reason);
-        rows.Add(11, job.team);
-      }
-      // In the same statement: no round trip of their own.
-      Columns audit(8);
-      for (const JobWrite* w : creates) {
-        if (!w->audit) continue;
-        const AuditRecord& a = *w->audit;
-        audit.Add(0, absl::StrCat(a.at_ms));
-        audit.Add(1, a.principal);
-        audit.Add(2, a.team);
-        audit.Add(3, a.role);
-        audit.Add(4, a.peer);
-        audit.Add(5, a.action);
-        audit.Add(6, w->job.id);
-        audit.Add(7, a.detail);
-      }
-      std::map<std::string, int64_t> inserted;
-      for (const auto& row : tx.exec_prepared(
-               "insert_new_jobs", rows.Array(0), rows.Array(1), rows.Array(2), rows.Array(3),
-               rows.Array(4), rows.Array(5), rows.Array(6), rows.Array(7), rows.Array(8),
-               rows.Array(9), rows.Array(10), rows.Array(11), audit.Array(0), audit.Array(1),
-               audit.Array(2), audit.Array(3), audit.Array(4), audit.Array(5), audit.Array(6),
-               audit.Array(7))) {
-        inserted[row[0].as<std::string>()] = row[1].as<int64_t>();
-      }
-      // The rest met a taken request id (the earlier job is the answer) or a taken job id.
-      std::vector<std::string> repeated;
-      for (const JobWrite* w : creates) {
-        if (!inserted.contains(w->job.id) && !w->job.request_id.empty()) {
-          repeated.push_back(w->job.request_id);
-        }
-      }
-      std::map<std::string, Job> earlier;  // by request id
-      if (!repeated.empty()) {
-        RM_ASSIGN_OR_RETURN(
-            std::vector<Job> found,
-            JobsFromResult(tx.exec_prepared("select_jobs_by_request", TextArrayLiteral(repeated))));
-        RM_RETURN_IF_ERROR(AttachPlacements(tx, &found));
-        for (Job& job : found) earlier[job.request_id] = std::move(job);
-      }
-      for (const JobWrite* w : creates) {
-        const Job& job = w->job;
-        if (auto it = inserted.find(job.id); it != inserted.end()) {
-          // Its own row, unless an earlier create of this batch took the request id first.
-          auto e = earlier.find(job.request_id);
-          if (e == earlier.end() || e->second.id == job.id) {
-            Job created = job;
-            created.seq = it->second;
-            result.created.push_back(CreateJobResult{std::move(created), false});
-            continue;
-          }
-        }
-        if (auto e = earlier.find(job.request_id); !job.request_id.empty() && e != earlier.end()) {
-          result.created.push_back(CreateJobResult{e->second, true});
-          continue;
-        }
-        result.created.push_back(
-            absl::AbortedError(absl::StrCat("job id ", job.id, " is taken; choose another")));
-      }
+      std::vector<std::string> a = CreateArrays(creates);
+      RM_RETURN_IF_ERROR(SettleCreates(
+          tx.exec_prepared("insert_new_jobs", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
+                           a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17],
+                           a[18], a[19]),
+          creates,
+          [&](const std::vector<std::string>& ids) { return JobsByRequest(tx, ids); },
+          &result));
     }
 
     if (!last_update.empty()) {

@@ -48,6 +48,8 @@ class PostgresJobStore : public JobStore {
   const std::string& database() const { return pool_->database(); }
 
  private:
+  absl::StatusOr<CommitResult> CommitCreates(const std::vector<const JobWrite*>& creates,
+                                             int64_t epoch);
   PostgresJobStore(std::unique_ptr<PostgresPool> pool, int migrations_applied);
 
   std::unique_ptr<PostgresPool> pool_;
