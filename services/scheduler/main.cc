@@ -322,6 +322,12 @@ int main(int argc, char** argv) {
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.AddListeningPort(flags.Get("listen"), *server_credentials, &bound_port);
+  // gRPC's sync server ends a thread that finishes a call while MAX_POLLERS others wait for
+  // calls (default 2), and starts one whenever none waits. SubmitJob holds its thread until the
+  // job is stored, so in a burst of submits nearly every call cost a thread start and exit (and
+  // a fresh thread-local random device): about 30% of the scheduler's CPU in
+  // bench/submit_bench.sh. Up to this many idle threads are kept instead.
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 64);
   builder.RegisterService(&job_service);
   builder.RegisterService(&cluster_service);
   builder.RegisterService(&worker_service);

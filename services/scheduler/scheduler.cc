@@ -264,7 +264,9 @@ void Scheduler::Stop() {
     std::lock_guard<std::mutex> lock(out_mu_);
     writer_stopping_ = true;
   }
-  out_cv_.notify_all();
+  outbox_cv_.notify_all();
+  creates_cv_.notify_all();
+  written_cv_.notify_all();
   for (std::thread& writer : writers_) writer.join();
   writers_.clear();
   {
@@ -789,15 +791,17 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
 }
 
 void Scheduler::Enqueue(Write write) {
+  const bool create =
+      !write.job_write.job.id.empty() && write.job_write.kind == JobWrite::Kind::kCreate;
   {
     std::lock_guard<std::mutex> lock(out_mu_);
-    const bool create = !write.job_write.job.id.empty() &&
-                        write.job_write.kind == JobWrite::Kind::kCreate;
     (create ? creates_ : outbox_).push_back(std::move(write));
     ++enqueued_;
     submit_nudges_ += create;
   }
-  out_cv_.notify_all();
+  // Only the writers of that queue: every submit waking the outbox writer for nothing cost a
+  // context switch on a busy machine.
+  (create ? creates_cv_ : outbox_cv_).notify_all();
 }
 
 // The writers. One stores every change of existing jobs and workers, in decision order (a
@@ -812,12 +816,13 @@ void Scheduler::Enqueue(Write write) {
 //  4. stored: act on it (AfterCommit), and hand the queue changes to the Redis mirror.
 void Scheduler::WriterLoop(bool creates) {
   std::deque<Write>& queue = creates ? creates_ : outbox_;
+  std::condition_variable& cv = creates ? creates_cv_ : outbox_cv_;
   while (true) {
     std::vector<Write> batch;
     {
       std::unique_lock<std::mutex> lock(out_mu_);
-      out_cv_.wait_for(lock, std::chrono::seconds(1),
-                       [&] { return !queue.empty() || writer_stopping_; });
+      cv.wait_for(lock, std::chrono::seconds(1),
+                  [&] { return !queue.empty() || writer_stopping_; });
       if (writer_stopping_) return;
       while (!queue.empty() && batch.size() < options_.max_batch) {
         batch.push_back(std::move(queue.front()));
@@ -855,7 +860,9 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
           std::lock_guard<std::mutex> lock(out_mu_);
           ++recoveries_;
         }
-        out_cv_.notify_all();  // the other writers' backoff ends
+        // The other writers' backoff ends.
+        outbox_cv_.notify_all();
+        creates_cv_.notify_all();
       }
       *result = std::move(*stored);
       return true;
@@ -894,7 +901,7 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
           std::lock_guard<std::mutex> lock(out_mu_);
           ++written_;
         }
-        out_cv_.notify_all();
+        written_cv_.notify_all();
         *result = {};
         return true;
       }
@@ -922,13 +929,14 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
       std::unique_lock<std::mutex> lock(out_mu_);
       const uint64_t recoveries = recoveries_;
       const uint64_t nudges = submit_nudges_;
-      out_cv_.wait_for(lock, std::chrono::milliseconds(backoff), [&] {
+      std::condition_variable& cv = creates ? creates_cv_ : outbox_cv_;
+      cv.wait_for(lock, std::chrono::milliseconds(backoff), [&] {
         return writer_stopping_ || recoveries_ != recoveries ||
                (creates && submit_nudges_ != nudges);
       });
       if (writer_stopping_) return false;
-      if (out_cv_.wait_until(lock, start + std::chrono::milliseconds(options_.retry_min_ms),
-                             [this] { return writer_stopping_; })) {
+      if (cv.wait_until(lock, start + std::chrono::milliseconds(options_.retry_min_ms),
+                        [this] { return writer_stopping_; })) {
         return false;
       }
     }
@@ -1056,7 +1064,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
     std::lock_guard<std::mutex> lock(out_mu_);
     written_ += batch.size();
   }
-  out_cv_.notify_all();
+  written_cv_.notify_all();
   if (woke) Wake();
 }
 
@@ -1121,8 +1129,8 @@ absl::Status Scheduler::Flush(int64_t timeout_ms) {
   // Writers finish out of order (new jobs in parallel), so a count reached is no proof that
   // the writes before the call are done; every write handed over so far being done is.
   std::unique_lock<std::mutex> lock(out_mu_);
-  if (!out_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                        [&] { return written_ == enqueued_; })) {
+  if (!written_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                            [&] { return written_ == enqueued_; })) {
     return absl::DeadlineExceededError(absl::StrCat(
         enqueued_ - written_, " decisions not stored within ", timeout_ms, " ms"));
   }
@@ -1156,7 +1164,7 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
       std::lock_guard<std::mutex> lock(out_mu_);
       ++submit_nudges_;  // the submit writer tries again now: Postgres may be back
     }
-    out_cv_.notify_all();
+    creates_cv_.notify_all();
     return absl::UnavailableError(
         "postgres is unavailable: the job was not accepted; retry with the same request_id");
   }

@@ -421,7 +421,9 @@ class Scheduler {
   // The writers' queues, under out_mu_. written_ counts writes stored (or dropped) and acted
   // on, enqueued_ writes handed over (Flush waits for the one to reach the other).
   std::mutex out_mu_;
-  std::condition_variable out_cv_;
+  std::condition_variable outbox_cv_;   // the outbox writer's: a write, a recovery, the stop
+  std::condition_variable creates_cv_;  // the submit writers': a new job, a nudge, a recovery
+  std::condition_variable written_cv_;  // Flush's: written_ grew
   std::deque<Write> outbox_;   // changes of existing jobs and workers, in decision order
   std::deque<Write> creates_;  // new jobs
   uint64_t enqueued_ = 0;
