@@ -1079,7 +1079,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
 void Scheduler::MirrorLoop() {
   bool rebuilt = false;
   while (true) {
-    std::map<std::string, std::optional<QueueEntry>> ops;
+    PendingQueue::Changes ops;
     {
       std::unique_lock<std::mutex> lock(mirror_mu_);
       mirror_cv_.wait_for(lock, std::chrono::seconds(1),
@@ -1113,10 +1113,9 @@ void Scheduler::MirrorLoop() {
         }
       }
     } else if (intact.ok()) {
-      for (const auto& [id, entry] : ops) {
-        absl::Status s = entry ? queue_->Push(*entry) : queue_->Remove(id);
-        applied = applied && s.ok();
-      }
+      // One round trip for the lot: one per job was most of this thread's time in a burst of
+      // submits.
+      applied = queue_->Apply(ops).ok();
     }
     if (!applied) {
       std::lock_guard<std::mutex> lock(mirror_mu_);

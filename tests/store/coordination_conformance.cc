@@ -17,6 +17,7 @@ using ::ringmaster::test::StatusIs;
 using ::ringmaster::test::WaitFor;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::SizeIs;
 using ::testing::UnorderedElementsAre;
 
 QueueEntry Entry(const std::string& id, int32_t priority, int64_t seq) {
@@ -80,6 +81,48 @@ TEST_P(CoordinationConformanceTest, RemoveTakesOnlyThatJobOut) {
   RM_ASSERT_OK(queue().Remove("never-queued"));
   RM_ASSERT_OK_AND_ASSIGN(auto ids, queue().List());
   EXPECT_THAT(ids, ElementsAre("j0", "j1", "j3"));
+}
+
+TEST_P(CoordinationConformanceTest, ApplyPushesAndRemovesInOneCall) {
+  for (int i = 0; i < 3; ++i) RM_ASSERT_OK(queue().Push(Entry(absl::StrCat("j", i), 0, i)));
+  PendingQueue::Changes changes;
+  changes["j1"] = std::nullopt;
+  changes["j0"] = Entry("j0", -1, 0);  // moves behind the others
+  changes["j9"] = Entry("j9", 5, 9);
+  changes["never-queued"] = std::nullopt;
+  RM_ASSERT_OK(queue().Apply(changes));
+  RM_ASSERT_OK_AND_ASSIGN(auto ids, queue().List());
+  EXPECT_THAT(ids, ElementsAre("j9", "j2", "j0"));
+  RM_ASSERT_OK(queue().Apply({}));
+  RM_ASSERT_OK_AND_ASSIGN(ids, queue().List());
+  EXPECT_THAT(ids, ElementsAre("j9", "j2", "j0"));
+}
+
+TEST_P(CoordinationConformanceTest, ApplyWithAnEntryOutOfRangeAppliesNothing) {
+  RM_ASSERT_OK(queue().Push(Entry("a", 0, 1)));
+  PendingQueue::Changes changes;
+  changes["a"] = std::nullopt;
+  changes["b"] = Entry("b", 0, 2);
+  changes["c"] = Entry("c", 1001, 3);
+  EXPECT_THAT(queue().Apply(changes), StatusIs(absl::StatusCode::kInvalidArgument));
+  RM_ASSERT_OK_AND_ASSIGN(auto ids, queue().List());
+  EXPECT_THAT(ids, ElementsAre("a"));
+}
+
+// More members than one command carries.
+TEST_P(CoordinationConformanceTest, ApplyOfThousandsKeepsPolicyOrder) {
+  PendingQueue::Changes changes;
+  for (int i = 0; i < 2500; ++i) {
+    changes[absl::StrCat("j", i)] = Entry(absl::StrCat("j", i), 0, i);
+  }
+  RM_ASSERT_OK(queue().Apply(changes));
+  PendingQueue::Changes removals;
+  for (int i = 0; i < 2500; i += 2) removals[absl::StrCat("j", i)] = std::nullopt;
+  RM_ASSERT_OK(queue().Apply(removals));
+  RM_ASSERT_OK_AND_ASSIGN(auto ids, queue().List());
+  ASSERT_THAT(ids, SizeIs(1250));
+  EXPECT_EQ(ids.front(), "j1");
+  EXPECT_EQ(ids.back(), "j2499");
 }
 
 TEST_P(CoordinationConformanceTest, RebuildReplacesTheQueueAndMarksItIntact) {

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +32,11 @@ class PendingQueue {
   // Adds or re-adds a job (idempotent).
   virtual absl::Status Push(const QueueEntry& entry) = 0;
   virtual absl::Status Remove(const std::string& job_id) = 0;
+  // Pushes each entry given and removes each id given nullopt, in one round trip where the
+  // backing store allows (the default calls Push and Remove). Every entry is checked first:
+  // one out of range is INVALID_ARGUMENT and nothing is applied.
+  using Changes = std::map<std::string, std::optional<QueueEntry>>;
+  virtual absl::Status Apply(const Changes& changes);
   // Every queued job id in policy order.
   virtual absl::StatusOr<std::vector<std::string>> List() = 0;
   // Replaces the whole queue with `entries` and marks the backing store as intact.

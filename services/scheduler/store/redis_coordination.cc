@@ -1,6 +1,7 @@
 #include "store/redis_coordination.h"
 
 #include <chrono>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -51,6 +52,39 @@ absl::Status RedisPendingQueue::Push(const QueueEntry& entry) {
 
 absl::Status RedisPendingQueue::Remove(const std::string& job_id) {
   return redis_->Command({"ZREM", queue_key_, job_id}).status();
+}
+
+absl::Status RedisPendingQueue::Apply(const Changes& changes) {
+  std::vector<std::vector<std::string>> commands;
+  std::vector<std::string> zadd = {"ZADD", queue_key_};
+  std::vector<std::string> zrem = {"ZREM", queue_key_};
+  for (const auto& [id, entry] : changes) {
+    if (!entry) {
+      zrem.push_back(id);
+    } else {
+      RM_RETURN_IF_ERROR(CheckQueueEntry(*entry));
+      zadd.push_back(std::to_string(IntegerScore(*entry)));
+      zadd.push_back(entry->job_id);
+    }
+    // Bounds one command's size, as Rebuild does.
+    if (zadd.size() >= 2 + 2 * kZaddChunk) {
+      commands.push_back(std::exchange(zadd, {"ZADD", queue_key_}));
+    }
+    if (zrem.size() >= 2 + kZaddChunk) {
+      commands.push_back(std::exchange(zrem, {"ZREM", queue_key_}));
+    }
+  }
+  if (zadd.size() > 2) commands.push_back(std::move(zadd));
+  if (zrem.size() > 2) commands.push_back(std::move(zrem));
+  if (commands.empty()) return absl::OkStatus();
+  RM_ASSIGN_OR_RETURN(auto replies, redis_->Pipeline(commands));
+  for (const auto& reply : replies) {
+    if (auto status = redis_internal::ReplyStatus(*reply); !status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("redis at ", redis_->options().Address(),
+                                                      ": updating the queue: ", status.message()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::string>> RedisPendingQueue::List() {

@@ -38,6 +38,8 @@ class RedisPendingQueue : public PendingQueue {
 
   absl::Status Push(const QueueEntry& entry) override;
   absl::Status Remove(const std::string& job_id) override;
+  // One pipeline: a ZADD of every entry and a ZREM of every id taken out.
+  absl::Status Apply(const Changes& changes) override;
   absl::StatusOr<std::vector<std::string>> List() override;
   // One MULTI/EXEC: the queue is replaced and the marker set atomically.
   absl::Status Rebuild(const std::vector<QueueEntry>& entries) override;

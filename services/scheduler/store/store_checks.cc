@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ringmaster::scheduler::store_internal {
 
@@ -115,6 +116,16 @@ absl::Status FencedError(int64_t epoch, int64_t current) {
 
 bool IsFenced(const absl::Status& status) {
   return status.GetPayload(kFencedPayload).has_value();
+}
+
+absl::Status PendingQueue::Apply(const Changes& changes) {
+  for (const auto& [id, entry] : changes) {
+    if (entry) RM_RETURN_IF_ERROR(store_internal::CheckQueueEntry(*entry));
+  }
+  for (const auto& [id, entry] : changes) {
+    RM_RETURN_IF_ERROR(entry ? Push(*entry) : Remove(id));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ringmaster::scheduler
