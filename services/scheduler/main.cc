@@ -6,6 +6,9 @@
 #include <prometheus/registry.h>
 
 #include <unistd.h>
+#ifdef RINGMASTER_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#endif
 
 #include <csignal>
 #include <cstdio>
@@ -29,6 +32,20 @@
 #include "store/redis_coordination.h"
 
 namespace {
+
+// The allocator in use, for the startup log (CMakeLists.txt says why jemalloc).
+std::string Allocator() {
+#ifdef RINGMASTER_JEMALLOC
+  const char* version = nullptr;
+  size_t size = sizeof(version);
+  if (mallctl("version", &version, &size, nullptr, 0) == 0 && version != nullptr) {
+    return std::string("jemalloc ") + version;
+  }
+  return "jemalloc";
+#else
+  return "the C library's malloc";
+#endif
+}
 
 volatile std::sig_atomic_t g_stop = 0;
 void OnSignal(int) { g_stop = 1; }
@@ -339,7 +356,8 @@ int main(int argc, char** argv) {
   }
   RM_LOG(kInfo) << "ringmaster-scheduler serving gRPC"
                 << (tls->insecure ? " in PLAINTEXT" : " over TLS") << " on " << flags.Get("listen")
-                << ", /metrics on " << flags.Get("metrics-listen");
+                << ", /metrics on " << flags.Get("metrics-listen") << "; allocator "
+                << Allocator();
 
   auto next_renewal = std::chrono::steady_clock::now() + renew_every;
   while (!g_stop) {
