@@ -767,6 +767,41 @@ TEST_P(JobStoreConformanceTest, ACommitUnderAnOlderEpochIsFencedAndWritesNothing
   RM_ASSERT_OK(store().GetJob("j-1"));
 }
 
+// The writer retries a batch whose commit answer was lost (the connection broke after the
+// commit): its own jobs come back as created, once, not as repeats or taken ids.
+TEST_P(JobStoreConformanceTest, ABatchRetriedAfterItsAnswerWasLostGetsItsOwnJobsAsCreated) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  WriteBatch batch;
+  batch.jobs.push_back(CreateWrite(MakeJob("j-1", "default", 0, "req-1")));
+  batch.jobs.push_back(CreateWrite(MakeJob("j-2")));
+  RM_ASSERT_OK_AND_ASSIGN(CommitResult first, store().Commit(batch, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(CommitResult again, store().Commit(batch, epoch));
+  ASSERT_THAT(again.created, SizeIs(2));
+  for (size_t i = 0; i < 2; ++i) {
+    RM_ASSERT_OK(again.created[i].status());
+    EXPECT_FALSE(again.created[i]->existing) << i;
+    EXPECT_EQ(again.created[i]->job.id, first.created[i]->job.id);
+    EXPECT_EQ(again.created[i]->job.seq, first.created[i]->job.seq);
+  }
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-2", 0));
+  EXPECT_THAT(events, SizeIs(1));
+  // Another job under a taken id or request id is still not its own.
+  Job other = MakeJob("j-2");
+  other.created_at_ms += 1;
+  other.updated_at_ms = other.created_at_ms;
+  Job repeat = MakeJob("j-3", "default", 0, "req-1");
+  WriteBatch others;
+  others.jobs.push_back(CreateWrite(other));
+  others.jobs.push_back(CreateWrite(repeat));
+  auto third = store().Commit(others, epoch);
+  ASSERT_TRUE(third.ok()) << third.status();
+  ASSERT_THAT(third->created, SizeIs(2));
+  EXPECT_THAT(third->created[0], StatusIs(absl::StatusCode::kAborted));
+  RM_ASSERT_OK(third->created[1].status());
+  EXPECT_TRUE(third->created[1]->existing);
+  EXPECT_EQ(third->created[1]->job.id, "j-1");
+}
+
 // A batch of new jobs alone is what the submit writers store (one statement in Postgres).
 TEST_P(JobStoreConformanceTest, ABatchOfNewJobsUnderAnOlderEpochIsFencedAndWritesNothing) {
   RM_ASSERT_OK_AND_ASSIGN(int64_t old_epoch, store().TakeLeadership());

@@ -157,6 +157,12 @@ absl::StatusOr<CommitResult> InMemoryJobStore::Commit(const WriteBatch& batch, i
   std::set<std::string> skipped;
   for (const JobWrite& w : batch.jobs) {
     if (w.kind == JobWrite::Kind::kCreate) {
+      if (auto own = jobs_.find(w.job.id);
+          own != jobs_.end() && store_internal::SameCreate(own->second.job, w.job)) {
+        // Stored by an earlier try of this write whose answer was lost.
+        result.created.push_back(CreateJobResult{own->second.job, false});
+        continue;
+      }
       if (!w.job.request_id.empty()) {
         auto it = ids_by_request_.find(w.job.request_id);
         if (it != ids_by_request_.end()) {

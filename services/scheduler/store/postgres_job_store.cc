@@ -114,8 +114,9 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "WITH fence AS MATERIALIZED (SELECT epoch FROM leader_fence WHERE id = 1 FOR SHARE), "
      RM_INSERT_NEW_JOBS_FENCED
      " SELECT id, seq FROM ins UNION ALL SELECT NULL, epoch FROM fence"},
-    {"select_jobs_by_request",
-     "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE request_id = ANY($1::text[])"},
+    {"select_jobs_by_request_or_id",
+     "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE request_id = ANY($1::text[]) "
+     "OR id = ANY($2::text[])"},
     {"lock_jobs", "SELECT id, state FROM jobs WHERE id = ANY($1::text[]) FOR UPDATE"},
     {"update_jobs",
      "UPDATE jobs SET state = v.state, attempt = v.attempt, pending_reason = v.pending_reason, "
@@ -656,43 +657,55 @@ std::vector<std::string> CreateArrays(const std::vector<const JobWrite*>& create
   return arrays;
 }
 
-// The jobs of these request ids, with their placements.
-absl::StatusOr<std::vector<Job>> JobsByRequest(pqxx::transaction_base& tx,
-                                               const std::vector<std::string>& request_ids) {
-  RM_ASSIGN_OR_RETURN(
-      std::vector<Job> found,
-      JobsFromResult(tx.exec_prepared("select_jobs_by_request", TextArrayLiteral(request_ids))));
+// The jobs of these request ids or job ids, with their placements.
+absl::StatusOr<std::vector<Job>> JobsByRequestOrId(pqxx::transaction_base& tx,
+                                                   const std::vector<std::string>& request_ids,
+                                                   const std::vector<std::string>& ids) {
+  RM_ASSIGN_OR_RETURN(std::vector<Job> found,
+                      JobsFromResult(tx.exec_prepared("select_jobs_by_request_or_id",
+                                                      TextArrayLiteral(request_ids),
+                                                      TextArrayLiteral(ids))));
   RM_RETURN_IF_ERROR(AttachPlacements(tx, &found));
   return found;
 }
 
-using ReadByRequest =
-    std::function<absl::StatusOr<std::vector<Job>>(const std::vector<std::string>&)>;
+using ReadStored = std::function<absl::StatusOr<std::vector<Job>>(
+    const std::vector<std::string>& request_ids, const std::vector<std::string>& ids)>;
 
-// Each create's result from the rows insert_new_jobs returned (id, seq): its own row, or the
-// earlier job of its request id (read by `read`, only when there is one), or ABORTED for a
-// taken job id.
+// Each create's result from the rows insert_new_jobs returned (id, seq): its own row; or, for
+// one not inserted (read by `read`, only when there is one), its own row stored by an earlier
+// try whose answer was lost, the earlier job of its request id, or ABORTED for a taken job id.
 absl::Status SettleCreates(const pqxx::result& returned,
-                           const std::vector<const JobWrite*>& creates, const ReadByRequest& read,
+                           const std::vector<const JobWrite*>& creates, const ReadStored& read,
                            CommitResult* result) {
   std::map<std::string, int64_t> inserted;
   for (const auto& row : returned) {
     if (!row[0].is_null()) inserted[row[0].as<std::string>()] = row[1].as<int64_t>();
   }
-  // The rest met a taken request id (the earlier job is the answer) or a taken job id.
   std::vector<std::string> repeated;
+  std::vector<std::string> taken;
   for (const JobWrite* w : creates) {
-    if (!inserted.contains(w->job.id) && !w->job.request_id.empty()) {
-      repeated.push_back(w->job.request_id);
-    }
+    if (inserted.contains(w->job.id)) continue;
+    if (!w->job.request_id.empty()) repeated.push_back(w->job.request_id);
+    taken.push_back(w->job.id);
   }
   std::map<std::string, Job> earlier;  // by request id
-  if (!repeated.empty()) {
-    RM_ASSIGN_OR_RETURN(std::vector<Job> found, read(repeated));
-    for (Job& job : found) earlier[job.request_id] = std::move(job);
+  std::map<std::string, Job> by_id;
+  if (!taken.empty()) {
+    RM_ASSIGN_OR_RETURN(std::vector<Job> found, read(repeated, taken));
+    for (Job& job : found) {
+      if (!job.request_id.empty()) earlier[job.request_id] = job;
+      by_id[job.id] = std::move(job);
+    }
   }
   for (const JobWrite* w : creates) {
     const Job& job = w->job;
+    if (auto own = by_id.find(job.id);
+        !inserted.contains(job.id) && own != by_id.end() &&
+        store_internal::SameCreate(own->second, job)) {
+      result->created.push_back(CreateJobResult{own->second, false});
+      continue;
+    }
     if (auto it = inserted.find(job.id); it != inserted.end()) {
       // Its own row, unless an earlier create of this batch took the request id first.
       auto e = earlier.find(job.request_id);
@@ -737,9 +750,9 @@ absl::StatusOr<CommitResult> PostgresJobStore::CommitCreates(
     CommitResult result;
     RM_RETURN_IF_ERROR(SettleCreates(
         returned, creates,
-        [&](const std::vector<std::string>& request_ids) {
+        [&](const std::vector<std::string>& request_ids, const std::vector<std::string>& ids) {
           ReadTransaction tx(conn);
-          return JobsByRequest(tx, request_ids);
+          return JobsByRequestOrId(tx, request_ids, ids);
         },
         &result));
     return result;
@@ -789,7 +802,9 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
                            a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17],
                            a[18], a[19]),
           creates,
-          [&](const std::vector<std::string>& ids) { return JobsByRequest(tx, ids); },
+          [&](const std::vector<std::string>& request_ids, const std::vector<std::string>& ids) {
+            return JobsByRequestOrId(tx, request_ids, ids);
+          },
           &result));
     }
 

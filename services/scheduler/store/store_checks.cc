@@ -99,6 +99,12 @@ absl::Status CheckLease(const std::string& holder, int64_t ttl_ms) {
   return CheckExpiring("lease", "holder", holder, ttl_ms);
 }
 
+bool SameCreate(const Job& stored, const Job& write) {
+  return stored.id == write.id && stored.request_id == write.request_id &&
+         stored.team == write.team && stored.created_at_ms == write.created_at_ms &&
+         stored.spec == write.spec;
+}
+
 }  // namespace ringmaster::scheduler::store_internal
 
 namespace ringmaster::scheduler {

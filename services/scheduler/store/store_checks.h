@@ -22,6 +22,12 @@ absl::Status CheckJobAndEvent(const Job& job, const JobEvent* event);
 // worker without an id).
 absl::Status CheckBatch(const WriteBatch& batch, int64_t epoch);
 
+// Whether `stored` is the job `write` creates, stored by an earlier try of the same write whose
+// answer was lost (the connection broke after the commit): same id (the caller's check), request
+// id, team, creation time and spec. A retried write then gets its own job back as created, not
+// as a repeat of its request id or a taken job id.
+bool SameCreate(const Job& stored, const Job& write);
+
 // The placement sorted by rank (the order every store returns it in); INVALID_ARGUMENT when a
 // rank appears twice.
 absl::StatusOr<std::vector<RankPlacement>> SortedPlacement(std::vector<RankPlacement> placement);
