@@ -730,7 +730,8 @@ absl::Status SettleCreates(const pqxx::result& returned,
 
 // A batch of new jobs only (the submit writers'): one statement, committed on its own, with
 // the fence checked inside it: one round trip instead of four (BEGIN, the fence, the insert,
-// COMMIT). Repeated request ids are then read in a transaction of their own.
+// COMMIT). The jobs not inserted (repeated request ids, taken ids) are then read in a read
+// transaction of their own.
 absl::StatusOr<CommitResult> PostgresJobStore::CommitCreates(
     const std::vector<const JobWrite*>& creates, int64_t epoch) {
   std::vector<std::string> a = CreateArrays(creates);
