@@ -880,6 +880,41 @@ TEST_P(JobStoreConformanceTest, CommitAddsUsageOfStoredUpdatesPerQueueAndResourc
               ElementsAre(QueueUsage{"vision", "cpu", 250}, QueueUsage{"vision", "t4", 8'000}));
 }
 
+// The outbox writer retries a batch whose commit answer was lost: it meets its own events,
+// and is taken as stored, with nothing written twice (usage above all).
+TEST_P(JobStoreConformanceTest, ABatchOfUpdatesRetriedAfterItsAnswerWasLostIsTakenAsStored) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job a = MakeJob("j-a", "vision");
+  Job b = MakeJob("j-b", "vision");
+  RM_ASSERT_OK(store().CreateJob(a, FirstEvent(a)));
+  RM_ASSERT_OK(store().CreateJob(b, FirstEvent(b)));
+  Job ended = b;
+  ended.state = JobState::kCancelled;
+  ended.finished_at_ms = kT0 + 1;
+  WriteBatch cancel;
+  cancel.jobs.push_back(UpdateWrite(ended, 2, "cancelled", false));
+  RM_ASSERT_OK(store().Commit(cancel, epoch));
+  WriteBatch batch;
+  batch.jobs.push_back(UpdateWrite(Started(a), 2, "placed", true));
+  batch.jobs.back().usage = QueueUsage{"vision", "t4", 5'000};
+  batch.jobs.push_back(UpdateWrite(Started(b), 3, "placed", true));  // ended: skipped
+  RM_ASSERT_OK_AND_ASSIGN(CommitResult first, store().Commit(batch, epoch));
+  EXPECT_THAT(first.skipped, ElementsAre("j-b"));
+  RM_ASSERT_OK_AND_ASSIGN(CommitResult again, store().Commit(batch, epoch));
+  EXPECT_THAT(again.skipped, ElementsAre("j-b"));
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-a", 0));
+  EXPECT_THAT(events, SizeIs(2));
+  RM_ASSERT_OK_AND_ASSIGN(auto usage, store().ListQueueUsage());
+  EXPECT_THAT(usage, ElementsAre(QueueUsage{"vision", "t4", 5'000}));
+  // The same seq with other content is still a conflict, and writes nothing.
+  WriteBatch other;
+  other.jobs.push_back(UpdateWrite(Started(a), 2, "placed elsewhere", true));
+  other.jobs.back().usage = QueueUsage{"vision", "t4", 1'000};
+  EXPECT_THAT(store().Commit(other, epoch), StatusIs(absl::StatusCode::kAlreadyExists));
+  RM_ASSERT_OK_AND_ASSIGN(usage, store().ListQueueUsage());
+  EXPECT_THAT(usage, ElementsAre(QueueUsage{"vision", "t4", 5'000}));
+}
+
 TEST_P(JobStoreConformanceTest, UsageOfASkippedUpdateIsNotAdded) {
   RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
   Job job = MakeJob("j-1", "vision");

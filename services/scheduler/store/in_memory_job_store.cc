@@ -136,6 +136,7 @@ absl::StatusOr<CommitResult> InMemoryJobStore::Commit(const WriteBatch& batch, i
   // checked before anything changes.
   std::set<std::pair<std::string, int64_t>> new_events;
   std::set<std::string> new_ids;
+  std::string repeated;  // the first event stored before, if any
   for (const JobWrite& w : batch.jobs) {
     if (w.kind == JobWrite::Kind::kCreate) {
       new_ids.insert(w.job.id);
@@ -147,11 +148,28 @@ absl::StatusOr<CommitResult> InMemoryJobStore::Commit(const WriteBatch& batch, i
     if (it == jobs_.end() && !new_ids.contains(w.job.id)) {
       return absl::NotFoundError(absl::StrCat("no job ", w.job.id));
     }
-    if ((it != jobs_.end() && it->second.events.contains(w.event.seq)) ||
-        !new_events.insert({w.job.id, w.event.seq}).second) {
+    if (!new_events.insert({w.job.id, w.event.seq}).second) {
       return absl::AlreadyExistsError(
           absl::StrCat("job ", w.job.id, " already has an event with seq ", w.event.seq));
     }
+    if (it != jobs_.end() && it->second.events.contains(w.event.seq) && repeated.empty()) {
+      repeated = absl::StrCat("job ", w.job.id, " already has an event with seq ", w.event.seq);
+    }
+  }
+  if (!repeated.empty()) {
+    // Stored by an earlier try of this batch whose answer was lost, or a real conflict.
+    std::map<std::pair<std::string, int64_t>, JobEvent> stored;
+    std::set<std::string> ended;
+    for (const JobWrite& w : batch.jobs) {
+      auto it = jobs_.find(w.job.id);
+      if (w.kind != JobWrite::Kind::kUpdate || it == jobs_.end()) continue;
+      if (auto e = it->second.events.find(w.event.seq); e != it->second.events.end()) {
+        stored[{w.job.id, w.event.seq}] = e->second;
+      }
+      if (IsTerminal(it->second.job.state)) ended.insert(w.job.id);
+    }
+    if (auto before = store_internal::StoredBefore(batch, stored, ended)) return *before;
+    return absl::AlreadyExistsError(repeated);
   }
   CommitResult result;
   std::set<std::string> skipped;

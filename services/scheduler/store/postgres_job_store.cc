@@ -146,6 +146,14 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"select_events",
      "SELECT seq, state, attempt, reason, exit_code, time_ms FROM job_events "
      "WHERE job_id = $1 AND seq > $2 ORDER BY seq"},
+    // A retried batch's events, and which of its jobs have ended (StoredBefore).
+    {"select_batch_events",
+     "SELECT e.job_id, e.seq, e.state, e.attempt, e.reason, e.exit_code, e.time_ms "
+     "FROM job_events e JOIN unnest($1::text[], $2::bigint[]) AS k(job_id, seq) "
+     "ON e.job_id = k.job_id AND e.seq = k.seq"},
+    {"select_ended_of",
+     "SELECT id FROM jobs WHERE id = ANY($1::text[]) "
+     "AND state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')"},
     {"upsert_worker",
      "INSERT INTO workers (id, address, port, gpus, cpu_slots, state, registered_at_ms, "
      "last_heartbeat_ms, unhealthy_reason) VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9) "
@@ -778,6 +786,51 @@ absl::StatusOr<CommitResult> PostgresJobStore::Commit(const WriteBatch& batch, i
   if (!creates.empty() && creates.size() == batch.jobs.size() && batch.workers.empty()) {
     return CommitCreates(creates, epoch);
   }
+  auto committed = CommitInTransaction(batch, epoch, last_update, placement_changed, creates);
+  if (committed.status().code() != absl::StatusCode::kAlreadyExists || !creates.empty() ||
+      last_update.empty()) {
+    return committed;
+  }
+  // An event stored before: this batch's own, when an earlier try committed it and its answer
+  // was lost (the connection broke after the commit), or a real conflict.
+  auto before = pool_->Run<std::optional<CommitResult>>(
+      [&](pqxx::connection& conn) -> absl::StatusOr<std::optional<CommitResult>> {
+        ReadTransaction tx(conn);
+        Columns keys(2);
+        std::vector<std::string> ids;
+        for (const JobWrite& w : batch.jobs) {
+          if (w.kind != JobWrite::Kind::kUpdate) continue;
+          keys.Add(0, w.job.id);
+          keys.Add(1, absl::StrCat(w.event.seq));
+          ids.push_back(w.job.id);
+        }
+        std::map<std::pair<std::string, int64_t>, JobEvent> stored;
+        for (const auto& row :
+             tx.exec_prepared("select_batch_events", keys.Array(0), keys.Array(1))) {
+          JobEvent event;
+          event.job_id = row[0].as<std::string>();
+          event.seq = row[1].as<int64_t>();
+          RM_ASSIGN_OR_RETURN(event.state, StateFromColumn(row[2], "event of " + event.job_id));
+          event.attempt = row[3].as<int32_t>();
+          event.reason = row[4].as<std::string>();
+          event.exit_code = row[5].as<int32_t>();
+          event.time_ms = row[6].as<int64_t>();
+          stored[{event.job_id, event.seq}] = std::move(event);
+        }
+        std::set<std::string> ended;
+        for (const auto& row : tx.exec_prepared("select_ended_of", TextArrayLiteral(ids))) {
+          ended.insert(row[0].as<std::string>());
+        }
+        return store_internal::StoredBefore(batch, stored, ended);
+      });
+  if (!before.ok() || !before->has_value()) return committed;
+  return **before;
+}
+
+absl::StatusOr<CommitResult> PostgresJobStore::CommitInTransaction(
+    const WriteBatch& batch, int64_t epoch,
+    const std::map<std::string, const JobWrite*>& last_update,
+    const std::set<std::string>& placement_changed, const std::vector<const JobWrite*>& creates) {
   return pool_->Run<CommitResult>([&](pqxx::connection& conn) -> absl::StatusOr<CommitResult> {
     pqxx::work tx(conn);
     pqxx::result fence = tx.exec_prepared("check_fence");

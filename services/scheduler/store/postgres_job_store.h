@@ -7,7 +7,9 @@
 #ifndef RINGMASTER_SERVICES_SCHEDULER_STORE_POSTGRES_JOB_STORE_H_
 #define RINGMASTER_SERVICES_SCHEDULER_STORE_POSTGRES_JOB_STORE_H_
 
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "store/job_store.h"
@@ -50,6 +52,11 @@ class PostgresJobStore : public JobStore {
  private:
   absl::StatusOr<CommitResult> CommitCreates(const std::vector<const JobWrite*>& creates,
                                              int64_t epoch);
+  absl::StatusOr<CommitResult> CommitInTransaction(
+      const WriteBatch& batch, int64_t epoch,
+      const std::map<std::string, const JobWrite*>& last_update,
+      const std::set<std::string>& placement_changed,
+      const std::vector<const JobWrite*>& creates);
   PostgresJobStore(std::unique_ptr<PostgresPool> pool, int migrations_applied);
 
   std::unique_ptr<PostgresPool> pool_;

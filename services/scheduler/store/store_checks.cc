@@ -105,6 +105,31 @@ bool SameCreate(const Job& stored, const Job& write) {
          stored.spec == write.spec;
 }
 
+std::optional<CommitResult> StoredBefore(
+    const WriteBatch& batch, const std::map<std::pair<std::string, int64_t>, JobEvent>& stored,
+    const std::set<std::string>& ended) {
+  CommitResult result;
+  std::set<std::string> skipped;
+  bool any = false;
+  for (const JobWrite& w : batch.jobs) {
+    if (w.kind == JobWrite::Kind::kCreate) return std::nullopt;
+    if (w.kind != JobWrite::Kind::kUpdate) continue;
+    auto it = stored.find({w.job.id, w.event.seq});
+    if (it != stored.end()) {
+      JobEvent mine = w.event;
+      mine.job_id = w.job.id;
+      if (!(it->second == mine)) return std::nullopt;
+      any = true;
+    } else if (ended.contains(w.job.id)) {
+      if (skipped.insert(w.job.id).second) result.skipped.push_back(w.job.id);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!any) return std::nullopt;
+  return result;
+}
+
 }  // namespace ringmaster::scheduler::store_internal
 
 namespace ringmaster::scheduler {

@@ -4,6 +4,9 @@
 #define RINGMASTER_SERVICES_SCHEDULER_STORE_STORE_CHECKS_H_
 
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +30,16 @@ absl::Status CheckBatch(const WriteBatch& batch, int64_t epoch);
 // id, team, creation time and spec. A retried write then gets its own job back as created, not
 // as a repeat of its request id or a taken job id.
 bool SameCreate(const Job& stored, const Job& write);
+
+// A batch of updates retried after its answer was lost meets its own events (AlreadyExists).
+// It was stored as a whole (one transaction) when every update's event is stored as the batch
+// writes it (`stored` has it under (job id, seq)), or its job had ended (an update skipped then
+// as now; `ended` lists those jobs). Then the batch's result, with nothing written again
+// (usage would count twice); nullopt when the batch was not stored. Creates and checkpoints
+// are not looked at: the caller asks only for batches of updates (and worker upserts).
+std::optional<CommitResult> StoredBefore(
+    const WriteBatch& batch, const std::map<std::pair<std::string, int64_t>, JobEvent>& stored,
+    const std::set<std::string>& ended);
 
 // The placement sorted by rank (the order every store returns it in); INVALID_ARGUMENT when a
 // rank appears twice.
