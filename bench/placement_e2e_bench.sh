@@ -29,13 +29,7 @@ echo "machine: $(nproc) cores; Postgres with fsync on; scheduler flags: --postgr
 
 # CPU seconds (user + system) of the given processes, from /proc.
 cpu_of() {
-  local hz total=0 p
-  hz=$(getconf CLK_TCK)
-  for p in "$@"; do
-    [ -r "/proc/$p/stat" ] || continue
-    total=$((total + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}')))
-  done
-  awk -v t="$total" -v hz="$hz" 'BEGIN {printf "%.2f", t / hz}'
+  awk -v t="$(ticks_of "$@")" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t / hz}'
 }
 # Seconds on a CPU and seconds runnable but waiting for one (run queue), summed over every thread
 # of the given processes, from /proc/*/task/*/schedstat. Waiting shows what co-tenants take.
@@ -44,7 +38,6 @@ sched_of() {
   for p in "$@"; do files+=(/proc/"$p"/task/*/schedstat); done
   cat "${files[@]}" 2>/dev/null | awk '{r += $1; w += $2} END {printf "%.2f %.2f", r / 1e9, w / 1e9}'
 }
-pg_pids() { pgrep -P "$(head -1 "$tmp/pg/postmaster.pid")" | tr '\n' ' '; head -1 "$tmp/pg/postmaster.pid"; }
 # Once a second while the benchmark runs: CPU used by the scheduler, Postgres and Redis in that
 # second, and the scheduler's own view (GPUs allocated, jobs pending) from /metrics.
 sample() {

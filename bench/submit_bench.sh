@@ -18,14 +18,6 @@ source "$root/bench/lib/stack.sh"
   cmake --build "$build" --target ringmaster-scheduler submit_bench >/dev/null
 echo "machine: $(nproc) cores; Postgres 15 with fsync on; scheduler pool $clients connections"
 
-# Where the scheduler's time went: its own histograms of group commits.
-commit_summary() {
-  curl -s "http://127.0.0.1:$metrics_port/metrics" | awk '
-    /^ringmaster_store_commit_seconds_sum/ {cs=$2} /^ringmaster_store_commit_seconds_count/ {cc=$2}
-    /^ringmaster_store_batch_writes_sum/ {bs=$2} /^ringmaster_store_batch_writes_count/ {bc=$2}
-    END { if (cc > 0) printf "  scheduler: %d transactions, %.1f writes each, %.2f ms each (mean)\n", cc, bs/bc, 1000*cs/cc }'
-}
-
 # ROUNDS rounds (default 3) of the three, in a rotating order, each on a fresh stack; the
 # INSERT comparison only in the first. The ratios are of the medians: one round on a busy
 # machine swings either way by a third.

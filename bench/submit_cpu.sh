@@ -15,16 +15,6 @@ source "$root/bench/lib/stack.sh"
 [ -n "${RINGMASTER_BENCH_NO_BUILD:-}" ] ||
   cmake --build "$build" --target ringmaster-scheduler submit_bench >/dev/null
 hz=$(getconf CLK_TCK)
-# Clock ticks (user + system) of the given processes, from /proc; gone ones count 0.
-ticks_of() {
-  local total=0 p
-  for p in "$@"; do
-    [ -r "/proc/$p/stat" ] || continue
-    total=$((total + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}')))
-  done
-  echo "$total"
-}
-pg_pids() { pgrep -P "$(head -1 "$tmp/pg/postmaster.pid")" | tr '\n' ' '; head -1 "$tmp/pg/postmaster.pid"; }
 idle_ticks() { awk '/^cpu / {print $5 + $6}' /proc/stat; }
 
 STACK_TLS=0 STACK_AUTH=0 stack_start --postgres-pool "$clients" --log-level warning \
@@ -58,8 +48,5 @@ sort -rn "$tmp/threads" | head -4 | awk -v hz="$hz" '{printf "    %.2f  %s (%s)\
 echo "  and by thread name:"
 awk -v hz="$hz" '{t[$3] += $1; n[$3]++} END {for (c in t) printf "    %.2f  %s (%d threads)\n", t[c] / hz, c, n[c]}' \
   "$tmp/threads" | sort -rn
-curl -s "http://127.0.0.1:$metrics_port/metrics" | awk '
-  /^ringmaster_store_commit_seconds_sum/ {cs=$2} /^ringmaster_store_commit_seconds_count/ {cc=$2}
-  /^ringmaster_store_batch_writes_sum/ {bs=$2} /^ringmaster_store_batch_writes_count/ {bc=$2}
-  END { if (cc > 0) printf "  scheduler: %d transactions, %.1f writes each, %.2f ms each (mean)\n", cc, bs/bc, 1000*cs/cc }'
+commit_summary
 stack_stop

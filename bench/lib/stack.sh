@@ -11,7 +11,28 @@
 #   (--insecure-no-auth) unless STACK_AUTH=1.
 #   stack_stop stops everything; stack_start may then be called again.
 #   SCHEDULER_BIN runs another scheduler binary (an A/B against a build of an older commit).
+#   Measuring helpers: ticks_of PIDS (CPU clock ticks, user + system, of those processes),
+#   pg_pids (the postmaster and its backends), commit_summary (the scheduler's group commits,
+#   from its /metrics).
 source "$root/scripts/lib/pg.sh"
+
+# CPU clock ticks (user + system) of the given processes, from /proc; gone ones count 0.
+ticks_of() {
+  local total=0 p
+  for p in "$@"; do
+    [ -r "/proc/$p/stat" ] || continue
+    total=$((total + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}')))
+  done
+  echo "$total"
+}
+pg_pids() { pgrep -P "$(head -1 "$tmp/pg/postmaster.pid")" | tr '\n' ' '; head -1 "$tmp/pg/postmaster.pid"; }
+# The scheduler's group commits so far: transactions, writes in each, mean time.
+commit_summary() {
+  curl -s "http://127.0.0.1:$metrics_port/metrics" | awk '
+    /^ringmaster_store_commit_seconds_sum/ {cs=$2} /^ringmaster_store_commit_seconds_count/ {cc=$2}
+    /^ringmaster_store_batch_writes_sum/ {bs=$2} /^ringmaster_store_batch_writes_count/ {bc=$2}
+    END { if (cc > 0) printf "  scheduler: %d transactions, %.1f writes each, %.2f ms each (mean)\n", cc, bs/bc, 1000*cs/cc }'
+}
 
 pids=()
 stack_stop() {
