@@ -3,6 +3,9 @@
 // 100 queues in 10 cohorts, 50,000 pending jobs, the cluster 90% busy with jobs of every queue
 // (some borrowing, so reclaims happen). Preemption and backfill on. Prints its figures; not a
 // test. A decision: a pending job started, preempted for, reserved for, or told why it waits.
+// Then the pass that bench/placement_e2e_bench.sh makes the scheduler run fifty times a second: a
+// full cluster, one queue without quotas, a backlog of 8,000 gangs of 1 to 64 GPUs, none of which
+// fits. Its time per pending job is what a deep backlog costs every pass.
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -106,6 +109,63 @@ int64_t BaselinePass(const World& w) {
   return started;
 }
 
+// The backlog pass: the cluster full (so nothing starts and every job is told why it waits).
+void BacklogPass() {
+  constexpr int kBacklog = 8000;
+  std::mt19937_64 rng(42);
+  ClusterState cluster;
+  for (int i = 0; i < kWorkers; ++i) {
+    Worker worker;
+    worker.id = "w" + std::to_string(i);
+    worker.address = "10.0.0.1";
+    for (int g = 0; g < kGpusPerWorker; ++g) worker.gpus.push_back(Gpu{g, "t4", 0, false});
+    cluster.UpsertWorker(worker);
+  }
+  std::map<std::string, Queue> queues;
+  queues["default"].name = "default";
+  // The e2e benchmark's mix: 1 to 64 GPUs in ranks of 1, 2, 4 or 8.
+  std::uniform_int_distribution<int> total(1, 64);
+  auto make = [&](int64_t seq) {
+    Job job;
+    job.id = "j" + std::to_string(seq);
+    job.seq = seq;
+    const int gpus = total(rng);
+    const int per_rank = gpus % 8 == 0 ? 8 : gpus % 4 == 0 ? 4 : gpus % 2 == 0 ? 2 : 1;
+    job.spec.queue = "default";
+    job.spec.replicas = gpus / per_rank;
+    job.spec.gpus_per_replica = per_rank;
+    job.spec.gpu_type = "t4";
+    return job;
+  };
+  std::vector<Job> placed, pending;
+  int64_t seq = 0;
+  for (int i = 0; i < kWorkers; ++i) {  // one 8-GPU job per worker: every GPU busy
+    Job job = make(++seq);
+    job.spec.replicas = 1;
+    job.spec.gpus_per_replica = kGpusPerWorker;
+    PlacementDecision d = cluster.Place(RequestOf(job.spec));
+    (void)cluster.Allocate(d.ranks);
+    job.placement = d.ranks;
+    job.state = JobState::kRunning;
+    placed.push_back(std::move(job));
+  }
+  for (int i = 0; i < kBacklog; ++i) pending.push_back(make(++seq));
+  PassInput in;
+  in.queues = &queues;
+  in.now_ms = 1'700'000'000'000;
+  for (const Job& j : placed) in.placed.push_back(&j);
+  for (const Job& j : pending) in.pending.push_back(&j);
+  PolicyOptions options;
+  constexpr int kPasses = 20;
+  PassResult last;
+  auto t0 = Clock::now();
+  for (int i = 0; i < kPasses; ++i) last = SchedulePass(in, cluster, options);
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count() / kPasses;
+  std::printf("backlog pass (full cluster, 1 queue, %d pending): %.2f ms, %.2f us per pending "
+              "job, %zu started, %zu waiting with a reason\n",
+              kBacklog, 1000 * s, 1e6 * s / kBacklog, last.starts.size(), last.waiting.size());
+}
+
 }  // namespace
 
 int main() {
@@ -142,5 +202,6 @@ int main() {
               static_cast<long long>(base_started));
   std::printf("decisions/s: fair share %.0f, baseline %.0f, ratio %.2f\n", fair_rate, base_rate,
               fair_rate / base_rate);
+  BacklogPass();
   return 0;
 }
