@@ -318,6 +318,10 @@ class Pass {
   // window has ended only shrinks within a pass (starts, claims and reservations take from it).
   // (resource, replicas, units per rank, checked).
   std::set<std::tuple<std::string, int32_t, int32_t, bool>> no_reservation_;
+  // Holdings that must end within the reservation window: (end, index in holdings_), by end;
+  // holdings_ up to ends_scanned_ are counted in.
+  std::vector<std::pair<int64_t, size_t>> ends_;
+  size_t ends_scanned_ = 0;
   PassResult result_;
 };
 
@@ -578,22 +582,27 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
 
 void Pass::Reserve(const Job& job, const Demand& demand) {
   // Free GPUs in the order running jobs must end (by max_runtime_seconds) until the gang fits.
-  std::vector<std::pair<int64_t, const Holding*>> ends;
-  for (const Holding& h : Holdings()) {
-    if (h.job->spec.max_runtime_seconds <= 0) continue;
-    const int64_t end = h.started_ms + h.job->spec.max_runtime_seconds * 1000;
-    if (end - in_.now_ms <= options_.reservation_window_ms) ends.push_back({end, &h});
+  // Which jobs end within the window is found once a pass, not once per pending gang: a full
+  // cluster with thousands of them spent most of each pass here. Holdings only grow in a pass.
+  const std::vector<Holding>& holdings = Holdings();
+  if (ends_scanned_ < holdings.size()) {
+    for (; ends_scanned_ < holdings.size(); ++ends_scanned_) {
+      const Holding& h = holdings[ends_scanned_];
+      if (h.job->spec.max_runtime_seconds <= 0) continue;
+      const int64_t end = h.started_ms + h.job->spec.max_runtime_seconds * 1000;
+      if (end - in_.now_ms <= options_.reservation_window_ms) ends_.push_back({end, ends_scanned_});
+    }
+    std::sort(ends_.begin(), ends_.end());
   }
   // Nothing ends within the window: no reservation, and no copy of the cluster (a full
   // cluster with thousands of pending gangs would copy it once per gang per pass).
-  if (ends.empty()) return;
+  if (ends_.empty()) return;
+  const auto& ends = ends_;
   GangRequest request = RequestOf(job.spec);
   if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
   const auto shape = std::make_tuple(demand.resource, request.replicas, request.gpus_per_replica,
                                      request.checked);
   if (no_reservation_.count(shape) > 0) return;
-  std::sort(ends.begin(), ends.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
   ClusterState future = Hard();
   std::vector<RankPlacement> reserved;
   for (const Reservation& r : result_.reservations) {
@@ -603,7 +612,7 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
   for (size_t i = 0; i < ends.size();) {
     const int64_t t = std::max(ends[i].first, in_.now_ms);
     for (; i < ends.size() && std::max(ends[i].first, in_.now_ms) == t; ++i) {
-      future.Release(*ends[i].second->ranks);
+      future.Release(*holdings_[ends[i].second].ranks);
     }
     (void)future.Allocate(future.FreePart(reserved));
     PlacementDecision p = future.Place(request);
@@ -622,13 +631,17 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
 }
 
 PassResult Pass::Run() {
+  result_.waiting.reserve(in_.pending.size());
   // Pending jobs per queue in priority, then submit order.
   std::map<std::string, std::vector<const Job*>> by_queue;
   for (const Job* job : in_.pending) by_queue[job->spec.queue].push_back(job);
+  const bool any_claims = !in_.claims.empty();
   for (auto& [name, jobs] : by_queue) {
-    std::sort(jobs.begin(), jobs.end(), [this](const Job* a, const Job* b) {
-      const bool na = in_.claims.count(a->id) > 0, nb = in_.claims.count(b->id) > 0;
-      if (na != nb) return na;
+    std::sort(jobs.begin(), jobs.end(), [this, any_claims](const Job* a, const Job* b) {
+      if (any_claims) {
+        const bool na = in_.claims.count(a->id) > 0, nb = in_.claims.count(b->id) > 0;
+        if (na != nb) return na;
+      }
       if (a->spec.priority != b->spec.priority) return a->spec.priority > b->spec.priority;
       return a->seq < b->seq;
     });
