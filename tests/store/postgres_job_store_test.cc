@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
+#include "convert/convert.h"
 #include "gmock/gmock.h"
 #include "job_store_conformance.h"
 #include "store/migrations.h"
@@ -107,6 +108,82 @@ TEST(PostgresJobStoreTest, MigrationsAreAppliedOnceAndASecondStartAppliesNothing
   EXPECT_EQ(got.request_id, "req-1");
   EXPECT_EQ(CountRows(db->url(), "SELECT count(*) FROM schema_migrations"),
             static_cast<int64_t>(Migrations().size()));
+}
+
+// Schedulers before migration 11 stored a placement as a row per rank in `placements`, and an
+// old leader still does during a rolling upgrade. Those rows are the job's placement while
+// jobs.placement is [], and go when a newer placement is stored.
+TEST(PostgresJobStoreTest, PlacementRowsFromBeforeMigration11AreReadUntilReplaced) {
+  RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
+  int before = 0;
+  {
+    pqxx::connection conn(db->url());
+    pqxx::work tx(conn);
+    tx.exec(
+        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+        "applied_at timestamptz NOT NULL DEFAULT now())");
+    for (const Migration& m : Migrations()) {
+      if (m.version >= 11) break;
+      tx.exec(m.sql);
+      tx.exec_params("INSERT INTO schema_migrations (version) VALUES ($1)", m.version);
+      ++before;
+    }
+    // A running gang as a scheduler of schema version 10 wrote it.
+    Job job = MakeJob("j-1");
+    job.spec.replicas = 2;
+    tx.exec_params(
+        "INSERT INTO jobs (id, name, queue, priority, spec, state, attempt, token, "
+        "last_event_seq, created_at_ms, updated_at_ms, started_at_ms) "
+        "VALUES ('j-1', 'j-1', 'default', 0, $1::jsonb, 'RUNNING', 1, 'tok', 1, 1, 2, 2)",
+        SpecToJson(job.spec));
+    tx.exec(
+        "INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
+        "VALUES ('j-1', 1, 'RUNNING', 1, 'started', 0, 2)");
+    tx.exec(
+        "INSERT INTO placements (job_id, rank, worker_id, worker_address, gpu_indices, "
+        "worker_port) VALUES ('j-1', 1, 'w2', '10.0.0.2', '{2,3}', 7001), "
+        "('j-1', 0, 'w1', '10.0.0.1', '{0}', 7000)");
+    tx.commit();
+  }
+  RM_ASSERT_OK_AND_ASSIGN(auto store, PostgresJobStore::Connect(db->url(), 1));
+  EXPECT_EQ(store->migrations_applied(), static_cast<int>(Migrations().size()) - before);
+
+  RM_ASSERT_OK_AND_ASSIGN(std::vector<Job> active, store->ListActiveJobs());
+  ASSERT_EQ(active.size(), 1u);
+  const std::vector<RankPlacement> old = {{0, "w1", "10.0.0.1", {0}, 7000},
+                                          {1, "w2", "10.0.0.2", {2, 3}, 7001}};
+  EXPECT_EQ(active[0].placement, old);
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store->GetJob("j-1"));
+  EXPECT_EQ(got.placement, old);
+
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store->TakeLeadership());
+  // Preempted: back to pending without ranks. The old rows must not come back.
+  Job pending = got;
+  pending.state = JobState::kPending;
+  pending.placement.clear();
+  pending.last_event_seq = 2;
+  WriteBatch batch;
+  batch.jobs.push_back({JobWrite::Kind::kUpdate, pending,
+                        JobEvent{"j-1", 2, JobState::kPending, 1, "preempted", 0, 3}, true,
+                        std::nullopt, std::nullopt});
+  RM_ASSERT_OK(store->Commit(batch, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(got, store->GetJob("j-1"));
+  EXPECT_TRUE(got.placement.empty());
+  EXPECT_EQ(CountRows(db->url(), "SELECT count(*) FROM placements"), 0);
+
+  // Placed again: stored in the job's row.
+  Job placed = got;
+  placed.state = JobState::kStarting;
+  placed.attempt = 2;
+  placed.placement = {{0, "w3", "10.0.0.3", {1, 5}, 7002}};
+  placed.last_event_seq = 3;
+  batch.jobs = {{JobWrite::Kind::kUpdate, placed,
+                 JobEvent{"j-1", 3, JobState::kStarting, 2, "placed", 0, 4}, true, std::nullopt,
+                 std::nullopt}};
+  RM_ASSERT_OK(store->Commit(batch, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(got, store->GetJob("j-1"));
+  EXPECT_EQ(got.placement, placed.placement);
+  EXPECT_EQ(CountRows(db->url(), "SELECT count(*) FROM placements"), 0);
 }
 
 TEST(PostgresJobStoreTest, ANewDatabaseHasTheDefaultQueueWithoutQuotaLimits) {

@@ -35,9 +35,8 @@ struct JobWrite {
   Kind kind = Kind::kUpdate;
   Job job;
   JobEvent event;
-  // kUpdate: true when the transition placed or released the job, so its placement rows are
-  // rewritten; otherwise they are left alone (a state change of a 64-rank job stays a few
-  // statements).
+  // kUpdate: true when the transition placed or released the job, so its stored placement is
+  // rewritten; otherwise it is left alone.
   bool placement_changed = false;
   // kUpdate ending a running attempt: what it used, added to its queue's accounting in the same
   // transaction (not when the write is skipped because the stored job had already ended).

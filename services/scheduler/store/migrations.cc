@@ -189,6 +189,15 @@ ALTER TABLE jobs
   ADD COLUMN last_checkpoint_step bigint NOT NULL DEFAULT 0 CHECK (last_checkpoint_step >= 0),
   ADD COLUMN last_checkpoint_time_ms bigint NOT NULL DEFAULT 0;
 )sql"},
+    {11, "jobs.placement: a gang's ranks in the job's row, not a row per rank", R"sql(
+-- [{rank, worker_id, worker_address, worker_port, gpus}] by rank; [] while nothing is placed.
+-- A row per rank cost Postgres most of its time while placing (a 22-rank gang: 22 inserts and
+-- later 22 deletes, each with its index entries). json, not jsonb: written whole by the
+-- scheduler, read whole, never searched, and json only checks the text. The placements table
+-- stays, read where a job's placement is [] and emptied as placements change: it holds what
+-- schedulers before this version wrote, including an old leader's during a rolling upgrade.
+ALTER TABLE jobs ADD COLUMN placement json NOT NULL DEFAULT '[]';
+)sql"},
 };
 
 // Strictly increasing from 1. Parallel branches reserve version numbers, so a gap may exist

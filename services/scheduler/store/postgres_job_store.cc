@@ -88,14 +88,20 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "UPDATE jobs SET state = $2, attempt = $3, pending_reason = $4, token = $5, "
      "last_event_seq = $6, updated_at_ms = $7, started_at_ms = $8, finished_at_ms = $9, "
      "exit_code = $10, message = $11, preemptions = $12 WHERE id = $1"},
+    // A job's placement is jobs.placement, or where that is [], its rows in the placements
+    // table (written before migration 11, see there).
     {"select_placements",
-     "SELECT job_id, rank, worker_id, worker_address, array_to_string(gpu_indices, ','), "
-     "worker_port "
-     "FROM placements WHERE job_id = ANY($1::text[]) ORDER BY job_id, rank"},
+     "SELECT j.id, p.rank, p.worker_id, p.worker_address, array_to_string(p.gpus, ','), "
+     "p.worker_port FROM jobs j CROSS JOIN LATERAL json_to_recordset(j.placement) "
+     "AS p(rank integer, worker_id text, worker_address text, worker_port integer, "
+     "gpus integer[]) WHERE j.id = ANY($1::text[]) "
+     "UNION ALL "
+     "SELECT l.job_id, l.rank, l.worker_id, l.worker_address, "
+     "array_to_string(l.gpu_indices, ','), l.worker_port FROM placements l "
+     "JOIN jobs j ON j.id = l.job_id "
+     "WHERE l.job_id = ANY($1::text[]) AND json_array_length(j.placement) = 0 ORDER BY 1, 2"},
+    {"set_placement", "UPDATE jobs SET placement = $2::json WHERE id = $1"},
     {"delete_placements", "DELETE FROM placements WHERE job_id = $1"},
-    {"insert_placement",
-     "INSERT INTO placements (job_id, rank, worker_id, worker_address, gpu_indices, "
-     "worker_port) VALUES ($1, $2, $3, $4, $5::integer[], $6)"},
     {"insert_event",
      "INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
      "VALUES ($1, $2, $3, $4, $5, $6, $7)"},
@@ -118,27 +124,25 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE request_id = ANY($1::text[]) "
      "OR id = ANY($2::text[])"},
     {"lock_jobs", "SELECT id, state FROM jobs WHERE id = ANY($1::text[]) FOR UPDATE"},
+    // $13: the new placement of each job whose placement changed (PlacementJson), '' where it
+    // did not.
     {"update_jobs",
      "UPDATE jobs SET state = v.state, attempt = v.attempt, pending_reason = v.pending_reason, "
      "token = v.token, last_event_seq = v.last_event_seq, updated_at_ms = v.updated_at_ms, "
      "started_at_ms = v.started_at_ms, finished_at_ms = v.finished_at_ms, "
-     "exit_code = v.exit_code, message = v.message, preemptions = v.preemptions "
+     "exit_code = v.exit_code, message = v.message, preemptions = v.preemptions, "
+     "placement = CASE WHEN v.placement = '' THEN jobs.placement ELSE v.placement::json END "
      "FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::bigint[], "
-     "$7::bigint[], $8::bigint[], $9::bigint[], $10::integer[], $11::text[], $12::integer[]) "
-     "AS v(id, state, attempt, pending_reason, token, last_event_seq, updated_at_ms, "
-     "started_at_ms, finished_at_ms, exit_code, message, preemptions) WHERE jobs.id = v.id"},
+     "$7::bigint[], $8::bigint[], $9::bigint[], $10::integer[], $11::text[], $12::integer[], "
+     "$13::text[]) AS v(id, state, attempt, pending_reason, token, last_event_seq, "
+     "updated_at_ms, started_at_ms, finished_at_ms, exit_code, message, preemptions, placement) "
+     "WHERE jobs.id = v.id"},
     {"delete_placements_of", "DELETE FROM placements WHERE job_id = ANY($1::text[])"},
     // A newer checkpoint only: reports of a preempted attempt may arrive after later ones.
     {"update_checkpoints",
      "UPDATE jobs SET last_checkpoint_step = v.step, last_checkpoint_time_ms = v.time_ms "
      "FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS v(id, step, time_ms) "
      "WHERE jobs.id = v.id AND v.time_ms >= jobs.last_checkpoint_time_ms"},
-    {"insert_placements",
-     "INSERT INTO placements (job_id, rank, worker_id, worker_address, gpu_indices, worker_port) "
-     "SELECT v.job_id, v.rank, v.worker_id, v.worker_address, "
-     "string_to_array(v.gpus, ',')::integer[], v.worker_port "
-     "FROM unnest($1::text[], $2::integer[], $3::text[], $4::text[], $5::text[], $6::integer[]) "
-     "AS v(job_id, rank, worker_id, worker_address, gpus, worker_port)"},
     {"insert_events",
      "INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
      "SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::integer[], $5::text[], "
@@ -225,10 +229,6 @@ std::string TextArrayLiteral(const std::vector<std::string>& values) {
   }
   out += '}';
   return out;
-}
-
-std::string IntArrayLiteral(const std::vector<int32_t>& values) {
-  return absl::StrCat("{", absl::StrJoin(values, ","), "}");
 }
 
 // A JSON string literal.
@@ -350,12 +350,35 @@ absl::Status AttachPlacements(pqxx::transaction_base& tx, std::vector<Job>* jobs
   return absl::OkStatus();
 }
 
-void InsertPlacements(pqxx::work& tx, const std::string& job_id,
-                      const std::vector<RankPlacement>& placement) {
-  for (const auto& rank : placement) {
-    tx.exec_prepared("insert_placement", job_id, rank.rank, rank.worker_id, rank.worker_address,
-                     IntArrayLiteral(rank.gpu_indices), rank.worker_port);
+// Columns of many rows, sent as one array parameter each (see the unnest statements).
+struct Columns {
+  std::vector<std::vector<std::string>> text;
+  explicit Columns(size_t n) : text(n) {}
+  void Add(size_t column, std::string value) { text[column].push_back(std::move(value)); }
+  std::string Array(size_t column) const { return TextArrayLiteral(text[column]); }
+  bool empty() const { return text[0].empty(); }
+};
+
+// jobs.placement: [{"rank":0,"worker_id":"w1","worker_address":"10.0.0.1","worker_port":7000,
+// "gpus":[0,1]}, ...], in the order given (by rank).
+std::string PlacementJson(const std::vector<RankPlacement>& placement) {
+  std::string out = "[";
+  for (const RankPlacement& r : placement) {
+    if (out.size() > 1) out += ',';
+    absl::StrAppend(&out, "{\"rank\":", r.rank, ",\"worker_id\":", JsonString(r.worker_id),
+                    ",\"worker_address\":", JsonString(r.worker_address),
+                    ",\"worker_port\":", r.worker_port, ",\"gpus\":[",
+                    absl::StrJoin(r.gpu_indices, ","), "]}");
   }
+  out += ']';
+  return out;
+}
+
+// Sets a job's placement, and empties its rows of before migration 11.
+void SetPlacement(pqxx::work& tx, const std::string& job_id,
+                  const std::vector<RankPlacement>& placement) {
+  tx.exec_prepared("set_placement", job_id, PlacementJson(placement));
+  tx.exec_prepared("delete_placements", job_id);
 }
 
 // Queues from select_queues rows (ordered by name).
@@ -479,7 +502,7 @@ absl::StatusOr<CreateJobResult> PostgresJobStore::CreateJob(const Job& job, cons
         Job created = job;
         created.seq = inserted[0][0].as<int64_t>();
         created.placement = placement;
-        InsertPlacements(tx, job.id, placement);
+        if (!placement.empty()) SetPlacement(tx, job.id, placement);
         InsertEvent(tx, job.id, event);
         tx.commit();
         return CreateJobResult{std::move(created), false};
@@ -600,8 +623,7 @@ absl::Status PostgresJobStore::UpdateJob(const Job& job, const std::optional<Job
     tx.exec_prepared("update_job", job.id, JobStateName(job.state), job.attempt, job.pending_reason,
                      job.token, job.last_event_seq, job.updated_at_ms, job.started_at_ms,
                      job.finished_at_ms, job.exit_code, job.message, job.preemptions);
-    tx.exec_prepared("delete_placements", job.id);
-    InsertPlacements(tx, job.id, placement);
+    SetPlacement(tx, job.id, placement);
     if (event.has_value()) InsertEvent(tx, job.id, *event);
     tx.commit();
     return absl::OkStatus();
@@ -621,14 +643,6 @@ absl::StatusOr<int64_t> PostgresJobStore::TakeLeadership() {
 
 namespace {
 
-// Columns of many rows, sent as one array parameter each (see the unnest statements).
-struct Columns {
-  std::vector<std::vector<std::string>> text;
-  explicit Columns(size_t n) : text(n) {}
-  void Add(size_t column, std::string value) { text[column].push_back(std::move(value)); }
-  std::string Array(size_t column) const { return TextArrayLiteral(text[column]); }
-  bool empty() const { return text[0].empty(); }
-};
 
 // The 20 arrays of insert_new_jobs: the jobs' columns, then their audit entries'.
 std::vector<std::string> CreateArrays(const std::vector<const JobWrite*>& creates) {
@@ -870,9 +884,8 @@ absl::StatusOr<CommitResult> PostgresJobStore::CommitInTransaction(
         auto id = row[0].as<std::string>();
         RM_ASSIGN_OR_RETURN(stored[id], StateFromColumn(row[1], absl::StrCat("job ", id)));
       }
-      Columns rows(12);
+      Columns rows(13);
       std::vector<std::string> replaced;
-      Columns ranks(6);
       for (const auto& [id, w] : last_update) {
         auto it = stored.find(id);
         if (it == stored.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
@@ -893,16 +906,12 @@ absl::StatusOr<CommitResult> PostgresJobStore::CommitInTransaction(
         rows.Add(9, absl::StrCat(job.exit_code));
         rows.Add(10, job.message);
         rows.Add(11, absl::StrCat(job.preemptions));
-        if (!placement_changed.contains(id)) continue;
-        replaced.push_back(id);
-        for (const RankPlacement& r : job.placement) {
-          ranks.Add(0, id);
-          ranks.Add(1, absl::StrCat(r.rank));
-          ranks.Add(2, r.worker_id);
-          ranks.Add(3, r.worker_address);
-          ranks.Add(4, absl::StrJoin(r.gpu_indices, ","));
-          ranks.Add(5, absl::StrCat(r.worker_port));
+        if (!placement_changed.contains(id)) {
+          rows.Add(12, "");
+          continue;
         }
+        rows.Add(12, PlacementJson(job.placement));
+        replaced.push_back(id);
       }
       std::set<std::string> skipped(result.skipped.begin(), result.skipped.end());
       std::map<std::pair<std::string, std::string>, int64_t> usage;
@@ -925,14 +934,11 @@ absl::StatusOr<CommitResult> PostgresJobStore::CommitInTransaction(
         tx.exec_prepared("update_jobs", rows.Array(0), rows.Array(1), rows.Array(2),
                          rows.Array(3), rows.Array(4), rows.Array(5), rows.Array(6),
                          rows.Array(7), rows.Array(8), rows.Array(9), rows.Array(10),
-                         rows.Array(11));
+                         rows.Array(11), rows.Array(12));
       }
+      // Rows of before migration 11 go with the placement they held.
       if (!replaced.empty()) {
         tx.exec_prepared("delete_placements_of", TextArrayLiteral(replaced));
-      }
-      if (!ranks.empty()) {
-        tx.exec_prepared("insert_placements", ranks.Array(0), ranks.Array(1), ranks.Array(2),
-                         ranks.Array(3), ranks.Array(4), ranks.Array(5));
       }
     }
     // One row per job (UPDATE ... FROM would apply one of several at random): its newest.
