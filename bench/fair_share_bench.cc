@@ -5,7 +5,10 @@
 // test. A decision: a pending job started, preempted for, reserved for, or told why it waits.
 // Then the pass that bench/placement_e2e_bench.sh makes the scheduler run fifty times a second: a
 // full cluster, one queue without quotas, a backlog of 8,000 gangs of 1 to 64 GPUs, none of which
-// fits. Its time per pending job is what a deep backlog costs every pass.
+// fits. Its time per pending job is what a deep backlog costs every pass. Each pass also prints
+// a digest of all its decisions (starts with their GPUs, preemptions, reservations, every
+// reason): a speed-up of the pass must leave both digests as they were.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -109,6 +112,29 @@ int64_t BaselinePass(const World& w) {
   return started;
 }
 
+// Every decision of a pass folded into one number: two builds that decide alike print the same.
+uint64_t Digest(const PassResult& r) {
+  std::vector<std::string> lines;
+  for (const auto& s : r.starts) {
+    std::string l = "start " + s.job_id;
+    for (const auto& k : s.ranks) {
+      l += " " + k.worker_id + ":";
+      for (int g : k.gpu_indices) l += std::to_string(g) + ",";
+    }
+    lines.push_back(l + (s.borrowing ? " b" : "") + (s.backfilled ? " f" : ""));
+  }
+  for (const auto& p : r.preemptions) lines.push_back("preempt " + p.job_id + " " + p.by_job_id);
+  for (const auto& v : r.reservations) lines.push_back("reserve " + v.job_id);
+  for (const auto& [job, why] : r.waiting) lines.push_back("wait " + job->id + " " + why);
+  std::sort(lines.begin(), lines.end());
+  uint64_t h = 1469598103934665603ull;
+  for (const std::string& l : lines) {
+    for (unsigned char c : l) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ '\n') * 1099511628211ull;
+  }
+  return h;
+}
+
 // The backlog pass: the cluster full (so nothing starts and every job is told why it waits).
 void BacklogPass() {
   constexpr int kBacklog = 8000;
@@ -164,6 +190,7 @@ void BacklogPass() {
   std::printf("backlog pass (full cluster, 1 queue, %d pending): %.2f ms, %.2f us per pending "
               "job, %zu started, %zu waiting with a reason\n",
               kBacklog, 1000 * s, 1e6 * s / kBacklog, last.starts.size(), last.waiting.size());
+  std::printf("backlog pass decisions digest: %016llx\n", static_cast<unsigned long long>(Digest(last)));
 }
 
 }  // namespace
@@ -198,6 +225,8 @@ int main() {
       "waiting with a reason\n",
       1000 * fair_s / kRounds, last.starts.size(), last.preemptions.size(),
       last.reservations.size(), last.waiting.size());
+  std::printf("fair share pass decisions digest: %016llx\n",
+              static_cast<unsigned long long>(Digest(last)));
   std::printf("baseline pass:   %.1f ms, %lld started\n", 1000 * base_s / kRounds,
               static_cast<long long>(base_started));
   std::printf("decisions/s: fair share %.0f, baseline %.0f, ratio %.2f\n", fair_rate, base_rate,

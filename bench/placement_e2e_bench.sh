@@ -20,7 +20,8 @@ workers=${1:-1000}
 jobs=${2:-10000}
 source "$root/bench/lib/stack.sh"
 
-cmake --build "$build" --target ringmaster-scheduler placement_e2e_bench >/dev/null
+[ -n "${RINGMASTER_BENCH_NO_BUILD:-}" ] ||
+  cmake --build "$build" --target ringmaster-scheduler placement_e2e_bench >/dev/null
 # Timing of WAL flushes only; fsync stays on.
 PG_OPTS="-c track_wal_io_timing=on" stack_start --postgres-pool 8 --heartbeat-timeout-ms 60000 \
   --heartbeat-interval-ms 2000 --pass-interval-ms 100 --log-level warning

@@ -616,6 +616,10 @@ void Scheduler::PlaceLocked() {
   policy.reservations = options_.reservations;
   policy.reservation_window_ms = options_.reservation_window_ms;
   PassResult r = SchedulePass(in, cluster_, policy);
+  // Why each job waits: derived state, recomputed every pass and served from memory, never
+  // stored. Set before the commits below change jobs_, whose jobs the keys point to (non-const
+  // there: the pass only saw them const).
+  for (auto& [job, reason] : r.waiting) const_cast<Job*>(job)->pending_reason = std::move(reason);
   for (const std::string& id : ripe_claims_) claims_.erase(id);  // started now, or not here
   ripe_claims_.clear();
   if (!incremental) reserved_ = !r.reservations.empty();
@@ -653,13 +657,6 @@ void Scheduler::PlaceLocked() {
     claims_.erase(start.job_id);
     if (auto s = CommitLocked(start.job_id, input); !s.ok()) {
       RM_LOG(kError) << "placing " << start.job_id << ": " << s;
-    }
-  }
-  // Derived state, recomputed every pass and served from memory, never stored.
-  for (auto& [id, reason] : r.waiting) {
-    auto it = jobs_.find(id);
-    if (it != jobs_.end() && it->second.state == JobState::kPending) {
-      it->second.pending_reason = std::move(reason);
     }
   }
   for (const std::string& id : stopping) {

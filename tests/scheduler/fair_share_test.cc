@@ -214,7 +214,7 @@ TEST(FairShareTest, AJobThatCannotFitDoesNotBlockTheJobsBehindIt) {
   PassResult r = w.Pass();
   ASSERT_EQ(r.starts.size(), 1u);
   EXPECT_EQ(r.starts[0].job_id, small.id);
-  EXPECT_THAT(r.waiting[big.id], HasSubstr("needs 16 x t4"));
+  EXPECT_THAT(r.WaitingReason(big.id), HasSubstr("needs 16 x t4"));
   // Helios' FIFO blocks instead.
   World f(1);
   f.AddQueue(MakeQueue("a", "", 8));
@@ -226,7 +226,7 @@ TEST(FairShareTest, AJobThatCannotFitDoesNotBlockTheJobsBehindIt) {
   fifo.strict_fifo = true;
   r = f.Pass(fifo);
   EXPECT_THAT(r.starts, IsEmpty());
-  EXPECT_THAT(r.waiting[after.id], HasSubstr("FIFO"));
+  EXPECT_THAT(r.WaitingReason(after.id), HasSubstr("FIFO"));
 }
 
 TEST(FairShareTest, ReclaimPreemptsTheSmallestSetOfBorrowersNewestFirst) {
@@ -258,7 +258,7 @@ TEST(FairShareTest, ReclaimPreemptsTheSmallestSetOfBorrowersNewestFirst) {
     EXPECT_EQ(p.reason, "reclaim");
   }
   EXPECT_THAT(victims, UnorderedElementsAre(a3.id, a4.id));
-  EXPECT_THAT(r.waiting[b1.id], HasSubstr("preempting"));
+  EXPECT_THAT(r.WaitingReason(b1.id), HasSubstr("preempting"));
   r = w.Pass();  // victims gone: b1 starts; a3/a4 must wait, they would borrow b's share
   EXPECT_TRUE(w.Running().count(b1.id));
   EXPECT_TRUE(w.Running().count(a1.id));
@@ -319,7 +319,7 @@ TEST(FairShareTest, NoReclaimWhenTheQueueSaysNever) {
   Job& b1 = w.Submit("b", 1, 4);
   PassResult r = w.Pass();
   EXPECT_THAT(r.preemptions, IsEmpty());
-  EXPECT_THAT(r.waiting[b1.id], HasSubstr("lent to borrowers"));
+  EXPECT_THAT(r.WaitingReason(b1.id), HasSubstr("lent to borrowers"));
 }
 
 TEST(FairShareTest, PreemptionsNeverCycle) {
@@ -413,13 +413,13 @@ TEST(FairShareTest, BackfillHonoursReservations) {
   ASSERT_EQ(r.reservations.size(), 1u);
   EXPECT_EQ(r.reservations[0].job_id, gang.id);
   EXPECT_EQ(r.reservations[0].start_ms, w.now_ms + 7200 * 1000);
-  EXPECT_THAT(r.waiting[gang.id], HasSubstr("reserved: starts by"));
+  EXPECT_THAT(r.WaitingReason(gang.id), HasSubstr("reserved: starts by"));
   std::set<std::string> started;
   for (const auto& s : r.starts) started.insert(s.job_id);
   EXPECT_THAT(started, UnorderedElementsAre(short_job.id));
   EXPECT_TRUE(r.starts[0].backfilled);
-  EXPECT_THAT(r.waiting[long_job.id], HasSubstr("outside reservations"));
-  EXPECT_TRUE(r.waiting.count(unlimited.id));
+  EXPECT_THAT(r.WaitingReason(long_job.id), HasSubstr("outside reservations"));
+  EXPECT_FALSE(r.WaitingReason(unlimited.id).empty());
   (void)r1;
 }
 

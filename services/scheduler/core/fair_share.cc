@@ -576,7 +576,7 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
   result_.claims[job.id] = std::move(planned);
   std::vector<std::string> names;
   for (const Candidate* c : kept) names.push_back(c->holding->job->id);
-  result_.waiting[job.id] = absl::StrCat("preempting ", absl::StrJoin(names, ","));
+  result_.waiting[&job] = absl::StrCat("preempting ", absl::StrJoin(names, ","));
   return true;
 }
 
@@ -619,7 +619,7 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
     if (p.kind != PlacementDecision::Kind::kPlaced) continue;
     std::set<std::string> workers;
     for (const RankPlacement& r : p.ranks) workers.insert(r.worker_id);
-    result_.waiting[job.id] = absl::StrCat(
+    result_.waiting[&job] = absl::StrCat(
         "reserved: starts by ",
         absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(t), absl::UTCTimeZone()),
         " on ", absl::StrJoin(workers, ","));
@@ -632,12 +632,25 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
 
 PassResult Pass::Run() {
   result_.waiting.reserve(in_.pending.size());
-  // Pending jobs per queue in priority, then submit order.
-  std::map<std::string, std::vector<const Job*>> by_queue;
-  for (const Job* job : in_.pending) by_queue[job->spec.queue].push_back(job);
+  // Pending jobs per queue in priority, then submit order. Queues by number, in name order:
+  // the loop below takes a job per step, and looking queues up by name each step cost more than
+  // deciding about most jobs.
+  struct QueueJobs {
+    const std::string* name;
+    std::vector<const Job*> jobs;
+    size_t head = 0;
+  };
+  std::vector<QueueJobs> by_queue;
+  {
+    std::map<std::string_view, std::vector<const Job*>> grouped;
+    for (const Job* job : in_.pending) grouped[job->spec.queue].push_back(job);
+    for (auto& [name, jobs] : grouped) {
+      by_queue.push_back({&jobs.front()->spec.queue, std::move(jobs)});
+    }
+  }
   const bool any_claims = !in_.claims.empty();
-  for (auto& [name, jobs] : by_queue) {
-    std::sort(jobs.begin(), jobs.end(), [this, any_claims](const Job* a, const Job* b) {
+  for (QueueJobs& q : by_queue) {
+    std::sort(q.jobs.begin(), q.jobs.end(), [this, any_claims](const Job* a, const Job* b) {
       if (any_claims) {
         const bool na = in_.claims.count(a->id) > 0, nb = in_.claims.count(b->id) > 0;
         if (na != nb) return na;
@@ -647,25 +660,24 @@ PassResult Pass::Run() {
     });
   }
   // Next queue: heads with a claim first, then heads that fit without borrowing, then the lowest
-  // weighted share, then the head's priority and submit order.
-  using Key = std::tuple<bool, bool, double, int32_t, int64_t, std::string>;
+  // weighted share, then the head's priority and submit order, then the queue's name.
+  using Key = std::tuple<bool, bool, double, int32_t, int64_t, size_t>;
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
-  std::map<std::string, size_t> head;
-  auto push = [&](const std::string& name) {
-    const auto& jobs = by_queue[name];
-    size_t i = head[name];
-    if (i >= jobs.size()) return;
-    const Job& job = *jobs[i];
-    heap.push({in_.claims.count(job.id) == 0, NeedsBorrowing(job), result_.ledger.Share(name),
-               -job.spec.priority, job.seq, name});
+  auto push = [&](size_t q) {
+    const QueueJobs& queue = by_queue[q];
+    if (queue.head >= queue.jobs.size()) return;
+    const Job& job = *queue.jobs[queue.head];
+    heap.push({!any_claims || in_.claims.count(job.id) == 0, NeedsBorrowing(job),
+               result_.ledger.Share(*queue.name), -job.spec.priority, job.seq, q});
   };
-  for (const auto& [name, jobs] : by_queue) push(name);
+  for (size_t q = 0; q < by_queue.size(); ++q) push(q);
 
   while (!heap.empty()) {
-    const std::string name = std::get<5>(heap.top());
+    const size_t q = std::get<5>(heap.top());
     heap.pop();
-    const auto& jobs = by_queue[name];
-    const Job& job = *jobs[head[name]++];
+    QueueJobs& queue = by_queue[q];
+    const auto& jobs = queue.jobs;
+    const Job& job = *jobs[queue.head++];
     if (auto claim = in_.claims.find(job.id); claim != in_.claims.end()) {
       if (Units(cluster_.FreePart(claim->second)) == Units(claim->second)) {
         Allocate(claim->second);
@@ -679,9 +691,9 @@ PassResult Pass::Run() {
         fresh_.push_back({&job, &started_ranks_.back(), d, in_.now_ms, true});
         if (holdings_built_) holdings_.push_back(fresh_.back());
       } else {
-        result_.waiting[job.id] = "waiting for preempted jobs to stop";
+        result_.waiting[&job] = "waiting for preempted jobs to stop";
       }
-      push(name);
+      push(q);
       continue;
     }
     Attempt a = TryStart(job);
@@ -692,10 +704,10 @@ PassResult Pass::Run() {
       started_ranks_.push_back(std::move(a.ranks));
       fresh_.push_back({&job, &started_ranks_.back(), a.demand, in_.now_ms, true});
       if (holdings_built_) holdings_.push_back(fresh_.back());
-      push(name);
+      push(q);
       continue;
     }
-    result_.waiting[job.id] = a.reason;
+    result_.waiting[&job] = a.reason;
     const bool preempted = options_.preemption && TryPreempt(job, a);
     if (!preempted && options_.backfill && a.quota_ok &&
         job.spec.replicas * std::max(job.spec.gpus_per_replica, 1) > 1 &&
@@ -705,18 +717,25 @@ PassResult Pass::Run() {
     }
     if (options_.strict_fifo) {
       // The queue waits for its head: the rest of it waits too.
-      for (size_t i = head[name]; i < jobs.size(); ++i) {
-        result_.waiting[jobs[i]->id] = absl::StrCat("behind ", job.id, " (FIFO)");
+      for (size_t i = queue.head; i < jobs.size(); ++i) {
+        result_.waiting[jobs[i]] = absl::StrCat("behind ", job.id, " (FIFO)");
       }
-      head[name] = jobs.size();
+      queue.head = jobs.size();
       continue;
     }
-    push(name);
+    push(q);
   }
   return std::move(result_);
 }
 
 }  // namespace
+
+std::string PassResult::WaitingReason(const std::string& job_id) const {
+  for (const auto& [job, reason] : waiting) {
+    if (job->id == job_id) return reason;
+  }
+  return "";
+}
 
 PassResult SchedulePass(const PassInput& input, const ClusterState& cluster,
                         const PolicyOptions& options) {

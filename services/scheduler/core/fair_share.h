@@ -18,6 +18,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+
 #include "core/placement.h"
 #include "core/types.h"
 #include "core/validation.h"
@@ -143,9 +145,13 @@ struct PassResult {
   std::vector<Reservation> reservations;
   // New claims: where each job that preempted will start.
   std::map<std::string, std::vector<RankPlacement>> claims;
-  // Every pending job that did not start: why it waits.
-  std::unordered_map<std::string, std::string> waiting;
+  // Every pending job that did not start: why it waits. Keyed by the input's pending jobs (no
+  // copy of thousands of ids each pass); WaitingReason finds one by id.
+  absl::flat_hash_map<const Job*, std::string> waiting;
   QuotaLedger ledger;  // after the starts
+
+  // Why the job of this id waits; "" when it is not among `waiting`. A scan: for tests and tools.
+  std::string WaitingReason(const std::string& job_id) const;
 };
 
 // One scheduling pass. `cluster` holds the allocations of `placed`; the pass works on copies.
