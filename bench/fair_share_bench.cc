@@ -190,7 +190,8 @@ void BacklogPass() {
   std::printf("backlog pass (full cluster, 1 queue, %d pending): %.2f ms, %.2f us per pending "
               "job, %zu started, %zu waiting with a reason\n",
               kBacklog, 1000 * s, 1e6 * s / kBacklog, last.starts.size(), last.waiting.size());
-  std::printf("backlog pass decisions digest: %016llx\n", static_cast<unsigned long long>(Digest(last)));
+  std::printf("backlog pass decisions digest: %016llx\n",
+              static_cast<unsigned long long>(Digest(last)));
 }
 
 }  // namespace
