@@ -357,12 +357,25 @@ TEST_F(WorkerE2eTest, ExecRunsNothingWithoutTheAttemptsTokenOrACertificateOfTheC
   }
   ASSERT_FALSE(token.empty());
   // The workload (a team's program) gets the CA but not the worker's certificate and key,
-  // which ringmaster-rank and the launch processes hold.
-  int workloads = 0;
-  for (pid_t pid : ProcessesWithEnv(JobTag(id))) {
+  // which ringmaster-rank and the launch processes hold. A rank is STARTED (and the job
+  // RUNNING) when ringmaster-rank has its environment, just before it runs the workload: wait
+  // for the workload's processes (a `sleep` under each rank's `sh`).
+  auto comm_of = [](pid_t pid) {
     std::ifstream comm(absl::StrCat("/proc/", pid, "/comm"));
     std::string name;
     std::getline(comm, name);
+    return name;
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        int sleeps = 0;
+        for (pid_t pid : ProcessesWithEnv(JobTag(id))) sleeps += comm_of(pid) == "sleep";
+        return sleeps >= 2;
+      },
+      10s));
+  int workloads = 0;
+  for (pid_t pid : ProcessesWithEnv(JobTag(id))) {
+    const std::string name = comm_of(pid);
     if (name == "ringmaster-rank" || name == "orted" || name == "mpirun" ||
         name == "ringmaster-rsh") {
       EXPECT_NE(EnvOfProcess(pid, "RINGMASTER_TLS_KEY"), "") << name;
