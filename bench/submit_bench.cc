@@ -100,9 +100,13 @@ struct InsertOp {
 };
 
 void Print(const char* what, int n, const Result& r) {
-  std::printf("  %-34s %8.0f /s   p50 %6.2f ms   p99 %6.2f ms   (%d in %.2f s, %d errors)\n", what,
-              n / r.seconds, Percentile(r.latencies_ms, 0.50), Percentile(r.latencies_ms, 0.99), n,
-              r.seconds, r.errors);
+  double sum = 0;
+  for (double ms : r.latencies_ms) sum += ms;
+  const double mean = r.latencies_ms.empty() ? 0 : sum / static_cast<double>(r.latencies_ms.size());
+  std::printf(
+      "  %-34s %8.0f /s   p50 %6.2f ms   p99 %6.2f ms   mean %6.2f ms   (%d in %.2f s, %d errors)\n",
+      what, n / r.seconds, Percentile(r.latencies_ms, 0.50), Percentile(r.latencies_ms, 0.99), mean,
+      n, r.seconds, r.errors);
 }
 
 }  // namespace

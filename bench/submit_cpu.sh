@@ -49,4 +49,5 @@ echo "  and by thread name:"
 awk -v hz="$hz" '{t[$3] += $1; n[$3]++} END {for (c in t) printf "    %.2f  %s (%d threads)\n", t[c] / hz, c, n[c]}' \
   "$tmp/threads" | sort -rn
 commit_summary
+submit_wait_summary "$(awk '/SubmitJob via gRPC/ {for (i = 1; i < NF; i++) if ($i == "mean") print $(i + 1)}' "$tmp/out")"
 stack_stop

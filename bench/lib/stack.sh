@@ -13,7 +13,7 @@
 #   SCHEDULER_BIN runs another scheduler binary (an A/B against a build of an older commit).
 #   Measuring helpers: ticks_of PIDS (CPU clock ticks, user + system, of those processes),
 #   pg_pids (the postmaster and its backends), commit_summary (the scheduler's group commits,
-#   from its /metrics).
+#   from its /metrics), submit_wait_summary [CLIENT_MS] (a stored submit's wait by stage).
 source "$root/scripts/lib/pg.sh"
 
 # CPU clock ticks (user + system) of the given processes, from /proc; gone ones count 0.
@@ -32,6 +32,23 @@ commit_summary() {
     /^ringmaster_store_commit_seconds_sum/ {cs=$2} /^ringmaster_store_commit_seconds_count/ {cc=$2}
     /^ringmaster_store_batch_writes_sum/ {bs=$2} /^ringmaster_store_batch_writes_count/ {bc=$2}
     END { if (cc > 0) printf "  scheduler: %d transactions, %.1f writes each, %.2f ms each (mean)\n", cc, bs/bc, 1000*cs/cc }'
+}
+# Where the scheduler's stored submits waited so far (ringmaster_submit_wait_seconds), mean ms
+# per stage; CLIENT_MS, if given, is the clients' mean round trip, and what the stages do not
+# explain of it is the way in and out (gRPC on both ends, the network, waiting for a CPU).
+submit_wait_summary() {
+  curl -s "http://127.0.0.1:$metrics_port/metrics" | awk -v client="${1:-}" '
+    /^ringmaster_submit_wait_seconds_sum/ {match($0, /stage="[a-z]+"/); st=substr($0, RSTART+7, RLENGTH-8); sum[st]=$2}
+    /^ringmaster_submit_wait_seconds_count/ {match($0, /stage="[a-z]+"/); st=substr($0, RSTART+7, RLENGTH-8); cnt[st]=$2}
+    END {
+      if (cnt["commit"] == 0) exit
+      total = 0; line = ""
+      split("queued commit apply wake", order, " ")
+      for (k = 1; k <= 4; k++) { s = order[k]; ms = 1000 * sum[s] / cnt[s]; total += ms
+        line = line sprintf("%s %.2f, ", s, ms) }
+      printf "  a submit in the scheduler (mean ms): %sin all %.2f", line, total
+      if (client != "") printf "; the client saw %.2f, so %.2f on the way in and out", client, client - total
+      printf "\n" }'
 }
 
 pids=()

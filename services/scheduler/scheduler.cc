@@ -20,6 +20,9 @@ namespace ringmaster::scheduler {
 
 namespace {
 constexpr size_t kMaxReasonBytes = 256;
+// Sub-millisecond stages on a fast disk, seconds while Postgres is away.
+const prometheus::Histogram::BucketBoundaries kSubmitWaitBuckets = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.1, 1, 10};
 
 bool Retryable(const absl::Status& s) {
   switch (s.code()) {
@@ -86,6 +89,16 @@ struct Scheduler::Metrics {
                          .Register(r)
                          .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64,
                                                                           128, 256, 512, 1024})),
+        submit_wait(prometheus::BuildHistogram()
+                        .Name("ringmaster_submit_wait_seconds")
+                        .Help("Where a stored submit's wait went, by stage: queued (for the "
+                              "commit in flight), commit (its batch's), apply (taking the "
+                              "batch into memory), wake (told until its RPC thread ran)")
+                        .Register(r)),
+        submit_queued(&submit_wait.Add({{"stage", "queued"}}, kSubmitWaitBuckets)),
+        submit_commit(&submit_wait.Add({{"stage", "commit"}}, kSubmitWaitBuckets)),
+        submit_apply(&submit_wait.Add({{"stage", "apply"}}, kSubmitWaitBuckets)),
+        submit_wake(&submit_wait.Add({{"stage", "wake"}}, kSubmitWaitBuckets)),
         placement_latency(
             prometheus::BuildHistogram()
                 .Name("ringmaster_placement_latency_seconds")
@@ -153,6 +166,11 @@ struct Scheduler::Metrics {
   prometheus::Family<prometheus::Counter>& submissions;
   prometheus::Histogram& commit_seconds;
   prometheus::Histogram& batch_writes;
+  prometheus::Family<prometheus::Histogram>& submit_wait;
+  prometheus::Histogram* submit_queued;
+  prometheus::Histogram* submit_commit;
+  prometheus::Histogram* submit_apply;
+  prometheus::Histogram* submit_wake;
   prometheus::Histogram& placement_latency;
   prometheus::Family<prometheus::Counter>& preemptions;
   prometheus::Family<prometheus::Gauge>& queue_quota;
@@ -827,8 +845,15 @@ void Scheduler::WriterLoop(bool creates) {
       }
     }
     if (batch.empty()) continue;
+    const auto begun = std::chrono::steady_clock::now();
     CommitResult result;
     if (!StoreBatch(batch, &result)) return;
+    const auto committed = std::chrono::steady_clock::now();
+    for (Write& w : batch) {
+      if (!w.waiter) continue;
+      w.waiter->commit_begun = begun;  // read by its Submit only once told, under its mutex
+      w.waiter->committed = committed;
+    }
     AfterCommit(batch, result);
   }
 }
@@ -1035,6 +1060,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
   for (Write& w : batch) {
     if (!w.waiter) continue;
     std::lock_guard<std::mutex> wl(w.waiter->mu);
+    w.waiter->told = std::chrono::steady_clock::now();
     w.waiter->done = true;
     w.waiter->cv.notify_all();
   }
@@ -1147,6 +1173,21 @@ absl::StatusOr<CreateJobResult> Scheduler::Wait(Waiter& waiter, const std::strin
   return std::move(waiter.result);
 }
 
+void Scheduler::ObserveSubmitWait(Waiter& waiter,
+                                  std::chrono::steady_clock::time_point handed) {
+  const auto woke = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(waiter.mu);
+  // Unset when the batch was stored write by write (StoreBatch after a refusal).
+  if (waiter.commit_begun < handed) return;
+  auto seconds = [](auto from, auto to) {
+    return std::chrono::duration<double>(to - from).count();
+  };
+  metrics_->submit_queued->Observe(seconds(handed, waiter.commit_begun));
+  metrics_->submit_commit->Observe(seconds(waiter.commit_begun, waiter.committed));
+  metrics_->submit_apply->Observe(seconds(waiter.committed, waiter.told));
+  metrics_->submit_wake->Observe(seconds(waiter.told, woke));
+}
+
 absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
                                                   const std::string& request_id,
                                                   const std::string& team,
@@ -1191,8 +1232,10 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
                        std::nullopt, audit};
     if (write.job_write.audit) write.job_write.audit->resource = job.id;
     write.waiter = waiter;
+    const auto handed = std::chrono::steady_clock::now();
     Enqueue(std::move(write));
     auto created = Wait(*waiter, absl::StrCat("job ", job.id));
+    if (created.ok() && metrics_) ObserveSubmitWait(*waiter, handed);
     if (!created.ok()) {
       std::lock_guard<std::mutex> out(out_mu_);
       PruneUnsettledCreatesLocked();

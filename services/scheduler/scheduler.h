@@ -60,6 +60,7 @@
 #define RINGMASTER_SERVICES_SCHEDULER_SCHEDULER_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -279,6 +280,9 @@ class Scheduler {
     std::condition_variable cv;
     bool done = false;
     absl::StatusOr<CreateJobResult> result = absl::UnknownError("not stored yet");
+    // When its batch's commit began and ended and when the waiter was told (the writer's
+    // steady clock): a submit's wait, split by stage (ringmaster_submit_wait_seconds).
+    std::chrono::steady_clock::time_point commit_begun, committed, told;
   };
   // One decision on its way to Postgres, and what to do once it is there.
   struct Write {
@@ -347,6 +351,8 @@ class Scheduler {
   absl::Status QueueWriteError(const absl::Status& stored) const;
   void Wake();
   absl::StatusOr<CreateJobResult> Wait(Waiter& waiter, const std::string& what);
+  // Splits a stored submit's wait into its stages (the submit_wait histogram).
+  void ObserveSubmitWait(Waiter& waiter, std::chrono::steady_clock::time_point handed);
   std::string NewJobId();
   std::string NewToken();
 
