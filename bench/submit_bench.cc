@@ -1,7 +1,8 @@
 // Durable submit throughput: C concurrent clients call SubmitJob on a running scheduler (each
 // submit is committed to Postgres before it returns), then the same number of clients run
-// single-row INSERTs against the same Postgres as the baseline. Prints jobs/s, p50/p99 latency
-// and the ratio. Driven by bench/submit_bench.sh, which starts the servers.
+// single-row INSERTs against the same Postgres as the baseline. Prints jobs/s, p50/p99/mean
+// latency and the ratio; --submit-only and --insert-only run one side (bench/submit_cpu.sh
+// measures each one's CPU). Driven by bench/submit_bench.sh, which starts the servers.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -112,14 +113,17 @@ void Print(const char* what, int n, const Result& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5 && !(argc == 6 && std::string(argv[5]) == "--submit-only")) {
+  const std::string mode = argc == 6 ? argv[5] : "";
+  if (argc != 5 && !(argc == 6 && (mode == "--submit-only" || mode == "--insert-only"))) {
     std::fprintf(stderr,
-                 "usage: submit_bench SCHEDULER_ADDR POSTGRES_URL CLIENTS JOBS [--submit-only]\n"
+                 "usage: submit_bench SCHEDULER_ADDR POSTGRES_URL CLIENTS JOBS "
+                 "[--submit-only | --insert-only]\n"
                  "  TLS from RINGMASTER_TLS_CA (and _CERT, _KEY), or RINGMASTER_INSECURE=1;\n"
                  "  bearer token from RINGMASTER_TOKEN\n");
     return 2;
   }
-  const bool submit_only = argc == 6;
+  const bool submit_only = mode == "--submit-only";
+  const bool insert_only = mode == "--insert-only";
   int clients = 0, jobs = 0;
   if (!absl::SimpleAtoi(argv[3], &clients) || !absl::SimpleAtoi(argv[4], &jobs) || clients < 1 ||
       jobs < clients) {
@@ -143,9 +147,12 @@ int main(int argc, char** argv) {
   std::string run =
       absl::StrCat("bench-", std::chrono::system_clock::now().time_since_epoch().count());
   SubmitOp submit{channel, run};
-  // Warm-up: connections, prepared statements, the first pages of the tables.
-  RunClients(clients, 20, SubmitOp{channel, run + "-warm"});
-  Result submitted = RunClients(clients, per_client, submit);
+  Result submitted;
+  if (!insert_only) {
+    // Warm-up: connections, prepared statements, the first pages of the tables.
+    RunClients(clients, 20, SubmitOp{channel, run + "-warm"});
+    submitted = RunClients(clients, per_client, submit);
+  }
   if (submit_only) {
     std::printf("durable submit benchmark (%s): %d clients, %d submits\n",
                 tls.insecure ? "plaintext" : "TLS", clients, n);
@@ -163,6 +170,11 @@ int main(int argc, char** argv) {
   InsertOp insert{argv[2]};
   RunClients(clients, 20, insert);
   Result inserted = RunClients(clients, per_client, insert);
+  if (insert_only) {
+    std::printf("single-row INSERT benchmark: %d clients, %d inserts\n", clients, n);
+    Print("single-row INSERT (same Postgres):", n, inserted);
+    return inserted.errors > 0 ? 1 : 0;
+  }
 
   std::printf("durable submit benchmark: %d clients, %d operations each way\n", clients, n);
   Print("SubmitJob via gRPC (committed):", n, submitted);

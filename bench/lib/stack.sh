@@ -12,7 +12,8 @@
 #   stack_stop stops everything; stack_start may then be called again.
 #   SCHEDULER_BIN runs another scheduler binary (an A/B against a build of an older commit).
 #   Measuring helpers: ticks_of PIDS (CPU clock ticks, user + system, of those processes),
-#   pg_pids (the postmaster and its backends), commit_summary (the scheduler's group commits,
+#   pg_pids (the postmaster and its backends), pg_ticks (Postgres's CPU ticks, the backends
+#   that ended included), commit_summary (the scheduler's group commits,
 #   from its /metrics), submit_wait_summary [CLIENT_MS] (a stored submit's wait by stage).
 source "$root/scripts/lib/pg.sh"
 
@@ -26,6 +27,14 @@ ticks_of() {
   echo "$total"
 }
 pg_pids() { pgrep -P "$(head -1 "$tmp/pg/postmaster.pid")" | tr '\n' ' '; head -1 "$tmp/pg/postmaster.pid"; }
+# Postgres's CPU ticks so far: its live processes' and those of the backends it has reaped (a
+# client's connection that closed took its backend's CPU with it from pg_pids).
+pg_ticks() {
+  local postmaster live
+  postmaster=$(head -1 "$tmp/pg/postmaster.pid")
+  live=$(ticks_of $(pg_pids))
+  echo $((live + $(sed 's/.*) //' "/proc/$postmaster/stat" | awk '{print $14 + $15}')))
+}
 # The scheduler's group commits so far: transactions, writes in each, mean time.
 commit_summary() {
   curl -s "http://127.0.0.1:$metrics_port/metrics" | awk '
