@@ -340,10 +340,11 @@ int main(int argc, char** argv) {
   int bound_port = 0;
   builder.AddListeningPort(flags.Get("listen"), *server_credentials, &bound_port);
   // gRPC's sync server ends a thread that finishes a call while MAX_POLLERS others wait for
-  // calls (default 2), and starts one whenever none waits. SubmitJob holds its thread until the
-  // job is stored, so in a burst of submits nearly every call cost a thread start and exit (and
-  // a fresh thread-local random device): about 30% of the scheduler's CPU in
-  // bench/submit_bench.sh. Up to this many idle threads are kept instead.
+  // calls (default 2), and starts one whenever none waits. SubmitJob (then on the sync API)
+  // held its thread until the job was stored, so in a burst of submits nearly every call cost a
+  // thread start and exit: about 30% of the scheduler's CPU in bench/submit_bench.sh. SubmitJob
+  // is on the callback API now, but CancelJob still waits for its write and bursts of other
+  // calls still come: up to this many idle threads are kept.
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 64);
   builder.RegisterService(&job_service);
   builder.RegisterService(&cluster_service);

@@ -93,7 +93,7 @@ struct Scheduler::Metrics {
                         .Name("ringmaster_submit_wait_seconds")
                         .Help("Where a stored submit's wait went, by stage: queued (for the "
                               "commit in flight), commit (its batch's), apply (taking the "
-                              "batch into memory), wake (told until its RPC thread ran)")
+                              "batch into memory), wake (told until its RPC went on)")
                         .Register(r)),
         submit_queued(&submit_wait.Add({{"stage", "queued"}}, kSubmitWaitBuckets)),
         submit_commit(&submit_wait.Add({{"stage", "commit"}}, kSubmitWaitBuckets)),
@@ -264,6 +264,11 @@ absl::Status Scheduler::Start() {
     writers_.emplace_back([this] { WriterLoop(true); });
   }
   mirror_ = std::thread([this] { MirrorLoop(); });
+  {
+    std::lock_guard<std::mutex> lock(deadline_mu_);
+    deadline_stopping_ = false;
+  }
+  deadline_thread_ = std::thread([this] { DeadlineLoop(); });
   if (options_.background_passes) {
     aside_ = std::thread([this] { AsideLoop(); });
     loop_ = std::thread([this] { Loop(); });
@@ -299,6 +304,13 @@ void Scheduler::Stop() {
   }
   aside_cv_.notify_all();
   if (aside_.joinable()) aside_.join();
+  // Last: whatever submit is still waiting (its write will not be stored now) is answered.
+  {
+    std::lock_guard<std::mutex> lock(deadline_mu_);
+    deadline_stopping_ = true;
+  }
+  deadline_cv_.notify_all();
+  if (deadline_thread_.joinable()) deadline_thread_.join();
 }
 
 void Scheduler::BeatAside(const std::string& worker_id) {
@@ -810,6 +822,13 @@ void Scheduler::Enqueue(Write write) {
       !write.job_write.job.id.empty() && write.job_write.kind == JobWrite::Kind::kCreate;
   {
     std::lock_guard<std::mutex> lock(out_mu_);
+    if (create && write.waiter) {
+      if (creates_in_flight_.size() >= prune_creates_at_) {
+        PruneCreatesInFlightLocked();
+        prune_creates_at_ = std::max<size_t>(64, 2 * creates_in_flight_.size());
+      }
+      creates_in_flight_.emplace_back(write.job_write.job.spec.queue, write.waiter);
+    }
     (create ? creates_ : outbox_).push_back(std::move(write));
     ++enqueued_;
     submit_nudges_ += create;
@@ -897,10 +916,12 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
       if (first && options_.on_fenced) options_.on_fenced(s);
       for (Write& w : batch) {
         if (!w.waiter) continue;
-        std::lock_guard<std::mutex> lock(w.waiter->mu);
-        w.waiter->result = absl::UnavailableError("this scheduler is no longer the leader; retry");
-        w.waiter->done = true;
-        w.waiter->cv.notify_all();
+        {
+          std::lock_guard<std::mutex> lock(w.waiter->mu);
+          w.waiter->result =
+              absl::UnavailableError("this scheduler is no longer the leader; retry");
+        }
+        Settle(*w.waiter);
       }
       return false;
     }
@@ -910,10 +931,11 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
       RM_LOG(kError) << "batch of " << batch.size() << " writes refused: " << s;
       if (batch.size() == 1) {
         if (Waiter* waiter = batch[0].waiter.get()) {
-          std::lock_guard<std::mutex> lock(waiter->mu);
-          waiter->result = s;
-          waiter->done = true;
-          waiter->cv.notify_all();
+          {
+            std::lock_guard<std::mutex> lock(waiter->mu);
+            waiter->result = s;
+          }
+          Settle(*waiter);
         }
         RM_LOG(kError) << "dropped the write of "
                        << (batch[0].worker ? "worker " + batch[0].worker->id
@@ -1057,12 +1079,9 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
       }
     }
   }
+  // No lock held: a submit's answer (and its retry under another id) runs here.
   for (Write& w : batch) {
-    if (!w.waiter) continue;
-    std::lock_guard<std::mutex> wl(w.waiter->mu);
-    w.waiter->told = std::chrono::steady_clock::now();
-    w.waiter->done = true;
-    w.waiter->cv.notify_all();
+    if (w.waiter) Settle(*w.waiter);
   }
   if (!events.empty()) {
     std::lock_guard<std::mutex> lock(watch_mu_);
@@ -1192,73 +1211,204 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
                                                   const std::string& request_id,
                                                   const std::string& team,
                                                   std::optional<AuditRecord> audit) {
-  if (auto s = ValidateRequestId(request_id); !s.ok()) return s;
+  struct Answer {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    absl::StatusOr<CreateJobResult> result = absl::UnknownError("not answered");
+  };
+  auto answer = std::make_shared<Answer>();
+  SubmitAsync(spec, request_id, team, std::move(audit),
+              [answer](absl::StatusOr<CreateJobResult> result) {
+                {
+                  std::lock_guard<std::mutex> lock(answer->mu);
+                  answer->result = std::move(result);
+                  answer->done = true;
+                }
+                answer->cv.notify_all();
+              });
+  // Answered within write_wait_ms at the latest (the deadline thread), or when stopping.
+  std::unique_lock<std::mutex> lock(answer->mu);
+  answer->cv.wait(lock, [&] { return answer->done; });
+  // Moved, not copied: a status shared between threads would be released across them (its
+  // refcount lives in Abseil's uninstrumented library, where ThreadSanitizer cannot see it).
+  return std::move(answer->result);
+}
+
+void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
+                            const std::string& team, std::optional<AuditRecord> audit,
+                            SubmitDone done) {
+  if (auto s = ValidateRequestId(request_id); !s.ok()) return done(s);
   auto valid = ValidateJobSpec(spec);
-  if (!valid.ok()) return valid.status();
-  if (fenced_) return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  if (!valid.ok()) return done(valid.status());
+  if (fenced_) return done(absl::UnavailableError("this scheduler is no longer the leader; retry"));
   if (store_down_) {
     {
       std::lock_guard<std::mutex> lock(out_mu_);
       ++submit_nudges_;  // the submit writer tries again now: Postgres may be back
     }
     creates_cv_.notify_all();
-    return absl::UnavailableError(
-        "postgres is unavailable: the job was not accepted; retry with the same request_id");
-  }
-  // Held until the job is stored: a queue is not deleted under a job on its way to Postgres.
-  std::shared_lock<std::shared_mutex> queue_guard(queue_writes_);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!queues_.contains(valid->queue)) {
-      return absl::NotFoundError(
-          absl::StrCat("queue: no queue '", valid->queue,
-                       "'; create it first (ringctl queue create) or submit to an existing one"));
-    }
+    return done(absl::UnavailableError(
+        "postgres is unavailable: the job was not accepted; retry with the same request_id"));
   }
   const int64_t now = clock_->NowMs();
-  Job job;
+  auto create = std::make_shared<Create>();
+  Job& job = create->job;
   job.spec = *std::move(valid);
   job.request_id = request_id;
   job.team = team;
   job.state = JobState::kPending;
   job.created_at_ms = job.updated_at_ms = now;
   job.last_event_seq = 1;
-  for (int tries = 0;; ++tries) {
-    job.id = NewJobId();
-    auto waiter = std::make_shared<Waiter>();
-    Write write;
-    write.job_write = {JobWrite::Kind::kCreate, job,
-                       JobEvent{job.id, 1, JobState::kPending, 0, "submitted", 0, now}, false,
-                       std::nullopt, audit};
-    if (write.job_write.audit) write.job_write.audit->resource = job.id;
-    write.waiter = waiter;
-    const auto handed = std::chrono::steady_clock::now();
-    Enqueue(std::move(write));
-    auto created = Wait(*waiter, absl::StrCat("job ", job.id));
-    if (created.ok() && metrics_) ObserveSubmitWait(*waiter, handed);
-    if (!created.ok()) {
-      std::lock_guard<std::mutex> out(out_mu_);
-      PruneUnsettledCreatesLocked();
-      unsettled_creates_.emplace_back(job.spec.queue, waiter);
+  create->audit = std::move(audit);
+  create->done = std::move(done);
+  {
+    // Held until the job is in creates_in_flight_: a queue is not deleted under a job on its
+    // way to Postgres.
+    std::shared_lock<std::shared_mutex> queue_guard(queue_writes_);
+    bool known;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      known = queues_.contains(job.spec.queue);
     }
-    if (created.status().code() == absl::StatusCode::kAborted && tries < 3) continue;  // id taken
-    if (!created.ok()) return created.status();
-    if (created->existing && created->job.team != job.team) {
-      // Another team's request id: say no more than that it is taken.
-      return absl::AlreadyExistsError(
-          absl::StrCat("request_id ", request_id, " is already used; choose another"));
+    if (known) {
+      HandOver(create);
+      return;
     }
-    if (created->existing && !(created->job.spec == job.spec)) {
-      return absl::AlreadyExistsError(absl::StrCat("request_id ", request_id,
-                                                   " was already used for a different spec (job ",
-                                                   created->job.id, ")"));
+  }
+  create->done(absl::NotFoundError(
+      absl::StrCat("queue: no queue '", job.spec.queue,
+                   "'; create it first (ringctl queue create) or submit to an existing one")));
+}
+
+void Scheduler::HandOver(std::shared_ptr<Create> create) {
+  Job& job = create->job;
+  job.id = NewJobId();
+  // Not make_shared: deadlines_ keeps a weak_ptr for write_wait_ms, which would keep the whole
+  // Waiter's memory, not just the control block, that long.
+  std::shared_ptr<Waiter> waiter(new Waiter());
+  waiter->what = absl::StrCat("job ", job.id);
+  waiter->on_done = [this, create](Waiter& w, absl::StatusOr<CreateJobResult> result) {
+    Created(create, w, std::move(result));
+  };
+  Write write;
+  write.job_write = {JobWrite::Kind::kCreate, job,
+                     JobEvent{job.id, 1, JobState::kPending, 0, "submitted", 0,
+                              job.created_at_ms},
+                     false, std::nullopt, create->audit};
+  if (write.job_write.audit) write.job_write.audit->resource = job.id;
+  write.waiter = waiter;
+  create->handed = std::chrono::steady_clock::now();
+  {
+    std::unique_lock<std::mutex> lock(deadline_mu_);
+    if (deadline_stopping_) {
+      // Not started, or stopping: nothing would store it or answer it.
+      lock.unlock();
+      TimeOut(*waiter, true);
+      return;
     }
-    if (created->existing) {
-      // The earlier job, as live now if it is.
-      std::lock_guard<std::mutex> view(view_mu_);
-      if (auto it = stored_.find(created->job.id); it != stored_.end()) created->job = it->second;
+    deadlines_.emplace_back(create->handed + std::chrono::milliseconds(options_.write_wait_ms),
+                            waiter);
+    if (deadlines_.size() == 1) deadline_cv_.notify_all();
+  }
+  Enqueue(std::move(write));
+}
+
+void Scheduler::Created(const std::shared_ptr<Create>& create, Waiter& waiter,
+                        absl::StatusOr<CreateJobResult> created) {
+  if (created.ok() && metrics_) ObserveSubmitWait(waiter, create->handed);
+  if (created.status().code() == absl::StatusCode::kAborted && create->tries < 3) {
+    // The random job id was taken: again under another. The first write is not settled yet
+    // (this runs before it is), so the queue stays held by one of the two throughout.
+    ++create->tries;
+    HandOver(create);
+    return;
+  }
+  const Job& job = create->job;
+  if (created.ok() && created->existing && created->job.team != job.team) {
+    // Another team's request id: say no more than that it is taken.
+    created = absl::AlreadyExistsError(
+        absl::StrCat("request_id ", job.request_id, " is already used; choose another"));
+  } else if (created.ok() && created->existing && !(created->job.spec == job.spec)) {
+    created = absl::AlreadyExistsError(absl::StrCat("request_id ", job.request_id,
+                                                    " was already used for a different spec (job ",
+                                                    created->job.id, ")"));
+  } else if (created.ok() && created->existing) {
+    // The earlier job, as live now if it is.
+    std::lock_guard<std::mutex> view(view_mu_);
+    if (auto it = stored_.find(created->job.id); it != stored_.end()) created->job = it->second;
+  }
+  SubmitDone done = std::move(create->done);
+  create->done = nullptr;
+  done(std::move(created));
+}
+
+void Scheduler::Settle(Waiter& waiter) {
+  WaiterDone on_done;
+  absl::StatusOr<CreateJobResult> result = absl::UnknownError("not stored yet");
+  {
+    std::lock_guard<std::mutex> lock(waiter.mu);
+    waiter.told = std::chrono::steady_clock::now();
+    if (waiter.on_done) {
+      on_done = std::move(waiter.on_done);
+      waiter.on_done = nullptr;
+      result = std::move(waiter.result);
     }
-    return created;
+  }
+  if (on_done) on_done(waiter, std::move(result));
+  {
+    std::lock_guard<std::mutex> lock(waiter.mu);
+    waiter.done = true;
+  }
+  waiter.cv.notify_all();
+}
+
+void Scheduler::TimeOut(Waiter& waiter, bool stopping) {
+  WaiterDone on_done;
+  {
+    std::lock_guard<std::mutex> lock(waiter.mu);
+    if (waiter.done || !waiter.on_done) return;
+    on_done = std::move(waiter.on_done);
+    waiter.on_done = nullptr;
+  }
+  // Still in creates_in_flight_: a delete of its queue waits until it is settled.
+  on_done(waiter,
+          absl::UnavailableError(
+              stopping ? absl::StrCat(waiter.what,
+                                      " not stored: the scheduler is stopping; it may still be "
+                                      "stored: retry with the same request")
+                       : absl::StrCat(waiter.what, " not stored within ", options_.write_wait_ms,
+                                      " ms (postgres slow or away); it may still be stored: "
+                                      "retry with the same request")));
+}
+
+// Answers the submits whose writes are not stored by their deadline, oldest first; when
+// stopping, every one still waiting.
+void Scheduler::DeadlineLoop() {
+  std::unique_lock<std::mutex> lock(deadline_mu_);
+  while (!deadline_stopping_) {
+    if (deadlines_.empty()) {
+      deadline_cv_.wait(lock);
+      continue;
+    }
+    const auto at = deadlines_.front().first;
+    if (std::chrono::steady_clock::now() < at) {
+      deadline_cv_.wait_until(lock, at);
+      continue;
+    }
+    std::shared_ptr<Waiter> waiter = deadlines_.front().second.lock();
+    deadlines_.pop_front();
+    if (!waiter) continue;  // settled, and its write gone
+    lock.unlock();
+    TimeOut(*waiter, false);
+    waiter.reset();
+    lock.lock();
+  }
+  auto left = std::move(deadlines_);
+  deadlines_.clear();
+  lock.unlock();
+  for (auto& [at, weak] : left) {
+    if (std::shared_ptr<Waiter> waiter = weak.lock()) TimeOut(*waiter, true);
   }
 }
 
@@ -1953,15 +2103,15 @@ absl::Status Scheduler::DeleteQueue(const std::string& name) {
   }
   if (fenced_) return absl::UnavailableError("this scheduler is no longer the leader; retry");
   std::unique_lock<std::shared_mutex> writes(queue_writes_);
-  // Live jobs of the queue, wherever they are on their way: no Submit to it runs now (writes is
-  // held), but one that gave up waiting may still have its job in the writers' hands. That one
-  // is settled (done) only after the writer added its job to jobs_, so jobs_ is read after.
+  // Live jobs of the queue, wherever they are on their way: no submit to it is between its
+  // queue check and its hand-over now (writes is held); those handed over are in
+  // creates_in_flight_, answered or not, until settled, and a job is settled only after the
+  // writer added it to jobs_, so jobs_ is read after.
   int64_t live = 0;
   {
     std::lock_guard<std::mutex> lock(out_mu_);
-    for (const Write& w : creates_) live += w.job_write.job.spec.queue == name;
-    PruneUnsettledCreatesLocked();
-    for (const auto& [queue, waiter] : unsettled_creates_) live += queue == name;
+    PruneCreatesInFlightLocked();
+    for (const auto& [queue, waiter] : creates_in_flight_) live += queue == name;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1985,8 +2135,8 @@ absl::Status Scheduler::DeleteQueue(const std::string& name) {
   return absl::OkStatus();
 }
 
-void Scheduler::PruneUnsettledCreatesLocked() {
-  std::erase_if(unsettled_creates_, [](const auto& entry) {
+void Scheduler::PruneCreatesInFlightLocked() {
+  std::erase_if(creates_in_flight_, [](const auto& entry) {
     std::shared_ptr<Waiter> waiter = entry.second.lock();
     if (!waiter) return true;  // its write was dropped
     std::lock_guard<std::mutex> lock(waiter->mu);

@@ -25,10 +25,12 @@
 // only their storage is slow, so it alone moves off the lock.
 //
 // Protocols (written once, here):
-// Submit  1. validate the spec; 2. hand the new job to the writer and wait (bounded) for its
-//         commit (a repeated request id returns the stored job); 3. the writer adds it to the
-//         live jobs and wakes the placement loop. UNAVAILABLE at once while Postgres is known to
-//         be down.
+// Submit  1. validate the spec; 2. hand the new job to the submit writer with a deadline
+//         (write_wait_ms); no thread waits for it (SubmitAsync; Submit waits on top of it);
+//         3. the writer stores it, adds it to the live jobs, wakes the placement loop and only
+//         then answers the submit (a repeated request id returns the stored job); a write not
+//         stored by its deadline is answered UNAVAILABLE by the deadline thread, and its job
+//         may still land. UNAVAILABLE at once while Postgres is known to be down.
 // Place   1. take pending jobs in queue order (core/queue_order.h); 2. place each as a gang or
 //         record why it waits; 3. the placement and the STARTING event go to the writer;
 //         4. only after their commit is the assignment sent to every worker of the gang.
@@ -54,8 +56,9 @@
 // Thread-safe: RPC threads call in concurrently (worker streams from gRPC's few callback
 // threads, so nothing they call may wait on I/O); the loop thread runs placement passes, leaving
 // mu_ free after each for at least as long as the pass held it; the writer threads store
-// and act, the mirror thread keeps the Redis queue, the aside thread writes heartbeats and
-// learned baselines.
+// and act (answering submits too), the mirror thread keeps the Redis queue, the aside thread
+// writes heartbeats and learned baselines, the deadline thread answers submits whose writes
+// are late.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_SCHEDULER_H_
 #define RINGMASTER_SERVICES_SCHEDULER_SCHEDULER_H_
 
@@ -223,6 +226,12 @@ class Scheduler {
   absl::StatusOr<CreateJobResult> Submit(const JobSpec& spec, const std::string& request_id,
                                          const std::string& team = "",
                                          std::optional<AuditRecord> audit = std::nullopt);
+  // Submit without a thread waiting: `done` gets what Submit would return, exactly once: at
+  // once for a call refused up front, else on the writer's thread after the commit (or on the
+  // deadline thread when the write was not stored within write_wait_ms). It must not block.
+  using SubmitDone = std::function<void(absl::StatusOr<CreateJobResult>)>;
+  void SubmitAsync(const JobSpec& spec, const std::string& request_id, const std::string& team,
+                   std::optional<AuditRecord> audit, SubmitDone done);
   absl::StatusOr<Job> GetJob(const std::string& job_id);
   // One page of jobs, newest first; the paging protocol is in core/job_list.h.
   absl::StatusOr<JobPage> ListJobs(const JobListQuery& query);
@@ -274,15 +283,36 @@ class Scheduler {
     std::condition_variable cv;
   };
   struct Metrics;
-  // Completes a Submit or Cancel waiting for its write.
+  // Completes a Submit or Cancel waiting for its write: a Cancel's thread waits on cv until
+  // done; a submit's on_done is called instead (Settle), or by the deadline thread if the write
+  // takes longer than write_wait_ms (TimeOut), whichever comes first.
+  struct Waiter;
+  using WaiterDone = std::function<void(Waiter&, absl::StatusOr<CreateJobResult>)>;
   struct Waiter {
     std::mutex mu;
     std::condition_variable cv;
-    bool done = false;
+    bool done = false;  // settled: stored and taken into memory, or refused
     absl::StatusOr<CreateJobResult> result = absl::UnknownError("not stored yet");
     // When its batch's commit began and ended and when the waiter was told (the writer's
     // steady clock): a submit's wait, split by stage (ringmaster_submit_wait_seconds).
     std::chrono::steady_clock::time_point commit_begun, committed, told;
+    std::string what;  // "job ID", for the timeout's message
+    WaiterDone on_done;
+    // A write dropped unstored (the writers stopping) still answers its submit.
+    ~Waiter() {
+      if (on_done) {
+        on_done(*this, absl::UnavailableError(
+                           "the scheduler stopped before storing it; retry with the same request"));
+      }
+    }
+  };
+  // A submit on its way: what it retries with when its random job id was taken.
+  struct Create {
+    Job job;
+    std::optional<AuditRecord> audit;
+    int tries = 0;
+    std::chrono::steady_clock::time_point handed;
+    SubmitDone done;
   };
   // One decision on its way to Postgres, and what to do once it is there.
   struct Write {
@@ -305,6 +335,16 @@ class Scheduler {
   void AsideLoop();
   void BeatAside(const std::string& worker_id);
   void Enqueue(Write write);
+  // A submit's job to the submit writer, under a fresh job id, with its deadline.
+  void HandOver(std::shared_ptr<Create> create);
+  // A submit's write settled or timed out: answers it (or retries under another id).
+  void Created(const std::shared_ptr<Create>& create, Waiter& waiter,
+               absl::StatusOr<CreateJobResult> result);
+  // Tells the waiter of a stored (or refused) write, then marks it settled.
+  void Settle(Waiter& waiter);
+  // Answers a submit whose write is still on its way (UNAVAILABLE), once.
+  void TimeOut(Waiter& waiter, bool stopping);
+  void DeadlineLoop();
   void SweepWorkersLocked(const std::set<std::string>& alive, std::vector<std::string>* beats);
   void CheckDeadlinesLocked();
   // The only ways jobs_ changes: they keep placed_ids_ and live_counts_ with it.
@@ -345,8 +385,8 @@ class Scheduler {
   };
   QueueStatus QueueStatusLocked(const Queue& queue, const QueueTallies& tallies) const;
   QueueTallies TallyQueuesLocked() const;
-  // Forgets unsettled_creates_ whose writes are done or dropped; out_mu_ must be held.
-  void PruneUnsettledCreatesLocked();
+  // Forgets creates_in_flight_ whose writes are settled or dropped; out_mu_ must be held.
+  void PruneCreatesInFlightLocked();
   // Store errors of a queue write as the caller should see them.
   absl::Status QueueWriteError(const absl::Status& stored) const;
   void Wake();
@@ -415,12 +455,22 @@ class Scheduler {
   // what was decided since (the ends on their way to Postgres).
   UsageTotals usage_ms_;
 
-  // Queue writes hold it exclusively, Submit shared until its job is stored (see "Queues").
-  // Taken before mu_, never while holding it.
+  // Queue writes hold it exclusively, Submit shared until its job is in creates_in_flight_
+  // (see "Queues"). Taken before mu_, never while holding it.
   std::shared_mutex queue_writes_;
-  // New jobs whose Submit gave up waiting (Postgres slow or away) while their write may still
-  // land, by queue: a delete of their queue waits until they are settled. Under out_mu_.
-  std::vector<std::pair<std::string, std::weak_ptr<Waiter>>> unsettled_creates_;
+  // New jobs from their hand-over to the writer until settled (stored and in jobs_, or
+  // refused), by queue, also after their submit was answered for want of time (Postgres slow or
+  // away): a delete of their queue waits for them. Under out_mu_; pruned when it doubles.
+  std::vector<std::pair<std::string, std::weak_ptr<Waiter>>> creates_in_flight_;
+  size_t prune_creates_at_ = 64;
+
+  // Submits waiting for their write, oldest first (every deadline is write_wait_ms after its
+  // hand-over, so they come in order), and the thread that answers those it reaches.
+  std::mutex deadline_mu_;
+  std::condition_variable deadline_cv_;
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::weak_ptr<Waiter>>> deadlines_;
+  bool deadline_stopping_ = true;  // until Start: nothing would answer a submit
+  std::thread deadline_thread_;
 
   // What readers see: each live job as last stored (GetJob, ListJobs), under view_mu_.
   std::mutex view_mu_;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -161,6 +162,71 @@ TEST_F(SchedulerTest, ASubmittedJobIsStoredBeforeSubmitReturns) {
   RM_ASSERT_OK_AND_ASSIGN(CreateJobResult again, scheduler_->Submit(CommandSpec(1), "req-1"));
   EXPECT_TRUE(again.existing);
   EXPECT_EQ(again.job.id, created.job.id);
+}
+
+TEST_F(SchedulerTest, SubmitAsyncIsAnsweredOnceAfterTheCommitWithoutTheCallerWaiting) {
+  store_.Hang(Call::kCommit);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<absl::StatusOr<CreateJobResult>> answers;
+  std::thread::id answered_on;
+  scheduler_->SubmitAsync(CommandSpec(1), "async-1", "vision", std::nullopt,
+                          [&](absl::StatusOr<CreateJobResult> result) {
+                            std::lock_guard<std::mutex> lock(mu);
+                            answers.push_back(std::move(result));
+                            answered_on = std::this_thread::get_id();
+                            cv.notify_all();
+                          });
+  // Handed over and returned while its commit hangs: nothing answered yet.
+  ASSERT_TRUE(WaitFor([&] { return store_.hung() >= 1; }, std::chrono::seconds(10)));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_THAT(answers, SizeIs(0));
+  }
+  store_.Heal();
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return !answers.empty(); }));
+  }
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_THAT(answers, SizeIs(1));
+  RM_ASSERT_OK(answers[0].status());
+  EXPECT_NE(answered_on, std::this_thread::get_id());
+  EXPECT_EQ(answers[0]->job.team, "vision");
+  RM_ASSERT_OK_AND_ASSIGN(Job stored, memory_.GetJob(answers[0]->job.id));
+  EXPECT_EQ(stored.state, JobState::kPending);
+}
+
+TEST_F(SchedulerTest, ASubmitWhoseWriteIsLateIsAnsweredOnceAndItsJobStillLands) {
+  store_.Hang(Call::kCommit);
+  std::atomic<int> answers{0};
+  std::atomic<int> unavailable{0};
+  const auto begun = std::chrono::steady_clock::now();
+  scheduler_->SubmitAsync(CommandSpec(1), "late-1", "", std::nullopt,
+                          [&](absl::StatusOr<CreateJobResult> result) {
+                            ++answers;
+                            unavailable += result.status().code() == absl::StatusCode::kUnavailable;
+                          });
+  // write_wait_ms is 2 s here: the deadline thread answers, the writer does not again.
+  ASSERT_TRUE(WaitFor([&] { return answers == 1; }, std::chrono::seconds(10)));
+  EXPECT_GE(std::chrono::steady_clock::now() - begun, std::chrono::milliseconds(1'900));
+  EXPECT_EQ(unavailable, 1);
+  store_.Heal();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(auto jobs, memory_.ListActiveJobs());
+  EXPECT_THAT(jobs, SizeIs(1));
+  EXPECT_EQ(answers, 1);
+}
+
+TEST_F(SchedulerTest, ASubmitToAStoppedSchedulerIsUnavailableAtOnce) {
+  scheduler_->Stop();
+  const auto begun = std::chrono::steady_clock::now();
+  EXPECT_THAT(scheduler_->Submit(CommandSpec(1), "after-stop"),
+              StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_LT(std::chrono::steady_clock::now() - begun, std::chrono::seconds(1));
+  RM_ASSERT_OK_AND_ASSIGN(auto jobs, memory_.ListActiveJobs());
+  EXPECT_THAT(jobs, SizeIs(0));
 }
 
 TEST_F(SchedulerTest, ABurstOfSubmitsSharesTransactions) {

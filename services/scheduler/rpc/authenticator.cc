@@ -131,7 +131,24 @@ void Authenticator::AuditLoop() {
   }
 }
 
-absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContext& ctx) {
+bool Authenticator::WouldLookUp(const grpc::ServerContextBase& ctx) {
+  const auto& metadata = ctx.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return false;
+  std::string value(it->second.data(), it->second.size());
+  if (!absl::StartsWithIgnoreCase(value, "Bearer ")) return false;
+  std::string id, hash;
+  if (!ParseToken(std::string(absl::StripAsciiWhitespace(value.substr(7))), &id, &hash).ok()) {
+    return false;
+  }
+  const int64_t now = clock_->NowMs();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cache_.contains(id)) return false;  // a stale entry is served while it is read again
+  auto u = unknown_.find(id);
+  return u == unknown_.end() || now - u->second >= cache_ttl_ms_;
+}
+
+absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContextBase& ctx) {
   const auto& metadata = ctx.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) {
@@ -225,7 +242,7 @@ absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContext&
   return Principal{record->id, record->team, record->role};
 }
 
-absl::StatusOr<Principal> Authenticator::Check(const grpc::ServerContext& ctx, Action action,
+absl::StatusOr<Principal> Authenticator::Check(const grpc::ServerContextBase& ctx, Action action,
                                                const std::string& resource_team) {
   absl::StatusOr<Principal> who = Authenticate(ctx);
   if (!who.ok()) return who;
@@ -239,7 +256,7 @@ void Authenticator::Forget(const std::string& token_id) {
   unknown_.erase(token_id);
 }
 
-AuditRecord Authenticator::Record(const Principal& who, const grpc::ServerContext& ctx,
+AuditRecord Authenticator::Record(const Principal& who, const grpc::ServerContextBase& ctx,
                                   Action action, const std::string& resource,
                                   const std::string& detail) const {
   AuditRecord a;
@@ -254,7 +271,7 @@ AuditRecord Authenticator::Record(const Principal& who, const grpc::ServerContex
   return a;
 }
 
-void Authenticator::Audit(const Principal& who, const grpc::ServerContext& ctx, Action action,
+void Authenticator::Audit(const Principal& who, const grpc::ServerContextBase& ctx, Action action,
                           const std::string& resource, const std::string& detail) {
   AuditRecord a = Record(who, ctx, action, resource, detail);
   {

@@ -70,19 +70,23 @@ class Authenticator {
   void AllowAnonymous() { allow_anonymous_ = true; }
 
   // The caller of `ctx`, from its bearer token.
-  absl::StatusOr<Principal> Authenticate(const grpc::ServerContext& ctx);
+  absl::StatusOr<Principal> Authenticate(const grpc::ServerContextBase& ctx);
+  // Whether Authenticate(ctx) would read Postgres: a well-formed bearer token neither cached nor
+  // remembered as unknown. gRPC's callback threads must not wait on it (they also serve the
+  // workers' streams), so a callback handler checks such a caller on a thread of its own.
+  bool WouldLookUp(const grpc::ServerContextBase& ctx);
   // Authenticate, then Authorize(action, resource_team).
-  absl::StatusOr<Principal> Check(const grpc::ServerContext& ctx, Action action,
+  absl::StatusOr<Principal> Check(const grpc::ServerContextBase& ctx, Action action,
                                   const std::string& resource_team = "");
   // Drops a token from the cache (after RevokeToken).
   void Forget(const std::string& token_id);
 
   // An entry of the audit trail, not stored: a submit's goes into the job's own transaction.
-  AuditRecord Record(const Principal& who, const grpc::ServerContext& ctx, Action action,
+  AuditRecord Record(const Principal& who, const grpc::ServerContextBase& ctx, Action action,
                      const std::string& resource, const std::string& detail = "") const;
   // Queues an entry of the audit trail; a failure to store it is logged, not returned (the
   // action is done).
-  void Audit(const Principal& who, const grpc::ServerContext& ctx, Action action,
+  void Audit(const Principal& who, const grpc::ServerContextBase& ctx, Action action,
              const std::string& resource, const std::string& detail = "");
 
   PostgresIdentityStore* store() const { return store_; }

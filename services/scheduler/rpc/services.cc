@@ -50,30 +50,66 @@ absl::StatusOr<Job> JobServiceImpl::VisibleJob(const Principal& who, const std::
   return job;
 }
 
-grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
-                                       v1::SubmitJobResponse* resp) {
-  auto who = auth_->Check(*ctx, Action::kSubmitJob);
-  if (!who.ok()) return ToGrpcStatus(who.status());
-  if (!req->has_spec()) return ToGrpcStatus(absl::InvalidArgumentError("spec: is required"));
+grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext* ctx,
+                                                    const v1::SubmitJobRequest* req,
+                                                    v1::SubmitJobResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (!auth_->WouldLookUp(*ctx)) {
+    StartSubmit(ctx, req, resp, reactor, auth_->Check(*ctx, Action::kSubmitJob));
+    return reactor;
+  }
+  // A token not seen yet is read from Postgres, which may be slow or away: not on gRPC's
+  // callback threads, which also serve the workers' streams. As many at once as the
+  // authenticator lets read (the rest would be turned away there anyway).
+  if (submit_lookups_.fetch_add(1) >= kMaxTokenLookups) {
+    submit_lookups_.fetch_sub(1);
+    reactor->Finish(ToGrpcStatus(absl::UnavailableError(
+        "too many bearer tokens are being checked against the database at once; retry")));
+    return reactor;
+  }
+  // The service outlives the call: the server's shutdown waits for every reactor to finish.
+  std::thread([this, ctx, req, resp, reactor] {
+    absl::StatusOr<Principal> who = auth_->Check(*ctx, Action::kSubmitJob);
+    submit_lookups_.fetch_sub(1);
+    StartSubmit(ctx, req, resp, reactor, std::move(who));
+  }).detach();
+  return reactor;
+}
+
+void JobServiceImpl::StartSubmit(grpc::CallbackServerContext* ctx,
+                                 const v1::SubmitJobRequest* req, v1::SubmitJobResponse* resp,
+                                 grpc::ServerUnaryReactor* reactor,
+                                 absl::StatusOr<Principal> who) {
+  auto fail = [reactor](const absl::Status& s) { reactor->Finish(ToGrpcStatus(s)); };
+  if (!who.ok()) return fail(who.status());
+  if (!req->has_spec()) return fail(absl::InvalidArgumentError("spec: is required"));
   auto spec = FromProto(req->spec());
-  if (!spec.ok()) return ToGrpcStatus(spec.status());
+  if (!spec.ok()) return fail(spec.status());
   // Members submit only to the queues bound to their team (an unknown queue is left to Submit,
   // whose NOT_FOUND names it).
   const std::string queue = spec->queue.empty() ? std::string(kDefaultQueue) : spec->queue;
   if (auto teams = scheduler_->QueueTeams(queue); teams && !MaySubmitToQueue(*who, *teams)) {
-    return ToGrpcStatus(absl::PermissionDeniedError(
+    return fail(absl::PermissionDeniedError(
         absl::StrCat("missing right jobs.write on queue \"", queue, "\": it is bound to teams ",
                      absl::StrJoin(*teams, ", "), ", not to \"", who->team, "\"")));
   }
   // The audit entry is stored with the job, in its transaction: none is lost, and it costs no
   // transaction of its own.
-  auto result = scheduler_->Submit(
-      *spec, req->request_id(), who->team,
-      auth_->Record(*who, *ctx, Action::kSubmitJob, "", absl::StrCat("queue=", queue)));
-  if (!result.ok()) return ToGrpcStatus(result.status());
-  *resp->mutable_job() = JobFor(*who, result->job);
-  resp->set_existing(result->existing);
-  return grpc::Status::OK;
+  AuditRecord record =
+      auth_->Record(*who, *ctx, Action::kSubmitJob, "", absl::StrCat("queue=", queue));
+  // Copied first: the callback below takes the principal.
+  const std::string team = who->team;
+  scheduler_->SubmitAsync(
+      *spec, req->request_id(), team, std::move(record),
+      [reactor, resp, caller = *std::move(who)](absl::StatusOr<CreateJobResult> result) {
+        if (!result.ok()) {
+          reactor->Finish(ToGrpcStatus(result.status()));
+          return;
+        }
+        *resp->mutable_job() = JobFor(caller, result->job);
+        resp->set_existing(result->existing);
+        reactor->Finish(grpc::Status::OK);
+      });
 }
 
 grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,

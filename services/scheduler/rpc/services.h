@@ -3,6 +3,8 @@
 #ifndef RINGMASTER_SERVICES_SCHEDULER_RPC_SERVICES_H_
 #define RINGMASTER_SERVICES_SCHEDULER_RPC_SERVICES_H_
 
+#include <atomic>
+
 #include "ringmaster/v1/job.grpc.pb.h"
 #include "ringmaster/v1/worker.grpc.pb.h"
 #include "rpc/authenticator.h"
@@ -15,12 +17,17 @@ namespace ringmaster::scheduler {
 // jobs of other teams are NOT_FOUND and absent from lists, and command env values are shown
 // only to the job's own team (others, admins, see the names with values redacted). Rank logs
 // are relayed by `logs` (null: ReadJobLogs is UNIMPLEMENTED).
-class JobServiceImpl final : public v1::JobService::Service {
+// SubmitJob is on gRPC's callback API: no thread waits for a submit's commit; the submit writer
+// answers it (Scheduler::SubmitAsync). With a thread blocked per submit, thread switches were
+// about a third of the scheduler's CPU in a burst of submits (docs/scheduler.md, Speed).
+class JobServiceImpl final
+    : public v1::JobService::WithCallbackMethod_SubmitJob<v1::JobService::Service> {
  public:
   JobServiceImpl(Scheduler* scheduler, Authenticator* auth, LogRelay* logs = nullptr)
       : scheduler_(scheduler), auth_(auth), logs_(logs) {}
-  grpc::Status SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
-                         v1::SubmitJobResponse* resp) override;
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* ctx,
+                                      const v1::SubmitJobRequest* req,
+                                      v1::SubmitJobResponse* resp) override;
   grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                       v1::Job* resp) override;
   grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
@@ -35,6 +42,12 @@ class JobServiceImpl final : public v1::JobService::Service {
  private:
   // The job if `who` may see it; NOT_FOUND, the same as for a job that does not exist, if not.
   absl::StatusOr<Job> VisibleJob(const Principal& who, const std::string& job_id);
+  // The rest of SubmitJob once its caller is known; answers through `reactor`.
+  void StartSubmit(grpc::CallbackServerContext* ctx, const v1::SubmitJobRequest* req,
+                   v1::SubmitJobResponse* resp, grpc::ServerUnaryReactor* reactor,
+                   absl::StatusOr<Principal> who);
+  // Submits whose caller is being looked up in Postgres on a thread of their own.
+  std::atomic<int> submit_lookups_{0};
   Scheduler* scheduler_;
   Authenticator* auth_;
   LogRelay* logs_;
