@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -68,11 +69,17 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext*
     return reactor;
   }
   // The service outlives the call: the server's shutdown waits for every reactor to finish.
-  std::thread([this, ctx, req, resp, reactor] {
-    absl::StatusOr<Principal> who = auth_->Check(*ctx, Action::kSubmitJob);
+  try {
+    std::thread([this, ctx, req, resp, reactor] {
+      absl::StatusOr<Principal> who = auth_->Check(*ctx, Action::kSubmitJob);
+      submit_lookups_.fetch_sub(1);
+      StartSubmit(ctx, req, resp, reactor, std::move(who));
+    }).detach();
+  } catch (const std::system_error& e) {  // no thread to be had: the caller retries
     submit_lookups_.fetch_sub(1);
-    StartSubmit(ctx, req, resp, reactor, std::move(who));
-  }).detach();
+    reactor->Finish(ToGrpcStatus(
+        absl::UnavailableError(absl::StrCat("cannot check the bearer token now: ", e.what()))));
+  }
   return reactor;
 }
 
