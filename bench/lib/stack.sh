@@ -13,8 +13,8 @@
 #   SCHEDULER_BIN runs another scheduler binary (an A/B against a build of an older commit).
 #   Measuring helpers: ticks_of PIDS (CPU clock ticks, user + system, of those processes),
 #   pg_pids (the postmaster and its backends), pg_ticks (Postgres's CPU ticks, the backends
-#   that ended included), commit_summary (the scheduler's group commits,
-#   from its /metrics), submit_wait_summary [CLIENT_MS] (a stored submit's wait by stage).
+#   that ended included), commit_summary (the scheduler's group commits, from its /metrics),
+#   submit_wait_summary [CLIENT_MS] (a stored submit's wait by stage).
 source "$root/scripts/lib/pg.sh"
 
 # CPU clock ticks (user + system) of the given processes, from /proc; gone ones count 0.
@@ -52,8 +52,8 @@ submit_wait_summary() {
     END {
       if (cnt["commit"] == 0) exit
       total = 0; line = ""
-      split("queued commit apply wake", order, " ")
-      for (k = 1; k <= 4; k++) { s = order[k]; ms = 1000 * sum[s] / cnt[s]; total += ms
+      split("queued commit apply", order, " ")
+      for (k = 1; k <= 3; k++) { s = order[k]; ms = 1000 * sum[s] / cnt[s]; total += ms
         line = line sprintf("%s %.2f, ", s, ms) }
       printf "  a submit in the scheduler (mean ms): %sin all %.2f", line, total
       if (client != "") printf "; the client saw %.2f, so %.2f on the way in and out", client, client - total

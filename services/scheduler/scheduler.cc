@@ -93,12 +93,11 @@ struct Scheduler::Metrics {
                         .Name("ringmaster_submit_wait_seconds")
                         .Help("Where a stored submit's wait went, by stage: queued (for the "
                               "commit in flight), commit (its batch's), apply (taking the "
-                              "batch into memory), wake (told until its RPC went on)")
+                              "batch into memory until the submit is answered)")
                         .Register(r)),
         submit_queued(&submit_wait.Add({{"stage", "queued"}}, kSubmitWaitBuckets)),
         submit_commit(&submit_wait.Add({{"stage", "commit"}}, kSubmitWaitBuckets)),
         submit_apply(&submit_wait.Add({{"stage", "apply"}}, kSubmitWaitBuckets)),
-        submit_wake(&submit_wait.Add({{"stage", "wake"}}, kSubmitWaitBuckets)),
         placement_latency(
             prometheus::BuildHistogram()
                 .Name("ringmaster_placement_latency_seconds")
@@ -170,7 +169,6 @@ struct Scheduler::Metrics {
   prometheus::Histogram* submit_queued;
   prometheus::Histogram* submit_commit;
   prometheus::Histogram* submit_apply;
-  prometheus::Histogram* submit_wake;
   prometheus::Histogram& placement_latency;
   prometheus::Family<prometheus::Counter>& preemptions;
   prometheus::Family<prometheus::Gauge>& queue_quota;
@@ -870,7 +868,7 @@ void Scheduler::WriterLoop(bool creates) {
     const auto committed = std::chrono::steady_clock::now();
     for (Write& w : batch) {
       if (!w.waiter) continue;
-      w.waiter->commit_begun = begun;  // read by its Submit only once told, under its mutex
+      w.waiter->commit_begun = begun;  // read by Created, on this thread, once it is settled
       w.waiter->committed = committed;
     }
     AfterCommit(batch, result);
@@ -1194,7 +1192,6 @@ absl::StatusOr<CreateJobResult> Scheduler::Wait(Waiter& waiter, const std::strin
 
 void Scheduler::ObserveSubmitWait(Waiter& waiter,
                                   std::chrono::steady_clock::time_point handed) {
-  const auto woke = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(waiter.mu);
   // Unset when the batch was stored write by write (StoreBatch after a refusal).
   if (waiter.commit_begun < handed) return;
@@ -1204,20 +1201,13 @@ void Scheduler::ObserveSubmitWait(Waiter& waiter,
   metrics_->submit_queued->Observe(seconds(handed, waiter.commit_begun));
   metrics_->submit_commit->Observe(seconds(waiter.commit_begun, waiter.committed));
   metrics_->submit_apply->Observe(seconds(waiter.committed, waiter.told));
-  metrics_->submit_wake->Observe(seconds(waiter.told, woke));
 }
 
 absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
                                                   const std::string& request_id,
                                                   const std::string& team,
                                                   std::optional<AuditRecord> audit) {
-  struct Answer {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    absl::StatusOr<CreateJobResult> result = absl::UnknownError("not answered");
-  };
-  auto answer = std::make_shared<Answer>();
+  auto answer = std::make_shared<Waiter>();
   SubmitAsync(spec, request_id, team, std::move(audit),
               [answer](absl::StatusOr<CreateJobResult> result) {
                 {
