@@ -2130,7 +2130,9 @@ void Scheduler::PruneCreatesInFlightLocked() {
     std::shared_ptr<Waiter> waiter = entry.second.lock();
     if (!waiter) return true;  // its write was dropped
     std::lock_guard<std::mutex> lock(waiter->mu);
-    return waiter->done;
+    // Told (Settle's first step) comes after the writer put the job in jobs_, where a count of
+    // live jobs finds it: counted here as well, it was counted twice (a CI flake).
+    return waiter->done || waiter->told != std::chrono::steady_clock::time_point{};
   });
 }
 
