@@ -2,6 +2,7 @@
 // (gRPC) and serves them to Prometheus.
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <prometheus/exposer.h>
 
 #include <chrono>
@@ -33,20 +34,25 @@ int main(int argc, char** argv) {
   flags.Add("series-ttl-s", "300", "a job's series go away this long after its last sample");
   flags.Add("max-jobs", "1000", "jobs with live series at most; samples of more are dropped");
   flags.Add("max-ranks", "65536", "ranks with live series at most, over all jobs");
+  flags.Add("max-streams", "4096",
+            "ingest streams served at once (every rank of a running job holds one); more are "
+            "RESOURCE_EXHAUSTED at once. 1..1000000");
   AddTlsFlags(flags);
   if (auto s = flags.Parse(argc, argv); !s.ok()) return Fail(std::string(s.message()));
   if (flags.help_requested()) {
     std::fputs(flags.Usage().c_str(), stdout);
     return 0;
   }
-  int64_t ttl_s = 0, max_jobs = 0, max_ranks = 0;
+  int64_t ttl_s = 0, max_jobs = 0, max_ranks = 0, max_streams = 0;
   for (auto s : {flags.GetInt("series-ttl-s", &ttl_s), flags.GetInt("max-jobs", &max_jobs),
-                 flags.GetInt("max-ranks", &max_ranks)}) {
+                 flags.GetInt("max-ranks", &max_ranks),
+                 flags.GetInt("max-streams", &max_streams)}) {
     if (!s.ok()) return Fail(std::string(s.message()));
   }
   if (ttl_s < 1 || max_jobs < 1 || max_ranks < 1) {
     return Fail("--series-ttl-s, --max-jobs and --max-ranks must be positive");
   }
+  if (max_streams < 1 || max_streams > 1'000'000) return Fail("--max-streams must be 1..1000000");
   absl::StatusOr<TlsOptions> tls = TlsOptionsFromFlags(flags);
   if (!tls.ok()) return Fail(std::string(tls.status().message()));
   // Ranks stream here, and a rank runs a team's program: it gets the CA to check this server,
@@ -79,6 +85,13 @@ int main(int argc, char** argv) {
   int port = 0;
   builder.AddListeningPort(flags.Get("listen"), *credentials, &port);
   builder.RegisterService(&service);
+  // A stream holds a thread of gRPC's sync server for as long as it is open, and without a
+  // bound gRPC starts one for every stream that finds none idle: anyone who reaches the port
+  // could open streams until the process runs out of threads. The margin is for the threads
+  // that wait for calls.
+  grpc::ResourceQuota quota("ringmaster-metrics");
+  quota.SetMaxThreads(static_cast<int>(max_streams) + 2);
+  builder.SetResourceQuota(quota);
   auto server = builder.BuildAndStart();
   if (!server || port == 0) return Fail("cannot listen on " + flags.Get("listen"));
   RM_LOG(kInfo) << "ringmaster-metrics ingesting" << (tls->insecure ? " in PLAINTEXT" : " over TLS")

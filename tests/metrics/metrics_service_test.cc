@@ -3,9 +3,12 @@
 // streaming to it.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -25,12 +28,12 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-// Resident memory of a process in KiB, from /proc.
-int64_t RssKib(pid_t pid) {
+// A number field of /proc/PID/status ("VmRSS:" in KiB, "Threads:"); -1 when absent.
+int64_t StatusField(pid_t pid, const std::string& field) {
   std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
+    if (line.rfind(field, 0) == 0) {
       int64_t kib = 0;
       std::string digits;
       for (char c : line) {
@@ -41,6 +44,8 @@ int64_t RssKib(pid_t pid) {
   }
   return -1;
 }
+
+int64_t RssKib(pid_t pid) { return StatusField(pid, "VmRSS:"); }
 
 v1::Sample MakeSample(const std::string& job, int rank, double ips) {
   v1::Sample s;
@@ -62,17 +67,21 @@ v1::Sample MakeSample(const std::string& job, int rank, double ips) {
 
 class MetricsServiceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { StartService({}); }
+
+  void StartService(const std::vector<std::string>& extra_flags) {
     auto grpc_port = PickFreePort();
     auto http_port = PickFreePort();
     ASSERT_TRUE(grpc_port.ok() && http_port.ok());
     http_port_ = *http_port;
     addr_ = absl::StrCat("127.0.0.1:", *grpc_port);
-    auto p = Subprocess::Start(
-        {RINGMASTER_BINARY_DIR "/services/metrics/ringmaster-metrics", "--listen", addr_,
-         "--metrics-listen", absl::StrCat("127.0.0.1:", http_port_), "--max-jobs",
-         std::to_string(kMaxJobs), "--tls-cert=" + TestCerts::Get().Metrics().cert,
-         "--tls-key=" + TestCerts::Get().Metrics().key, "--tls-ca=" + TestCerts::Get().ca()});
+    std::vector<std::string> argv = {
+        RINGMASTER_BINARY_DIR "/services/metrics/ringmaster-metrics", "--listen", addr_,
+        "--metrics-listen", absl::StrCat("127.0.0.1:", http_port_), "--max-jobs",
+        std::to_string(kMaxJobs), "--tls-cert=" + TestCerts::Get().Metrics().cert,
+        "--tls-key=" + TestCerts::Get().Metrics().key, "--tls-ca=" + TestCerts::Get().ca()};
+    argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+    auto p = Subprocess::Start(argv);
     // The trainer's MetricsReporter finds the CA where a worker puts it for its ranks.
     setenv(kTlsCaEnv, TestCerts::Get().ca().c_str(), 1);
     ASSERT_TRUE(p.ok()) << p.status();
@@ -298,6 +307,69 @@ TEST_F(MetricsServiceTest, ReporterSendsWhatIsQueuedWhenItStops) {
   }
   // The destructor drained the queue in batches of at most 1,024 before returning.
   EXPECT_EQ(Scraped("ringmaster_metrics_samples_total"), 3000);
+}
+
+// Every open stream holds one of the service's threads: past --max-streams a stream is turned
+// away at once, so idle streams opened in a loop cannot take the process's threads.
+class MetricsServiceStreamBoundTest : public MetricsServiceTest {
+ protected:
+  static constexpr int kMaxStreams = 16;
+  void SetUp() override { StartService({"--max-streams", std::to_string(kMaxStreams)}); }
+};
+
+TEST_F(MetricsServiceStreamBoundTest, IdleStreamsPastTheBoundAreTurnedAwayAndTheirThreadsReturn) {
+  const pid_t pid = process_->pid();
+  const int64_t before = StatusField(pid, "Threads:");
+  constexpr int kStreams = 48;
+  std::vector<grpc::Status> statuses(kStreams);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kStreams; ++i) {
+    clients.emplace_back([&, i] {
+      // Opened, one batch sent, then left idle until the deadline cuts it.
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 4s);
+      v1::IngestResponse resp;
+      auto writer = stub_->IngestBatches(&ctx, &resp);
+      v1::SampleBatch batch;
+      *batch.add_samples() = MakeSample(absl::StrCat("j-", 1000 + i), 0, 1);
+      (void)writer->Write(batch);
+      statuses[i] = writer->Finish();
+    });
+  }
+  int64_t peak = before;
+  for (int i = 0; i < 100; ++i) {  // 2 s, while every stream is open or refused
+    peak = std::max(peak, StatusField(pid, "Threads:"));
+    std::this_thread::sleep_for(20ms);
+  }
+  for (std::thread& t : clients) t.join();
+  int refused = 0, held = 0;
+  for (const grpc::Status& s : statuses) {
+    refused += s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+    held += s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+  }
+  std::printf("%d idle streams under --max-streams %d: %d held, %d refused; threads %lld "
+              "before, %lld at most\n",
+              kStreams, kMaxStreams, held, refused, static_cast<long long>(before),
+              static_cast<long long>(peak));
+  EXPECT_EQ(refused + held, kStreams);
+  EXPECT_GE(refused, kStreams - kMaxStreams - 2);
+  EXPECT_GE(held, kMaxStreams - 2);
+  EXPECT_LE(peak - before, kMaxStreams + 2);
+  // The held ones were cut by their deadlines: their threads serve new streams again.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + 2s);
+        v1::IngestResponse resp;
+        auto writer = stub_->IngestBatches(&ctx, &resp);
+        v1::SampleBatch batch;
+        *batch.add_samples() = MakeSample("j-0fff", 0, 1);
+        (void)writer->Write(batch);
+        writer->WritesDone();
+        return writer->Finish().ok() && resp.accepted() == 1;
+      },
+      10s));
+  ASSERT_TRUE(process_->Running()) << process_->LogTail();
 }
 
 }  // namespace
