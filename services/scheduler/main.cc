@@ -2,6 +2,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
@@ -107,6 +108,19 @@ ringmaster::Flags MakeFlags() {
   flags.Add("max-log-relays", "64",
             "rank logs relayed to clients at once (ReadJobLogs, ringctl logs; a followed log "
             "holds one while its rank runs); more are RESOURCE_EXHAUSTED. 1..10000");
+  flags.Add("max-watchers", "2048",
+            "WatchJob streams (ringctl run and watch) served at once; more are "
+            "RESOURCE_EXHAUSTED. 1..100000");
+  flags.Add("max-rpc-threads", "4096",
+            "threads for the calls that hold one (every call but SubmitJob and the workers' "
+            "streams); a call finding none free is RESOURCE_EXHAUSTED at once. At least "
+            "--max-watchers + --max-log-relays + 64, so watches and relays cannot take them all");
+  flags.Add("max-live-jobs", "100000",
+            "live jobs (pending, starting or running) at most, each held in memory; a submit "
+            "past it is RESOURCE_EXHAUSTED. 1..10000000");
+  flags.Add("max-live-jobs-per-queue", "50000",
+            "live jobs of one queue at most, so one team's backlog cannot fill "
+            "--max-live-jobs for all. 1..10000000");
   flags.Add("log-level", "info", "debug, info, warning or error");
   ringmaster::AddTlsFlags(flags);
   return flags;
@@ -143,7 +157,7 @@ int main(int argc, char** argv) {
                                     : LogLevel::kInfo);
   int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0, pg_timeout_ms = 0,
           submit_writers = 0, reservations = 0, window_hours = 0, recheck_s = 0,
-          max_log_relays = 0;
+          max_log_relays = 0, max_watchers = 0, max_rpc_threads = 0;
   SchedulerOptions options;
   for (auto s : {flags.GetInt("postgres-pool", &pool), flags.GetInt("redis-db", &redis_db),
                  flags.GetInt("heartbeat-timeout-ms", &options.heartbeat_timeout_ms),
@@ -158,6 +172,10 @@ int main(int argc, char** argv) {
                  flags.GetInt("reservations", &reservations),
                  flags.GetInt("reservation-window-hours", &window_hours),
                  flags.GetInt("max-log-relays", &max_log_relays),
+                 flags.GetInt("max-watchers", &max_watchers),
+                 flags.GetInt("max-rpc-threads", &max_rpc_threads),
+                 flags.GetInt("max-live-jobs", &options.max_live_jobs),
+                 flags.GetInt("max-live-jobs-per-queue", &options.max_live_jobs_per_queue),
                  flags.GetBool("health-check", &options.health_check),
                  flags.GetDouble("check-min-ratio", &options.check_min_ratio),
                  flags.GetInt("unhealthy-recheck-s", &recheck_s)}) {
@@ -198,6 +216,20 @@ int main(int argc, char** argv) {
   options.reservation_window_ms = window_hours * 3600 * 1000;
   if (max_log_relays < 1 || max_log_relays > 10000) {
     return Fail(absl::InvalidArgumentError("--max-log-relays must be 1..10000"));
+  }
+  if (max_watchers < 1 || max_watchers > 100000) {
+    return Fail(absl::InvalidArgumentError("--max-watchers must be 1..100000"));
+  }
+  options.max_watchers = static_cast<int32_t>(max_watchers);
+  if (max_rpc_threads < max_watchers + max_log_relays + 64 || max_rpc_threads > 1'000'000) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--max-rpc-threads must be at least --max-watchers + --max-log-relays + 64 (",
+        max_watchers + max_log_relays + 64, ") and at most 1000000")));
+  }
+  if (options.max_live_jobs < 1 || options.max_live_jobs > 10'000'000 ||
+      options.max_live_jobs_per_queue < 1 || options.max_live_jobs_per_queue > 10'000'000) {
+    return Fail(absl::InvalidArgumentError(
+        "--max-live-jobs and --max-live-jobs-per-queue must be 1..10000000"));
   }
   // Checked before anything starts: a refused --insecure must not wait for Postgres first.
   absl::StatusOr<TlsOptions> tls = TlsOptionsFromFlags(flags);
@@ -346,6 +378,11 @@ int main(int argc, char** argv) {
   // is on the callback API now, but CancelJob still waits for its write and bursts of other
   // calls still come: up to this many idle threads are kept.
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 64);
+  // Without a bound gRPC starts a thread for every call that finds none idle: a flood of calls
+  // while Postgres hangs (each waits up to --postgres-timeout-ms) would start thousands.
+  grpc::ResourceQuota quota("ringmaster-scheduler");
+  quota.SetMaxThreads(static_cast<int>(max_rpc_threads));
+  builder.SetResourceQuota(quota);
   builder.RegisterService(&job_service);
   builder.RegisterService(&cluster_service);
   builder.RegisterService(&worker_service);

@@ -1252,23 +1252,60 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
   job.last_event_seq = 1;
   create->audit = std::move(audit);
   create->done = std::move(done);
+  absl::Status refused;
   {
     // Held until the job is in creates_in_flight_: a queue is not deleted under a job on its
     // way to Postgres.
     std::shared_lock<std::shared_mutex> queue_guard(queue_writes_);
-    bool known;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      known = queues_.contains(job.spec.queue);
+      refused = queues_.contains(job.spec.queue)
+                    ? ReserveLiveJobLocked(job.spec.queue)
+                    : absl::NotFoundError(absl::StrCat(
+                          "queue: no queue '", job.spec.queue,
+                          "'; create it first (ringctl queue create) or submit to an existing "
+                          "one"));
     }
-    if (known) {
+    if (refused.ok()) {
       HandOver(create);
       return;
     }
   }
-  create->done(absl::NotFoundError(
-      absl::StrCat("queue: no queue '", job.spec.queue,
-                   "'; create it first (ringctl queue create) or submit to an existing one")));
+  create->done(refused);
+}
+
+absl::Status Scheduler::ReserveLiveJobLocked(const std::string& queue) {
+  int64_t in_queue = 0;
+  for (JobState state : {JobState::kPending, JobState::kStarting, JobState::kRunning}) {
+    if (auto it = live_counts_.find({state, queue}); it != live_counts_.end()) {
+      in_queue += it->second;
+    }
+  }
+  std::lock_guard<std::mutex> lock(submitting_mu_);
+  const int64_t total = static_cast<int64_t>(jobs_.size()) + submitting_total_;
+  if (auto it = submitting_.find(queue); it != submitting_.end()) in_queue += it->second;
+  if (total >= options_.max_live_jobs) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the scheduler holds ", total, " live jobs (pending, starting or running), its bound "
+        "(--max-live-jobs ", options_.max_live_jobs, "); submit again when some have ended"));
+  }
+  if (in_queue >= options_.max_live_jobs_per_queue) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "queue '", queue, "' holds ", in_queue, " live jobs (pending, starting or running), "
+        "its bound (--max-live-jobs-per-queue ", options_.max_live_jobs_per_queue,
+        "); submit again when some have ended"));
+  }
+  ++submitting_total_;
+  ++submitting_[queue];
+  return absl::OkStatus();
+}
+
+void Scheduler::ReleaseLiveJob(const std::string& queue) {
+  std::lock_guard<std::mutex> lock(submitting_mu_);
+  --submitting_total_;
+  if (auto it = submitting_.find(queue); it != submitting_.end() && --it->second <= 0) {
+    submitting_.erase(it);
+  }
 }
 
 void Scheduler::HandOver(std::shared_ptr<Create> create) {
@@ -1328,6 +1365,7 @@ void Scheduler::Created(const std::shared_ptr<Create>& create, Waiter& waiter,
     std::lock_guard<std::mutex> view(view_mu_);
     if (auto it = stored_.find(created->job.id); it != stored_.end()) created->job = it->second;
   }
+  ReleaseLiveJob(job.spec.queue);
   SubmitDone done = std::move(create->done);
   create->done = nullptr;
   done(std::move(created));
@@ -1510,6 +1548,11 @@ absl::Status Scheduler::Watch(const std::string& job_id,
   watcher.job_id = job_id;
   {
     std::lock_guard<std::mutex> lock(watch_mu_);
+    if (watchers_.size() >= static_cast<size_t>(options_.max_watchers)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the scheduler serves ", options_.max_watchers,
+          " watches already (--max-watchers); try again when one of them ended"));
+    }
     watchers_.push_back(&watcher);
   }
   int64_t last = 0;

@@ -195,6 +195,15 @@ struct SchedulerOptions {
   // again restarts the wait). 0: only an admin clears it.
   int64_t unhealthy_recheck_ms = 600'000;
   int32_t reservations = 4;
+  // Concurrent Watch calls; more are RESOURCE_EXHAUSTED. Each holds an RPC thread while it
+  // lasts, so a bound here keeps a client that opens watches in a loop from taking them all.
+  int32_t max_watchers = 2'048;
+  // Live jobs (pending, starting or running) at most, in all and in one queue; a submit past
+  // either is RESOURCE_EXHAUSTED. Every live job is held in memory: without a bound a client
+  // submitting in a loop would grow the scheduler until it ran out of memory, and one team
+  // could fill the bound for all (docs/scheduler.md, Live-job bounds).
+  int64_t max_live_jobs = 100'000;
+  int64_t max_live_jobs_per_queue = 50'000;
   // A reservation further ahead than this is not made (the gang just waits).
   int64_t reservation_window_ms = 7LL * 24 * 3600 * 1000;
 };
@@ -238,7 +247,8 @@ class Scheduler {
   absl::StatusOr<Job> Cancel(const std::string& job_id, const std::string& reason);
   // Calls `send` with every event of the job in order: the stored ones, then new ones as they
   // are stored, until the job has ended, `send` returns false, or `cancelled` returns true
-  // (polled about once a second). An idle watcher costs no database round trip.
+  // (polled about once a second). An idle watcher costs no database round trip. At most
+  // options.max_watchers at once: RESOURCE_EXHAUSTED beyond.
   absl::Status Watch(const std::string& job_id, const std::function<bool(const JobEvent&)>& send,
                      const std::function<bool()>& cancelled);
 
@@ -385,6 +395,10 @@ class Scheduler {
   };
   QueueStatus QueueStatusLocked(const Queue& queue, const QueueTallies& tallies) const;
   QueueTallies TallyQueuesLocked() const;
+  // Counts a new job of `queue` against the live-job bounds, or says which it would pass.
+  absl::Status ReserveLiveJobLocked(const std::string& queue);
+  // A create counted by ReserveLiveJobLocked is answered (stored or not).
+  void ReleaseLiveJob(const std::string& queue);
   // Forgets creates_in_flight_ whose writes are settled or dropped; out_mu_ must be held.
   void PruneCreatesInFlightLocked();
   // Store errors of a queue write as the caller should see them.
@@ -413,6 +427,11 @@ class Scheduler {
   // 20,000 pending jobs made every pass scan them all four times.
   std::set<std::string> placed_ids_;  // STARTING and RUNNING jobs
   std::map<std::pair<JobState, std::string>, int64_t> live_counts_;  // (state, queue) -> jobs
+  // Submits counted against the live-job bounds and not answered yet (a stored one is briefly
+  // in jobs_ too: the bounds err on the safe side). Under submitting_mu_, taken after mu_.
+  std::mutex submitting_mu_;
+  std::unordered_map<std::string, int64_t> submitting_;  // queue -> submits
+  int64_t submitting_total_ = 0;
   std::unordered_map<std::string, RankTracker> trackers_;
   // Hang and idle watch of each RUNNING job's current attempt (core/run_watch.h).
   struct Watched {

@@ -304,5 +304,60 @@ TEST(RingctlLogRelayE2eTest, AKilledFollowerGivesItsRelayBack) {
   ASSERT_TRUE(cluster.Cancel(*id).ok());
 }
 
+// The scheduler's bounds as a user meets them through ringctl: a submit past --max-live-jobs
+// and a watch past --max-watchers are refused naming the flag, and there is room again once
+// the job has ended.
+TEST(RingctlBoundsE2eTest, ASubmitAndAWatchPastTheirBoundsAreRefusedUntilTheJobEnds) {
+  absl::StatusOr<std::unique_ptr<Cluster>> started =
+      Cluster::Start("", {"--max-live-jobs", "1", "--max-watchers", "1"});
+  ASSERT_TRUE(started.ok()) << started.status();
+  Cluster& cluster = **started;
+  // No worker: the job stays PENDING.
+  v1::JobSpec spec;
+  spec.set_name("waiting");
+  spec.set_replicas(1);
+  spec.mutable_command()->add_argv("/bin/true");
+  absl::StatusOr<std::string> id = cluster.Submit(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+
+  auto ringctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler",
+                                     cluster.scheduler().addr()};
+    for (const std::string& flag : TestCerts::Get().Client().Flags()) argv.push_back(flag);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return Subprocess::Start(argv);
+  };
+  auto run = [&](std::vector<std::string> args) -> Result {
+    Result result;
+    auto process = ringctl(std::move(args));
+    if (!process.ok()) return result;
+    if (auto code = (*process)->Wait(30s); code.ok()) result.code = *code;
+    result.output = (*process)->Log();
+    return result;
+  };
+
+  Result second = run({"submit", "--name", "second", "--replicas", "1", "--", "/bin/true"});
+  EXPECT_NE(second.code, 0) << second.output;
+  EXPECT_THAT(second.output, HasSubstr("RESOURCE_EXHAUSTED")) << second.output;
+  EXPECT_THAT(second.output, HasSubstr("--max-live-jobs 1")) << second.output;
+
+  auto watcher = ringctl({"watch", *id});
+  ASSERT_TRUE(watcher.ok()) << watcher.status();
+  ASSERT_TRUE(WaitFor([&] { return (*watcher)->Log().find("PENDING") != std::string::npos; },
+                      20s, 50ms))
+      << (*watcher)->Log();
+  Result refused = run({"watch", *id});
+  EXPECT_NE(refused.code, 0) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("--max-watchers")) << refused.output;
+
+  ASSERT_TRUE(cluster.Cancel(*id).ok());
+  absl::StatusOr<int> watched = (*watcher)->Wait(20s);
+  ASSERT_TRUE(watched.ok()) << watched.status();
+  EXPECT_EQ(*watched, 5) << (*watcher)->Log();  // the watched job ended CANCELLED
+  Result after = run({"submit", "--name", "after", "--replicas", "1", "--", "/bin/true"});
+  EXPECT_EQ(after.code, 0) << after.output;
+  for (const v1::Job& job : cluster.LiveJobs()) (void)cluster.Cancel(job.id());
+}
+
 }  // namespace
 }  // namespace ringmaster::test

@@ -1,7 +1,10 @@
 // The scheduler as a real process on real PostgreSQL and Redis, driven through gRPC.
 #include <pqxx/pqxx>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -811,6 +814,16 @@ TEST_F(SchedulerTest, MalformedWorkerRegistrationIsRefused) {
 namespace ringmaster::test {
 namespace {
 
+// The threads of process `pid` (/proc/PID/status), 0 when unreadable.
+int ThreadsOf(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (absl::StartsWith(line, "Threads:")) return std::atoi(line.c_str() + 8);
+  }
+  return 0;
+}
+
 // The database itself misbehaves: a Postgres of the test's own, frozen (SIGSTOP) for 30 s and
 // restarted, under a scheduler with short store timeouts and a worker that keeps beating.
 TEST(SchedulerDatabaseOutageTest, AHungAndARestartedPostgresLoseNothingAndCatchUpByThemselves) {
@@ -818,9 +831,11 @@ TEST(SchedulerDatabaseOutageTest, AHungAndARestartedPostgresLoseNothingAndCatchU
   ASSERT_TRUE(pg.ok()) << pg.status();
   auto redis = RedisServer::StartNew();
   ASSERT_TRUE(redis.ok()) << redis.status();
-  auto started = SchedulerProcess::Start((*pg)->admin_url(), (*redis)->addr(), 1500,
-                                         {"--postgres-timeout-ms", "500", "--write-wait-ms",
-                                          "1500"});
+  // The least RPC threads the flags allow (8 + 8 + 64), for the flood below.
+  auto started = SchedulerProcess::Start(
+      (*pg)->admin_url(), (*redis)->addr(), 1500,
+      {"--postgres-timeout-ms", "500", "--write-wait-ms", "1500", "--max-watchers", "8",
+       "--max-log-relays", "8", "--max-rpc-threads", "80"});
   ASSERT_TRUE(started.ok()) << started.status();
   SchedulerProcess& scheduler = **started;
   TestWorker w(scheduler.WorkerChannel("w1"), CpuWorker("w1", "127.0.0.2", 2));
@@ -901,6 +916,49 @@ TEST(SchedulerDatabaseOutageTest, AHungAndARestartedPostgresLoseNothingAndCatchU
       if (absl::StrContains(s.error_message(), "too many bearer tokens")) ++turned_away;
     }
     EXPECT_GE(turned_away, 8);
+  }
+  // A flood of reads of an ended job (so from Postgres) while it hangs: each holds an RPC
+  // thread until its read gives up; past --max-rpc-threads the rest are turned away at once
+  // instead of each starting a thread of its own.
+  {
+    const pid_t pid = scheduler.process().pid();
+    const int before = ThreadsOf(pid);
+    std::atomic<bool> flooding{true};
+    int peak = before;
+    std::thread sampler([&] {
+      while (flooding) {
+        peak = std::max(peak, ThreadsOf(pid));
+        std::this_thread::sleep_for(2ms);
+      }
+    });
+    std::vector<grpc::Status> flood(320);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < flood.size(); ++i) {
+      threads.emplace_back([&, i] {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+        v1::GetJobRequest req;
+        req.set_job_id("j-00000000beef");
+        v1::Job job;
+        flood[i] = scheduler.jobs().GetJob(&ctx, req, &job);
+      });
+    }
+    for (auto& t : threads) t.join();
+    flooding = false;
+    sampler.join();
+    int exhausted = 0;
+    for (const grpc::Status& s : flood) {
+      EXPECT_THAT(s.error_code(), ::testing::AnyOf(grpc::StatusCode::UNAVAILABLE,
+                                                   grpc::StatusCode::DEADLINE_EXCEEDED,
+                                                   grpc::StatusCode::RESOURCE_EXHAUSTED))
+          << s.error_message();
+      exhausted += s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+    }
+    std::cerr << "flood of " << flood.size() << " reads: " << exhausted
+              << " turned away; scheduler threads " << before << " before, " << peak
+              << " at most\n";
+    EXPECT_GE(exhausted, 1);
+    EXPECT_LE(peak - before, 80);
   }
   w.ReportExited(hung_job->job_id(), hung_job->attempt(), 0, 0);  // cannot be stored now
   const auto hang_start = std::chrono::steady_clock::now();

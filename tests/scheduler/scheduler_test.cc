@@ -679,6 +679,51 @@ TEST_F(SchedulerTest, AnIdleWatcherCostsNoStoreRoundTrip) {
   EXPECT_EQ(seen.back().state, JobState::kSucceeded);
 }
 
+TEST_F(SchedulerTest, WatchesBeyondTheBoundAreRefusedUntilOneEnds) {
+  scheduler_.reset();
+  SchedulerOptions options;
+  options.max_watchers = 2;
+  Start(options);
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, scheduler_->Submit(CommandSpec(1), ""));
+  const std::string id = created.job.id;
+  std::atomic<int> sent{0};
+  std::atomic<bool> stop_first{false}, stop_all{false};
+  auto watch = [&](std::atomic<bool>* stop) {
+    return scheduler_->Watch(
+        id,
+        [&](const JobEvent&) {
+          ++sent;
+          return true;
+        },
+        [&, stop] { return stop->load() || stop_all.load(); });
+  };
+  std::vector<std::thread> watchers;
+  struct Joiner {
+    std::vector<std::thread>& threads;
+    std::atomic<bool>& stop;
+    ~Joiner() {
+      stop = true;
+      for (std::thread& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } joiner{watchers, stop_all};
+  watchers.emplace_back([&] { (void)watch(&stop_first); });
+  watchers.emplace_back([&] { (void)watch(&stop_all); });
+  // Both are in once each has sent the job's stored event.
+  ASSERT_TRUE(WaitFor([&] { return sent.load() == 2; }, std::chrono::seconds(5)));
+  absl::Status third = watch(&stop_all);
+  EXPECT_THAT(third, StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(third.message(), HasSubstr("--max-watchers"));
+  EXPECT_EQ(sent.load(), 2) << "a refused watch sends nothing";
+  // One ends (its caller went away): its place is free again.
+  stop_first = true;
+  watchers.front().join();
+  std::thread again([&] { (void)watch(&stop_all); });
+  watchers.push_back(std::move(again));
+  EXPECT_TRUE(WaitFor([&] { return sent.load() == 3; }, std::chrono::seconds(5)));
+}
+
 TEST_F(SchedulerTest, CancelReturnsTheStoredCancelledJobAndStopsItsRanks) {
   auto link = Register(CpuWorker("w1", 4));
   const std::string id = SubmitAndPlace(CommandSpec(2));
@@ -1032,6 +1077,76 @@ TEST_F(PreemptionTest, RanksThatNeverReportGiveBackTheirSlotsAfterTheGrace) {
   scheduler_->RunPass();  // places team-b on them
   RM_ASSERT_OK(scheduler_->Flush(5'000));
   EXPECT_TRUE(Assigned(b1_));
+}
+
+TEST_F(SchedulerTest, SubmitsPastTheLiveJobBoundsAreRefusedAndNothingOfThemIsStored) {
+  scheduler_.reset();
+  SchedulerOptions options;
+  options.max_live_jobs = 3;
+  options.max_live_jobs_per_queue = 2;
+  Start(options);
+  RM_ASSERT_OK(scheduler_->CreateQueue(TeamQueue("vision")).status());
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult first, scheduler_->Submit(CommandSpec(1), ""));
+  RM_ASSERT_OK(scheduler_->Submit(CommandSpec(1), "").status());
+  auto per_queue = scheduler_->Submit(CommandSpec(1), "");
+  EXPECT_THAT(per_queue, StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(per_queue.status().message(), HasSubstr("queue 'default' holds 2 live jobs"));
+  EXPECT_THAT(per_queue.status().message(), HasSubstr("--max-live-jobs-per-queue 2"));
+  // Another queue has room of its own, up to the bound of all.
+  RM_ASSERT_OK(scheduler_->Submit(InQueue(CommandSpec(1), "vision"), "").status());
+  auto total = scheduler_->Submit(InQueue(CommandSpec(1), "vision"), "");
+  EXPECT_THAT(total, StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(total.status().message(), HasSubstr("holds 3 live jobs"));
+  EXPECT_THAT(total.status().message(), HasSubstr("--max-live-jobs 3"));
+  // An unknown queue is still named as such.
+  EXPECT_THAT(scheduler_->Submit(InQueue(CommandSpec(1), "nope"), ""),
+              StatusIs(absl::StatusCode::kNotFound));
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListActiveJobs());
+  EXPECT_THAT(stored, SizeIs(3));
+  // A job that ends makes room again.
+  RM_ASSERT_OK(scheduler_->Cancel(first.job.id, "").status());
+  RM_EXPECT_OK(scheduler_->Submit(CommandSpec(1), "").status());
+}
+
+// Submits on their way to Postgres count too: a burst while commits hang cannot pass the
+// bound before any of it is stored.
+TEST_F(SchedulerTest, SubmitsInFlightCountAgainstTheLiveJobBound) {
+  scheduler_.reset();
+  SchedulerOptions options;
+  options.max_live_jobs = 2;
+  Start(options);
+  store_.Hang(Call::kCommit);
+  std::mutex mu;
+  std::vector<absl::Status> answers;
+  auto submit = [&] {
+    scheduler_->SubmitAsync(CommandSpec(1), "", "vision", std::nullopt,
+                            [&](absl::StatusOr<CreateJobResult> result) {
+                              std::lock_guard<std::mutex> lock(mu);
+                              answers.push_back(result.status());
+                            });
+  };
+  submit();
+  submit();
+  submit();  // refused at once: two are in flight
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_THAT(answers, SizeIs(1));
+    EXPECT_THAT(answers[0], StatusIs(absl::StatusCode::kResourceExhausted));
+  }
+  store_.Heal();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return answers.size() == 3;
+      },
+      std::chrono::seconds(10)));
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListActiveJobs());
+  EXPECT_THAT(stored, SizeIs(2));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_TRUE(answers[1].ok()) << answers[1];
+  EXPECT_TRUE(answers[2].ok()) << answers[2];
 }
 
 }  // namespace
