@@ -152,6 +152,14 @@ TEST(ValidationTest, CommandEnv) {
   spec = CommandSpec({"x"});
   spec.command->env["BIG"] = std::string(4097, 'v');
   ExpectInvalid(spec, "command.env.BIG", "at most 4096 bytes");
+  // A name is well-formed at any length: its own bound, and the error quotes only its start.
+  spec = CommandSpec({"x"});
+  spec.command->env[std::string(1 << 20, 'N')] = "v";
+  ExpectInvalid(spec, "command.env", "names must be at most 256 bytes");
+  EXPECT_LT(ValidateJobSpec(spec).status().message().size(), 400u);
+  spec = CommandSpec({"x"});
+  spec.command->env[std::string(256, 'N')] = "v";
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
 }
 
 TEST(ValidationTest, BackoffLimitAndRuntime) {

@@ -17,6 +17,7 @@ constexpr size_t kMaxArgBytes = 4096;
 constexpr size_t kMaxArgvBytes = 64 * 1024;
 constexpr size_t kMaxEnv = 64;
 constexpr size_t kMaxEnvValueBytes = 4096;
+constexpr size_t kMaxEnvNameBytes = 256;
 constexpr size_t kMaxLabels = 64;
 constexpr size_t kMaxLabelKey = 63;
 constexpr size_t kMaxLabelValueBytes = 256;
@@ -124,6 +125,12 @@ absl::Status CheckCommand(const CommandWorkload& command) {
                                                command.env.size()));
   }
   for (const auto& [name, value] : command.env) {
+    // Before anything quotes the name in a field path: it is the caller's and may be huge.
+    if (name.size() > kMaxEnvNameBytes) {
+      return Invalid("command.env", absl::StrCat("names must be at most ", kMaxEnvNameBytes,
+                                                 " bytes; got ", Shown(name), " (",
+                                                 name.size(), " bytes)"));
+    }
     if (!IsEnvName(name)) {
       return Invalid("command.env", absl::StrCat("names must match [A-Za-z_][A-Za-z0-9_]*; got ",
                                                  Shown(name)));
