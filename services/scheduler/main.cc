@@ -121,6 +121,9 @@ ringmaster::Flags MakeFlags() {
   flags.Add("max-live-jobs-per-queue", "50000",
             "live jobs of one queue at most, so one team's backlog cannot fill "
             "--max-live-jobs for all. 1..10000000");
+  flags.Add("max-live-spec-mib", "128",
+            "MiB of the live jobs' argv, env, labels and names at most (a spec may carry about "
+            "360 KiB); a submit past it is RESOURCE_EXHAUSTED. 1..65536");
   flags.Add("log-level", "info", "debug, info, warning or error");
   ringmaster::AddTlsFlags(flags);
   return flags;
@@ -157,7 +160,7 @@ int main(int argc, char** argv) {
                                     : LogLevel::kInfo);
   int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0, pg_timeout_ms = 0,
           submit_writers = 0, reservations = 0, window_hours = 0, recheck_s = 0,
-          max_log_relays = 0, max_watchers = 0, max_rpc_threads = 0;
+          max_log_relays = 0, max_watchers = 0, max_rpc_threads = 0, max_spec_mib = 0;
   SchedulerOptions options;
   for (auto s : {flags.GetInt("postgres-pool", &pool), flags.GetInt("redis-db", &redis_db),
                  flags.GetInt("heartbeat-timeout-ms", &options.heartbeat_timeout_ms),
@@ -176,6 +179,7 @@ int main(int argc, char** argv) {
                  flags.GetInt("max-rpc-threads", &max_rpc_threads),
                  flags.GetInt("max-live-jobs", &options.max_live_jobs),
                  flags.GetInt("max-live-jobs-per-queue", &options.max_live_jobs_per_queue),
+                 flags.GetInt("max-live-spec-mib", &max_spec_mib),
                  flags.GetBool("health-check", &options.health_check),
                  flags.GetDouble("check-min-ratio", &options.check_min_ratio),
                  flags.GetInt("unhealthy-recheck-s", &recheck_s)}) {
@@ -231,6 +235,10 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError(
         "--max-live-jobs and --max-live-jobs-per-queue must be 1..10000000"));
   }
+  if (max_spec_mib < 1 || max_spec_mib > 65536) {
+    return Fail(absl::InvalidArgumentError("--max-live-spec-mib must be 1..65536"));
+  }
+  options.max_live_spec_bytes = max_spec_mib << 20;
   // Checked before anything starts: a refused --insecure must not wait for Postgres first.
   absl::StatusOr<TlsOptions> tls = TlsOptionsFromFlags(flags);
   if (!tls.ok()) return Fail(tls.status());

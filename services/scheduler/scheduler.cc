@@ -528,8 +528,10 @@ void Scheduler::SetJobLocked(const Job& job) {
       live_counts_.erase({before.state, before.spec.queue});
     }
     if (IsPlaced(before.state)) placed_ids_.erase(job.id);
+    live_spec_bytes_ -= SpecBytes(before.spec);
   }
   it->second = job;
+  live_spec_bytes_ += SpecBytes(job.spec);
   ++live_counts_[{job.state, job.spec.queue}];
   if (IsPlaced(job.state)) placed_ids_.insert(job.id);
 }
@@ -540,6 +542,7 @@ void Scheduler::EraseJobLocked(std::unordered_map<std::string, Job>::iterator it
     live_counts_.erase({job.state, job.spec.queue});
   }
   placed_ids_.erase(job.id);
+  live_spec_bytes_ -= SpecBytes(job.spec);
   jobs_.erase(it);
 }
 
@@ -1260,7 +1263,7 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
     {
       std::lock_guard<std::mutex> lock(mu_);
       refused = queues_.contains(job.spec.queue)
-                    ? ReserveLiveJobLocked(job.spec.queue)
+                    ? ReserveLiveJobLocked(job.spec)
                     : absl::NotFoundError(absl::StrCat(
                           "queue: no queue '", job.spec.queue,
                           "'; create it first (ringctl queue create) or submit to an existing "
@@ -1274,7 +1277,9 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
   create->done(refused);
 }
 
-absl::Status Scheduler::ReserveLiveJobLocked(const std::string& queue) {
+absl::Status Scheduler::ReserveLiveJobLocked(const JobSpec& spec) {
+  const std::string& queue = spec.queue;
+  const int64_t bytes = SpecBytes(spec);
   int64_t in_queue = 0;
   for (JobState state : {JobState::kPending, JobState::kStarting, JobState::kRunning}) {
     if (auto it = live_counts_.find({state, queue}); it != live_counts_.end()) {
@@ -1295,15 +1300,24 @@ absl::Status Scheduler::ReserveLiveJobLocked(const std::string& queue) {
         "its bound (--max-live-jobs-per-queue ", options_.max_live_jobs_per_queue,
         "); submit again when some have ended"));
   }
+  const int64_t spec_bytes = live_spec_bytes_ + submitting_spec_bytes_;
+  if (spec_bytes + bytes > options_.max_live_spec_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the live jobs' specs (argv, env, labels, names) take ", spec_bytes, " bytes; this one's ",
+        bytes, " would pass their bound of ", options_.max_live_spec_bytes,
+        " bytes (--max-live-spec-mib); submit again when some have ended"));
+  }
   ++submitting_total_;
   ++submitting_[queue];
+  submitting_spec_bytes_ += bytes;
   return absl::OkStatus();
 }
 
-void Scheduler::ReleaseLiveJob(const std::string& queue) {
+void Scheduler::ReleaseLiveJob(const JobSpec& spec) {
   std::lock_guard<std::mutex> lock(submitting_mu_);
   --submitting_total_;
-  if (auto it = submitting_.find(queue); it != submitting_.end() && --it->second <= 0) {
+  submitting_spec_bytes_ -= SpecBytes(spec);
+  if (auto it = submitting_.find(spec.queue); it != submitting_.end() && --it->second <= 0) {
     submitting_.erase(it);
   }
 }
@@ -1365,7 +1379,7 @@ void Scheduler::Created(const std::shared_ptr<Create>& create, Waiter& waiter,
     std::lock_guard<std::mutex> view(view_mu_);
     if (auto it = stored_.find(created->job.id); it != stored_.end()) created->job = it->second;
   }
-  ReleaseLiveJob(job.spec.queue);
+  ReleaseLiveJob(job.spec);
   SubmitDone done = std::move(create->done);
   create->done = nullptr;
   done(std::move(created));

@@ -204,6 +204,9 @@ struct SchedulerOptions {
   // could fill the bound for all (docs/scheduler.md, Live-job bounds).
   int64_t max_live_jobs = 100'000;
   int64_t max_live_jobs_per_queue = 50'000;
+  // The live jobs' SpecBytes at most: a spec may carry up to about 360 KiB of argv, env and
+  // labels, so a bound on the count alone does not bound the memory.
+  int64_t max_live_spec_bytes = 128LL << 20;
   // A reservation further ahead than this is not made (the gang just waits).
   int64_t reservation_window_ms = 7LL * 24 * 3600 * 1000;
 };
@@ -395,10 +398,10 @@ class Scheduler {
   };
   QueueStatus QueueStatusLocked(const Queue& queue, const QueueTallies& tallies) const;
   QueueTallies TallyQueuesLocked() const;
-  // Counts a new job of `queue` against the live-job bounds, or says which it would pass.
-  absl::Status ReserveLiveJobLocked(const std::string& queue);
+  // Counts a new job against the live-job bounds, or says which it would pass.
+  absl::Status ReserveLiveJobLocked(const JobSpec& spec);
   // A create counted by ReserveLiveJobLocked is answered (stored or not).
-  void ReleaseLiveJob(const std::string& queue);
+  void ReleaseLiveJob(const JobSpec& spec);
   // Forgets creates_in_flight_ whose writes are settled or dropped; out_mu_ must be held.
   void PruneCreatesInFlightLocked();
   // Store errors of a queue write as the caller should see them.
@@ -427,11 +430,13 @@ class Scheduler {
   // 20,000 pending jobs made every pass scan them all four times.
   std::set<std::string> placed_ids_;  // STARTING and RUNNING jobs
   std::map<std::pair<JobState, std::string>, int64_t> live_counts_;  // (state, queue) -> jobs
+  int64_t live_spec_bytes_ = 0;  // SpecBytes of jobs_
   // Submits counted against the live-job bounds and not answered yet (a stored one is briefly
   // in jobs_ too: the bounds err on the safe side). Under submitting_mu_, taken after mu_.
   std::mutex submitting_mu_;
   std::unordered_map<std::string, int64_t> submitting_;  // queue -> submits
   int64_t submitting_total_ = 0;
+  int64_t submitting_spec_bytes_ = 0;
   std::unordered_map<std::string, RankTracker> trackers_;
   // Hang and idle watch of each RUNNING job's current attempt (core/run_watch.h).
   struct Watched {

@@ -1109,6 +1109,25 @@ TEST_F(SchedulerTest, SubmitsPastTheLiveJobBoundsAreRefusedAndNothingOfThemIsSto
   RM_EXPECT_OK(scheduler_->Submit(CommandSpec(1), "").status());
 }
 
+// A spec may carry hundreds of KiB of argv and env: their bytes have a bound of their own.
+TEST_F(SchedulerTest, SubmitsPastTheLiveSpecBytesAreRefusedUntilAJobEnds) {
+  scheduler_.reset();
+  SchedulerOptions options;
+  options.max_live_spec_bytes = 10'000;
+  Start(options);
+  JobSpec big = CommandSpec(1);
+  big.command->env["BIG"] = std::string(4096, 'v');
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult first, scheduler_->Submit(big, ""));
+  RM_ASSERT_OK(scheduler_->Submit(big, "").status());
+  auto refused = scheduler_->Submit(big, "");
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(refused.status().message(), HasSubstr("--max-live-spec-mib"));
+  // A small one still fits.
+  RM_EXPECT_OK(scheduler_->Submit(CommandSpec(1), "").status());
+  RM_ASSERT_OK(scheduler_->Cancel(first.job.id, "").status());
+  RM_EXPECT_OK(scheduler_->Submit(big, "").status());
+}
+
 // Submits on their way to Postgres count too: a burst while commits hang cannot pass the
 // bound before any of it is stored.
 TEST_F(SchedulerTest, SubmitsInFlightCountAgainstTheLiveJobBound) {

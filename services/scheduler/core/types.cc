@@ -31,4 +31,15 @@ const char* WorkerStateName(WorkerState state) {
   return state == WorkerState::kReady ? "READY" : "LOST";
 }
 
+int64_t SpecBytes(const JobSpec& spec) {
+  size_t bytes = spec.name.size() + spec.queue.size() + spec.gpu_type.size();
+  if (spec.trainer) bytes += spec.trainer->model.size();
+  if (spec.command) {
+    for (const std::string& arg : spec.command->argv) bytes += arg.size();
+    for (const auto& [name, value] : spec.command->env) bytes += name.size() + value.size();
+  }
+  for (const auto& [key, value] : spec.labels) bytes += key.size() + value.size();
+  return static_cast<int64_t>(bytes);
+}
+
 }  // namespace ringmaster::scheduler

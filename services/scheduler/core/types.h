@@ -55,6 +55,10 @@ struct JobSpec {
   bool operator==(const JobSpec&) const = default;
 };
 
+// The bytes of a spec's variable-length fields (names, argv, env, labels): what a job's size
+// in memory grows with, beyond a fixed part of about 2 KiB.
+int64_t SpecBytes(const JobSpec& spec);
+
 struct RankPlacement {
   int32_t rank = 0;
   std::string worker_id;
