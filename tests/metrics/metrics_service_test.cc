@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <thread>
 #include <vector>
@@ -28,24 +27,7 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-// A number field of /proc/PID/status ("VmRSS:" in KiB, "Threads:"); -1 when absent.
-int64_t StatusField(pid_t pid, const std::string& field) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind(field, 0) == 0) {
-      int64_t kib = 0;
-      std::string digits;
-      for (char c : line) {
-        if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
-      }
-      if (absl::SimpleAtoi(digits, &kib)) return kib;
-    }
-  }
-  return -1;
-}
-
-int64_t RssKib(pid_t pid) { return StatusField(pid, "VmRSS:"); }
+int64_t RssKib(pid_t pid) { return ProcStatusNumber(pid, "VmRSS:"); }
 
 v1::Sample MakeSample(const std::string& job, int rank, double ips) {
   v1::Sample s;
@@ -319,7 +301,7 @@ class MetricsServiceStreamBoundTest : public MetricsServiceTest {
 
 TEST_F(MetricsServiceStreamBoundTest, IdleStreamsPastTheBoundAreTurnedAwayAndTheirThreadsReturn) {
   const pid_t pid = process_->pid();
-  const int64_t before = StatusField(pid, "Threads:");
+  const int64_t before = ProcStatusNumber(pid, "Threads:");
   constexpr int kStreams = 48;
   std::vector<grpc::Status> statuses(kStreams);
   std::vector<std::thread> clients;
@@ -338,7 +320,7 @@ TEST_F(MetricsServiceStreamBoundTest, IdleStreamsPastTheBoundAreTurnedAwayAndThe
   }
   int64_t peak = before;
   for (int i = 0; i < 100; ++i) {  // 2 s, while every stream is open or refused
-    peak = std::max(peak, StatusField(pid, "Threads:"));
+    peak = std::max(peak, ProcStatusNumber(pid, "Threads:"));
     std::this_thread::sleep_for(20ms);
   }
   for (std::thread& t : clients) t.join();

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <fstream>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -814,16 +813,6 @@ TEST_F(SchedulerTest, MalformedWorkerRegistrationIsRefused) {
 namespace ringmaster::test {
 namespace {
 
-// The threads of process `pid` (/proc/PID/status), 0 when unreadable.
-int ThreadsOf(pid_t pid) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (absl::StartsWith(line, "Threads:")) return std::atoi(line.c_str() + 8);
-  }
-  return 0;
-}
-
 // The database itself misbehaves: a Postgres of the test's own, frozen (SIGSTOP) for 30 s and
 // restarted, under a scheduler with short store timeouts and a worker that keeps beating.
 TEST(SchedulerDatabaseOutageTest, AHungAndARestartedPostgresLoseNothingAndCatchUpByThemselves) {
@@ -922,12 +911,12 @@ TEST(SchedulerDatabaseOutageTest, AHungAndARestartedPostgresLoseNothingAndCatchU
   // instead of each starting a thread of its own.
   {
     const pid_t pid = scheduler.process().pid();
-    const int before = ThreadsOf(pid);
+    const int64_t before = ProcStatusNumber(pid, "Threads:");
     std::atomic<bool> flooding{true};
-    int peak = before;
+    int64_t peak = before;
     std::thread sampler([&] {
       while (flooding) {
-        peak = std::max(peak, ThreadsOf(pid));
+        peak = std::max(peak, ProcStatusNumber(pid, "Threads:"));
         std::this_thread::sleep_for(2ms);
       }
     });

@@ -26,9 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "common/net.h"
 #include "common/tls.h"
 #include "google/protobuf/descriptor.h"
@@ -66,18 +64,7 @@ struct Port {
   bool tls = false;  // a gRPC server (TLS); otherwise a plaintext /metrics page
 };
 
-int64_t RssKb(pid_t pid) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      int64_t kb = 0;
-      std::vector<std::string> parts = absl::StrSplit(line, ' ', absl::SkipEmpty());
-      if (parts.size() >= 2 && absl::SimpleAtoi(parts[1], &kb)) return kb;
-    }
-  }
-  return -1;
-}
+int64_t RssKb(pid_t pid) { return ProcStatusNumber(pid, "VmRSS:"); }
 
 bool Alive(pid_t pid) {
   std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));

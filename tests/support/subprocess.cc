@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -265,6 +266,17 @@ absl::StatusOr<CapturedRun> RunCaptured(const std::vector<std::string>& argv,
   CapturedRun run{*code, slurp(out), slurp(err)};
   cleanup();
   return run;
+}
+
+int64_t ProcStatusNumber(pid_t pid, const std::string& field) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(field, 0) != 0) continue;
+    long long number = -1;
+    return std::sscanf(line.c_str() + field.size(), "%lld", &number) == 1 ? number : -1;
+  }
+  return -1;
 }
 
 }  // namespace ringmaster::test

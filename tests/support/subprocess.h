@@ -80,6 +80,10 @@ class Subprocess {
   std::optional<int> exit_code_;  // set once reaped
 };
 
+// The first number of a line of /proc/PID/status ("VmRSS:" in KiB, "Threads:"), of any
+// process; -1 when the process or the line is not there.
+int64_t ProcStatusNumber(pid_t pid, const std::string& field);
+
 // A program run to its end with stdout and stderr kept apart (a CLI under test).
 struct CapturedRun {
   int exit_code = -1;  // or 128 + signal

@@ -1,5 +1,6 @@
 // Tests of the test harness itself: Subprocess, RedisServer, TestDatabase, WaitFor.
 #include <hiredis/hiredis.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -56,6 +57,21 @@ TEST(SubprocessTest, KillReportsTheSignalAndWaitTimesOut) {
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(*code, 128 + SIGKILL);
   EXPECT_TRUE((*proc)->Kill().ok());  // already gone: a no-op
+}
+
+TEST(SubprocessTest, ProcStatusNumberReadsAFieldAndSaysWhenThereIsNone) {
+  const int64_t threads = ProcStatusNumber(getpid(), "Threads:");
+  EXPECT_GE(threads, 1);
+  std::thread extra([] { std::this_thread::sleep_for(milliseconds(300)); });
+  EXPECT_GE(ProcStatusNumber(getpid(), "Threads:"), threads + 1);  // others may start too
+  extra.join();
+  EXPECT_GT(ProcStatusNumber(getpid(), "VmRSS:"), 0);
+  EXPECT_EQ(ProcStatusNumber(getpid(), "NoSuchField:"), -1);
+  auto proc = Subprocess::Start({"true"});
+  ASSERT_TRUE(proc.ok()) << proc.status();
+  const pid_t gone = (*proc)->pid();
+  ASSERT_TRUE((*proc)->Wait(seconds(10)).ok());  // reaped: its /proc entry is gone
+  EXPECT_EQ(ProcStatusNumber(gone, "Threads:"), -1);
 }
 
 TEST(SubprocessTest, WritesToAGivenLogPath) {
