@@ -195,6 +195,27 @@ TEST_F(RingctlE2eTest, ListPagesThroughTheJobsALabelSelectorPicks) {
 namespace ringmaster::test {
 namespace {
 
+// Starts ringctl against the scheduler of a cluster of the test's own, with the client
+// certificate.
+absl::StatusOr<std::unique_ptr<Subprocess>> StartRingctl(Cluster& cluster,
+                                                         std::vector<std::string> args) {
+  std::vector<std::string> argv = {RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler",
+                                   cluster.scheduler().addr()};
+  for (const std::string& flag : TestCerts::Get().Client().Flags()) argv.push_back(flag);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Subprocess::Start(argv);
+}
+
+// Runs it to its end (30 s at most): its exit code and output.
+Result RunRingctl(Cluster& cluster, std::vector<std::string> args) {
+  Result result;
+  auto process = StartRingctl(cluster, std::move(args));
+  if (!process.ok()) return result;
+  if (auto code = (*process)->Wait(30s); code.ok()) result.code = *code;
+  result.output = (*process)->Log();
+  return result;
+}
+
 TEST_F(RingctlE2eTest, StudyScalingRunsOneTrainerJobPerSizeAndKeepsTheStudy) {
   char pattern[] = "/tmp/ringctl-studies-XXXXXX";
   ASSERT_NE(mkdtemp(pattern), nullptr);
@@ -265,23 +286,9 @@ TEST(RingctlLogRelayE2eTest, AKilledFollowerGivesItsRelayBack) {
   ASSERT_TRUE(id.ok()) << id.status();
   ASSERT_EQ(cluster.WaitState(*id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
 
-  auto ringctl = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler",
-                                     cluster.scheduler().addr()};
-    for (const std::string& flag : TestCerts::Get().Client().Flags()) argv.push_back(flag);
-    argv.insert(argv.end(), args.begin(), args.end());
-    return Subprocess::Start(argv);
-  };
-  auto read_once = [&]() -> Result {
-    Result result;
-    auto process = ringctl({"logs", *id, "--rank", "0"});
-    if (!process.ok()) return result;
-    if (auto code = (*process)->Wait(30s); code.ok()) result.code = *code;
-    result.output = (*process)->Log();
-    return result;
-  };
+  auto read_once = [&] { return RunRingctl(cluster, {"logs", *id, "--rank", "0"}); };
 
-  auto follower = ringctl({"logs", *id, "--rank", "0", "-f"});
+  auto follower = StartRingctl(cluster, {"logs", *id, "--rank", "0", "-f"});
   ASSERT_TRUE(follower.ok()) << follower.status();
   ASSERT_TRUE(WaitFor([&] { return (*follower)->Log().find("tick") != std::string::npos; }, 20s,
                       50ms))
@@ -320,33 +327,17 @@ TEST(RingctlBoundsE2eTest, ASubmitAndAWatchPastTheirBoundsAreRefusedUntilTheJobE
   absl::StatusOr<std::string> id = cluster.Submit(spec);
   ASSERT_TRUE(id.ok()) << id.status();
 
-  auto ringctl = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {RINGMASTER_BINARY_DIR "/cli/ringctl", "--scheduler",
-                                     cluster.scheduler().addr()};
-    for (const std::string& flag : TestCerts::Get().Client().Flags()) argv.push_back(flag);
-    argv.insert(argv.end(), args.begin(), args.end());
-    return Subprocess::Start(argv);
-  };
-  auto run = [&](std::vector<std::string> args) -> Result {
-    Result result;
-    auto process = ringctl(std::move(args));
-    if (!process.ok()) return result;
-    if (auto code = (*process)->Wait(30s); code.ok()) result.code = *code;
-    result.output = (*process)->Log();
-    return result;
-  };
-
-  Result second = run({"submit", "--name", "second", "--replicas", "1", "--", "/bin/true"});
+  Result second = RunRingctl(cluster, {"submit", "--name", "second", "--replicas", "1", "--", "/bin/true"});
   EXPECT_NE(second.code, 0) << second.output;
   EXPECT_THAT(second.output, HasSubstr("RESOURCE_EXHAUSTED")) << second.output;
   EXPECT_THAT(second.output, HasSubstr("--max-live-jobs 1")) << second.output;
 
-  auto watcher = ringctl({"watch", *id});
+  auto watcher = StartRingctl(cluster, {"watch", *id});
   ASSERT_TRUE(watcher.ok()) << watcher.status();
   ASSERT_TRUE(WaitFor([&] { return (*watcher)->Log().find("PENDING") != std::string::npos; },
                       20s, 50ms))
       << (*watcher)->Log();
-  Result refused = run({"watch", *id});
+  Result refused = RunRingctl(cluster, {"watch", *id});
   EXPECT_NE(refused.code, 0) << refused.output;
   EXPECT_THAT(refused.output, HasSubstr("--max-watchers")) << refused.output;
 
@@ -354,7 +345,7 @@ TEST(RingctlBoundsE2eTest, ASubmitAndAWatchPastTheirBoundsAreRefusedUntilTheJobE
   absl::StatusOr<int> watched = (*watcher)->Wait(20s);
   ASSERT_TRUE(watched.ok()) << watched.status();
   EXPECT_EQ(*watched, 5) << (*watcher)->Log();  // the watched job ended CANCELLED
-  Result after = run({"submit", "--name", "after", "--replicas", "1", "--", "/bin/true"});
+  Result after = RunRingctl(cluster, {"submit", "--name", "after", "--replicas", "1", "--", "/bin/true"});
   EXPECT_EQ(after.code, 0) << after.output;
   for (const v1::Job& job : cluster.LiveJobs()) (void)cluster.Cancel(job.id());
 }
