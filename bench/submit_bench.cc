@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <pqxx/pqxx>
 #include <string>
 #include <thread>
@@ -77,7 +78,16 @@ struct SubmitOp {
     spec->set_gpu_type("t4");
     spec->mutable_trainer()->set_steps(100);
     ringmaster::v1::SubmitJobResponse resp;
-    return stub->SubmitJob(&ctx, req, &resp).ok() && !resp.existing();
+    grpc::Status status = stub->SubmitJob(&ctx, req, &resp);
+    if (!status.ok()) {
+      // The first refusal says why a run failed, without a line per error.
+      static std::once_flag once;
+      std::call_once(once, [&] {
+        std::fprintf(stderr, "first error: %s (code %d)\n", status.error_message().c_str(),
+                     static_cast<int>(status.error_code()));
+      });
+    }
+    return status.ok() && !resp.existing();
   }
 };
 

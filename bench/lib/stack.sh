@@ -85,6 +85,9 @@ stack_start() {
   # Plaintext is the baseline: no bearer tokens either (--insecure-no-auth), unless STACK_AUTH=1.
   [ "${STACK_AUTH:-0}" = 1 ] || transport+=(--insecure-no-auth)
   unset RINGMASTER_TOKEN
+  # Nor the user's own token file (~/.config/ringmaster/token, left by scripts/quickstart): this
+  # stack's Postgres does not know it, and every call that sent it would be refused.
+  export XDG_CONFIG_HOME=$tmp/config
   if [ "${STACK_TLS:-0}" = 1 ]; then
     "$root/scripts/lib/dev_certs.sh" "$tmp/certs"
     # TLS and bearer tokens: the scheduler makes an admin token, exported below as
