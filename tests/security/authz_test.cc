@@ -7,12 +7,15 @@
 // once. One scheduler for the whole suite (its start is the expensive part).
 #include <sys/wait.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <pqxx/pqxx>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -489,6 +492,55 @@ TEST_F(AuthzTest, ARevokedTokenStopsAtOnceAndOnlyItsHashIsStored) {
   EXPECT_EQ(Sql(absl::StrCat("SELECT count(*) FROM api_tokens WHERE id = '", id,
                              "' AND length(secret_sha256) = 32 AND revoked")),
             1);
+}
+
+// A client's burst on a token the scheduler has not read yet (new, or after a restart or a
+// failover emptied the cache): one read of Postgres for the whole burst, every call served.
+// Submits check the token on the callback API, lists on an RPC thread: both wait for the read.
+TEST_F(AuthzTest, ABurstOnATokenNotReadYetCostsOneReadAndNoCallIsTurnedAway) {
+  auto channel = Channel(CreateToken("team-burst", "member", ""));
+  // Reads of api_tokens wait behind this lock, so the whole burst arrives while the token's
+  // first read is still in flight.
+  pqxx::connection conn(db_->url());
+  pqxx::work lock(conn);
+  lock.exec("LOCK TABLE api_tokens IN ACCESS EXCLUSIVE MODE");
+  std::vector<grpc::Status> answers(32);
+  std::atomic<int> answered{0};
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    threads.emplace_back([&, i] {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+      if (i % 2 == 0) {
+        v1::SubmitJobRequest req;
+        *req.mutable_spec() = CommandSpec(absl::StrCat("burst-", i));
+        v1::SubmitJobResponse resp;
+        answers[i] = v1::JobService::NewStub(channel)->SubmitJob(&ctx, req, &resp);
+      } else {
+        v1::ListJobsResponse resp;
+        answers[i] = v1::JobService::NewStub(channel)->ListJobs(&ctx, v1::ListJobsRequest(), &resp);
+      }
+      ++answered;
+    });
+  }
+  // Reads of api_tokens waiting for the lock, seen from another connection.
+  auto waiting_reads = [] {
+    return Sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
+               "query LIKE '%FROM api_tokens%'");
+  };
+  EXPECT_TRUE(WaitFor([&] { return waiting_reads() >= 1; }, 5s, 10ms));
+  std::this_thread::sleep_for(500ms);  // for the rest of the burst to arrive
+  const int64_t reads = waiting_reads();
+  const int answered_early = answered;
+  lock.abort();
+  for (auto& t : threads) t.join();
+  std::cerr << "burst of " << answers.size() << " calls on one token not read yet: " << reads
+            << " read(s) of api_tokens waiting, " << answered_early << " answered before it\n";
+  EXPECT_EQ(answered_early, 0) << "calls answered before their token could be read";
+  // One for the burst; the audit thread may be refreshing another token meanwhile.
+  EXPECT_LE(reads, 2);
+  for (const grpc::Status& s : answers) EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(Sql("SELECT count(*) FROM jobs WHERE team = 'team-burst'"), 16);
 }
 
 TEST_F(AuthzTest, MembersSubmitOnlyToTheQueuesOfTheirTeam) {

@@ -11,7 +11,10 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <future>
+#include <memory>
 #include <sstream>
+#include <system_error>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -131,115 +134,162 @@ void Authenticator::AuditLoop() {
   }
 }
 
-bool Authenticator::WouldLookUp(const grpc::ServerContextBase& ctx) {
-  const auto& metadata = ctx.client_metadata();
-  auto it = metadata.find("authorization");
-  if (it == metadata.end()) return false;
-  std::string value(it->second.data(), it->second.size());
-  if (!absl::StartsWithIgnoreCase(value, "Bearer ")) return false;
-  std::string id, hash;
-  if (!ParseToken(std::string(absl::StripAsciiWhitespace(value.substr(7))), &id, &hash).ok()) {
-    return false;
+namespace {
+
+// The caller of a token whose row is `record`, at `now`: the secret's hash must match (compared
+// in constant time), and the token be neither revoked nor expired.
+absl::StatusOr<Principal> FromRecord(const TokenRecord& record, const std::string& hash,
+                                     int64_t now) {
+  if (record.secret_sha256.size() != hash.size() ||
+      CRYPTO_memcmp(record.secret_sha256.data(), hash.data(), hash.size()) != 0) {
+    return absl::UnauthenticatedError("unknown bearer token");
   }
-  const int64_t now = clock_->NowMs();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (cache_.contains(id)) return false;  // a stale entry is served while it is read again
-  auto u = unknown_.find(id);
-  return u == unknown_.end() || now - u->second >= cache_ttl_ms_;
+  if (record.revoked) {
+    return absl::UnauthenticatedError(absl::StrCat("bearer token ", record.id, " was revoked"));
+  }
+  if (record.expires_at_ms != 0 && record.expires_at_ms <= now) {
+    return absl::UnauthenticatedError(absl::StrCat("bearer token ", record.id, " has expired"));
+  }
+  return Principal{record.id, record.team, record.role};
 }
 
+// The same from what a read of Postgres found.
+absl::StatusOr<Principal> FromFound(const absl::StatusOr<std::optional<TokenRecord>>& found,
+                                    const std::string& hash, int64_t now) {
+  if (!found.ok()) {
+    // The caller cannot be told apart from a stranger without the database.
+    return absl::UnavailableError(
+        absl::StrCat("cannot check the bearer token now: ", found.status().message()));
+  }
+  if (!found->has_value()) return absl::UnauthenticatedError("unknown bearer token");
+  return FromRecord(**found, hash, now);
+}
+
+}  // namespace
+
 absl::StatusOr<Principal> Authenticator::Authenticate(const grpc::ServerContextBase& ctx) {
+  std::promise<absl::StatusOr<Principal>> answer;
+  std::future<absl::StatusOr<Principal>> who = answer.get_future();
+  // A read is done on this thread (an RPC's own); a wait for another call's read blocks it.
+  Start(ctx, /*read_here=*/true,
+        [&answer](absl::StatusOr<Principal> p) { answer.set_value(std::move(p)); });
+  return who.get();
+}
+
+void Authenticator::CheckAsync(const grpc::ServerContextBase& ctx, Action action,
+                               std::function<void(absl::StatusOr<Principal>)> done) {
+  Start(ctx, /*read_here=*/false, [action, done = std::move(done)](absl::StatusOr<Principal> who) {
+    if (who.ok()) {
+      if (absl::Status s = Authorize(*who, action, ""); !s.ok()) who = s;
+    }
+    done(std::move(who));
+  });
+}
+
+void Authenticator::Start(const grpc::ServerContextBase& ctx, bool read_here, Done done) {
   const auto& metadata = ctx.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) {
-    if (allow_anonymous_) return Principal{"anonymous", "anonymous", Role::kAdmin};
-    return absl::UnauthenticatedError(
+    if (allow_anonymous_) return done(Principal{"anonymous", "anonymous", Role::kAdmin});
+    return done(absl::UnauthenticatedError(
         "no credentials: send an 'authorization: Bearer <token>' header (ringctl: --token, "
-        "RINGMASTER_TOKEN or ~/.config/ringmaster/token)");
+        "RINGMASTER_TOKEN or ~/.config/ringmaster/token)"));
   }
   std::string value(it->second.data(), it->second.size());
   if (!absl::StartsWithIgnoreCase(value, "Bearer ")) {
-    return absl::UnauthenticatedError("the authorization header is not 'Bearer <token>'");
+    return done(absl::UnauthenticatedError("the authorization header is not 'Bearer <token>'"));
   }
   std::string token(absl::StripAsciiWhitespace(value.substr(7)));
   std::string id, hash;
-  if (auto s = ParseToken(token, &id, &hash); !s.ok()) return s;
+  if (auto s = ParseToken(token, &id, &hash); !s.ok()) return done(s);
 
   const int64_t now = clock_->NowMs();
   std::optional<TokenRecord> record;
-  std::optional<TokenRecord> stale;
+  bool stale = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto c = cache_.find(id);
-    if (c != cache_.end()) {
-      if (now - c->second.fetched_at_ms < cache_ttl_ms_) {
-        record = c->second.token;
-      } else {
-        stale = c->second.token;
+    if (auto c = cache_.find(id); c != cache_.end()) {
+      record = c->second.token;
+      if (now - c->second.fetched_at_ms >= cache_ttl_ms_) {
+        stale = true;
         c->second.fetched_at_ms = now;  // one refresh per ttl, not one per call
       }
-    }
-  }
-  if (!record && stale) {
-    // Older than cache_ttl_ms: served as it is while the audit thread reads it again, so no
-    // call waits for Postgres (nor fails while it is away) for a token already known.
-    record = *stale;
-    {
-      std::lock_guard<std::mutex> lock(audit_mu_);
-      refresh_queue_.push_back(id);
-    }
-    audit_cv_.notify_one();
-  }
-  if (!record) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto u = unknown_.find(id);
-      if (u != unknown_.end() && now - u->second < cache_ttl_ms_) {
-        return absl::UnauthenticatedError("unknown bearer token");
+    } else if (auto u = unknown_.find(id); u != unknown_.end() && now - u->second < cache_ttl_ms_) {
+      return done(absl::UnauthenticatedError("unknown bearer token"));
+    } else if (auto l = lookups_.find(id); l != lookups_.end()) {
+      // Another call is reading this id: this one waits for that answer instead of reading it
+      // again, so a burst of one client's calls on a token not cached yet costs one read and
+      // turns none away. Bounded, as a flood of calls on one made-up id would be.
+      if (waiters_ >= kMaxTokenWaiters) {
+        return done(absl::UnavailableError(
+            "too many calls are waiting for their bearer token to be checked; retry"));
       }
+      ++waiters_;
+      l->second.push_back([hash, now, done = std::move(done)](const Found& found) {
+        done(FromFound(found, hash, now));
+      });
+      return;
+    } else {
       // Ids are not secret and anyone may send one: a flood of made-up ids must not take every
       // RPC thread into a Postgres read (or all of them into a wait while Postgres hangs).
-      if (lookups_in_flight_ >= kMaxTokenLookups) {
-        return absl::UnavailableError(
-            "too many bearer tokens are being checked against the database at once; retry");
+      if (lookups_.size() >= static_cast<size_t>(kMaxTokenLookups)) {
+        return done(absl::UnavailableError(
+            "too many bearer tokens are being checked against the database at once; retry"));
       }
-      ++lookups_in_flight_;
+      lookups_[id];
     }
-    absl::StatusOr<std::optional<TokenRecord>> found = store_->FindToken(id);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      --lookups_in_flight_;
-      if (found.ok() && !found->has_value()) {
-        if (unknown_.size() > 10000) unknown_.clear();  // bounded, like the cache
-        unknown_[id] = now;
+  }
+  if (record) {
+    if (stale) {
+      // Older than cache_ttl_ms: served as it is while the audit thread reads it again, so no
+      // call waits for Postgres (nor fails while it is away) for a token already known.
+      {
+        std::lock_guard<std::mutex> lock(audit_mu_);
+        refresh_queue_.push_back(id);
       }
+      audit_cv_.notify_one();
     }
-    if (!found.ok()) {
-      // The caller cannot be told apart from a stranger without the database.
-      return absl::UnavailableError(
-          absl::StrCat("cannot check the bearer token now: ", found.status().message()));
-    } else if (!found->has_value()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      cache_.erase(id);
-      return absl::UnauthenticatedError("unknown bearer token");
-    } else {
-      record = **found;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
+    return done(FromRecord(*record, hash, now));
+  }
+  // Shared, so that the caller still hears if no thread could be started to read.
+  auto owned = std::make_shared<Done>(std::move(done));
+  auto read = [this, id, hash, now, owned] {
+    Found found = store_->FindToken(id);
+    std::vector<Waiter> waiters = Settle(id, found);
+    // Nothing of `this` from here: the server's shutdown waits only for these answers.
+    (*owned)(FromFound(found, hash, now));
+    for (Waiter& w : waiters) w(found);
+  };
+  if (read_here) return read();
+  // gRPC's callback threads must not wait on Postgres (they also serve the workers' streams).
+  try {
+    std::thread(read).detach();
+  } catch (const std::system_error& e) {  // no thread to be had: the callers retry
+    Found failed = absl::UnavailableError(absl::StrCat("no thread to read it: ", e.what()));
+    std::vector<Waiter> waiters = Settle(id, failed);
+    (*owned)(FromFound(failed, hash, now));
+    for (Waiter& w : waiters) w(failed);
+  }
+}
+
+std::vector<Authenticator::Waiter> Authenticator::Settle(const std::string& id,
+                                                         const Found& found) {
+  const int64_t now = clock_->NowMs();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto l = lookups_.find(id);
+  std::vector<Waiter> waiters = std::move(l->second);
+  lookups_.erase(l);
+  waiters_ -= static_cast<int>(waiters.size());
+  if (!found.ok()) return waiters;  // Postgres away: nothing learned
+  if (!found->has_value()) {
+    if (unknown_.size() > 10000) unknown_.clear();  // bounded, like the cache
+    unknown_[id] = now;
+    cache_.erase(id);
+  } else {
     if (cache_.size() > 10000) cache_.clear();  // bounded: ids are not secret
-    cache_[id] = Cached{*record, now};
+    cache_[id] = Cached{**found, now};
   }
-  if (record->secret_sha256.size() != hash.size() ||
-      CRYPTO_memcmp(record->secret_sha256.data(), hash.data(), hash.size()) != 0) {
-    return absl::UnauthenticatedError("unknown bearer token");
-  }
-  if (record->revoked) {
-    return absl::UnauthenticatedError(absl::StrCat("bearer token ", id, " was revoked"));
-  }
-  if (record->expires_at_ms != 0 && record->expires_at_ms <= now) {
-    return absl::UnauthenticatedError(absl::StrCat("bearer token ", id, " has expired"));
-  }
-  return Principal{record->id, record->team, record->role};
+  return waiters;
 }
 
 absl::StatusOr<Principal> Authenticator::Check(const grpc::ServerContextBase& ctx, Action action,

@@ -11,11 +11,13 @@
 // unreachable a known token keeps the row last read (reads keep working through a database
 // outage); a token never seen is UNAVAILABLE.
 // An id that Postgres did not know is remembered as unknown for `cache_ttl_ms`, and at most
-// kMaxTokenLookups calls read Postgres for ids not cached at once (the rest are UNAVAILABLE at
-// once): made-up ids, which anyone can send, cost a bounded share of the RPC threads and of the
-// database.
-// Expiry is checked on every call. Lookups run on the RPC's thread, never
-// under the scheduler's mutex.
+// kMaxTokenLookups ids not cached are read from Postgres at once (calls on other ids are
+// UNAVAILABLE at once): made-up ids, which anyone can send, cost a bounded share of the RPC
+// threads and of the database. Calls on an id being read wait for that read (at most
+// kMaxTokenWaiters of them), so a burst of one client's calls costs one read and is not turned
+// away, after a restart or a failover as much as for a new token.
+// Expiry is checked on every call. Lookups run on the RPC's thread (CheckAsync: on a thread of
+// their own), never under the scheduler's mutex.
 //
 // Also writes the audit trail: Audit() queues an entry after the action succeeded, and one
 // thread stores whatever is queued in one transaction, so a burst of submits costs one commit,
@@ -28,7 +30,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +47,7 @@ namespace ringmaster::scheduler {
 
 inline constexpr int64_t kTokenCacheTtlMs = 2000;
 inline constexpr int kMaxTokenLookups = 8;
+inline constexpr int kMaxTokenWaiters = 4096;
 
 // A new token: "rmt_" + 16 hex of id + "_" + 64 hex of a 256-bit secret (OpenSSL RAND_bytes).
 struct NewToken {
@@ -71,10 +76,11 @@ class Authenticator {
 
   // The caller of `ctx`, from its bearer token.
   absl::StatusOr<Principal> Authenticate(const grpc::ServerContextBase& ctx);
-  // Whether Authenticate(ctx) would read Postgres: a well-formed bearer token neither cached nor
-  // remembered as unknown. gRPC's callback threads must not wait on it (they also serve the
-  // workers' streams), so a callback handler checks such a caller on a thread of its own.
-  bool WouldLookUp(const grpc::ServerContextBase& ctx);
+  // Check(ctx, action) for gRPC's callback handlers, whose threads must not wait on Postgres
+  // (they also serve the workers' streams): `done` runs at once when no read is needed, else
+  // on the thread that reads the token (one of its own, or another call's).
+  void CheckAsync(const grpc::ServerContextBase& ctx, Action action,
+                  std::function<void(absl::StatusOr<Principal>)> done);
   // Authenticate, then Authorize(action, resource_team).
   absl::StatusOr<Principal> Check(const grpc::ServerContextBase& ctx, Action action,
                                   const std::string& resource_team = "");
@@ -104,7 +110,19 @@ class Authenticator {
   std::mutex mu_;
   absl::flat_hash_map<std::string, Cached> cache_;
   absl::flat_hash_map<std::string, int64_t> unknown_;  // token id -> when Postgres had none
-  int lookups_in_flight_ = 0;
+  // The reads of Postgres in flight, by token id, each with the calls waiting for it; and how
+  // many calls wait in all.
+  using Found = absl::StatusOr<std::optional<TokenRecord>>;
+  using Waiter = std::function<void(const Found&)>;
+  absl::flat_hash_map<std::string, std::vector<Waiter>> lookups_;
+  int waiters_ = 0;
+
+  using Done = std::function<void(absl::StatusOr<Principal>)>;
+  // Who the caller of `ctx` is, told to `done`: from the cache, or after a read of Postgres
+  // (on this thread when `read_here`, else on one of its own), or after another call's read.
+  void Start(const grpc::ServerContextBase& ctx, bool read_here, Done done);
+  // Ends the read of token `id`: caches what it found and returns the calls that waited on it.
+  std::vector<Waiter> Settle(const std::string& id, const Found& found);
 
   void AuditLoop();
   // Reads token `id` again into the cache (on the audit thread).

@@ -5,7 +5,6 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
-#include <system_error>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -55,31 +54,11 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext*
                                                     const v1::SubmitJobRequest* req,
                                                     v1::SubmitJobResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  if (!auth_->WouldLookUp(*ctx)) {
-    StartSubmit(ctx, req, resp, reactor, auth_->Check(*ctx, Action::kSubmitJob));
-    return reactor;
-  }
-  // A token not seen yet is read from Postgres, which may be slow or away: not on gRPC's
-  // callback threads, which also serve the workers' streams. As many at once as the
-  // authenticator lets read (the rest would be turned away there anyway).
-  if (submit_lookups_.fetch_add(1) >= kMaxTokenLookups) {
-    submit_lookups_.fetch_sub(1);
-    reactor->Finish(ToGrpcStatus(absl::UnavailableError(
-        "too many bearer tokens are being checked against the database at once; retry")));
-    return reactor;
-  }
   // The service outlives the call: the server's shutdown waits for every reactor to finish.
-  try {
-    std::thread([this, ctx, req, resp, reactor] {
-      absl::StatusOr<Principal> who = auth_->Check(*ctx, Action::kSubmitJob);
-      submit_lookups_.fetch_sub(1);
-      StartSubmit(ctx, req, resp, reactor, std::move(who));
-    }).detach();
-  } catch (const std::system_error& e) {  // no thread to be had: the caller retries
-    submit_lookups_.fetch_sub(1);
-    reactor->Finish(ToGrpcStatus(
-        absl::UnavailableError(absl::StrCat("cannot check the bearer token now: ", e.what()))));
-  }
+  auth_->CheckAsync(*ctx, Action::kSubmitJob,
+                    [this, ctx, req, resp, reactor](absl::StatusOr<Principal> who) {
+                      StartSubmit(ctx, req, resp, reactor, std::move(who));
+                    });
   return reactor;
 }
 

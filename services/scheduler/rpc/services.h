@@ -3,7 +3,6 @@
 #ifndef RINGMASTER_SERVICES_SCHEDULER_RPC_SERVICES_H_
 #define RINGMASTER_SERVICES_SCHEDULER_RPC_SERVICES_H_
 
-#include <atomic>
 
 #include "ringmaster/v1/job.grpc.pb.h"
 #include "ringmaster/v1/worker.grpc.pb.h"
@@ -46,8 +45,6 @@ class JobServiceImpl final
   void StartSubmit(grpc::CallbackServerContext* ctx, const v1::SubmitJobRequest* req,
                    v1::SubmitJobResponse* resp, grpc::ServerUnaryReactor* reactor,
                    absl::StatusOr<Principal> who);
-  // Submits whose caller is being looked up in Postgres on a thread of their own.
-  std::atomic<int> submit_lookups_{0};
   Scheduler* scheduler_;
   Authenticator* auth_;
   LogRelay* logs_;
