@@ -109,12 +109,12 @@ ringmaster::Flags MakeFlags() {
             "rank logs relayed to clients at once (ReadJobLogs, ringctl logs; a followed log "
             "holds one while its rank runs); more are RESOURCE_EXHAUSTED. 1..10000");
   flags.Add("max-watchers", "2048",
-            "WatchJob streams (ringctl run and watch) served at once; more are "
-            "RESOURCE_EXHAUSTED. 1..100000");
+            "WatchJob streams (ringctl run and watch) served at once (each holds its call's "
+            "memory, no thread); more are RESOURCE_EXHAUSTED. 1..100000");
   flags.Add("max-rpc-threads", "4096",
-            "threads for the calls that hold one (every call but SubmitJob and the workers' "
-            "streams); a call finding none free is RESOURCE_EXHAUSTED at once. At least "
-            "--max-watchers + --max-log-relays + 64, so watches and relays cannot take them all");
+            "threads for the calls that hold one (every call but SubmitJob, WatchJob and the "
+            "workers' streams); a call finding none free is RESOURCE_EXHAUSTED at once. At "
+            "least --max-log-relays + 64, so log relays cannot take them all");
   flags.Add("max-live-jobs", "100000",
             "live jobs (pending, starting or running) at most, each held in memory; a submit "
             "past it is RESOURCE_EXHAUSTED. 1..10000000");
@@ -225,10 +225,10 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError("--max-watchers must be 1..100000"));
   }
   options.max_watchers = static_cast<int32_t>(max_watchers);
-  if (max_rpc_threads < max_watchers + max_log_relays + 64 || max_rpc_threads > 1'000'000) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "--max-rpc-threads must be at least --max-watchers + --max-log-relays + 64 (",
-        max_watchers + max_log_relays + 64, ") and at most 1000000")));
+  if (max_rpc_threads < max_log_relays + 64 || max_rpc_threads > 1'000'000) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--max-rpc-threads must be at least --max-log-relays + 64 (",
+                     max_log_relays + 64, ") and at most 1000000")));
   }
   if (options.max_live_jobs < 1 || options.max_live_jobs > 10'000'000 ||
       options.max_live_jobs_per_queue < 1 || options.max_live_jobs_per_queue > 10'000'000) {

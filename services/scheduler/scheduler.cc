@@ -1086,14 +1086,12 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
   }
   if (!events.empty()) {
     std::lock_guard<std::mutex> lock(watch_mu_);
-    for (Watcher* watcher : watchers_) {
-      bool any = false;
-      for (const JobEvent& e : events) {
-        if (e.job_id != watcher->job_id) continue;
-        watcher->events.push_back(e);
-        any = true;
-      }
-      if (any) watcher->cv.notify_all();
+    std::map<std::string, std::vector<JobEvent>> by_job;
+    for (const JobEvent& e : events) {
+      if (watchers_.contains(e.job_id)) by_job[e.job_id].push_back(e);
+    }
+    for (const auto& [job_id, its] : by_job) {
+      for (WatchFeed* feed : watchers_[job_id]) feed->push(its);
     }
   }
   if (!mirror.empty()) {
@@ -1554,25 +1552,49 @@ absl::StatusOr<Job> Scheduler::Cancel(const std::string& job_id, const std::stri
   return done->job;
 }
 
+absl::Status Scheduler::BeginWatch(WatchFeed* feed) {
+  if (auto s = ValidateJobId(feed->job_id); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  if (watcher_count_ >= static_cast<size_t>(options_.max_watchers)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the scheduler serves ", options_.max_watchers,
+        " watches already (--max-watchers); try again when one of them ended"));
+  }
+  watchers_[feed->job_id].push_back(feed);
+  ++watcher_count_;
+  return absl::OkStatus();
+}
+
+void Scheduler::EndWatch(WatchFeed* feed) {
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  auto it = watchers_.find(feed->job_id);
+  if (it == watchers_.end()) return;
+  const size_t before = it->second.size();
+  it->second.remove(feed);
+  watcher_count_ -= before - it->second.size();
+  if (it->second.empty()) watchers_.erase(it);
+}
+
+absl::StatusOr<std::vector<JobEvent>> Scheduler::EventsAfter(const std::string& job_id,
+                                                             int64_t seq) {
+  if (auto s = ValidateJobId(job_id); !s.ok()) return s;
+  return store_->ListEvents(job_id, seq);
+}
+
 absl::Status Scheduler::Watch(const std::string& job_id,
                               const std::function<bool(const JobEvent&)>& send,
                               const std::function<bool()>& cancelled) {
-  if (auto s = ValidateJobId(job_id); !s.ok()) return s;
-  Watcher watcher;
-  watcher.job_id = job_id;
-  {
-    std::lock_guard<std::mutex> lock(watch_mu_);
-    if (watchers_.size() >= static_cast<size_t>(options_.max_watchers)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the scheduler serves ", options_.max_watchers,
-          " watches already (--max-watchers); try again when one of them ended"));
-    }
-    watchers_.push_back(&watcher);
-  }
+  std::vector<JobEvent> pushed;  // under watch_mu_
+  std::condition_variable cv;
+  WatchFeed feed{job_id, [&](const std::vector<JobEvent>& events) {
+                   pushed.insert(pushed.end(), events.begin(), events.end());
+                   cv.notify_all();
+                 }};
+  if (auto s = BeginWatch(&feed); !s.ok()) return s;
   int64_t last = 0;
   bool done = false;
   // Sends stored events after `last`. Registered first, so nothing stored after this read is
-  // missed: it is in watcher.events too, and skipped there by its seq.
+  // missed: it is pushed too, and skipped there by its seq.
   auto catch_up = [&]() {
     auto events = store_->ListEvents(job_id, last);
     if (!events.ok()) return events.status();
@@ -1595,8 +1617,8 @@ absl::Status Scheduler::Watch(const std::string& job_id,
     {
       std::unique_lock<std::mutex> lock(watch_mu_);
       // Wakes for new events, and once a second to notice a caller that went away.
-      watcher.cv.wait_for(lock, std::chrono::seconds(1), [&] { return !watcher.events.empty(); });
-      fresh.swap(watcher.events);
+      cv.wait_for(lock, std::chrono::seconds(1), [&] { return !pushed.empty(); });
+      fresh.swap(pushed);
     }
     bool gap = false;
     for (const JobEvent& e : fresh) {
@@ -1617,8 +1639,7 @@ absl::Status Scheduler::Watch(const std::string& job_id,
     }
     if (!done && gap) status = catch_up();
   }
-  std::lock_guard<std::mutex> lock(watch_mu_);
-  watchers_.remove(&watcher);
+  EndWatch(&feed);
   return status;
 }
 

@@ -195,8 +195,9 @@ struct SchedulerOptions {
   // again restarts the wait). 0: only an admin clears it.
   int64_t unhealthy_recheck_ms = 600'000;
   int32_t reservations = 4;
-  // Concurrent Watch calls; more are RESOURCE_EXHAUSTED. Each holds an RPC thread while it
-  // lasts, so a bound here keeps a client that opens watches in a loop from taking them all.
+  // Concurrent watches (Watch calls and feeds); more are RESOURCE_EXHAUSTED. A watch on the
+  // callback API holds no thread, but its call's memory; a bound keeps a client that opens
+  // watches in a loop from growing the scheduler without end.
   int32_t max_watchers = 2'048;
   // Live jobs (pending, starting or running) at most, in all and in one queue; a submit past
   // either is RESOURCE_EXHAUSTED. Every live job is held in memory: without a bound a client
@@ -254,6 +255,20 @@ class Scheduler {
   // options.max_watchers at once: RESOURCE_EXHAUSTED beyond.
   absl::Status Watch(const std::string& job_id, const std::function<bool(const JobEvent&)>& send,
                      const std::function<bool()>& cancelled);
+  // The parts of Watch for a caller that must not wait (gRPC's callback API): BeginWatch
+  // registers `feed`, whose `push` then gets the job's events as they are stored, until
+  // EndWatch(feed) returns. `push` runs on the writer's thread under a lock: it must not block
+  // or call the scheduler. Events stored before come from EventsAfter (Postgres), read after
+  // BeginWatch so that none is missed. At most options.max_watchers feeds and Watch calls at
+  // once: RESOURCE_EXHAUSTED beyond.
+  struct WatchFeed {
+    std::string job_id;
+    std::function<void(const std::vector<JobEvent>&)> push;
+  };
+  absl::Status BeginWatch(WatchFeed* feed);
+  void EndWatch(WatchFeed* feed);
+  // The job's stored events with seq > `seq`, in order.
+  absl::StatusOr<std::vector<JobEvent>> EventsAfter(const std::string& job_id, int64_t seq);
 
   absl::Status RegisterWorker(const Worker& worker, const std::vector<HeldRank>& held,
                               std::shared_ptr<WorkerLink> link);
@@ -290,11 +305,6 @@ class Scheduler {
   const SchedulerOptions& options() const { return options_; }
 
  private:
-  struct Watcher {
-    std::string job_id;
-    std::vector<JobEvent> events;
-    std::condition_variable cv;
-  };
   struct Metrics;
   // Completes a Submit or Cancel waiting for its write: a Cancel's thread waits on cv until
   // done; a submit's on_done is called instead (Settle), or by the deadline thread if the write
@@ -541,7 +551,9 @@ class Scheduler {
   std::thread aside_;
 
   std::mutex watch_mu_;
-  std::list<Watcher*> watchers_;
+  // By job id: a batch's events reach the feeds of their jobs without a look at the others.
+  std::unordered_map<std::string, std::list<WatchFeed*>> watchers_;
+  size_t watcher_count_ = 0;
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

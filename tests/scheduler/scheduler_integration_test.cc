@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <iostream>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -282,6 +284,49 @@ TEST_F(SchedulerTest, WatchStreamsEveryEventUntilTheJobEnds) {
   v1::JobEvent e;
   EXPECT_FALSE(reader->Read(&e));
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// A watch on gRPC's callback API holds no thread while it waits: 200 idle watches of a pending
+// job cost the scheduler a few threads, not one each, and every one of them gets the job's end
+// and closes.
+TEST_F(SchedulerTest, IdleWatchesHoldNoThreadAndEveryOneGetsTheJobsEnd) {
+  const std::string id = SubmitOk(TrainerSpec("watched-by-many", 1));  // no worker: pending
+  const pid_t pid = scheduler_->process().pid();
+  const int64_t before = ProcStatusNumber(pid, "Threads:");
+  const int64_t rss_before = ProcStatusNumber(pid, "VmRSS:");
+  constexpr int kWatches = 200;
+  std::atomic<int> waiting{0};
+  std::vector<std::vector<v1::JobState>> seen(kWatches);
+  std::vector<grpc::Status> ends(kWatches);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kWatches; ++i) {
+    threads.emplace_back([&, i] {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+      v1::WatchJobRequest req;
+      req.set_job_id(id);
+      auto reader = scheduler_->jobs().WatchJob(&ctx, req);
+      v1::JobEvent e;
+      while (reader->Read(&e)) {
+        if (seen[i].empty()) ++waiting;
+        seen[i].push_back(e.state());
+      }
+      ends[i] = reader->Finish();
+    });
+  }
+  EXPECT_TRUE(WaitFor([&] { return waiting == kWatches; }, 20s, 10ms));
+  const int64_t during = ProcStatusNumber(pid, "Threads:");
+  std::cerr << waiting << " idle watches: scheduler threads " << before << " before, " << during
+            << " while they wait; resident memory " << rss_before << " kB before, "
+            << ProcStatusNumber(pid, "VmRSS:") << " kB while they wait\n";
+  EXPECT_LT(during - before, 20);
+  v1::CancelJobResponse cancelled;
+  ASSERT_TRUE(Cancel(id, &cancelled).ok());
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kWatches; ++i) {
+    EXPECT_TRUE(ends[i].ok()) << ends[i].error_message();
+    EXPECT_THAT(seen[i], ::testing::ElementsAre(v1::JOB_STATE_PENDING, v1::JOB_STATE_CANCELLED));
+  }
 }
 
 TEST_F(SchedulerTest, PlacesGangsByTypeOntoFewestWorkers) {
@@ -820,7 +865,7 @@ TEST(SchedulerDatabaseOutageTest, AHungAndARestartedPostgresLoseNothingAndCatchU
   ASSERT_TRUE(pg.ok()) << pg.status();
   auto redis = RedisServer::StartNew();
   ASSERT_TRUE(redis.ok()) << redis.status();
-  // The least RPC threads the flags allow (8 + 8 + 64), for the flood below.
+  // Few RPC threads (the flags want at least --max-log-relays + 64), for the flood below.
   auto started = SchedulerProcess::Start(
       (*pg)->admin_url(), (*redis)->addr(), 1500,
       {"--postgres-timeout-ms", "500", "--write-wait-ms", "1500", "--max-watchers", "8",

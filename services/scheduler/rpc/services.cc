@@ -4,7 +4,9 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -38,16 +40,22 @@ absl::Status NoSuchJob(const std::string& job_id) {
   return absl::NotFoundError(absl::StrCat("no job ", job_id));
 }
 
-}  // namespace
-
-absl::StatusOr<Job> JobServiceImpl::VisibleJob(const Principal& who, const std::string& job_id) {
-  auto job = scheduler_->GetJob(job_id);
+// The job if `who` may see it; NOT_FOUND, the same as for a job that does not exist, if not.
+absl::StatusOr<Job> VisibleJobOf(Scheduler* scheduler, const Principal& who,
+                                 const std::string& job_id) {
+  auto job = scheduler->GetJob(job_id);
   if (!job.ok()) {
     if (job.status().code() == absl::StatusCode::kNotFound) return NoSuchJob(job_id);
     return job.status();
   }
   if (!SeesTeam(who, job->team)) return NoSuchJob(job_id);
   return job;
+}
+
+}  // namespace
+
+absl::StatusOr<Job> JobServiceImpl::VisibleJob(const Principal& who, const std::string& job_id) {
+  return VisibleJobOf(scheduler_, who, job_id);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext* ctx,
@@ -148,14 +156,269 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::Cance
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
-                                      grpc::ServerWriter<v1::JobEvent>* writer) {
-  auto who = auth_->Check(*ctx, Action::kWatchJob);
-  if (!who.ok()) return ToGrpcStatus(who.status());
-  if (auto job = VisibleJob(*who, req->job_id()); !job.ok()) return ToGrpcStatus(job.status());
-  return ToGrpcStatus(scheduler_->Watch(
-      req->job_id(), [&](const JobEvent& e) { return writer->Write(ToProto(e)); },
-      [&] { return ctx->IsCancelled(); }));
+namespace {
+
+constexpr int kWatchWorkThreads = 4;
+
+// One WatchJob on gRPC's callback API, with no thread while it waits: the scheduler pushes the
+// job's new events to it (Scheduler::WatchFeed), and it writes them one at a time. What may
+// wait on Postgres (the job's visibility, the events stored before, a catch-up after a gap) runs
+// on the service's work threads (`post`). Its own reference keeps it until gRPC is done with it
+// (OnDone); tasks queued for it hold one too.
+class JobWatch final : public grpc::ServerWriteReactor<v1::JobEvent>,
+                       public std::enable_shared_from_this<JobWatch> {
+ public:
+  using Post = std::function<void(std::function<void()>)>;
+  JobWatch(Scheduler* scheduler, Post post, std::string job_id, std::atomic<int>* live)
+      : scheduler_(scheduler), post_(std::move(post)), live_(live) {
+    feed_.job_id = std::move(job_id);
+    feed_.push = [this](const std::vector<JobEvent>& events) { Pushed(events); };
+  }
+  ~JobWatch() override { live_->fetch_sub(1); }
+
+  void Start(std::shared_ptr<JobWatch> self) { self_ = std::move(self); }
+
+  // The caller is known, or refused: the rest of the start may read Postgres.
+  void Authenticated(absl::StatusOr<Principal> who) {
+    if (!who.ok()) return End(ToGrpcStatus(who.status()));
+    post_([self = shared_from_this(), who = *std::move(who)] { self->Begin(who); });
+  }
+
+  void End(const grpc::Status& status) {
+    bool registered = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!end_) end_ = status;
+      // Finished once no write is in flight: OnWriteDone finishes it otherwise.
+      if (finished_ || writing_) return;
+      finished_ = true;
+      registered = registered_;
+    }
+    Close(registered);
+  }
+
+  void OnWriteDone(bool ok) override {
+    const v1::JobEvent* next = nullptr;
+    bool registered = false;
+    bool finish = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      out_.pop_front();
+      if (!ok && !end_) end_ = grpc::Status::OK;  // the caller is gone
+      if (!end_ && out_.empty() && ended_) end_ = grpc::Status::OK;  // the job ended: all sent
+      if (!end_ && !out_.empty()) {
+        writing_ = true;
+        next = &out_.front();
+      } else if (end_ && !finished_) {
+        finished_ = true;
+        finish = true;
+        registered = registered_;
+      }
+    }
+    if (next != nullptr) StartWrite(next);
+    if (finish) Close(registered);
+  }
+
+  void OnCancel() override { End(grpc::Status::CANCELLED); }
+
+  void OnDone() override {
+    std::shared_ptr<JobWatch> last;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last = std::move(self_);  // may be the last reference
+    }
+  }
+
+ private:
+  // On a work thread: the job must be visible to the caller; then the feed is registered
+  // before the stored events are read, so none stored meanwhile is missed.
+  void Begin(const Principal& who) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_) return;
+    }
+    auto job = VisibleJobOf(scheduler_, who, feed_.job_id);
+    if (!job.ok()) return End(ToGrpcStatus(job.status()));
+    if (auto s = scheduler_->BeginWatch(&feed_); !s.ok()) return End(ToGrpcStatus(s));
+    bool registered = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      registered = registered_ = !finished_;
+    }
+    if (!registered) {
+      scheduler_->EndWatch(&feed_);  // ended meanwhile, before it was registered
+      return;
+    }
+    CatchUp();
+  }
+
+  // On a work thread, with catching_up_ set: the events stored after the last one queued, then
+  // those pushed meanwhile.
+  void CatchUp() {
+    int64_t after = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_) return;
+      after = last_;
+    }
+    auto events = scheduler_->EventsAfter(feed_.job_id, after);
+    if (!events.ok()) return End(ToGrpcStatus(events.status()));
+    const v1::JobEvent* first = nullptr;
+    bool gap = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_) return;
+      QueueLocked(*events, /*stored=*/true);
+      std::vector<JobEvent> pushed;
+      pushed.swap(pushed_);
+      gap = QueueLocked(pushed, /*stored=*/false);
+      catching_up_ = gap;
+      first = NextWriteLocked();
+    }
+    if (first != nullptr) StartWrite(first);
+    if (gap) post_([self = shared_from_this()] { self->CatchUp(); });
+  }
+
+  // On the scheduler's writer thread, under its watch lock: nothing here may block or finish
+  // the call (which would unregister the feed under that lock), so a write is started from a
+  // work thread.
+  void Pushed(const std::vector<JobEvent>& events) {
+    bool gap = false;
+    bool write = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_) return;
+      if (catching_up_) {
+        pushed_.insert(pushed_.end(), events.begin(), events.end());
+        return;
+      }
+      gap = QueueLocked(events, /*stored=*/false);
+      catching_up_ = gap;
+      write = !writing_ && !out_.empty();
+    }
+    if (gap) {
+      post_([self = shared_from_this()] { self->CatchUp(); });
+    } else if (write) {
+      post_([self = shared_from_this()] { self->Write(); });
+    }
+  }
+
+  void Write() {
+    const v1::JobEvent* first = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      first = NextWriteLocked();
+    }
+    if (first != nullptr) StartWrite(first);
+  }
+
+  // Queues the events after last_ in order, up to the job's end. True when one is missing (a
+  // pushed event past the next one): a catch-up from Postgres fills the gap.
+  bool QueueLocked(const std::vector<JobEvent>& events, bool stored) {
+    for (const JobEvent& e : events) {
+      if (ended_) break;
+      if (e.seq <= last_) continue;
+      if (!stored && e.seq != last_ + 1) return true;
+      out_.push_back(ToProto(e));
+      last_ = e.seq;
+      ended_ = IsTerminal(e.state);
+    }
+    return false;
+  }
+
+  // The event to write next, when none is being written (marked as being written).
+  const v1::JobEvent* NextWriteLocked() {
+    if (finished_ || end_ || writing_ || out_.empty()) return nullptr;
+    writing_ = true;
+    return &out_.front();
+  }
+
+  void Close(bool registered) {
+    std::optional<grpc::Status> status;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      status = end_;
+    }
+    // After this no push comes (the scheduler pushes under the lock EndWatch takes).
+    if (registered) scheduler_->EndWatch(&feed_);
+    Finish(*status);
+  }
+
+  Scheduler* const scheduler_;
+  const Post post_;
+  std::atomic<int>* const live_;
+  Scheduler::WatchFeed feed_;
+  std::mutex mu_;
+  std::shared_ptr<JobWatch> self_;
+  bool registered_ = false;   // feed_ is registered with the scheduler
+  bool catching_up_ = true;   // a read of stored events is due or running; pushes wait
+  std::vector<JobEvent> pushed_;  // events pushed while catching up
+  std::deque<v1::JobEvent> out_;  // queued; the front one is being written when writing_
+  bool writing_ = false;
+  int64_t last_ = 0;  // seq of the last event queued
+  bool ended_ = false;  // the job's last event is queued
+  std::optional<grpc::Status> end_;  // the call ends with this once no write is in flight
+  bool finished_ = false;  // Finish was called (or is about to be)
+};
+
+}  // namespace
+
+JobServiceImpl::JobServiceImpl(Scheduler* scheduler, Authenticator* auth, LogRelay* logs)
+    : scheduler_(scheduler), auth_(auth), logs_(logs) {
+  for (int i = 0; i < kWatchWorkThreads; ++i) work_threads_.emplace_back([this] { WorkLoop(); });
+}
+
+JobServiceImpl::~JobServiceImpl() {
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  for (std::thread& t : work_threads_) t.join();
+}
+
+void JobServiceImpl::Post(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    work_.push_back(std::move(task));
+  }
+  work_cv_.notify_one();
+}
+
+void JobServiceImpl::WorkLoop() {
+  std::unique_lock<std::mutex> lock(work_mu_);
+  while (true) {
+    work_cv_.wait(lock, [&] { return stopping_ || !work_.empty(); });
+    // At a stop the server has finished every call: what is left is dropped.
+    if (stopping_) return;
+    std::function<void()> task = std::move(work_.front());
+    work_.pop_front();
+    lock.unlock();
+    task();
+    task = nullptr;  // its references go before the lock is taken again
+    lock.lock();
+  }
+}
+
+grpc::ServerWriteReactor<v1::JobEvent>* JobServiceImpl::WatchJob(
+    grpc::CallbackServerContext* ctx, const v1::WatchJobRequest* req) {
+  const int live = watches_.fetch_add(1) + 1;
+  auto watch = std::make_shared<JobWatch>(
+      scheduler_, [this](std::function<void()> task) { Post(std::move(task)); }, req->job_id(),
+      &watches_);
+  watch->Start(watch);
+  if (live > scheduler_->options().max_watchers) {
+    watch->End(ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
+        "the scheduler serves ", scheduler_->options().max_watchers,
+        " watches already (--max-watchers); try again when one of them ended"))));
+    return watch.get();
+  }
+  // The token is read from `ctx` before this returns; the answer may come later.
+  auth_->CheckAsync(*ctx, Action::kWatchJob, [watch](absl::StatusOr<Principal> who) {
+    watch->Authenticated(std::move(who));
+  });
+  return watch.get();
 }
 
 grpc::Status JobServiceImpl::ReadJobLogs(grpc::ServerContext* ctx,

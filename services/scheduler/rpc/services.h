@@ -3,6 +3,13 @@
 #ifndef RINGMASTER_SERVICES_SCHEDULER_RPC_SERVICES_H_
 #define RINGMASTER_SERVICES_SCHEDULER_RPC_SERVICES_H_
 
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "ringmaster/v1/job.grpc.pb.h"
 #include "ringmaster/v1/worker.grpc.pb.h"
@@ -19,22 +26,25 @@ namespace ringmaster::scheduler {
 // SubmitJob is on gRPC's callback API: no thread waits for a submit's commit; the submit writer
 // answers it (Scheduler::SubmitAsync). With a thread blocked per submit, thread switches were
 // about a third of the scheduler's CPU in a burst of submits (docs/scheduler.md, Speed).
+// WatchJob is too: a watch holds no thread while it waits for events (JobWatch in
+// services.cc); what it reads from Postgres is read on a few threads of the service's own.
 class JobServiceImpl final
-    : public v1::JobService::WithCallbackMethod_SubmitJob<v1::JobService::Service> {
+    : public v1::JobService::WithCallbackMethod_SubmitJob<
+          v1::JobService::WithCallbackMethod_WatchJob<v1::JobService::Service>> {
  public:
-  JobServiceImpl(Scheduler* scheduler, Authenticator* auth, LogRelay* logs = nullptr)
-      : scheduler_(scheduler), auth_(auth), logs_(logs) {}
+  JobServiceImpl(Scheduler* scheduler, Authenticator* auth, LogRelay* logs = nullptr);
+  ~JobServiceImpl() override;
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* ctx,
                                       const v1::SubmitJobRequest* req,
                                       v1::SubmitJobResponse* resp) override;
+  grpc::ServerWriteReactor<v1::JobEvent>* WatchJob(grpc::CallbackServerContext* ctx,
+                                                   const v1::WatchJobRequest* req) override;
   grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                       v1::Job* resp) override;
   grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                         v1::ListJobsResponse* resp) override;
   grpc::Status CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req,
                          v1::CancelJobResponse* resp) override;
-  grpc::Status WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
-                        grpc::ServerWriter<v1::JobEvent>* writer) override;
   grpc::Status ReadJobLogs(grpc::ServerContext* ctx, const v1::ReadJobLogsRequest* req,
                            grpc::ServerWriter<v1::LogChunk>* writer) override;
 
@@ -48,6 +58,17 @@ class JobServiceImpl final
   Scheduler* scheduler_;
   Authenticator* auth_;
   LogRelay* logs_;
+  // Watches started and not yet destroyed: past the scheduler's max_watchers a new one is
+  // turned away before anything of it is read.
+  std::atomic<int> watches_{0};
+  // Threads for what a callback RPC must not wait for on gRPC's threads (Postgres reads).
+  void Post(std::function<void()> task);
+  void WorkLoop();
+  std::mutex work_mu_;
+  std::condition_variable work_cv_;
+  std::deque<std::function<void()>> work_;
+  bool stopping_ = false;
+  std::vector<std::thread> work_threads_;
 };
 
 class ClusterServiceImpl final : public v1::ClusterService::Service {
