@@ -79,18 +79,17 @@ int main(int argc, char** argv) {
     return Fail("cannot serve /metrics on " + flags.Get("metrics-listen") + ": " + e.what());
   }
 
-  metrics::MetricsServiceImpl service(&state);
+  metrics::MetricsServiceImpl service(&state, static_cast<int>(max_streams));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(flags.Get("listen"), *credentials, &port);
   builder.RegisterService(&service);
-  // A stream holds a thread of gRPC's sync server for as long as it is open, and without a
-  // bound gRPC starts one for every stream that finds none idle: anyone who reaches the port
-  // could open streams until the process runs out of threads. The margin is for the threads
-  // that wait for calls.
+  // The streams hold no thread (callback API, bounded by --max-streams in the service); the
+  // unary DeclareBaseline holds one while it runs, and without a bound gRPC would start one
+  // for every call that finds none idle.
   grpc::ResourceQuota quota("ringmaster-metrics");
-  quota.SetMaxThreads(static_cast<int>(max_streams) + 2);
+  quota.SetMaxThreads(64);
   builder.SetResourceQuota(quota);
   auto server = builder.BuildAndStart();
   if (!server || port == 0) return Fail("cannot listen on " + flags.Get("listen"));

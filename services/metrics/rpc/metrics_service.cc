@@ -3,6 +3,7 @@
 #include <prometheus/metric_family.h>
 
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -34,66 +35,114 @@ void MetricsState::Read(const std::function<void(const JobMetrics&)>& read) {
   read(metrics_);
 }
 
-// The ingest protocol, for one stream:
-//  1. Read a batch into the same message every time: protobuf keeps the cleared samples and
-//     their strings' capacity, so a warm stream parses without allocating.
-//  2. Decode and validate it with DecodeSampleBatch, outside the lock. A batch over the size
-//     limit ends the stream with INVALID_ARGUMENT (what came before it stays kept).
-//  3. Record the valid samples under one lock acquisition; count the rejected ones by reason.
-//  4. When the client closes, reply with the counts and the first rejected sample's error.
-grpc::Status MetricsServiceImpl::IngestBatches(grpc::ServerContext*,
-                                               grpc::ServerReader<v1::SampleBatch>* reader,
-                                               v1::IngestResponse* resp) {
-  v1::SampleBatch batch;
-  DecodedBatch decoded;
-  int64_t received = 0, accepted = 0, batches = 0;
-  std::string first_error;
-  while (reader->Read(&batch)) {
-    absl::Status status = DecodeSampleBatch(batch, &decoded);
-    if (!status.ok()) {
-      return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
-          "batch ", batches, ": ", status.message(), " (", accepted, " samples kept so far)")));
+namespace {
+
+// One ingest stream, for either protocol: `Handle` decodes, validates and records a message,
+// and says why the stream must end, if it must. The count of open streams is taken in the
+// constructor (a stream past `max` ends at once) and given back in OnDone.
+template <typename Message>
+class IngestStream final : public grpc::ServerReadReactor<Message> {
+ public:
+  using Handle = std::function<absl::Status(const Message&)>;
+  IngestStream(std::atomic<int>* streams, int max, v1::IngestResponse* resp, Handle handle)
+      : streams_(streams), resp_(resp), handle_(std::move(handle)) {
+    if (streams_->fetch_add(1) >= max) {
+      this->Finish(ToGrpcStatus(absl::ResourceExhaustedError(
+          absl::StrCat("the metrics service serves ", max,
+                       " ingest streams already (--max-streams); retry later"))));
+      return;
     }
-    received += batch.samples_size();
-    accepted += state_->AddBatch(decoded);
-    if (first_error.empty() && !decoded.rejected.empty()) {
-      first_error = absl::StrCat("batch ", batches, ": ", decoded.rejected[0].status.message());
-    }
-    ++batches;
+    this->StartRead(&in_);
   }
-  resp->set_accepted(accepted);
-  resp->set_dropped(received - accepted);
-  resp->set_first_error(first_error);
-  return grpc::Status::OK;
+
+  // Read into the same message every time: protobuf keeps the cleared samples and their
+  // strings' capacity, so a warm stream parses without allocating.
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client closed (or went away): the counts are the answer
+      this->Finish(grpc::Status::OK);
+      return;
+    }
+    if (absl::Status s = handle_(in_); !s.ok()) {
+      this->Finish(ToGrpcStatus(s));
+      return;
+    }
+    this->StartRead(&in_);
+  }
+
+  void OnDone() override {
+    streams_->fetch_sub(1);
+    delete this;
+  }
+
+ private:
+  std::atomic<int>* const streams_;
+  v1::IngestResponse* const resp_;
+  const Handle handle_;
+  Message in_;
+};
+
+}  // namespace
+
+// The ingest protocol, for one stream:
+//  1. Decode and validate a batch with DecodeSampleBatch, outside the lock. A batch over the
+//     size limit ends the stream with INVALID_ARGUMENT (what came before it stays kept).
+//  2. Record the valid samples under one lock acquisition; count the rejected ones by reason.
+//  3. The response holds the counts and the first rejected sample's error so far; the client
+//     gets it when it closes the stream.
+grpc::ServerReadReactor<v1::SampleBatch>* MetricsServiceImpl::IngestBatches(
+    grpc::CallbackServerContext*, v1::IngestResponse* resp) {
+  struct Counts {
+    DecodedBatch decoded;
+    int64_t batches = 0;
+  };
+  auto counts = std::make_shared<Counts>();
+  return new IngestStream<v1::SampleBatch>(
+      &streams_, max_streams_, resp,
+      [this, resp, counts](const v1::SampleBatch& batch) -> absl::Status {
+        DecodedBatch& decoded = counts->decoded;
+        absl::Status status = DecodeSampleBatch(batch, &decoded);
+        if (!status.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("batch ", counts->batches, ": ",
+                                                         status.message(), " (", resp->accepted(),
+                                                         " samples kept so far)"));
+        }
+        const int64_t kept = state_->AddBatch(decoded);
+        resp->set_accepted(resp->accepted() + kept);
+        resp->set_dropped(resp->dropped() + batch.samples_size() - kept);
+        if (resp->first_error().empty() && !decoded.rejected.empty()) {
+          resp->set_first_error(absl::StrCat("batch ", counts->batches, ": ",
+                                             decoded.rejected[0].status.message()));
+        }
+        ++counts->batches;
+        return absl::OkStatus();
+      });
 }
 
-grpc::Status MetricsServiceImpl::Ingest(grpc::ServerContext*, grpc::ServerReader<v1::Sample>* reader,
-                                        v1::IngestResponse* resp) {
-  v1::Sample s;
-  DecodedBatch one;  // each message is a batch of one, recorded by the same path
-  int64_t received = 0, accepted = 0;
-  std::string first_error;
-  while (reader->Read(&s)) {
-    one.valid.clear();
-    one.rejected.clear();
-    const SampleIn in = FromProto(s);
-    DropReason reason = DropReason::kNone;
-    absl::Status status = ValidateSample(in, &reason);
-    if (status.ok()) {
-      one.valid.push_back(in);
-    } else {
-      if (first_error.empty()) {
-        first_error = absl::StrCat("sample ", received, ": ", status.message());
-      }
-      one.rejected.push_back({0, reason, std::move(status)});
-    }
-    accepted += state_->AddBatch(one);
-    ++received;
-  }
-  resp->set_accepted(accepted);
-  resp->set_dropped(received - accepted);
-  resp->set_first_error(first_error);
-  return grpc::Status::OK;
+grpc::ServerReadReactor<v1::Sample>* MetricsServiceImpl::Ingest(grpc::CallbackServerContext*,
+                                                                v1::IngestResponse* resp) {
+  // Each message is a batch of one, recorded by the same path.
+  auto received = std::make_shared<int64_t>(0);
+  return new IngestStream<v1::Sample>(
+      &streams_, max_streams_, resp,
+      [this, resp, received](const v1::Sample& s) -> absl::Status {
+        DecodedBatch one;
+        const SampleIn in = FromProto(s);
+        DropReason reason = DropReason::kNone;
+        absl::Status status = ValidateSample(in, &reason);
+        if (status.ok()) {
+          one.valid.push_back(in);
+        } else {
+          if (resp->first_error().empty()) {
+            resp->set_first_error(absl::StrCat("sample ", *received, ": ", status.message()));
+          }
+          one.rejected.push_back({0, reason, std::move(status)});
+        }
+        const int64_t kept = state_->AddBatch(one);
+        resp->set_accepted(resp->accepted() + kept);
+        resp->set_dropped(resp->dropped() + 1 - kept);
+        ++*received;
+        return absl::OkStatus();
+      });
 }
 
 grpc::Status MetricsServiceImpl::DeclareBaseline(grpc::ServerContext*, const v1::Baseline* req,

@@ -9,6 +9,7 @@
 
 #include <prometheus/collectable.h>
 
+#include <atomic>
 #include <functional>
 #include <mutex>
 
@@ -36,18 +37,27 @@ class MetricsState {
   std::function<int64_t()> now_ms_;
 };
 
-class MetricsServiceImpl final : public v1::MetricsService::Service {
+// The ingest streams are on gRPC's callback API: an open stream holds no thread while it waits
+// for its next message, and each message is decoded and recorded on the callback thread that
+// read it (nothing there blocks). At most `max_streams` are open at once; past that a stream is
+// RESOURCE_EXHAUSTED at once, since the port takes callers without a certificate.
+class MetricsServiceImpl final
+    : public v1::MetricsService::WithCallbackMethod_IngestBatches<
+          v1::MetricsService::WithCallbackMethod_Ingest<v1::MetricsService::Service>> {
  public:
-  explicit MetricsServiceImpl(MetricsState* state) : state_(state) {}
-  grpc::Status IngestBatches(grpc::ServerContext* ctx, grpc::ServerReader<v1::SampleBatch>* reader,
-                             v1::IngestResponse* resp) override;
-  grpc::Status Ingest(grpc::ServerContext* ctx, grpc::ServerReader<v1::Sample>* reader,
-                      v1::IngestResponse* resp) override;
+  MetricsServiceImpl(MetricsState* state, int max_streams)
+      : state_(state), max_streams_(max_streams) {}
+  grpc::ServerReadReactor<v1::SampleBatch>* IngestBatches(grpc::CallbackServerContext* ctx,
+                                                          v1::IngestResponse* resp) override;
+  grpc::ServerReadReactor<v1::Sample>* Ingest(grpc::CallbackServerContext* ctx,
+                                              v1::IngestResponse* resp) override;
   grpc::Status DeclareBaseline(grpc::ServerContext* ctx, const v1::Baseline* req,
                                v1::DeclareBaselineResponse* resp) override;
 
  private:
   MetricsState* state_;
+  const int max_streams_;
+  std::atomic<int> streams_{0};  // open ingest streams
 };
 
 class Exposition : public prometheus::Collectable {
