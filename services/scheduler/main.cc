@@ -112,9 +112,10 @@ ringmaster::Flags MakeFlags() {
             "WatchJob streams (ringctl run and watch) served at once (each holds its call's "
             "memory, no thread); more are RESOURCE_EXHAUSTED. 1..100000");
   flags.Add("max-rpc-threads", "4096",
-            "threads for the calls that hold one (every call but SubmitJob, WatchJob and the "
-            "workers' streams); a call finding none free is RESOURCE_EXHAUSTED at once. At "
-            "least --max-log-relays + 64, so log relays cannot take them all");
+            "threads for the calls that hold one (every call but SubmitJob, WatchJob, "
+            "CancelJob and the workers' streams); a call finding none free is "
+            "RESOURCE_EXHAUSTED at once. At least --max-log-relays + 64, so log relays cannot "
+            "take them all");
   flags.Add("max-live-jobs", "100000",
             "live jobs (pending, starting or running) at most, each held in memory; a submit "
             "past it is RESOURCE_EXHAUSTED. 1..10000000");

@@ -1177,20 +1177,6 @@ absl::Status Scheduler::Flush(int64_t timeout_ms) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<CreateJobResult> Scheduler::Wait(Waiter& waiter, const std::string& what) {
-  std::unique_lock<std::mutex> lock(waiter.mu);
-  if (!waiter.cv.wait_for(lock, std::chrono::milliseconds(options_.write_wait_ms),
-                          [&] { return waiter.done; })) {
-    return absl::UnavailableError(absl::StrCat(
-        what, " not stored within ", options_.write_wait_ms,
-        " ms (postgres slow or away); it may still be stored: retry with the same request"));
-  }
-  // Moved, not copied: the writer thread may free the waiter any time after, and a status
-  // shared between the two would be released across threads (its refcount lives in Abseil's
-  // uninstrumented library, where ThreadSanitizer cannot see it synchronise).
-  return std::move(waiter.result);
-}
-
 void Scheduler::ObserveSubmitWait(Waiter& waiter,
                                   std::chrono::steady_clock::time_point handed) {
   std::lock_guard<std::mutex> lock(waiter.mu);
@@ -1521,35 +1507,83 @@ absl::StatusOr<JobPage> Scheduler::ListJobs(const JobListQuery& query) {
 }
 
 absl::StatusOr<Job> Scheduler::Cancel(const std::string& job_id, const std::string& reason) {
-  if (auto s = ValidateJobId(job_id); !s.ok()) return s;
+  struct Answer {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<absl::StatusOr<Job>> result;
+  };
+  auto answer = std::make_shared<Answer>();
+  CancelAsync(
+      job_id, reason,
+      [answer](absl::StatusOr<Job> result) {
+        {
+          std::lock_guard<std::mutex> lock(answer->mu);
+          answer->result = std::move(result);
+        }
+        answer->cv.notify_all();
+      },
+      [](std::function<void()> task) { task(); });
+  // Answered within write_wait_ms at the latest (the deadline thread), or when stopping.
+  std::unique_lock<std::mutex> lock(answer->mu);
+  answer->cv.wait(lock, [&] { return answer->result.has_value(); });
+  // Moved, not copied: a status shared between threads would be released across them (its
+  // refcount lives in Abseil's uninstrumented library, where ThreadSanitizer cannot see it).
+  return *std::move(answer->result);
+}
+
+void Scheduler::CancelAsync(const std::string& job_id, const std::string& reason,
+                            CancelDone done, const Aside& aside) {
+  if (auto s = ValidateJobId(job_id); !s.ok()) return done(s);
   if (reason.size() > kMaxReasonBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("reason: must be at most ", kMaxReasonBytes,
-                                                   " bytes, got ", reason.size()));
+    return done(absl::InvalidArgumentError(absl::StrCat(
+        "reason: must be at most ", kMaxReasonBytes, " bytes, got ", reason.size())));
   }
-  if (fenced_) return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  if (fenced_) return done(absl::UnavailableError("this scheduler is no longer the leader; retry"));
   const std::string why =
       reason.empty() ? "cancelled by request" : absl::StrCat("cancelled: ", reason);
-  auto waiter = std::make_shared<Waiter>();
+  // Not make_shared: deadlines_ keeps a weak_ptr (see HandOver).
+  std::shared_ptr<Waiter> waiter(new Waiter());
+  waiter->what = absl::StrCat("cancellation of ", job_id);
+  // Set before the write is queued: the writer may settle it at once.
+  waiter->on_done = [done](Waiter&, absl::StatusOr<CreateJobResult> stored) {
+    if (!stored.ok()) return done(stored.status());
+    done(std::move(stored->job));
+  };
   absl::Status decided;
   {
     std::lock_guard<std::mutex> lock(mu_);
     decided = jobs_.count(job_id) > 0 ? CommitLocked(job_id, {JobInput::Kind::kCancel, why}, waiter)
                                       : absl::NotFoundError("not live");
   }
-  if (decided.code() == absl::StatusCode::kNotFound) {
-    // Not live here: ended (or never existed); the store says which.
-    auto stored = store_->GetJob(job_id);
-    if (!stored.ok()) return stored.status();
-    if (IsTerminal(stored->state)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", job_id, " already ended (", JobStateName(stored->state), ")"));
+  if (!decided.ok()) {
+    {
+      // Nothing queued with it: answered here, not by its destructor.
+      std::lock_guard<std::mutex> lock(waiter->mu);
+      waiter->on_done = nullptr;
     }
-    return absl::UnavailableError(absl::StrCat("job ", job_id, " is being stored; retry"));
+    if (decided.code() != absl::StatusCode::kNotFound) return done(decided);
+    // Not live here: ended (or never existed); the store says which.
+    aside([this, job_id, done] {
+      auto stored = store_->GetJob(job_id);
+      if (!stored.ok()) return done(stored.status());
+      if (IsTerminal(stored->state)) {
+        return done(absl::FailedPreconditionError(absl::StrCat(
+            "job ", job_id, " already ended (", JobStateName(stored->state), ")")));
+      }
+      done(absl::UnavailableError(absl::StrCat("job ", job_id, " is being stored; retry")));
+    });
+    return;
   }
-  if (!decided.ok()) return decided;
-  auto done = Wait(*waiter, absl::StrCat("cancellation of ", job_id));
-  if (!done.ok()) return done.status();
-  return done->job;
+  std::unique_lock<std::mutex> lock(deadline_mu_);
+  if (deadline_stopping_) {
+    lock.unlock();
+    TimeOut(*waiter, true);
+    return;
+  }
+  deadlines_.emplace_back(
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.write_wait_ms),
+      waiter);
+  if (deadlines_.size() == 1) deadline_cv_.notify_all();
 }
 
 absl::Status Scheduler::BeginWatch(WatchFeed* feed) {

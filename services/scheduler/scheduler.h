@@ -249,6 +249,14 @@ class Scheduler {
   // One page of jobs, newest first; the paging protocol is in core/job_list.h.
   absl::StatusOr<JobPage> ListJobs(const JobListQuery& query);
   absl::StatusOr<Job> Cancel(const std::string& job_id, const std::string& reason);
+  // Cancel without a thread waiting: `done` gets what Cancel would return, exactly once, as
+  // SubmitAsync's does. A job not live here needs a read of Postgres to say whether it ended
+  // or never existed: that read runs in a task handed to `aside`, which must run it on a
+  // thread that may wait.
+  using CancelDone = std::function<void(absl::StatusOr<Job>)>;
+  using Aside = std::function<void(std::function<void()>)>;
+  void CancelAsync(const std::string& job_id, const std::string& reason, CancelDone done,
+                   const Aside& aside);
   // Calls `send` with every event of the job in order: the stored ones, then new ones as they
   // are stored, until the job has ended, `send` returns false, or `cancelled` returns true
   // (polled about once a second). An idle watcher costs no database round trip. At most
@@ -417,7 +425,6 @@ class Scheduler {
   // Store errors of a queue write as the caller should see them.
   absl::Status QueueWriteError(const absl::Status& stored) const;
   void Wake();
-  absl::StatusOr<CreateJobResult> Wait(Waiter& waiter, const std::string& what);
   // Splits a stored submit's wait into its stages (the submit_wait histogram).
   void ObserveSubmitWait(Waiter& waiter, std::chrono::steady_clock::time_point handed);
   std::string NewJobId();

@@ -329,6 +329,47 @@ TEST_F(SchedulerTest, IdleWatchesHoldNoThreadAndEveryOneGetsTheJobsEnd) {
   }
 }
 
+// A cancel holds no thread while its write waits for Postgres (callback API): 100 cancels
+// queued behind a locked jobs table leave the scheduler's threads as they were, and every one
+// is answered once the table is free.
+TEST_F(SchedulerTest, CancelsWaitingForTheirWriteHoldNoThread) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 100; ++i) ids.push_back(SubmitOk(TrainerSpec(absl::StrCat("c-", i), 1)));
+  const pid_t pid = scheduler_->process().pid();
+  const int64_t before = ProcStatusNumber(pid, "Threads:");
+  pqxx::connection conn(db_->url());
+  pqxx::work lock(conn);
+  lock.exec("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE");
+  std::vector<grpc::Status> answers(ids.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    threads.emplace_back([&, i] {
+      v1::CancelJobResponse resp;
+      answers[i] = Cancel(ids[i], &resp);
+    });
+  }
+  auto waiting_writes = [&] {
+    pqxx::connection c(db_->url());
+    pqxx::nontransaction tx(c);
+    return tx.exec1("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")[0]
+        .as<int64_t>();
+  };
+  EXPECT_TRUE(WaitFor([&] { return waiting_writes() >= 1; }, 5s, 10ms));
+  std::this_thread::sleep_for(500ms);  // for the rest of the cancels to arrive
+  const int64_t during = ProcStatusNumber(pid, "Threads:");
+  lock.abort();
+  for (auto& t : threads) t.join();
+  std::cerr << ids.size() << " cancels waiting for their write: scheduler threads " << before
+            << " before, " << during << " while they wait\n";
+  EXPECT_LT(during - before, 20);
+  for (const grpc::Status& s : answers) EXPECT_TRUE(s.ok()) << s.error_message();
+  for (const std::string& id : ids) {
+    v1::Job job;
+    ASSERT_TRUE(Get(id, &job).ok());
+    EXPECT_EQ(job.state(), v1::JOB_STATE_CANCELLED);
+  }
+}
+
 TEST_F(SchedulerTest, PlacesGangsByTypeOntoFewestWorkers) {
   TestWorker& w1 = AddWorker(GpuWorker("w1", "127.0.0.2", 2, "t4"));
   TestWorker& w2 = AddWorker(GpuWorker("w2", "127.0.0.3", 2, "t4"));

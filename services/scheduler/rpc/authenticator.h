@@ -76,6 +76,11 @@ class Authenticator {
 
   // The caller of `ctx`, from its bearer token.
   absl::StatusOr<Principal> Authenticate(const grpc::ServerContextBase& ctx);
+  // Authenticate(ctx) for gRPC's callback handlers, as CheckAsync without the right's check.
+  void AuthenticateAsync(const grpc::ServerContextBase& ctx,
+                         std::function<void(absl::StatusOr<Principal>)> done) {
+    Start(ctx, /*read_here=*/false, std::move(done));
+  }
   // Check(ctx, action) for gRPC's callback handlers, whose threads must not wait on Postgres
   // (they also serve the workers' streams): `done` runs at once when no read is needed, else
   // on the thread that reads the token (one of its own, or another call's).

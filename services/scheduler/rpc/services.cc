@@ -140,25 +140,37 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJo
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req,
-                                       v1::CancelJobResponse* resp) {
-  auto who = auth_->Authenticate(*ctx);
-  if (!who.ok()) return ToGrpcStatus(who.status());
-  auto visible = VisibleJob(*who, req->job_id());
-  if (!visible.ok()) return ToGrpcStatus(visible.status());
-  if (auto s = Authorize(*who, Action::kCancelJob, visible->team); !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  auto job = scheduler_->Cancel(req->job_id(), req->reason());
-  if (!job.ok()) return ToGrpcStatus(job.status());
-  auth_->Audit(*who, *ctx, Action::kCancelJob, job->id, req->reason());
-  *resp->mutable_job() = JobFor(*who, *job);
-  return grpc::Status::OK;
+grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* ctx,
+                                                    const v1::CancelJobRequest* req,
+                                                    v1::CancelJobResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  // The service outlives the call: the server's shutdown waits for every reactor to finish.
+  auth_->AuthenticateAsync(*ctx, [this, ctx, req, resp, reactor](absl::StatusOr<Principal> who) {
+    if (!who.ok()) return reactor->Finish(ToGrpcStatus(who.status()));
+    // The job's visibility may need a read of Postgres (an ended job): not on gRPC's threads.
+    Post([this, ctx, req, resp, reactor, who = *std::move(who)] {
+      auto visible = VisibleJob(who, req->job_id());
+      if (!visible.ok()) return reactor->Finish(ToGrpcStatus(visible.status()));
+      if (auto s = Authorize(who, Action::kCancelJob, visible->team); !s.ok()) {
+        return reactor->Finish(ToGrpcStatus(s));
+      }
+      scheduler_->CancelAsync(
+          req->job_id(), req->reason(),
+          [this, ctx, req, resp, reactor, who](absl::StatusOr<Job> job) {
+            if (!job.ok()) return reactor->Finish(ToGrpcStatus(job.status()));
+            auth_->Audit(who, *ctx, Action::kCancelJob, job->id, req->reason());
+            *resp->mutable_job() = JobFor(who, *job);
+            reactor->Finish(grpc::Status::OK);
+          },
+          [this](std::function<void()> task) { Post(std::move(task)); });
+    });
+  });
+  return reactor;
 }
 
 namespace {
 
-constexpr int kWatchWorkThreads = 4;
+constexpr int kWorkThreads = 4;
 
 // One WatchJob on gRPC's callback API, with no thread while it waits: the scheduler pushes the
 // job's new events to it (Scheduler::WatchFeed), and it writes them one at a time. What may
@@ -366,7 +378,7 @@ class JobWatch final : public grpc::ServerWriteReactor<v1::JobEvent>,
 
 JobServiceImpl::JobServiceImpl(Scheduler* scheduler, Authenticator* auth, LogRelay* logs)
     : scheduler_(scheduler), auth_(auth), logs_(logs) {
-  for (int i = 0; i < kWatchWorkThreads; ++i) work_threads_.emplace_back([this] { WorkLoop(); });
+  for (int i = 0; i < kWorkThreads; ++i) work_threads_.emplace_back([this] { WorkLoop(); });
 }
 
 JobServiceImpl::~JobServiceImpl() {

@@ -26,11 +26,12 @@ namespace ringmaster::scheduler {
 // SubmitJob is on gRPC's callback API: no thread waits for a submit's commit; the submit writer
 // answers it (Scheduler::SubmitAsync). With a thread blocked per submit, thread switches were
 // about a third of the scheduler's CPU in a burst of submits (docs/scheduler.md, Speed).
-// WatchJob is too: a watch holds no thread while it waits for events (JobWatch in
-// services.cc); what it reads from Postgres is read on a few threads of the service's own.
+// WatchJob and CancelJob are too: a watch holds no thread while it waits for events (JobWatch
+// in services.cc), a cancel none while its write is stored; what they read from Postgres is
+// read on a few threads of the service's own.
 class JobServiceImpl final
-    : public v1::JobService::WithCallbackMethod_SubmitJob<
-          v1::JobService::WithCallbackMethod_WatchJob<v1::JobService::Service>> {
+    : public v1::JobService::WithCallbackMethod_SubmitJob<v1::JobService::WithCallbackMethod_WatchJob<
+          v1::JobService::WithCallbackMethod_CancelJob<v1::JobService::Service>>> {
  public:
   JobServiceImpl(Scheduler* scheduler, Authenticator* auth, LogRelay* logs = nullptr);
   ~JobServiceImpl() override;
@@ -43,8 +44,9 @@ class JobServiceImpl final
                       v1::Job* resp) override;
   grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                         v1::ListJobsResponse* resp) override;
-  grpc::Status CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req,
-                         v1::CancelJobResponse* resp) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* ctx,
+                                      const v1::CancelJobRequest* req,
+                                      v1::CancelJobResponse* resp) override;
   grpc::Status ReadJobLogs(grpc::ServerContext* ctx, const v1::ReadJobLogsRequest* req,
                            grpc::ServerWriter<v1::LogChunk>* writer) override;
 
@@ -61,7 +63,8 @@ class JobServiceImpl final
   // Watches started and not yet destroyed: past the scheduler's max_watchers a new one is
   // turned away before anything of it is read.
   std::atomic<int> watches_{0};
-  // Threads for what a callback RPC must not wait for on gRPC's threads (Postgres reads).
+  // Threads for what a callback RPC must not wait for on gRPC's threads (Postgres reads of
+  // watches and cancels).
   void Post(std::function<void()> task);
   void WorkLoop();
   std::mutex work_mu_;
