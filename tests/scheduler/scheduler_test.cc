@@ -227,6 +227,30 @@ TEST_F(SchedulerTest, ASubmitWhoseWriteIsLateIsAnsweredOnceAndItsJobStillLands) 
   EXPECT_EQ(answers, 1);
 }
 
+TEST_F(SchedulerTest, ACancelWhoseWriteIsLateIsAnsweredOnceAndTheJobStillEndsCancelled) {
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, scheduler_->Submit(CommandSpec(1), "to-cancel"));
+  store_.Hang(Call::kCommit);
+  std::atomic<int> answers{0};
+  std::atomic<int> unavailable{0};
+  const auto begun = std::chrono::steady_clock::now();
+  scheduler_->CancelAsync(
+      created.job.id, "late",
+      [&](absl::StatusOr<Job> result) {
+        ++answers;
+        unavailable += result.status().code() == absl::StatusCode::kUnavailable;
+      },
+      [](std::function<void()> task) { task(); });
+  // write_wait_ms is 2 s here: the deadline thread answers, the writer does not again.
+  ASSERT_TRUE(WaitFor([&] { return answers == 1; }, std::chrono::seconds(10)));
+  EXPECT_GE(std::chrono::steady_clock::now() - begun, std::chrono::milliseconds(1'900));
+  EXPECT_EQ(unavailable, 1);
+  store_.Heal();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(Job stored, memory_.GetJob(created.job.id));
+  EXPECT_EQ(stored.state, JobState::kCancelled);
+  EXPECT_EQ(answers, 1);
+}
+
 TEST_F(SchedulerTest, ASubmitToAStoppedSchedulerIsUnavailableAtOnce) {
   scheduler_->Stop();
   const auto begun = std::chrono::steady_clock::now();
