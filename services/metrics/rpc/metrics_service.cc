@@ -37,15 +37,15 @@ void MetricsState::Read(const std::function<void(const JobMetrics&)>& read) {
 
 namespace {
 
-// One ingest stream, for either protocol: `Handle` decodes, validates and records a message,
-// and says why the stream must end, if it must. The count of open streams is taken in the
+// One ingest stream, for either protocol: `Handle` decodes, validates and records a message
+// (counting it in the call's response), and says why the stream must end, if it must. The count of open streams is taken in the
 // constructor (a stream past `max` ends at once) and given back in OnDone.
 template <typename Message>
 class IngestStream final : public grpc::ServerReadReactor<Message> {
  public:
   using Handle = std::function<absl::Status(const Message&)>;
-  IngestStream(std::atomic<int>* streams, int max, v1::IngestResponse* resp, Handle handle)
-      : streams_(streams), resp_(resp), handle_(std::move(handle)) {
+  IngestStream(std::atomic<int>* streams, int max, Handle handle)
+      : streams_(streams), handle_(std::move(handle)) {
     if (streams_->fetch_add(1) >= max) {
       this->Finish(ToGrpcStatus(absl::ResourceExhaustedError(
           absl::StrCat("the metrics service serves ", max,
@@ -76,7 +76,6 @@ class IngestStream final : public grpc::ServerReadReactor<Message> {
 
  private:
   std::atomic<int>* const streams_;
-  v1::IngestResponse* const resp_;
   const Handle handle_;
   Message in_;
 };
@@ -97,7 +96,7 @@ grpc::ServerReadReactor<v1::SampleBatch>* MetricsServiceImpl::IngestBatches(
   };
   auto counts = std::make_shared<Counts>();
   return new IngestStream<v1::SampleBatch>(
-      &streams_, max_streams_, resp,
+      &streams_, max_streams_,
       [this, resp, counts](const v1::SampleBatch& batch) -> absl::Status {
         DecodedBatch& decoded = counts->decoded;
         absl::Status status = DecodeSampleBatch(batch, &decoded);
@@ -123,7 +122,7 @@ grpc::ServerReadReactor<v1::Sample>* MetricsServiceImpl::Ingest(grpc::CallbackSe
   // Each message is a batch of one, recorded by the same path.
   auto received = std::make_shared<int64_t>(0);
   return new IngestStream<v1::Sample>(
-      &streams_, max_streams_, resp,
+      &streams_, max_streams_,
       [this, resp, received](const v1::Sample& s) -> absl::Status {
         DecodedBatch one;
         const SampleIn in = FromProto(s);

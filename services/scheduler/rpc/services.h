@@ -30,8 +30,9 @@ namespace ringmaster::scheduler {
 // in services.cc), a cancel none while its write is stored; what they read from Postgres is
 // read on a few threads of the service's own.
 class JobServiceImpl final
-    : public v1::JobService::WithCallbackMethod_SubmitJob<v1::JobService::WithCallbackMethod_WatchJob<
-          v1::JobService::WithCallbackMethod_CancelJob<v1::JobService::Service>>> {
+    : public v1::JobService::WithCallbackMethod_SubmitJob<
+          v1::JobService::WithCallbackMethod_WatchJob<
+              v1::JobService::WithCallbackMethod_CancelJob<v1::JobService::Service>>> {
  public:
   JobServiceImpl(Scheduler* scheduler, Authenticator* auth, LogRelay* logs = nullptr);
   ~JobServiceImpl() override;
