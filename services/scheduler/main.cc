@@ -111,6 +111,9 @@ ringmaster::Flags MakeFlags() {
   flags.Add("max-watchers", "2048",
             "WatchJob streams (ringctl run and watch) served at once (each holds its call's "
             "memory, no thread); more are RESOURCE_EXHAUSTED. 1..100000");
+  flags.Add("max-cancels", "4096",
+            "CancelJob calls waiting for their write (or their job's read) at once; more are "
+            "RESOURCE_EXHAUSTED. 1..100000");
   flags.Add("max-rpc-threads", "4096",
             "threads for the calls that hold one (every call but SubmitJob, WatchJob, "
             "CancelJob and the workers' streams); a call finding none free is "
@@ -161,7 +164,8 @@ int main(int argc, char** argv) {
                                     : LogLevel::kInfo);
   int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0, pg_timeout_ms = 0,
           submit_writers = 0, reservations = 0, window_hours = 0, recheck_s = 0,
-          max_log_relays = 0, max_watchers = 0, max_rpc_threads = 0, max_spec_mib = 0;
+          max_log_relays = 0, max_watchers = 0, max_rpc_threads = 0, max_spec_mib = 0,
+          max_cancels = 0;
   SchedulerOptions options;
   for (auto s : {flags.GetInt("postgres-pool", &pool), flags.GetInt("redis-db", &redis_db),
                  flags.GetInt("heartbeat-timeout-ms", &options.heartbeat_timeout_ms),
@@ -177,6 +181,7 @@ int main(int argc, char** argv) {
                  flags.GetInt("reservation-window-hours", &window_hours),
                  flags.GetInt("max-log-relays", &max_log_relays),
                  flags.GetInt("max-watchers", &max_watchers),
+                 flags.GetInt("max-cancels", &max_cancels),
                  flags.GetInt("max-rpc-threads", &max_rpc_threads),
                  flags.GetInt("max-live-jobs", &options.max_live_jobs),
                  flags.GetInt("max-live-jobs-per-queue", &options.max_live_jobs_per_queue),
@@ -226,6 +231,10 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError("--max-watchers must be 1..100000"));
   }
   options.max_watchers = static_cast<int32_t>(max_watchers);
+  if (max_cancels < 1 || max_cancels > 100000) {
+    return Fail(absl::InvalidArgumentError("--max-cancels must be 1..100000"));
+  }
+  options.max_cancels = static_cast<int32_t>(max_cancels);
   if (max_rpc_threads < max_log_relays + 64 || max_rpc_threads > 1'000'000) {
     return Fail(absl::InvalidArgumentError(
         absl::StrCat("--max-rpc-threads must be at least --max-log-relays + 64 (",

@@ -199,6 +199,9 @@ struct SchedulerOptions {
   // callback API holds no thread, but its call's memory; a bound keeps a client that opens
   // watches in a loop from growing the scheduler without end.
   int32_t max_watchers = 2'048;
+  // Concurrent CancelJob calls on their way (the RPC layer's bound): each holds its call's
+  // memory, and no thread, until its write is stored.
+  int32_t max_cancels = 4'096;
   // Live jobs (pending, starting or running) at most, in all and in one queue; a submit past
   // either is RESOURCE_EXHAUSTED. Every live job is held in memory: without a bound a client
   // submitting in a loop would grow the scheduler until it ran out of memory, and one team

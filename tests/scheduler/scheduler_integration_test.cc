@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -32,6 +33,7 @@ class SchedulerTest : public ::testing::Test {
  protected:
   // Tests that restart the scheduler give workers longer to come back.
   virtual int HeartbeatTimeoutMs() const { return 1500; }
+  virtual std::vector<std::string> ExtraFlags() const { return {}; }
 
   void SetUp() override {
     auto db = TestDatabase::Create();
@@ -40,7 +42,8 @@ class SchedulerTest : public ::testing::Test {
     auto redis = RedisServer::StartNew();
     ASSERT_TRUE(redis.ok()) << redis.status();
     redis_ = *std::move(redis);
-    auto scheduler = SchedulerProcess::Start(db_->url(), redis_->addr(), HeartbeatTimeoutMs());
+    auto scheduler =
+        SchedulerProcess::Start(db_->url(), redis_->addr(), HeartbeatTimeoutMs(), ExtraFlags());
     ASSERT_TRUE(scheduler.ok()) << scheduler.status();
     scheduler_ = *std::move(scheduler);
   }
@@ -368,6 +371,55 @@ TEST_F(SchedulerTest, CancelsWaitingForTheirWriteHoldNoThread) {
     ASSERT_TRUE(Get(id, &job).ok());
     EXPECT_EQ(job.state(), v1::JOB_STATE_CANCELLED);
   }
+}
+
+// Cancels hold no thread, so their count is bounded instead: past --max-cancels a cancel is
+// turned away at once, and the bound is free again once the ones on their way are stored.
+class SchedulerCancelBoundTest : public SchedulerTest {
+ protected:
+  std::vector<std::string> ExtraFlags() const override { return {"--max-cancels", "10"}; }
+};
+
+TEST_F(SchedulerCancelBoundTest, CancelsPastTheBoundAreTurnedAwayAtOnce) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 30; ++i) ids.push_back(SubmitOk(TrainerSpec(absl::StrCat("b-", i), 1)));
+  pqxx::connection conn(db_->url());
+  pqxx::work lock(conn);
+  lock.exec("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE");
+  std::vector<grpc::Status> answers(ids.size());
+  std::atomic<int> answered{0};
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    threads.emplace_back([&, i] {
+      v1::CancelJobResponse resp;
+      answers[i] = Cancel(ids[i], &resp);
+      ++answered;
+    });
+  }
+  // The ones past the bound are answered while the others wait for the locked table.
+  EXPECT_TRUE(WaitFor([&] { return answered >= 20; }, 10s, 10ms));
+  std::this_thread::sleep_for(300ms);
+  const int answered_while_locked = answered;
+  lock.abort();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(answered_while_locked, 20);
+  std::vector<std::string> refused;
+  int cancelled = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (answers[i].ok()) {
+      ++cancelled;
+    } else {
+      EXPECT_EQ(answers[i].error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+      EXPECT_THAT(answers[i].error_message(), ::testing::HasSubstr("--max-cancels"));
+      refused.push_back(ids[i]);
+    }
+  }
+  EXPECT_EQ(cancelled, 10);
+  ASSERT_EQ(refused.size(), 20u);
+  // A retry is served now: the bound counts only cancels on their way.
+  v1::CancelJobResponse resp;
+  grpc::Status again = Cancel(refused[0], &resp);
+  EXPECT_TRUE(again.ok()) << again.error_message();
 }
 
 TEST_F(SchedulerTest, PlacesGangsByTypeOntoFewestWorkers) {

@@ -144,23 +144,36 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
                                                     const v1::CancelJobRequest* req,
                                                     v1::CancelJobResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  // The service outlives the call: the server's shutdown waits for every reactor to finish.
-  auth_->AuthenticateAsync(*ctx, [this, ctx, req, resp, reactor](absl::StatusOr<Principal> who) {
-    if (!who.ok()) return reactor->Finish(ToGrpcStatus(who.status()));
+  const int max = scheduler_->options().max_cancels;
+  if (cancels_.fetch_add(1) >= max) {
+    cancels_.fetch_sub(1);
+    reactor->Finish(ToGrpcStatus(absl::ResourceExhaustedError(
+        absl::StrCat("the scheduler has ", max,
+                     " cancels on their way already (--max-cancels); retry when they ended"))));
+    return reactor;
+  }
+  // Every path ends here, once. The service outlives the call: the server's shutdown waits
+  // for every reactor to finish.
+  auto finish = [this, reactor](const grpc::Status& status) {
+    cancels_.fetch_sub(1);
+    reactor->Finish(status);
+  };
+  auth_->AuthenticateAsync(*ctx, [this, ctx, req, resp, finish](absl::StatusOr<Principal> who) {
+    if (!who.ok()) return finish(ToGrpcStatus(who.status()));
     // The job's visibility may need a read of Postgres (an ended job): not on gRPC's threads.
-    Post([this, ctx, req, resp, reactor, who = *std::move(who)] {
+    Post([this, ctx, req, resp, finish, who = *std::move(who)] {
       auto visible = VisibleJob(who, req->job_id());
-      if (!visible.ok()) return reactor->Finish(ToGrpcStatus(visible.status()));
+      if (!visible.ok()) return finish(ToGrpcStatus(visible.status()));
       if (auto s = Authorize(who, Action::kCancelJob, visible->team); !s.ok()) {
-        return reactor->Finish(ToGrpcStatus(s));
+        return finish(ToGrpcStatus(s));
       }
       scheduler_->CancelAsync(
           req->job_id(), req->reason(),
-          [this, ctx, req, resp, reactor, who](absl::StatusOr<Job> job) {
-            if (!job.ok()) return reactor->Finish(ToGrpcStatus(job.status()));
+          [this, ctx, req, resp, finish, who](absl::StatusOr<Job> job) {
+            if (!job.ok()) return finish(ToGrpcStatus(job.status()));
             auth_->Audit(who, *ctx, Action::kCancelJob, job->id, req->reason());
             *resp->mutable_job() = JobFor(who, *job);
-            reactor->Finish(grpc::Status::OK);
+            finish(grpc::Status::OK);
           },
           [this](std::function<void()> task) { Post(std::move(task)); });
     });

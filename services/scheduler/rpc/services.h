@@ -64,6 +64,8 @@ class JobServiceImpl final
   // Watches started and not yet destroyed: past the scheduler's max_watchers a new one is
   // turned away before anything of it is read.
   std::atomic<int> watches_{0};
+  // Cancels on their way; past the scheduler's max_cancels a new one is turned away at once.
+  std::atomic<int> cancels_{0};
   // Threads for what a callback RPC must not wait for on gRPC's threads (Postgres reads of
   // watches and cancels).
   void Post(std::function<void()> task);
