@@ -1445,7 +1445,7 @@ std::optional<std::vector<std::string>> Scheduler::QueueTeams(const std::string&
   return it->second.teams;
 }
 
-absl::StatusOr<Job> Scheduler::GetJob(const std::string& job_id) {
+absl::StatusOr<std::optional<Job>> Scheduler::GetLiveJob(const std::string& job_id) {
   if (auto s = ValidateJobId(job_id); !s.ok()) return s;
   std::optional<Job> live;
   {
@@ -1457,8 +1457,14 @@ absl::StatusOr<Job> Scheduler::GetJob(const std::string& job_id) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(job_id);
     if (it != jobs_.end()) live->pending_reason = it->second.pending_reason;
-    return *live;
   }
+  return live;
+}
+
+absl::StatusOr<Job> Scheduler::GetJob(const std::string& job_id) {
+  absl::StatusOr<std::optional<Job>> live = GetLiveJob(job_id);
+  if (!live.ok()) return live.status();
+  if (live->has_value()) return **live;
   return store_->GetJob(job_id);
 }
 

@@ -249,6 +249,9 @@ class Scheduler {
   void SubmitAsync(const JobSpec& spec, const std::string& request_id, const std::string& team,
                    std::optional<AuditRecord> audit, SubmitDone done);
   absl::StatusOr<Job> GetJob(const std::string& job_id);
+  // The job as GetJob shows it when it is live (from memory, never waiting on Postgres);
+  // nullopt when it is not, and only Postgres can say more.
+  absl::StatusOr<std::optional<Job>> GetLiveJob(const std::string& job_id);
   // One page of jobs, newest first; the paging protocol is in core/job_list.h.
   absl::StatusOr<JobPage> ListJobs(const JobListQuery& query);
   absl::StatusOr<Job> Cancel(const std::string& job_id, const std::string& reason);

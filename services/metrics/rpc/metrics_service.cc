@@ -38,8 +38,9 @@ void MetricsState::Read(const std::function<void(const JobMetrics&)>& read) {
 namespace {
 
 // One ingest stream, for either protocol: `Handle` decodes, validates and records a message
-// (counting it in the call's response), and says why the stream must end, if it must. The count of open streams is taken in the
-// constructor (a stream past `max` ends at once) and given back in OnDone.
+// (counting it in the call's response), and says why the stream must end, if it must. The
+// count of open streams is taken in the constructor (a stream past `max` ends at once) and
+// given back in OnDone.
 template <typename Message>
 class IngestStream final : public grpc::ServerReadReactor<Message> {
  public:

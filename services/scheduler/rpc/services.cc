@@ -40,7 +40,13 @@ absl::Status NoSuchJob(const std::string& job_id) {
   return absl::NotFoundError(absl::StrCat("no job ", job_id));
 }
 
-// The job if `who` may see it; NOT_FOUND, the same as for a job that does not exist, if not.
+// `job` if `who` may see it; NOT_FOUND, the same as for a job that does not exist, if not.
+absl::StatusOr<Job> VisibleJobOf(Job job, const Principal& who, const std::string& job_id) {
+  if (!SeesTeam(who, job.team)) return NoSuchJob(job_id);
+  return job;
+}
+
+// The same, reading the job (from Postgres when it is not live).
 absl::StatusOr<Job> VisibleJobOf(Scheduler* scheduler, const Principal& who,
                                  const std::string& job_id) {
   auto job = scheduler->GetJob(job_id);
@@ -48,8 +54,7 @@ absl::StatusOr<Job> VisibleJobOf(Scheduler* scheduler, const Principal& who,
     if (job.status().code() == absl::StatusCode::kNotFound) return NoSuchJob(job_id);
     return job.status();
   }
-  if (!SeesTeam(who, job->team)) return NoSuchJob(job_id);
-  return job;
+  return VisibleJobOf(*std::move(job), who, job_id);
 }
 
 }  // namespace
@@ -158,26 +163,38 @@ grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext*
     cancels_.fetch_sub(1);
     reactor->Finish(status);
   };
-  auth_->AuthenticateAsync(*ctx, [this, ctx, req, resp, finish](absl::StatusOr<Principal> who) {
-    if (!who.ok()) return finish(ToGrpcStatus(who.status()));
-    // The job's visibility may need a read of Postgres (an ended job): not on gRPC's threads.
-    Post([this, ctx, req, resp, finish, who = *std::move(who)] {
-      auto visible = VisibleJob(who, req->job_id());
-      if (!visible.ok()) return finish(ToGrpcStatus(visible.status()));
-      if (auto s = Authorize(who, Action::kCancelJob, visible->team); !s.ok()) {
-        return finish(ToGrpcStatus(s));
-      }
-      scheduler_->CancelAsync(
-          req->job_id(), req->reason(),
-          [this, ctx, req, resp, finish, who](absl::StatusOr<Job> job) {
-            if (!job.ok()) return finish(ToGrpcStatus(job.status()));
-            auth_->Audit(who, *ctx, Action::kCancelJob, job->id, req->reason());
-            *resp->mutable_job() = JobFor(who, *job);
-            finish(grpc::Status::OK);
-          },
-          [this](std::function<void()> task) { Post(std::move(task)); });
-    });
-  });
+  // Once the job's visibility is known: the right, then the cancel itself.
+  auto cancel = [this, ctx, req, resp, finish](const Principal& who,
+                                              const absl::StatusOr<Job>& visible) {
+    if (!visible.ok()) return finish(ToGrpcStatus(visible.status()));
+    if (auto s = Authorize(who, Action::kCancelJob, visible->team); !s.ok()) {
+      return finish(ToGrpcStatus(s));
+    }
+    scheduler_->CancelAsync(
+        req->job_id(), req->reason(),
+        [this, ctx, req, resp, finish, who](absl::StatusOr<Job> job) {
+          if (!job.ok()) return finish(ToGrpcStatus(job.status()));
+          auth_->Audit(who, *ctx, Action::kCancelJob, job->id, req->reason());
+          *resp->mutable_job() = JobFor(who, *job);
+          finish(grpc::Status::OK);
+        },
+        [this](std::function<void()> task) { Post(std::move(task)); });
+  };
+  auth_->AuthenticateAsync(
+      *ctx, [this, req, finish, cancel](absl::StatusOr<Principal> who) {
+        if (!who.ok()) return finish(ToGrpcStatus(who.status()));
+        // A live job is in memory; only an ended one (or none) needs a read of Postgres, and
+        // that goes to the work threads, not gRPC's.
+        absl::StatusOr<std::optional<Job>> live = scheduler_->GetLiveJob(req->job_id());
+        if (!live.ok() || live->has_value()) {
+          absl::StatusOr<Job> visible =
+              live.ok() ? VisibleJobOf(**live, *who, req->job_id()) : live.status();
+          return cancel(*who, visible);
+        }
+        Post([this, req, cancel, who = *std::move(who)] {
+          cancel(who, VisibleJob(who, req->job_id()));
+        });
+      });
   return reactor;
 }
 
