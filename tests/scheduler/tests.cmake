@@ -6,6 +6,7 @@ ringmaster_test(scheduler_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/fair_share_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/job_list_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/run_watch_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/event_cursor_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/health_check_test.cc
   LIBS ringmaster_scheduler_core)
 

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/tls.h"
 #include "convert/convert.h"
+#include "core/event_cursor.h"
 
 namespace ringmaster::scheduler {
 
@@ -248,7 +249,8 @@ class JobWatch final : public grpc::ServerWriteReactor<v1::JobEvent>,
       writing_ = false;
       out_.pop_front();
       if (!ok && !end_) end_ = grpc::Status::OK;  // the caller is gone
-      if (!end_ && out_.empty() && ended_) end_ = grpc::Status::OK;  // the job ended: all sent
+      // The job ended: all sent.
+      if (!end_ && out_.empty() && cursor_.done()) end_ = grpc::Status::OK;
       if (!end_ && !out_.empty()) {
         writing_ = true;
         next = &out_.front();
@@ -302,7 +304,7 @@ class JobWatch final : public grpc::ServerWriteReactor<v1::JobEvent>,
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (finished_) return;
-      after = last_;
+      after = cursor_.last();
     }
     auto events = scheduler_->EventsAfter(feed_.job_id, after);
     if (!events.ok()) return End(ToGrpcStatus(events.status()));
@@ -355,18 +357,13 @@ class JobWatch final : public grpc::ServerWriteReactor<v1::JobEvent>,
     if (first != nullptr) StartWrite(first);
   }
 
-  // Queues the events after last_ in order, up to the job's end. True when one is missing (a
-  // pushed event past the next one): a catch-up from Postgres fills the gap.
+  // Queues the events not queued yet, in order, up to the job's end. True when one is missing
+  // (a pushed event past the next one): a catch-up from Postgres fills the gap.
   bool QueueLocked(const std::vector<JobEvent>& events, bool stored) {
-    for (const JobEvent& e : events) {
-      if (ended_) break;
-      if (e.seq <= last_) continue;
-      if (!stored && e.seq != last_ + 1) return true;
+    return cursor_.Advance(events, stored, [&](const JobEvent& e) {
       out_.push_back(ToProto(e));
-      last_ = e.seq;
-      ended_ = IsTerminal(e.state);
-    }
-    return false;
+      return true;
+    });
   }
 
   // The event to write next, when none is being written (marked as being written).
@@ -398,8 +395,7 @@ class JobWatch final : public grpc::ServerWriteReactor<v1::JobEvent>,
   std::vector<JobEvent> pushed_;  // events pushed while catching up
   std::deque<v1::JobEvent> out_;  // queued; the front one is being written when writing_
   bool writing_ = false;
-  int64_t last_ = 0;  // seq of the last event queued
-  bool ended_ = false;  // the job's last event is queued
+  EventCursor cursor_;  // the events queued; done() once the job's last one is
   std::optional<grpc::Status> end_;  // the call ends with this once no write is in flight
   bool finished_ = false;  // Finish was called (or is about to be)
 };
