@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
+#include "core/event_cursor.h"
 #include "core/queue_order.h"
 #include "core/validation.h"
 
@@ -1190,26 +1191,41 @@ void Scheduler::ObserveSubmitWait(Waiter& waiter,
   metrics_->submit_apply->Observe(seconds(waiter.committed, waiter.told));
 }
 
+namespace {
+
+// Starts an asynchronous call with a callback and waits for its one answer. SubmitAsync and
+// CancelAsync answer within write_wait_ms at the latest (the deadline thread), or when stopping.
+template <typename Answer, typename Start>
+Answer AwaitAnswer(Start&& start) {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<Answer> answer;
+  };
+  auto shared = std::make_shared<Shared>();
+  start([shared](Answer answer) {
+    {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      shared->answer = std::move(answer);
+    }
+    shared->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(shared->mu);
+  shared->cv.wait(lock, [&] { return shared->answer.has_value(); });
+  // Moved, not copied: a status shared between threads would be released across them (its
+  // refcount lives in Abseil's uninstrumented library, where ThreadSanitizer cannot see it).
+  return *std::move(shared->answer);
+}
+
+}  // namespace
+
 absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
                                                   const std::string& request_id,
                                                   const std::string& team,
                                                   std::optional<AuditRecord> audit) {
-  auto answer = std::make_shared<Waiter>();
-  SubmitAsync(spec, request_id, team, std::move(audit),
-              [answer](absl::StatusOr<CreateJobResult> result) {
-                {
-                  std::lock_guard<std::mutex> lock(answer->mu);
-                  answer->result = std::move(result);
-                  answer->done = true;
-                }
-                answer->cv.notify_all();
-              });
-  // Answered within write_wait_ms at the latest (the deadline thread), or when stopping.
-  std::unique_lock<std::mutex> lock(answer->mu);
-  answer->cv.wait(lock, [&] { return answer->done; });
-  // Moved, not copied: a status shared between threads would be released across them (its
-  // refcount lives in Abseil's uninstrumented library, where ThreadSanitizer cannot see it).
-  return std::move(answer->result);
+  return AwaitAnswer<absl::StatusOr<CreateJobResult>>([&](SubmitDone done) {
+    SubmitAsync(spec, request_id, team, std::move(audit), std::move(done));
+  });
 }
 
 void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
@@ -1513,28 +1529,9 @@ absl::StatusOr<JobPage> Scheduler::ListJobs(const JobListQuery& query) {
 }
 
 absl::StatusOr<Job> Scheduler::Cancel(const std::string& job_id, const std::string& reason) {
-  struct Answer {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::optional<absl::StatusOr<Job>> result;
-  };
-  auto answer = std::make_shared<Answer>();
-  CancelAsync(
-      job_id, reason,
-      [answer](absl::StatusOr<Job> result) {
-        {
-          std::lock_guard<std::mutex> lock(answer->mu);
-          answer->result = std::move(result);
-        }
-        answer->cv.notify_all();
-      },
-      [](std::function<void()> task) { task(); });
-  // Answered within write_wait_ms at the latest (the deadline thread), or when stopping.
-  std::unique_lock<std::mutex> lock(answer->mu);
-  answer->cv.wait(lock, [&] { return answer->result.has_value(); });
-  // Moved, not copied: a status shared between threads would be released across them (its
-  // refcount lives in Abseil's uninstrumented library, where ThreadSanitizer cannot see it).
-  return *std::move(answer->result);
+  return AwaitAnswer<absl::StatusOr<Job>>([&](CancelDone done) {
+    CancelAsync(job_id, reason, std::move(done), [](std::function<void()> task) { task(); });
+  });
 }
 
 void Scheduler::CancelAsync(const std::string& job_id, const std::string& reason,
@@ -1609,9 +1606,7 @@ void Scheduler::EndWatch(WatchFeed* feed) {
   std::lock_guard<std::mutex> lock(watch_mu_);
   auto it = watchers_.find(feed->job_id);
   if (it == watchers_.end()) return;
-  const size_t before = it->second.size();
-  it->second.remove(feed);
-  watcher_count_ -= before - it->second.size();
+  watcher_count_ -= it->second.remove(feed);
   if (it->second.empty()) watchers_.erase(it);
 }
 
@@ -1631,28 +1626,17 @@ absl::Status Scheduler::Watch(const std::string& job_id,
                    cv.notify_all();
                  }};
   if (auto s = BeginWatch(&feed); !s.ok()) return s;
-  int64_t last = 0;
-  bool done = false;
-  // Sends stored events after `last`. Registered first, so nothing stored after this read is
-  // missed: it is pushed too, and skipped there by its seq.
-  auto catch_up = [&]() {
-    auto events = store_->ListEvents(job_id, last);
+  EventCursor cursor;
+  // Sends stored events after the last one sent. Registered first, so nothing stored after
+  // this read is missed: it is pushed too, and skipped there by its seq.
+  auto catch_up = [&]() -> absl::Status {
+    auto events = store_->ListEvents(job_id, cursor.last());
     if (!events.ok()) return events.status();
-    for (const JobEvent& e : *events) {
-      if (!send(e)) {
-        done = true;
-        break;
-      }
-      last = e.seq;
-      if (IsTerminal(e.state)) {
-        done = true;
-        break;
-      }
-    }
+    cursor.Advance(*events, /*stored=*/true, send);
     return absl::OkStatus();
   };
   absl::Status status = catch_up();
-  while (status.ok() && !done && !cancelled()) {
+  while (status.ok() && !cursor.done() && !cancelled()) {
     std::vector<JobEvent> fresh;
     {
       std::unique_lock<std::mutex> lock(watch_mu_);
@@ -1660,24 +1644,7 @@ absl::Status Scheduler::Watch(const std::string& job_id,
       cv.wait_for(lock, std::chrono::seconds(1), [&] { return !pushed.empty(); });
       fresh.swap(pushed);
     }
-    bool gap = false;
-    for (const JobEvent& e : fresh) {
-      if (e.seq <= last) continue;
-      if (e.seq != last + 1) {
-        gap = true;
-        break;
-      }
-      if (!send(e)) {
-        done = true;
-        break;
-      }
-      last = e.seq;
-      if (IsTerminal(e.state)) {
-        done = true;
-        break;
-      }
-    }
-    if (!done && gap) status = catch_up();
+    if (cursor.Advance(fresh, /*stored=*/false, send)) status = catch_up();
   }
   EndWatch(&feed);
   return status;
