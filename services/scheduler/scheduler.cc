@@ -993,6 +993,20 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
 void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& result) {
   std::vector<JobEvent> events;
   std::vector<std::pair<std::string, std::optional<QueueEntry>>> mirror;
+  // What the workers must hear of this batch, sent once mu_ is free: gRPC writes a message on
+  // the calling thread (serialising it and a sendmsg), and the pass loop and the workers'
+  // reports wait for mu_. Only this thread sends what commits decided, one batch after the
+  // other, so every worker still hears them in commit order.
+  struct Send {
+    std::shared_ptr<WorkerLink> link;
+    std::shared_ptr<const Job> job;  // an assignment of this job; null: a stop
+    CheckPlan plan;
+    std::string job_id;
+    int32_t attempt = 0;
+    std::string reason;
+    int64_t grace_ms = 0;
+  };
+  std::vector<Send> sends;
   size_t created_index = 0;
   bool woke = false;
   {
@@ -1057,8 +1071,12 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
       for (const std::string& worker : w.stop_on) {
         auto link = links_.find(worker);
         if (link != links_.end()) {
-          link->second->SendStop(job.id, w.stop_attempt, w.job_write.event.reason,
-                                 w.stop_grace_ms);
+          Send& stop = sends.emplace_back();
+          stop.link = link->second;
+          stop.job_id = job.id;
+          stop.attempt = w.stop_attempt;
+          stop.reason = w.job_write.event.reason;
+          stop.grace_ms = w.stop_grace_ms;
         }
       }
       if (w.assign) {
@@ -1071,14 +1089,26 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         if (auto b = baselines_.find(shape.Key()); b != baselines_.end()) {
           plan.baseline_gbps = b->second.busbw_gbps;
         }
+        // The write is done with after this: its job moves to the sends.
+        auto assigned = std::make_shared<const Job>(std::move(w.job_write.job));
         std::set<std::string> sent;
-        for (const auto& r : job.placement) {
+        for (const auto& r : assigned->placement) {
           if (!sent.insert(r.worker_id).second) continue;
           auto link = links_.find(r.worker_id);
           if (link == links_.end()) continue;
-          link->second->SendAssignmentWithCheck(job, plan);
+          Send& assignment = sends.emplace_back();
+          assignment.link = link->second;
+          assignment.job = assigned;
+          assignment.plan = plan;
         }
       }
+    }
+  }
+  for (const Send& send : sends) {
+    if (send.job) {
+      send.link->SendAssignmentWithCheck(*send.job, send.plan);
+    } else {
+      send.link->SendStop(send.job_id, send.attempt, send.reason, send.grace_ms);
     }
   }
   // No lock held: a submit's answer (and its retry under another id) runs here.

@@ -70,6 +70,37 @@ class RecordingLink : public WorkerLink {
   std::atomic<bool> closed_{false};
 };
 
+// A link whose assignments wait until the test lets them go: a worker slow to take one.
+class SlowLink : public RecordingLink {
+ public:
+  void SendAssignment(const Job& job) override {
+    {
+      std::unique_lock<std::mutex> lock(slow_mu_);
+      sending_ = true;
+      slow_cv_.notify_all();
+      // Bounded, so that a scheduler that sends under its lock fails the test instead of
+      // hanging it.
+      slow_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return released_; });
+    }
+    RecordingLink::SendAssignment(job);
+  }
+  bool WaitSending() {
+    std::unique_lock<std::mutex> lock(slow_mu_);
+    return slow_cv_.wait_for(lock, std::chrono::seconds(5), [&] { return sending_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(slow_mu_);
+    released_ = true;
+    slow_cv_.notify_all();
+  }
+
+ private:
+  std::mutex slow_mu_;
+  std::condition_variable slow_cv_;
+  bool sending_ = false;
+  bool released_ = false;
+};
+
 Worker CpuWorker(const std::string& id, int slots) {
   Worker w;
   w.id = id;
@@ -360,6 +391,33 @@ TEST_F(SchedulerTest, EveryReadAndHeartbeatAnswersWhileAWriteHangs) {
   EXPECT_THAT(scheduler_->Submit(CommandSpec(1), "late"), StatusIs(absl::StatusCode::kUnavailable));
   store_.Heal();
   RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(created.job.id), JobState::kStarting);
+}
+
+// What the workers hear of a commit is sent with the scheduler's lock free: a send costs a
+// message's serialisation and a syscall on the writer's thread, and must not hold up the pass,
+// the workers' reports or the readers.
+TEST_F(SchedulerTest, AnAssignmentSlowToSendHoldsUpNoOtherCall) {
+  StartWithoutBackgroundPasses();
+  auto slow = std::make_shared<SlowLink>();
+  RM_ASSERT_OK(scheduler_->RegisterWorker(CpuWorker("w1", 4), {}, slow));
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, scheduler_->Submit(CommandSpec(1), ""));
+  scheduler_->RunPass();
+  ASSERT_TRUE(slow->WaitSending());
+  const auto start = std::chrono::steady_clock::now();
+  scheduler_->Heartbeat("w1");
+  RM_ASSERT_OK(scheduler_->GetJob(created.job.id));
+  EXPECT_THAT(scheduler_->ListWorkers(), SizeIs(1));
+  RM_ASSERT_OK(
+      scheduler_->RegisterWorker(CpuWorker("w2", 4), {}, std::make_shared<RecordingLink>()));
+  scheduler_->RunPass();
+  const auto took = std::chrono::steady_clock::now() - start;
+  slow->Release();
+  EXPECT_LT(took, std::chrono::milliseconds(1'000));
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_THAT(slow->assignments(), SizeIs(1));
+  EXPECT_EQ(slow->assignments()[0].id, created.job.id);
   EXPECT_EQ(StoredState(created.job.id), JobState::kStarting);
 }
 
