@@ -12,8 +12,9 @@
 //     a burst of decisions shares one fsync), fenced by the leader epoch; new jobs, which nothing
 //     else depends on until they are stored, are stored the same way by their own writer
 //     (--submit-writers, one by default), so submits are not held behind decisions' commits;
-//   - only after the commit does the writer act: assignments and stops go to the workers,
-//     waiting Submit/Cancel calls return, watchers get the events, the Redis queue mirror is
+//   - only after the commit does the writer act: assignments and stops go to the workers (with
+//     mu_ free: a send is a serialisation and a syscall; one thread sends, batch after batch,
+//     so each worker hears them in commit order), waiting Submit/Cancel calls return, watchers get the events, the Redis queue mirror is
 //     updated. A batch that cannot be stored (Postgres gone or hung) is retried with backoff
 //     until it is; the decisions stand meanwhile, and nothing of them is told to anyone. A retry
 //     of a batch whose commit landed but whose answer was lost finds it stored (the stores
