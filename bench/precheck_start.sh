@@ -50,7 +50,9 @@ for w in "w1 127.0.0.2" "w2 127.0.0.3"; do
     --train-binary "$build/trainer/ringmaster-train" --insecure >"$state/$id.log" 2>&1 &
   pids+=($!)
 done
-ringctl() { "$build/cli/ringctl" --scheduler "$sched" --insecure "$@"; }
+# Its own config directory: a token file a quickstart left in ~/.config would be sent, and this
+# scheduler (no auth) knows no token.
+ringctl() { XDG_CONFIG_HOME=$state/config "$build/cli/ringctl" --scheduler "$sched" --insecure "$@"; }
 for _ in $(seq 300); do
   [ "$(ringctl workers 2>/dev/null | grep -c READY || true)" -ge 2 ] && break
   sleep 0.1
