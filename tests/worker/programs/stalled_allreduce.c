@@ -2,16 +2,24 @@
  * rank named by STALL_RANK (default 1; -1: none) sleeps instead of joining the second one while
  * the others block in it. HOLD_MS (default 0): every rank first sleeps that long after
  * MPI_Init, so that the job is still running when a verdict on it comes (the pre-run check
- * inside MPI_Init). No Ringmaster code: the counts come from the preloaded PMPI library. */
+ * inside MPI_Init). Each rank prints the wall-clock time at which MPI_Init returned to it
+ * (bench/precheck_start.sh reads it). No Ringmaster code: the counts come from the preloaded
+ * PMPI library. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  printf("rank %d: past MPI_Init at %lld ms\n", rank,
+         (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+  fflush(stdout);
   const char* stall = getenv("STALL_RANK");
   const int stall_rank = stall != NULL ? atoi(stall) : 1;
   const char* hold = getenv("HOLD_MS");
