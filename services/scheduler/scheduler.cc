@@ -1143,19 +1143,25 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
 // The Redis queue mirrors the stored pending jobs for outside readers; the scheduler itself
 // orders from memory. It is fed only after commits, so it never shows a pending job that is not
 // stored, and kept by this thread alone, so Redis is never waited on by the lock or the writer.
-//  1. wait (at most a second) for stored queue changes;
+//  1. wait (at most a second; not before the first round) for stored queue changes;
 //  2. when the queue lost its contents (first run, a Redis flush or an empty restart), rebuild it
 //     from the stored pending jobs and renew the liveness keys of connected workers, which went
 //     with it;
 //  3. else apply the changes; while Redis is away keep them (newer ones replace older).
 void Scheduler::MirrorLoop() {
   bool rebuilt = false;
+  bool first = true;
   while (true) {
     PendingQueue::Changes ops;
     {
       std::unique_lock<std::mutex> lock(mirror_mu_);
-      mirror_cv_.wait_for(lock, std::chrono::seconds(1),
-                          [this] { return !mirror_ops_.empty() || mirror_stopping_; });
+      // The first round is at once: the mirror is rebuilt as the leader starts (no worker is
+      // connected yet), not after the first change or a second later.
+      if (!first) {
+        mirror_cv_.wait_for(lock, std::chrono::seconds(1),
+                            [this] { return !mirror_ops_.empty() || mirror_stopping_; });
+      }
+      first = false;
       if (mirror_stopping_) return;
       ops.swap(mirror_ops_);
     }

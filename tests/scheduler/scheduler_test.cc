@@ -136,7 +136,11 @@ class SchedulerTest : public ::testing::Test {
     options.on_fenced = [this](const absl::Status&) { fenced_ = true; };
     scheduler_ = std::make_unique<Scheduler>(&store_, &queue_, &liveness_, &clock_, options,
                                              registry);
+    const int rebuilds = queue_.rebuilds();
     RM_ASSERT_OK(scheduler_->Start());
+    // The mirror's first rebuild renews the liveness of the workers connected by then. Landing
+    // after a test has moved the clock, it would keep a silent worker alive (a flake).
+    ASSERT_TRUE(WaitFor([&] { return queue_.rebuilds() > rebuilds; }, std::chrono::seconds(5)));
   }
 
   // Passes run only when the test calls RunPass: a test that hangs the store between a submit

@@ -55,7 +55,13 @@ absl::Status InMemoryPendingQueue::Rebuild(const std::vector<QueueEntry>& entrie
     keys_[entry.job_id] = std::move(key);
   }
   intact_ = true;
+  ++rebuilds_;
   return absl::OkStatus();
+}
+
+int InMemoryPendingQueue::rebuilds() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rebuilds_;
 }
 
 absl::StatusOr<bool> InMemoryPendingQueue::Intact() {

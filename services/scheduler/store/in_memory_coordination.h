@@ -34,6 +34,9 @@ class InMemoryPendingQueue : public PendingQueue {
 
   // Empties the queue and marks it not intact: what a Redis FLUSHALL does to RedisPendingQueue.
   void Lose();
+  // How many times it was rebuilt: a test waits for a scheduler's first rebuild, which renews
+  // the liveness of the workers connected then.
+  int rebuilds();
 
  private:
   // Sorts in policy order: higher priority first, then lower seq (then id, for a total order).
@@ -43,6 +46,7 @@ class InMemoryPendingQueue : public PendingQueue {
   std::set<Key> order_;
   std::map<std::string, Key> keys_;  // job id -> its key in order_
   bool intact_ = true;
+  int rebuilds_ = 0;
 };
 
 // Heartbeat expiry by a Clock (FakeClock in tests). `clock` must outlive the object.
