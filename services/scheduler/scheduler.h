@@ -14,11 +14,12 @@
 //     (--submit-writers, one by default), so submits are not held behind decisions' commits;
 //   - only after the commit does the writer act: assignments and stops go to the workers (with
 //     mu_ free: a send is a serialisation and a syscall; one thread sends, batch after batch,
-//     so each worker hears them in commit order), waiting Submit/Cancel calls return, watchers get the events, the Redis queue mirror is
-//     updated. A batch that cannot be stored (Postgres gone or hung) is retried with backoff
-//     until it is; the decisions stand meanwhile, and nothing of them is told to anyone. A retry
-//     of a batch whose commit landed but whose answer was lost finds it stored (the stores
-//     recognise their own jobs and events) and goes on as if the first try had answered;
+//     so each worker hears them in commit order), waiting Submit/Cancel calls return, watchers
+//     get the events, the Redis queue mirror is updated. A batch that cannot be stored
+//     (Postgres gone or hung) is retried with backoff until it is; the decisions stand
+//     meanwhile, and nothing of them is told to anyone. A retry of a batch whose commit landed
+//     but whose answer was lost finds it stored (the stores recognise their own jobs and
+//     events) and goes on as if the first try had answered;
 //   - a batch refused by the fence (a newer leader took over) is never retried: the scheduler
 //     calls on_fenced (main exits) and writes nothing more.
 // Why this and not a lock around each transaction: submits and passes were serialised behind one
