@@ -18,13 +18,18 @@ JobEvent Event(int64_t seq, JobState state = JobState::kPending) {
   return e;
 }
 
+// A `take` that keeps the seq of every event it is given, and always wants more.
+auto Recorder(std::vector<int64_t>* taken) {
+  return [taken](const JobEvent& e) {
+    taken->push_back(e.seq);
+    return true;
+  };
+}
+
 TEST(EventCursorTest, TakesEachEventOnceInOrderUpToTheJobsEnd) {
   EventCursor cursor;
   std::vector<int64_t> taken;
-  auto take = [&](const JobEvent& e) {
-    taken.push_back(e.seq);
-    return true;
-  };
+  auto take = Recorder(&taken);
   EXPECT_FALSE(cursor.Advance({Event(1), Event(2)}, /*stored=*/true, take));
   // Handed over again, and the next one: only the new one is taken.
   EXPECT_FALSE(cursor.Advance({Event(2), Event(3, JobState::kRunning)}, false, take));
@@ -37,10 +42,7 @@ TEST(EventCursorTest, TakesEachEventOnceInOrderUpToTheJobsEnd) {
 TEST(EventCursorTest, AHandedOverEventPastTheNextOneIsAGapButAStoredOneIsNot) {
   EventCursor cursor;
   std::vector<int64_t> taken;
-  auto take = [&](const JobEvent& e) {
-    taken.push_back(e.seq);
-    return true;
-  };
+  auto take = Recorder(&taken);
   EXPECT_FALSE(cursor.Advance({Event(1)}, true, take));
   EXPECT_TRUE(cursor.Advance({Event(3), Event(4)}, false, take));
   EXPECT_EQ(cursor.last(), 1);
