@@ -605,7 +605,10 @@ void Agent::Housekeeping() {
         if (it == attempts_.end() || n > 0 || it->second->in_flight > 0) continue;
         Attempt& a = *it->second;
         if (!a.forget) {
-          a.quiet = true;  // everything here ended; the record waits for StopJob
+          // Everything here ended; the record waits for StopJob, which needs every rank here
+          // reported, including those whose wrapper died before it could tell.
+          ApplyLocked(a, a.gang.OnTornDown());
+          a.quiet = true;
           continue;
         }
         RM_LOG(kInfo) << "job " << key.first << " attempt " << key.second

@@ -303,5 +303,36 @@ TEST(AgentTeardownTest, TheCleanExitWaitAndTheKillGraceRunOnTheAgentsClock) {
   agent.Shutdown();
 }
 
+// An orted here failed, so the agent stops the attempt; mpirun then kills the rank's wrapper
+// before it can report (here: it never does). Once nothing of the attempt is left, the agent
+// reports the rank itself: the scheduler hears of every rank and fails the job, instead of
+// keeping it RUNNING on a worker that runs none of it.
+TEST(AgentTeardownTest, ARankUnreportedWhenItsStoppedAttemptIsGoneIsReportedKilled) {
+  const std::string dir = TempDir();
+  Agent agent(Options(dir), nullptr);
+  agent.Start();
+  agent.OnAssignment(PeerAssignment("j-torn"));
+  // The test's own pid: alive throughout, so only the teardown's end can report the rank.
+  ASSERT_TRUE(agent.StartRank("j-torn", 0, "secret-token", 1, getpid()).ok());
+  std::vector<RankStatus> started = agent.NextStatuses(256, std::chrono::milliseconds(1000));
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].kind, RankStatus::Kind::kStarted);
+  std::atomic<bool> never{false};
+  absl::StatusOr<ExitInfo> orted = ExecFor(agent, "j-torn", {"exit", "3"}, never);
+  ASSERT_TRUE(orted.ok()) << orted.status();
+  EXPECT_EQ(orted->exit_code, 3);
+  std::vector<RankStatus> ended;
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (ended.empty() && Clock::now() < give_up) {
+    ended = agent.NextStatuses(256, std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(ended.size(), 1u) << "the agent never reported the rank whose wrapper said nothing";
+  EXPECT_EQ(ended[0].rank, 1);
+  EXPECT_EQ(ended[0].kind, RankStatus::Kind::kExited);
+  EXPECT_EQ(ended[0].signal, SIGKILL);
+  EXPECT_THAT(ended[0].message, HasSubstr("before it could report its exit"));
+  agent.Shutdown();
+}
+
 }  // namespace
 }  // namespace ringmaster::worker

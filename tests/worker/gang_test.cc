@@ -92,6 +92,28 @@ TEST_F(GangTest, AFailedOrtedStopsTheLocalGangButReportsNothing) {
   EXPECT_FALSE(gang_.OnExecExited(0, 0).stop_local);
 }
 
+// mpirun kills its ranks a second after its own SIGTERM: a wrapper killed before it reported
+// would leave the scheduler waiting on its rank forever.
+TEST_F(GangTest, ATornDownGangReportsEveryRankThatNeverDid) {
+  GangState gang("j-3", 0, {0, 1, 2});
+  gang.OnStarted(0, 100);
+  gang.OnStarted(1, 101);
+  gang.OnExited(1, 0, 0, "");
+  gang.MarkStopping();
+  auto d = gang.OnTornDown();
+  ASSERT_EQ(d.reports.size(), 2u);
+  EXPECT_EQ(d.reports[0].rank, 0);
+  EXPECT_EQ(d.reports[0].kind, Kind::kExited);
+  EXPECT_EQ(d.reports[0].signal, 9);
+  EXPECT_THAT(d.reports[0].message, HasSubstr("killed before it could report its exit"));
+  EXPECT_EQ(d.reports[1].rank, 2);
+  EXPECT_EQ(d.reports[1].kind, Kind::kLaunchFailed);
+  EXPECT_THAT(d.reports[1].message, HasSubstr("before rank 2 started"));
+  EXPECT_FALSE(d.stop_local);
+  EXPECT_TRUE(gang.AllEnded());
+  EXPECT_THAT(gang.OnTornDown().reports, IsEmpty());
+}
+
 TEST_F(GangTest, RegistrationListsEveryRankWithItsEnd) {
   GangState gang("j-2", 3, {4, 5, 6, 7});
   gang.OnStarted(4, 1);

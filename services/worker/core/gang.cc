@@ -100,6 +100,26 @@ GangState::Decision GangState::OnExecExited(int32_t exit_code, int32_t signal) {
   return d;
 }
 
+GangState::Decision GangState::OnTornDown() {
+  Decision d;
+  constexpr int32_t kSigKill = 9;
+  for (auto& [rank, r] : ranks_) {
+    if (r.phase == Phase::kStarted) {
+      Decision one = OnExited(rank, 0, kSigKill,
+                              "the rank's wrapper was killed before it could report its exit, "
+                              "while the worker stopped the attempt");
+      for (RankStatus& s : one.reports) d.reports.push_back(std::move(s));
+    } else if (r.phase == Phase::kAssigned) {
+      r.phase = Phase::kLaunchFailed;
+      RankStatus s = Status(rank, RankStatus::Kind::kLaunchFailed);
+      s.message = absl::StrCat("the worker stopped the attempt before rank ", rank, " started");
+      d.reports.push_back(std::move(s));
+    }
+  }
+  d.stop_local = false;  // already stopped
+  return d;
+}
+
 bool GangState::AllEnded() const {
   for (const auto& [rank, r] : ranks_) {
     if (r.phase == Phase::kAssigned || r.phase == Phase::kStarted) return false;

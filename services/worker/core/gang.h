@@ -10,7 +10,10 @@
 //  - on the launcher, mpirun's end fails every local rank that never started (LAUNCH_FAILED,
 //    with the tail of mpirun's output); a failed mpirun also stops the local gang;
 //  - once the worker itself is stopping the attempt, exits are still reported (the scheduler
-//    may not know yet) but decide nothing more.
+//    may not know yet) but decide nothing more;
+//  - when every process of a stopped attempt has ended here, a rank that never reported is
+//    reported all the same (its wrapper was killed first: mpirun kills its ranks a second
+//    after its own SIGTERM), so that the scheduler never waits on a rank nobody runs.
 // Not thread-safe; the agent guards it.
 #ifndef RINGMASTER_SERVICES_WORKER_CORE_GANG_H_
 #define RINGMASTER_SERVICES_WORKER_CORE_GANG_H_
@@ -49,6 +52,9 @@ class GangState {
   Decision OnLaunchFailed(const std::string& why);
   // An Exec'd command (orted) of this attempt ended on this worker.
   Decision OnExecExited(int32_t exit_code, int32_t signal);
+  // Every process of the attempt on this worker has ended after the worker stopped it: a
+  // started rank still unreported counts as killed by SIGKILL, an unstarted one as not started.
+  Decision OnTornDown();
 
   // The worker began stopping the attempt's processes here.
   void MarkStopping() { stopping_ = true; }
