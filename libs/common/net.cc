@@ -7,18 +7,32 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace ringmaster {
 
-absl::StatusOr<int> PickFreePort(const std::string& host) {
+namespace {
+
+// The first port of the kernel's ephemeral range; 0 when it cannot be read.
+int EphemeralLow() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  return in >> low ? low : 0;
+}
+
+// Binds `port` (0: any) on `host` and returns the bound port, or the error.
+absl::StatusOr<int> BindOnce(const std::string& host, int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_port = 0;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
     close(fd);
     return absl::InvalidArgumentError(absl::StrCat("not an IPv4 address: ", host));
@@ -32,6 +46,34 @@ absl::StatusOr<int> PickFreePort(const std::string& host) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   close(fd);
   return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+absl::StatusOr<int> PickFreePort(const std::string& host) {
+  // Below the ephemeral range, at random: a port the kernel handed out for port 0 can be handed
+  // out again, to any connect() or port-0 bind (mpirun's, gRPC's), before the caller's server
+  // binds it, and services started by tests on a busy machine failed to bind now and then.
+  constexpr int kLowest = 10000;
+  static std::mutex mu;
+  static std::set<int> given;  // a port picked but not bound yet still looks free
+  static std::mt19937 rng(std::random_device{}());
+  const int high = EphemeralLow() - 1;
+  std::lock_guard<std::mutex> lock(mu);
+  if (high - kLowest >= 1000) {
+    std::uniform_int_distribution<int> pick(kLowest, high);
+    for (int tries = 0; tries < 100; ++tries) {
+      const int port = pick(rng);
+      if (given.count(port) > 0) continue;
+      absl::StatusOr<int> bound = BindOnce(host, port);
+      if (bound.ok()) {
+        given.insert(port);
+        return port;
+      }
+      if (bound.status().code() == absl::StatusCode::kInvalidArgument) return bound.status();
+    }
+  }
+  return BindOnce(host, 0);
 }
 
 absl::Status SplitHostPort(const std::string& addr, const std::string& what, std::string* host,

@@ -8,7 +8,9 @@
 
 namespace ringmaster {
 
-// A TCP port on `host` that was free a moment ago (bind to port 0 and read it back).
+// A TCP port on `host` that was free a moment ago: picked at random below the kernel's
+// ephemeral range (where no port-0 bind or connect() takes it meanwhile), never twice in one
+// process; from port 0 where that range leaves no room.
 absl::StatusOr<int> PickFreePort(const std::string& host = "127.0.0.1");
 
 // Splits "host:port" (also "[v6]:port"); INVALID_ARGUMENT naming `what` when malformed.

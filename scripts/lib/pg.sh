@@ -25,7 +25,27 @@ pg_stop() {
   pg_as_owner "$PG_BIN/pg_ctl" -D "$dir" -m fast -w stop >/dev/null 2>&1 || true
 }
 
-# A free TCP port on 127.0.0.1.
+# A free TCP port on 127.0.0.1, picked at random below the kernel's ephemeral range, as
+# PickFreePort (libs/common/net.cc) does: a port-0 pick can be taken by any connect() before
+# the server binds it.
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+  python3 -c '
+import random, socket
+try:
+    high = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0]) - 1
+except (OSError, ValueError):
+    high = 0
+for port in [random.randint(10000, high) for _ in range(100)] if high - 10000 >= 1000 else []:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        print(port)
+        break
+    except OSError:
+        pass
+    finally:
+        s.close()
+else:
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])
+'
 }

@@ -2,8 +2,8 @@
 
 #include <dirent.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,21 +12,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/net.h"
 
 namespace ringmaster::test {
 namespace {
-
-int FreePort() {
-  // The same helper the scripts use, so both pick ports alike.
-  FILE* p = popen("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); "
-                  "print(s.getsockname()[1])'",
-                  "r");
-  if (p == nullptr) return 0;
-  int port = 0;
-  if (fscanf(p, "%d", &port) != 1) port = 0;
-  pclose(p);
-  return port;
-}
 
 // The parent pid of `pid` from /proc/PID/stat; -1 when it is gone.
 pid_t ParentOf(pid_t pid) {
@@ -46,8 +35,9 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
   if (mkdtemp(templ.data()) == nullptr) return absl::InternalError("mkdtemp failed");
   chmod(templ.c_str(), 0755);
   server->dir_ = templ + "/data";
-  server->port_ = FreePort();
-  if (server->port_ == 0) return absl::UnavailableError("no free port for PostgreSQL");
+  absl::StatusOr<int> port = PickFreePort();
+  if (!port.ok()) return port.status();
+  server->port_ = *port;
   if (auto s = server->Run("pg_start"); !s.ok()) return s;
   return server;
 }

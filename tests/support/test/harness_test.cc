@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <pqxx/pqxx>
+#include <set>
 #include <thread>
 
+#include "common/net.h"
 #include "gtest/gtest.h"
 #include "support/redis_server.h"
 #include "support/subprocess.h"
@@ -124,6 +126,26 @@ bool Pings(const RedisServer& server) {
   }
   redisFree(ctx);
   return ok;
+}
+
+// Ports for the services tests start come from below the ephemeral range: a port-0 pick could
+// be handed to any connect() (mpirun's, gRPC's) before the service binds it.
+TEST(PickFreePortTest, PicksBelowTheEphemeralRangeAndNeverTwice) {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  ASSERT_TRUE(range >> low);
+  std::set<int> seen;
+  for (int i = 0; i < 200; ++i) {
+    absl::StatusOr<int> port = ringmaster::PickFreePort();
+    ASSERT_TRUE(port.ok()) << port.status();
+    EXPECT_GE(*port, 10000);
+    if (low > 11000) {
+      EXPECT_LT(*port, low);
+    }
+    EXPECT_TRUE(seen.insert(*port).second) << "port " << *port << " picked twice";
+  }
+  EXPECT_EQ(ringmaster::PickFreePort("not-an-address").status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(RedisServerTest, StartsStopsAndRestartsOnTheSamePort) {
