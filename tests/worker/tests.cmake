@@ -68,6 +68,9 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
       PkgConfig::PQXX)
   add_dependencies(worker_stress_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank)
+  # It saturates the machine on purpose: alongside it, the pre-run check's timing (which worker
+  # the ring waited for) drowned in the noise and health_check_e2e_test failed 3 of 3 cases.
+  set_tests_properties(worker_stress_e2e_test PROPERTIES RUN_SERIAL TRUE)
 endif()
 
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
