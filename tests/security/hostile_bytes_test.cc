@@ -41,6 +41,7 @@
 #include "ringmaster/v1/queue.pb.h"
 #include "ringmaster/v1/worker.pb.h"
 #include "support/http_get.h"
+#include "support/proc_file.h"
 #include "support/subprocess.h"
 #include "support/test_certs.h"
 #include "support/test_tokens.h"
@@ -67,8 +68,7 @@ struct Port {
 int64_t RssKb(pid_t pid) { return ProcStatusNumber(pid, "VmRSS:"); }
 
 bool Alive(pid_t pid) {
-  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::string text = ReadProcFile(absl::StrCat("/proc/", pid, "/stat"));
   const size_t close = text.rfind(')');
   return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
 }

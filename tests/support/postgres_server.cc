@@ -13,14 +13,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/net.h"
+#include "support/proc_file.h"
 
 namespace ringmaster::test {
 namespace {
 
 // The parent pid of `pid` from /proc/PID/stat; -1 when it is gone.
 pid_t ParentOf(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string stat = ReadProcFile(absl::StrCat("/proc/", pid, "/stat"));
   auto close = stat.rfind(')');
   if (close == std::string::npos) return -1;
   std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');

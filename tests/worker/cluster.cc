@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
 #include "gtest/gtest.h"
+#include "support/proc_file.h"
 #include "support/test_certs.h"
 #include "support/wait_for.h"
 
@@ -276,8 +277,7 @@ std::string Cluster::Logs() const {
 namespace {
 
 std::map<std::string, std::string> Environ(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/environ"), std::ios::binary);
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string data = ReadProcFile(absl::StrCat("/proc/", pid, "/environ"));
   std::map<std::string, std::string> env;
   size_t start = 0;
   while (start < data.size()) {
@@ -292,8 +292,7 @@ std::map<std::string, std::string> Environ(pid_t pid) {
 }
 
 bool IsZombie(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = ReadProcFile(absl::StrCat("/proc/", pid, "/stat"));
   auto close = text.rfind(')');
   return close == std::string::npos || close + 2 >= text.size() || text[close + 2] == 'Z';
 }

@@ -33,6 +33,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ringmaster/v1/admin.grpc.pb.h"
+#include "support/proc_file.h"
 #include "support/test_certs.h"
 #include "support/wait_for.h"
 #include "worker/cluster.h"
@@ -353,8 +354,7 @@ TEST_F(RunAsE2eTest, ForwardedExecStopsWhenRshIsSignalled) {
   auto sleepers = [&] {
     std::vector<pid_t> found;
     for (pid_t pid : ProcessesWithEnv({{"RINGMASTER_JOB_ID", *a}})) {
-      std::ifstream in(absl::StrCat("/proc/", pid, "/cmdline"));
-      std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string cmdline = ReadProcFile(absl::StrCat("/proc/", pid, "/cmdline"));
       if (Comm(pid) == "sleep" && absl::StrContains(cmdline, "37")) found.push_back(pid);
     }
     return found;

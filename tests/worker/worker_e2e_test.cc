@@ -99,6 +99,12 @@ class WorkerE2eTest : public ::testing::Test {
     for (const std::string& id : submitted_) {
       EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty()) << "processes of " << id << " left";
     }
+    // A test that stopped before restarting the worker it killed must not fail the next ones.
+    std::vector<std::string> dead;
+    for (const auto& w : cluster_->workers()) {
+      if (!w->process().Running()) dead.push_back(w->config().id);
+    }
+    for (const std::string& id : dead) EXPECT_TRUE(cluster_->RestartWorker(id).ok()) << id;
     EXPECT_TRUE(cluster_->WaitWorkersReady(3).ok());
   }
 

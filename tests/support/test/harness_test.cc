@@ -1,5 +1,6 @@
 // Tests of the test harness itself: Subprocess, RedisServer, TestDatabase, WaitFor.
 #include <hiredis/hiredis.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 
 #include "common/net.h"
 #include "gtest/gtest.h"
+#include "support/proc_file.h"
 #include "support/redis_server.h"
 #include "support/subprocess.h"
 #include "support/test_database.h"
@@ -126,6 +128,16 @@ bool Pings(const RedisServer& server) {
   }
   redisFree(ctx);
   return ok;
+}
+
+TEST(ReadProcFileTest, ReadsAProcessFileAndGivesEmptyForAGoneProcess) {
+  EXPECT_NE(ringmaster::test::ReadProcFile("/proc/self/stat").find(')'), std::string::npos);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  EXPECT_EQ(ringmaster::test::ReadProcFile("/proc/" + std::to_string(child) + "/environ"), "");
+  EXPECT_EQ(ringmaster::test::ReadProcFile("/proc/self"), "");  // EISDIR: no throw either
 }
 
 // Ports for the services tests start come from below the ephemeral range: a port-0 pick could
