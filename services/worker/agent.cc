@@ -405,7 +405,10 @@ void Agent::ApplyLocked(Attempt& attempt, const GangState::Decision& decision) {
     outbox_.push_back(s);
   }
   if (!decision.reports.empty()) outbox_cv_.notify_all();
-  if (decision.stop_local) StartTeardownLocked(attempt, "a rank failed on this worker");
+  if (decision.stop_local) {
+    StartTeardownLocked(attempt,
+                        decision.why.empty() ? "a rank failed on this worker" : decision.why);
+  }
   UpdateGaugesLocked();
 }
 
@@ -418,7 +421,7 @@ void Agent::StartTeardownLocked(Attempt& attempt, const std::string& why, bool n
                                             "may finish first"
                                           : "");
     attempt.teardown = true;
-    attempt.gang.MarkStopping();
+    attempt.gang.MarkStopping(why);
     attempt.teardown_at = Now();
     attempt.signal_at =
         attempt.teardown_at + (wait_for_clean_exit ? options_.clean_exit_wait : Clock::duration{});

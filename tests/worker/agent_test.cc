@@ -331,6 +331,7 @@ TEST(AgentTeardownTest, ARankUnreportedWhenItsStoppedAttemptIsGoneIsReportedKill
   EXPECT_EQ(ended[0].kind, RankStatus::Kind::kExited);
   EXPECT_EQ(ended[0].signal, SIGKILL);
   EXPECT_THAT(ended[0].message, HasSubstr("before it could report its exit"));
+  EXPECT_THAT(ended[0].message, HasSubstr("(orted) exited with code 3"));
   agent.Shutdown();
 }
 

@@ -37,7 +37,8 @@ TEST_F(GangTest, AFailedRankStopsTheLocalGang) {
   auto d = gang_.OnExited(1, 3, 0, "");
   EXPECT_TRUE(d.stop_local);
   EXPECT_EQ(d.reports[0].exit_code, 3);
-  gang_.MarkStopping();
+  EXPECT_EQ(d.why, "rank 1 exited with code 3");
+  gang_.MarkStopping(d.why);
   // The rest die of our SIGTERM: still reported, but they decide nothing more.
   d = gang_.OnExited(0, 0, 15, "");
   EXPECT_EQ(d.reports[0].signal, 15);
@@ -99,16 +100,20 @@ TEST_F(GangTest, ATornDownGangReportsEveryRankThatNeverDid) {
   gang.OnStarted(0, 100);
   gang.OnStarted(1, 101);
   gang.OnExited(1, 0, 0, "");
-  gang.MarkStopping();
+  const auto orted = gang.OnExecExited(0, 15);
+  EXPECT_TRUE(orted.stop_local);
+  EXPECT_EQ(orted.why, "a command Exec'd for the attempt (orted) was killed by signal 15");
+  gang.MarkStopping(orted.why);
   auto d = gang.OnTornDown();
   ASSERT_EQ(d.reports.size(), 2u);
   EXPECT_EQ(d.reports[0].rank, 0);
   EXPECT_EQ(d.reports[0].kind, Kind::kExited);
   EXPECT_EQ(d.reports[0].signal, 9);
   EXPECT_THAT(d.reports[0].message, HasSubstr("killed before it could report its exit"));
+  EXPECT_THAT(d.reports[0].message, HasSubstr("(orted) was killed by signal 15"));
   EXPECT_EQ(d.reports[1].rank, 2);
   EXPECT_EQ(d.reports[1].kind, Kind::kLaunchFailed);
-  EXPECT_THAT(d.reports[1].message, HasSubstr("before rank 2 started"));
+  EXPECT_THAT(d.reports[1].message, HasSubstr("before rank 2 started: a command Exec'd"));
   EXPECT_FALSE(d.stop_local);
   EXPECT_TRUE(gang.AllEnded());
   EXPECT_THAT(gang.OnTornDown().reports, IsEmpty());

@@ -52,6 +52,10 @@ GangState::Decision GangState::OnExited(int32_t rank, int32_t exit_code, int32_t
   s.message = message.substr(0, kMaxMessage);
   d.reports.push_back(std::move(s));
   d.stop_local = (exit_code != 0 || signal != 0) && !stopping_;
+  if (d.stop_local) {
+    d.why = signal != 0 ? absl::StrCat("rank ", rank, " was killed by signal ", signal)
+                        : absl::StrCat("rank ", rank, " exited with code ", exit_code);
+  }
   return d;
 }
 
@@ -76,6 +80,7 @@ GangState::Decision GangState::OnLauncherExited(int32_t exit_code, int32_t signa
     d.reports.push_back(std::move(s));
   }
   d.stop_local = (exit_code != 0 || signal != 0 || !d.reports.empty()) && !stopping_;
+  if (d.stop_local) d.why = absl::StrCat("mpirun ", how);
   return d;
 }
 
@@ -89,6 +94,7 @@ GangState::Decision GangState::OnLaunchFailed(const std::string& why) {
     d.reports.push_back(std::move(s));
   }
   d.stop_local = !stopping_;
+  if (d.stop_local) d.why = absl::StrCat("mpirun could not be started: ", why);
   return d;
 }
 
@@ -97,6 +103,11 @@ GangState::Decision GangState::OnExecExited(int32_t exit_code, int32_t signal) {
   // The launcher's mpirun decides about ranks that never started; a failed orted here only
   // means nothing of this attempt should be left running on this worker.
   d.stop_local = (exit_code != 0 || signal != 0) && !stopping_;
+  if (d.stop_local) {
+    d.why = absl::StrCat("a command Exec'd for the attempt (orted) ",
+                         signal != 0 ? absl::StrCat("was killed by signal ", signal)
+                                     : absl::StrCat("exited with code ", exit_code));
+  }
   return d;
 }
 
@@ -106,13 +117,15 @@ GangState::Decision GangState::OnTornDown() {
   for (auto& [rank, r] : ranks_) {
     if (r.phase == Phase::kStarted) {
       Decision one = OnExited(rank, 0, kSigKill,
-                              "the rank's wrapper was killed before it could report its exit, "
-                              "while the worker stopped the attempt");
+                              absl::StrCat("the rank's wrapper was killed before it could report "
+                                           "its exit, while the worker stopped the attempt: ",
+                                           stop_why_));
       for (RankStatus& s : one.reports) d.reports.push_back(std::move(s));
     } else if (r.phase == Phase::kAssigned) {
       r.phase = Phase::kLaunchFailed;
       RankStatus s = Status(rank, RankStatus::Kind::kLaunchFailed);
-      s.message = absl::StrCat("the worker stopped the attempt before rank ", rank, " started");
+      s.message = absl::StrCat("the worker stopped the attempt before rank ", rank,
+                               " started: ", stop_why_);
       d.reports.push_back(std::move(s));
     }
   }

@@ -38,6 +38,7 @@ class GangState {
   struct Decision {
     std::vector<RankStatus> reports;
     bool stop_local = false;
+    std::string why;  // with stop_local: what failed, for the log and OnTornDown's reports
   };
 
   GangState(std::string job_id, int32_t attempt, std::vector<int32_t> local_ranks);
@@ -53,11 +54,15 @@ class GangState {
   // An Exec'd command (orted) of this attempt ended on this worker.
   Decision OnExecExited(int32_t exit_code, int32_t signal);
   // Every process of the attempt on this worker has ended after the worker stopped it: a
-  // started rank still unreported counts as killed by SIGKILL, an unstarted one as not started.
+  // started rank still unreported counts as killed by SIGKILL, an unstarted one as not started;
+  // both messages say why the worker stopped it.
   Decision OnTornDown();
 
-  // The worker began stopping the attempt's processes here.
-  void MarkStopping() { stopping_ = true; }
+  // The worker began stopping the attempt's processes here, for `why`.
+  void MarkStopping(std::string why) {
+    stopping_ = true;
+    stop_why_ = std::move(why);
+  }
   bool stopping() const { return stopping_; }
 
   bool HasRank(int32_t rank) const { return ranks_.count(rank) > 0; }
@@ -85,6 +90,7 @@ class GangState {
   int32_t attempt_;
   std::map<int32_t, Rank> ranks_;
   bool stopping_ = false;
+  std::string stop_why_;
 };
 
 }  // namespace ringmaster::worker
