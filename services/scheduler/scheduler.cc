@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "core/event_cursor.h"
 #include "core/queue_order.h"
 #include "core/validation.h"
@@ -1838,16 +1839,22 @@ void Scheduler::HandleRankLocked(const std::string& worker_id, const RankReport&
           s = CommitLocked(job.id, {JobInput::Kind::kAllSucceeded,
                                     absl::StrCat("all ", job.placement.size(), " ranks exited 0")});
         }
-      } else if (report.signal != 0) {
-        s = CommitLocked(job.id, {JobInput::Kind::kFailed,
-                                  absl::StrCat("rank ", report.rank, " on ", worker_id,
-                                               " was killed by signal ", report.signal),
-                                  128 + report.signal});
       } else {
-        s = CommitLocked(job.id, {JobInput::Kind::kFailed,
-                                  absl::StrCat("rank ", report.rank, " on ", worker_id,
-                                               " exited with code ", report.exit_code),
-                                  report.exit_code});
+        // The worker's word on it, when it has one ("cannot run ./train: No such file or
+        // directory", a wrapper killed while the worker stopped the attempt, and why).
+        const std::string why =
+            report.message.empty() ? "" : absl::StrCat(": ", Utf8Prefix(report.message, 512));
+        if (report.signal != 0) {
+          s = CommitLocked(job.id, {JobInput::Kind::kFailed,
+                                    absl::StrCat("rank ", report.rank, " on ", worker_id,
+                                                 " was killed by signal ", report.signal, why),
+                                    128 + report.signal});
+        } else {
+          s = CommitLocked(job.id, {JobInput::Kind::kFailed,
+                                    absl::StrCat("rank ", report.rank, " on ", worker_id,
+                                                 " exited with code ", report.exit_code, why),
+                                    report.exit_code});
+        }
       }
       break;
     case RankReport::Kind::kProgress:
@@ -1867,7 +1874,7 @@ void Scheduler::HandleRankLocked(const std::string& worker_id, const RankReport&
     case RankReport::Kind::kLaunchFailed:
       s = CommitLocked(job.id, {JobInput::Kind::kFailed,
                                 absl::StrCat("rank ", report.rank, " could not start on ",
-                                             worker_id, ": ", report.message.substr(0, 512))});
+                                             worker_id, ": ", Utf8Prefix(report.message, 512))});
       break;
     case RankReport::Kind::kCheckpoint:
       break;  // handled above
@@ -1955,9 +1962,9 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
     auto culprit = workers_.find(outcome.culprit_worker_id);
     if (s.ok() && !outcome.passed && culprit_placed && culprit != workers_.end()) {
       Worker& w = culprit->second;
-      w.unhealthy_reason = absl::StrCat("pre-run check of job ", job_id, " attempt ",
-                                        outcome.attempt, " failed: ", outcome.message)
-                               .substr(0, 1024);
+      w.unhealthy_reason = Utf8Prefix(absl::StrCat("pre-run check of job ", job_id, " attempt ",
+                                                   outcome.attempt, " failed: ", outcome.message),
+                                      1024);
       cluster_.SetWorkerHealthy(w.id, false);
       // Named again (or for the first time): the wait before probation starts now.
       unhealthy_since_ms_[w.id] = clock_->NowMs();
@@ -1966,11 +1973,10 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
       write.worker = w;
       Enqueue(std::move(write));
       RM_LOG(kWarning) << "worker " << w.id << " is unhealthy: " << w.unhealthy_reason;
-      s = CommitLocked(
-          job_id,
-          {JobInput::Kind::kCheckFailed,
-           absl::StrCat("re-placing without unhealthy worker ", w.id,
-                        " (not counted against backoff_limit): ", outcome.message.substr(0, 512))});
+      s = CommitLocked(job_id, {JobInput::Kind::kCheckFailed,
+                                absl::StrCat("re-placing without unhealthy worker ", w.id,
+                                             " (not counted against backoff_limit): ",
+                                             Utf8Prefix(outcome.message, 512))});
       UpdateGaugesLocked();
     }
     if (!s.ok()) RM_LOG(kError) << "check of " << job_id << ": " << s;

@@ -19,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/tls.h"
+#include "common/utf8.h"
 #include "core/launch.h"
 #include "core/throughput.h"
 #include "host/file_io.h"
@@ -228,7 +229,7 @@ int RunRank(const std::vector<std::string>& program) {
     log_sink.Write(line);
     report.set_kind(v1::ReportRankRequest::KIND_EXITED);
     report.set_exit_code(127);
-    report.set_message(message);
+    report.set_message(Utf8Prefix(message, 1024));
     (void)agent.ReportRank(report, std::chrono::seconds(3));
     return 127;
   }

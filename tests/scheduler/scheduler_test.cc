@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/utf8.h"
 #include "core/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -1038,6 +1039,28 @@ TEST_F(SchedulerTest, AnAttemptThatFailsOrRestartsIsChargedUntilItStopsRunning) 
   EXPECT_THAT(stored, ElementsAre(QueueUsage{"default", "cpu", 4'000}));
   RM_ASSERT_OK_AND_ASSIGN(QueueView view, scheduler_->GetQueue("default"));
   EXPECT_EQ(view.status.resources["cpu"].used_seconds, 4);
+}
+
+// A failed rank's message from its worker reaches the job's message, cut to whole characters
+// (PostgreSQL refuses a statement with a cut one).
+TEST_F(SchedulerTest, AFailedRanksMessageFromItsWorkerEndsTheJobsMessage) {
+  Register(CpuWorker("w1", 4));
+  JobSpec spec = CommandSpec(1);
+  spec.restart_policy = RestartPolicy::kNever;
+  const std::string id = SubmitAndPlace(spec);
+  RM_ASSERT_OK_AND_ASSIGN(Job job, scheduler_->GetJob(id));
+  Report("w1", job, 0, RankReport::Kind::kStarted);
+  std::string message = "cannot run ./train: No such file or directory ";
+  while (message.size() < 600) message += "\xe8\xae\xad";  // a 3-byte character, past 512
+  scheduler_->ReportRank(
+      "w1", {job.id, job.attempt, 0, RankReport::Kind::kExited, 127, 0, message, 0, 0, {}});
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(Job failed, scheduler_->GetJob(id));
+  EXPECT_EQ(failed.state, JobState::kFailed);
+  EXPECT_THAT(failed.message,
+              HasSubstr("rank 0 on w1 exited with code 127: cannot run ./train: No such file"));
+  EXPECT_EQ(Utf8Prefix(failed.message, failed.message.size()), failed.message)
+      << "a character was cut";
 }
 
 class PreemptionTest : public SchedulerTest {

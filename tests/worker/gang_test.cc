@@ -1,5 +1,6 @@
 #include "core/gang.h"
 
+#include "common/utf8.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -138,6 +139,20 @@ TEST_F(GangTest, UnknownRanksAreIgnored) {
   EXPECT_THAT(gang_.OnStarted(9, 1).reports, IsEmpty());
   EXPECT_THAT(gang_.OnExited(9, 1, 0, "").reports, IsEmpty());
   EXPECT_FALSE(gang_.HasRank(9));
+}
+
+TEST_F(GangTest, MpirunsOutputTailIsCutToWholeCharacters) {
+  // A program's output in mpirun's tail: cut anywhere, it would break the worker's stream to
+  // the scheduler (protobuf parses no invalid UTF-8).
+  std::string tail = "\xae\xad starts mid-character, ";
+  while (tail.size() < 3000) tail += "\xe8\xae\xad";
+  auto d = gang_.OnLauncherExited(1, 0, tail);
+  ASSERT_EQ(d.reports.size(), 2u);
+  const std::string& m = d.reports[0].message;
+  EXPECT_LE(m.size(), 1024u);
+  EXPECT_GE(m.size(), 1021u);
+  EXPECT_EQ(Utf8Prefix(m, m.size()), m);
+  EXPECT_THAT(m, HasSubstr("?? starts mid-character"));
 }
 
 TEST_F(GangTest, LongMessagesAreCut) {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/utf8.h"
 
 namespace ringmaster::scheduler {
 
@@ -64,7 +65,7 @@ std::string CheckEventText(const CheckOutcome& outcome, const CheckShape& shape,
                       outcome.passed ? "passed" : (outcome.completed ? "failed" : "could not run"),
                       outcome.busbw_gbps, baseline, shape.Key(), outcome.seconds);
   if (outcome.in_session) absl::StrAppend(&text, " inside the job's MPI_Init");
-  if (!outcome.message.empty()) absl::StrAppend(&text, ": ", outcome.message.substr(0, 600));
+  if (!outcome.message.empty()) absl::StrAppend(&text, ": ", Utf8Prefix(outcome.message, 600));
   return text;
 }
 

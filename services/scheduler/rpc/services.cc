@@ -14,6 +14,7 @@
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/tls.h"
+#include "common/utf8.h"
 #include "convert/convert.h"
 #include "core/event_cursor.h"
 
@@ -824,7 +825,7 @@ class WorkerStream final
       outcome.seconds = c.seconds();
       outcome.transport = c.transport().empty() ? "cpu" : c.transport();
       outcome.culprit_worker_id = c.culprit_worker_id();
-      outcome.message = c.message().substr(0, 2048);
+      outcome.message = Utf8Prefix(c.message(), 2048);
       outcome.in_session = c.in_session();
       scheduler_->ReportCheck(id, outcome);
     } else {

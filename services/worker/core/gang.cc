@@ -1,6 +1,7 @@
 #include "core/gang.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/utf8.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -49,7 +50,7 @@ GangState::Decision GangState::OnExited(int32_t rank, int32_t exit_code, int32_t
   RankStatus s = Status(rank, RankStatus::Kind::kExited);
   s.exit_code = r.exit_code;
   s.signal = signal;
-  s.message = message.substr(0, kMaxMessage);
+  s.message = Utf8Prefix(message, kMaxMessage);
   d.reports.push_back(std::move(s));
   d.stop_local = (exit_code != 0 || signal != 0) && !stopping_;
   if (d.stop_local) {
@@ -75,8 +76,9 @@ GangState::Decision GangState::OnLauncherExited(int32_t exit_code, int32_t signa
     if (r.phase != Phase::kAssigned) continue;
     r.phase = Phase::kLaunchFailed;
     RankStatus s = Status(rank, RankStatus::Kind::kLaunchFailed);
-    s.message = absl::StrCat("mpirun ", how, " before rank ", rank, " started: ", output_tail)
-                    .substr(0, kMaxMessage);
+    s.message =
+        Utf8Prefix(absl::StrCat("mpirun ", how, " before rank ", rank, " started: ", output_tail),
+                   kMaxMessage);
     d.reports.push_back(std::move(s));
   }
   d.stop_local = (exit_code != 0 || signal != 0 || !d.reports.empty()) && !stopping_;
@@ -90,7 +92,7 @@ GangState::Decision GangState::OnLaunchFailed(const std::string& why) {
     if (r.phase != Phase::kAssigned) continue;
     r.phase = Phase::kLaunchFailed;
     RankStatus s = Status(rank, RankStatus::Kind::kLaunchFailed);
-    s.message = why.substr(0, kMaxMessage);
+    s.message = Utf8Prefix(why, kMaxMessage);
     d.reports.push_back(std::move(s));
   }
   d.stop_local = !stopping_;

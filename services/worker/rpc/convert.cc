@@ -1,5 +1,7 @@
 #include "rpc/convert.h"
 
+#include "common/utf8.h"
+
 namespace ringmaster::worker {
 
 Assignment FromProto(const v1::Assignment& proto) {
@@ -53,7 +55,7 @@ v1::CheckResult ToProto(const CheckReport& report) {
   }
   proto.set_passed(report.passed);
   proto.set_culprit_worker_id(report.culprit_worker_id);
-  proto.set_message(report.message.substr(0, 2048));
+  proto.set_message(Utf8Prefix(report.message, 2048));
   proto.set_in_session(report.in_session);
   return proto;
 }
@@ -99,7 +101,7 @@ v1::RankStatus ToProto(const RankStatus& status) {
   }
   proto.set_exit_code(status.exit_code);
   proto.set_signal(status.signal);
-  proto.set_message(status.message);
+  proto.set_message(Utf8Prefix(status.message, 2048));
   return proto;
 }
 
