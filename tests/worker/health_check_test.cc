@@ -42,6 +42,18 @@ TEST(CheckResultTest, RanksOutOfOrderAreRejected) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The in-session check's result is written by the job's own processes: a worker id that is
+// not valid UTF-8 would break the worker's stream to the scheduler (protobuf strings).
+TEST(CheckResultTest, AWorkerIdThatIsNotUtf8OrTooLongIsRejected) {
+  absl::StatusOr<CheckReport> bad = ParseCheckResult("busbw_gbps 1\nwrong 0\nrank 0 w\xff 0.1\n");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("line 3"));
+  const std::string long_id(129, 'w');
+  EXPECT_EQ(ParseCheckResult("busbw_gbps 1\nwrong 0\nrank 0 " + long_id + " 0.1\n").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ParseCheckResult("busbw_gbps 1\nwrong 0\nrank 0 w\xc3\xa9 0.1\n").ok());
+}
+
 TEST(CheckResultTest, MissingFieldsAreRejected) {
   EXPECT_EQ(ParseCheckResult("transport cpu\n").status().code(),
             absl::StatusCode::kInvalidArgument);

@@ -7,13 +7,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/utf8.h"
 
 namespace ringmaster::worker {
 namespace {
 
 absl::Status Malformed(int line, const std::string& text) {
   return absl::InvalidArgumentError(
-      absl::StrCat("check result line ", line, ": malformed \"", text.substr(0, 80), "\""));
+      absl::StrCat("check result line ", line, ": malformed \"", Utf8Prefix(text, 80), "\""));
 }
 
 // Mean wait of each worker's ranks.
@@ -59,6 +60,11 @@ absl::StatusOr<CheckReport> ParseCheckResult(const std::string& text) {
       CheckRankTiming r;
       if (!absl::SimpleAtoi(words[1], &r.rank) || !absl::SimpleAtod(words[3], &r.wait_seconds) ||
           r.rank != static_cast<int32_t>(report.ranks.size())) {
+        return Malformed(line_no, std::string(line));
+      }
+      // Written by the job's own processes (in-session): it goes on to the scheduler as a
+      // protobuf string, which must be valid UTF-8, so a bad one is refused here.
+      if (words[2].size() > 128 || Utf8Prefix(words[2], words[2].size()) != words[2]) {
         return Malformed(line_no, std::string(line));
       }
       r.worker_id = words[2];
