@@ -6,7 +6,8 @@
 
 namespace ringmaster::test {
 
-// The whole file, or "" when it cannot be opened or read. Not std::ifstream with
+// The whole file, or "" when it cannot be opened or read: the worker's ReadFileToString
+// (host/file_io.h), for tests that only need the text. Not std::ifstream with
 // istreambuf_iterator: libstdc++'s filebuf throws when read() fails (ESRCH: the process exited
 // between open and read), whatever the stream's exception mask, and that ended test bodies
 // with "basic_filebuf::underflow error reading the file: No such process".
