@@ -1086,6 +1086,10 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         plan.run = ChecksJob(job.spec, options_.health_check);
         plan.min_ratio = options_.check_min_ratio;
         plan.transport = ExpectedTransportLocked(job.placement);
+        plan.separately = job.separate_check_attempt == job.attempt;
+        for (const auto& r : job.placement) {
+          plan.separately = plan.separately || cluster_.OnProbation(r.worker_id);
+        }
         const CheckShape shape = ShapeOf(job.placement, plan.transport);
         if (auto b = baselines_.find(shape.Key()); b != baselines_.end()) {
           plan.baseline_gbps = b->second.busbw_gbps;
@@ -1933,7 +1937,9 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
       metrics_->check_seconds.Observe(outcome.seconds);
       if (outcome.completed) metrics_->check_busbw.Add({{"shape", key}}).Set(outcome.busbw_gbps);
     }
-    if (outcome.passed) {
+    // A check inside the job's MPI_Init teaches no baseline: forged passes could raise it
+    // past what any honest check reaches, and failed checks never lower it.
+    if (outcome.passed && !outcome.in_session) {
       learned = UpdateBaseline(base != baselines_.end() ? base->second : CheckBaseline{key},
                                outcome.busbw_gbps, clock_->NowMs());
       baselines_[key] = *learned;
@@ -1942,7 +1948,11 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
     std::string text = CheckEventText(outcome, shape, baseline);
     const std::string job_id = job.id;
     std::vector<std::string> cleared;
-    if (outcome.passed) {
+    // A check inside the job's MPI_Init is written by the job's own processes: any job could
+    // forge one. It never marks or clears a worker (a blame is verified by ringmaster-check),
+    // nor teaches a baseline (above).
+    const bool trusted = !outcome.in_session;
+    if (outcome.passed && trusted) {
       for (const auto& r : job.placement) {
         if (cluster_.OnProbation(r.worker_id) &&
             std::find(cleared.begin(), cleared.end(), r.worker_id) == cleared.end()) {
@@ -1960,7 +1970,19 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
       }
     }
     auto culprit = workers_.find(outcome.culprit_worker_id);
-    if (s.ok() && !outcome.passed && culprit_placed && culprit != workers_.end()) {
+    if (s.ok() && !outcome.passed && culprit_placed && culprit != workers_.end() && !trusted) {
+      // Re-placed like a blame, not counted: its next attempt runs ringmaster-check before
+      // any of its processes start, and that check marks the worker if it is slow.
+      if (auto j = jobs_.find(job_id); j != jobs_.end()) {
+        j->second.separate_check_attempt = outcome.attempt + 1;
+      }
+      s = CommitLocked(job_id,
+                       {JobInput::Kind::kCheckFailed,
+                        absl::StrCat("re-placing to verify the blame of worker ", culprit->first,
+                                     " with ringmaster-check before any worker is "
+                                     "marked (not counted against backoff_limit): ",
+                                     Utf8Prefix(outcome.message, 512))});
+    } else if (s.ok() && !outcome.passed && culprit_placed && culprit != workers_.end()) {
       Worker& w = culprit->second;
       w.unhealthy_reason = Utf8Prefix(absl::StrCat("pre-run check of job ", job_id, " attempt ",
                                                    outcome.attempt, " failed: ", outcome.message),

@@ -41,6 +41,18 @@ class RecordingLink : public WorkerLink {
   void SendAssignment(const Job& job) override {
     std::lock_guard<std::mutex> lock(mu_);
     assignments_.push_back(job);
+    plans_.emplace_back();
+  }
+  // Through SendAssignment, which subclasses slow down; one thread sends to a link.
+  void SendAssignmentWithCheck(const Job& job, const CheckPlan& plan) override {
+    SendAssignment(job);
+    std::lock_guard<std::mutex> lock(mu_);
+    plans_.back() = plan;
+  }
+  // The check plan of each of assignments(), in the same order.
+  std::vector<CheckPlan> plans() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return plans_;
   }
   void SendStop(const std::string& job_id, int32_t attempt, const std::string&,
                 int64_t grace_ms) override {
@@ -66,6 +78,7 @@ class RecordingLink : public WorkerLink {
  private:
   std::mutex mu_;
   std::vector<Job> assignments_;
+  std::vector<CheckPlan> plans_;
   std::vector<std::pair<std::string, int32_t>> stops_;
   std::vector<int64_t> graces_;
   std::atomic<bool> closed_{false};
@@ -548,9 +561,11 @@ void Elapse(Scheduler& scheduler, FakeClock& clock, const std::vector<std::strin
   }
 }
 
-// A check run inside the job's MPI_Init reports after the ranks started: the job is RUNNING,
-// and a named culprit still re-places it without that worker, not counted against backoff.
-TEST_F(SchedulerTest, AnInSessionCheckThatNamesAWorkerReplacesARunningJob) {
+// A check run inside the job's MPI_Init reports after the ranks started: the job is RUNNING.
+// Its result is written by the job's own processes, so a named culprit is not believed: the job
+// is re-placed (not counted against backoff) and its next attempt is checked by ringmaster-check,
+// whose blame marks the worker.
+TEST_F(SchedulerTest, AnInSessionCheckThatNamesAWorkerIsVerifiedBeforeTheWorkerIsMarked) {
   auto l1 = Register(CpuWorker("w1", 2));
   auto l2 = Register(CpuWorker("w2", 2));
   const std::string id = SubmitAndPlace(CommandSpec(4));
@@ -572,19 +587,41 @@ TEST_F(SchedulerTest, AnInSessionCheckThatNamesAWorkerReplacesARunningJob) {
   for (const JobEvent& e : events) absl::StrAppend(&text, e.reason, "\n");
   EXPECT_THAT(text, HasSubstr("pre-run check failed: busbw 0.010 GB/s (no baseline yet, shape "
                               "2x2/cpu) in 0.050 s inside the job's MPI_Init: w2 was last"));
-  EXPECT_THAT(text, HasSubstr("re-placing without unhealthy worker w2"));
-  bool unhealthy = false;
-  for (const WorkerView& v : scheduler_->ListWorkers()) {
-    if (v.worker.id == "w2") unhealthy = !v.worker.unhealthy_reason.empty();
-  }
-  EXPECT_TRUE(unhealthy);
+  EXPECT_THAT(text, HasSubstr("re-placing to verify the blame of worker w2 with "
+                              "ringmaster-check before any worker is marked (not counted against "
+                              "backoff_limit): w2 was last"));
+  auto unhealthy = [&](const std::string& worker) {
+    for (const WorkerView& v : scheduler_->ListWorkers()) {
+      if (v.worker.id == worker) return !v.worker.unhealthy_reason.empty();
+    }
+    return false;
+  };
+  EXPECT_FALSE(unhealthy("w2")) << "the job's own processes wrote that verdict";
+  EXPECT_FALSE(l1->plans().at(0).separately);
 
-  // A check of a job that has ended is too late to decide anything.
-  auto l3 = Register(CpuWorker("w3", 2));
+  // The next attempt is checked by ringmaster-check on every worker; its blame is believed.
   scheduler_->RunPass();
   RM_ASSERT_OK(scheduler_->Flush(5'000));
   job = l1->assignments().back();
   ASSERT_EQ(job.attempt, 1);
+  EXPECT_TRUE(l1->plans().back().run);
+  EXPECT_TRUE(l1->plans().back().separately);
+  EXPECT_TRUE(l2->plans().back().separately);
+  scheduler_->ReportCheck(job.placement.at(0).worker_id, {id, job.attempt, true, false, 0.01, 0.5,
+                                                          "cpu", "w2", "w2 was last", false});
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_TRUE(unhealthy("w2"));
+  RM_ASSERT_OK_AND_ASSIGN(events, memory_.ListEvents(id, 0));
+  EXPECT_THAT(events.back().reason, HasSubstr("re-placing without unhealthy worker w2"));
+
+  // The attempt after that is checked in its MPI_Init again. A check of a job that has ended
+  // is too late to decide anything.
+  auto l3 = Register(CpuWorker("w3", 2));
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  job = l1->assignments().back();
+  ASSERT_EQ(job.attempt, 2);
+  EXPECT_FALSE(l1->plans().back().separately);
   for (const RankPlacement& r : job.placement) {
     Report(r.worker_id, job, r.rank, RankReport::Kind::kStarted);
   }
@@ -597,11 +634,7 @@ TEST_F(SchedulerTest, AnInSessionCheckThatNamesAWorkerReplacesARunningJob) {
                           {id, job.attempt, true, false, 0.01, 0.05, "cpu", "w3", "late", true});
   RM_ASSERT_OK(scheduler_->Flush(5'000));
   EXPECT_EQ(StoredState(id), JobState::kSucceeded);
-  for (const WorkerView& v : scheduler_->ListWorkers()) {
-    if (v.worker.id == "w3") {
-      EXPECT_EQ(v.worker.unhealthy_reason, "");
-    }
-  }
+  EXPECT_FALSE(unhealthy("w3"));
 }
 
 TEST_F(SchedulerTest, AWorkerAFailedCheckNamedIsClearedOnProbationByTheNextCheckItPasses) {
@@ -653,6 +686,16 @@ TEST_F(SchedulerTest, AWorkerAFailedCheckNamedIsClearedOnProbationByTheNextCheck
   for (const WorkerView& v : scheduler_->ListWorkers()) {
     EXPECT_EQ(v.on_probation, v.worker.id == "w2") << v.worker.id;
   }
+  EXPECT_TRUE(l1->plans().back().separately) << "only ringmaster-check may clear it";
+  EXPECT_TRUE(l2->plans().back().separately);
+
+  // A passing result from inside the job's MPI_Init (which the job could have written) neither
+  // clears it nor teaches the shape's baseline.
+  scheduler_->ReportCheck(job.placement.at(0).worker_id,
+                          {id, job.attempt, true, true, 1.0, 0.5, "cpu", "", "passed", true});
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_TRUE(unhealthy("w2"));
+  EXPECT_TRUE(scheduler_->CheckBaselines().empty());
 
   scheduler_->ReportCheck(job.placement.at(0).worker_id,
                           {id, job.attempt, true, true, 1.0, 0.5, "cpu", "", "passed", false});
@@ -663,6 +706,7 @@ TEST_F(SchedulerTest, AWorkerAFailedCheckNamedIsClearedOnProbationByTheNextCheck
   for (const Worker& w : stored_workers) EXPECT_EQ(w.unhealthy_reason, "") << w.id;
   RM_ASSERT_OK_AND_ASSIGN(auto events, memory_.ListEvents(id, 0));
   EXPECT_THAT(events.back().reason, HasSubstr("worker w2 passed it on probation"));
+  EXPECT_EQ(scheduler_->CheckBaselines().count("2x2/cpu"), 1u);
 }
 
 TEST_F(SchedulerTest, AWorkerNamedAgainOnProbationWaitsAgain) {

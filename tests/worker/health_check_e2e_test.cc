@@ -145,7 +145,8 @@ TEST(HealthCheckE2eTest, SlowWorkerIsFoundMarkedUnhealthyAndTheJobCompletesElsew
 
 // The built-in trainer is checked inside its own MPI_Init (the rank wrapper's preloaded
 // library), not by an mpirun of ringmaster-check: the slow worker is found all the same, from a
-// RUNNING job, and the job is re-placed without it.
+// RUNNING job. That verdict is the job's own, so the next attempt verifies it with
+// ringmaster-check, which marks the worker; the attempt after that runs without it.
 TEST(HealthCheckE2eTest, TheTrainerIsCheckedInsideItsOwnMpiInit) {
   auto started = Cluster::Start("", {"--health-check", "true", "--check-min-ratio", "0.5"});
   ASSERT_TRUE(started.ok()) << started.status();
@@ -174,7 +175,7 @@ TEST(HealthCheckE2eTest, TheTrainerIsCheckedInsideItsOwnMpiInit) {
   ASSERT_TRUE(cluster->AddWorker(Config(spare, "127.0.0.3")).ok());
   v1::Job done = cluster->WaitState(*id, v1::JOB_STATE_SUCCEEDED, 90s);
   ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.message() << "\n" << cluster->Logs();
-  EXPECT_EQ(done.attempt(), 1);
+  EXPECT_EQ(done.attempt(), 2);
   for (const auto& r : done.placement()) EXPECT_NE(r.worker_id(), slow);
   const std::string events = EventText(cluster->Events(*id));
   std::cerr << "events of " << *id << ":\n" << events;
@@ -184,15 +185,18 @@ TEST(HealthCheckE2eTest, TheTrainerIsCheckedInsideItsOwnMpiInit) {
   EXPECT_THAT(events, ::testing::ContainsRegex("0 pre-run check failed: busbw [0-9.]+ GB/s "
                                                "\\([^)]*\\) in [0-9.]+ s inside the job's "
                                                "MPI_Init"));
-  EXPECT_THAT(events, HasSubstr("re-placing without unhealthy worker " + slow));
-  EXPECT_THAT(events, ::testing::ContainsRegex("1 pre-run check passed: busbw [0-9.]+ GB/s "
+  EXPECT_THAT(events, HasSubstr("1 re-placing to verify the blame of worker " + slow));
+  EXPECT_THAT(events, ::testing::ContainsRegex("1 pre-run check failed: busbw [0-9.]+ GB/s "
+                                               "\\([^)]*\\) in [0-9.]+ s: "));
+  EXPECT_THAT(events, HasSubstr("2 re-placing without unhealthy worker " + slow));
+  EXPECT_THAT(events, ::testing::ContainsRegex("2 pre-run check passed: busbw [0-9.]+ GB/s "
                                                "\\([^)]*\\) in [0-9.]+ s inside the job's "
                                                "MPI_Init"));
 }
 
 // A plain MPI program (no Ringmaster code) whose spec says it calls MPI_Init is checked inside
-// it as the trainer is: the slow worker is found and the job re-placed without it, with no
-// mpirun of ringmaster-check.
+// it as the trainer is: the slow worker is found, verified by ringmaster-check, and the job
+// re-placed without it.
 TEST(HealthCheckE2eTest, AnMpiCommandThatSaysSoIsCheckedInsideItsMpiInit) {
 #ifndef RINGMASTER_STALLED_ALLREDUCE
   GTEST_SKIP() << "built without the MPI test program";
@@ -224,17 +228,61 @@ TEST(HealthCheckE2eTest, AnMpiCommandThatSaysSoIsCheckedInsideItsMpiInit) {
   ASSERT_TRUE(cluster->AddWorker(Config(spare, "127.0.0.3")).ok());
   v1::Job done = cluster->WaitState(*id, v1::JOB_STATE_SUCCEEDED, 60s);
   ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.message() << "\n" << cluster->Logs();
-  EXPECT_EQ(done.attempt(), 1);
+  EXPECT_EQ(done.attempt(), 2);
   for (const auto& r : done.placement()) EXPECT_NE(r.worker_id(), slow);
   const std::string events = EventText(cluster->Events(*id));
   std::cerr << "events of " << *id << ":\n" << events;
   EXPECT_THAT(events, ::testing::ContainsRegex("0 pre-run check failed: busbw [0-9.]+ GB/s "
                                                "\\([^)]*\\) in [0-9.]+ s inside the job's "
                                                "MPI_Init"));
-  EXPECT_THAT(events, ::testing::ContainsRegex("1 pre-run check passed: busbw [0-9.]+ GB/s "
+  EXPECT_THAT(events, HasSubstr("2 re-placing without unhealthy worker " + slow));
+  EXPECT_THAT(events, ::testing::ContainsRegex("2 pre-run check passed: busbw [0-9.]+ GB/s "
                                                "\\([^)]*\\) in [0-9.]+ s inside the job's "
                                                "MPI_Init"));
 #endif
+}
+
+// The result of a check inside MPI_Init is written by the job's own rank 0, so a job can write
+// anything there. A forged blame of a healthy worker costs the job a restart and marks nobody:
+// the next attempt is checked by ringmaster-check, which passes.
+TEST(HealthCheckE2eTest, AForgedInSessionBlameMarksNoWorker) {
+  auto started = Cluster::Start("", {"--health-check", "true", "--check-min-ratio", "0.5"});
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<Cluster> cluster = std::move(*started);
+  const std::string suffix = absl::StrCat("-", getpid());
+  const std::string a = "hf2" + suffix, victim = "hf4" + suffix;
+  ASSERT_TRUE(cluster->AddWorker(Config(a, "127.0.0.2")).ok());
+  ASSERT_TRUE(cluster->AddWorker(Config(victim, "127.0.0.4")).ok());
+  ASSERT_TRUE(cluster->WaitWorkersReady(2).ok()) << cluster->Logs();
+
+  v1::JobSpec spec;
+  spec.set_name("hc-forger");
+  spec.set_replicas(2);
+  spec.set_restart_policy(v1::RESTART_POLICY_NEVER);
+  v1::CommandWorkload* command = spec.mutable_command();
+  // Rank 0 writes a result in which the victim's rank hardly waited while the other waited
+  // half a second: the straggler rule names the victim. It never calls MPI_Init.
+  command->add_argv("/bin/sh");
+  command->add_argv("-c");
+  command->add_argv(absl::StrCat(
+      "f=\"$RINGMASTER_PRECHECK_RESULT\"; "
+      "if [ \"$RANK\" = 0 ] && [ -n \"$f\" ]; then "
+      "printf 'transport cpu\\nbusbw_gbps 1.0\\nelapsed_seconds 0.6\\nwrong 0\\n"
+      "rank 0 ",
+      a, " 0.5\\nrank 1 ", victim, " 0.001\\n' > \"$f.tmp\" && mv \"$f.tmp\" \"$f\"; fi; sleep 2"));
+  command->set_check_in_mpi_init(true);
+  auto id = cluster->Submit(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  v1::Job done = cluster->WaitState(*id, v1::JOB_STATE_SUCCEEDED, 60s);
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.message() << "\n" << cluster->Logs();
+  const std::string events = EventText(cluster->Events(*id));
+  std::cerr << "events of " << *id << ":\n" << events;
+  EXPECT_THAT(events, HasSubstr("1 re-placing to verify the blame of worker " + victim));
+  EXPECT_THAT(events, ::testing::ContainsRegex("1 pre-run check passed: busbw [0-9.]+ GB/s "
+                                               "\\([^)]*\\) in [0-9.]+ s(;|\n)"));
+  EXPECT_EQ(done.attempt(), 1);
+  EXPECT_TRUE(WorkerInfoOf(*cluster, victim).unhealthy_reason().empty());
+  EXPECT_TRUE(WorkerInfoOf(*cluster, a).unhealthy_reason().empty());
 }
 
 TEST(HealthCheckE2eTest, AJobThatOptsOutRunsWithoutACheck) {

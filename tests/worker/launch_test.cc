@@ -211,6 +211,10 @@ TEST(LaunchTest, OnlyACheckedTrainerIsCheckedInsideItsMpiInitAndEveryRankIsTold)
   a.check_on_gpus = true;
   EXPECT_FALSE(ChecksInSession(a));
   a.check_on_gpus = false;
+  a.check_separately = true;
+  EXPECT_FALSE(ChecksInSession(a)) << "the scheduler asked for ringmaster-check";
+  EXPECT_EQ(RankEnvironment(a, 1, host).count(kPrecheckResultEnv), 0u);
+  a.check_separately = false;
   a.command.reset();
   a.trainer = TrainerWorkload{};
   EXPECT_TRUE(ChecksInSession(a));

@@ -15,6 +15,11 @@
 //      PENDING without counting against backoff_limit, to be placed elsewhere. Not passed
 //      without a culprit: a check that completed runs the job anyway; one that could not run
 //      fails the attempt.
+//   5. A check run inside the job's MPI_Init (in_session) is written by the job's own
+//      processes, so it marks and clears no worker: its blame re-places the job (not counted)
+//      with CheckPlan::separately for the next attempt, whose ringmaster-check runs before
+//      any of the job's processes and decides. A placement with a worker on probation is
+//      always checked separately.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_HEALTH_CHECK_H_
 #define RINGMASTER_SERVICES_SCHEDULER_CORE_HEALTH_CHECK_H_
 
@@ -69,6 +74,9 @@ struct CheckPlan {
   double baseline_gbps = 0;  // 0: none known
   double min_ratio = 0.5;
   std::string transport = "cpu";  // ExpectedTransport of the placement
+  // ringmaster-check's own mpirun, never a check inside the job's MPI_Init: see
+  // ChecksSeparately.
+  bool separately = false;
 };
 
 // Whether a job's attempts are checked: the spec's health_check (unset: yes) and the

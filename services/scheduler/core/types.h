@@ -96,6 +96,11 @@ struct Job {
   // by the workers after a scheduler restart.
   int64_t last_checkpoint_step = 0;
   int64_t last_checkpoint_time_ms = 0;
+  // The attempt whose pre-run check must be ringmaster-check's own mpirun (CheckPlan::
+  // separately): the one after an attempt whose in-session check blamed a worker. -1: none.
+  // In memory only: a scheduler restart forgets it, and the next attempt is checked in its
+  // MPI_Init again (a repeated blame is verified then).
+  int32_t separate_check_attempt = -1;
 };
 
 struct JobEvent {

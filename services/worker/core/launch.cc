@@ -204,7 +204,8 @@ std::map<std::string, std::string> LauncherEnvironment(const Assignment& assignm
 bool ChecksInSession(const Assignment& assignment) {
   const bool calls_mpi_init = assignment.trainer.has_value() ||
                               (assignment.command && assignment.command->check_in_mpi_init);
-  return assignment.run_check && calls_mpi_init && !assignment.check_on_gpus;
+  return assignment.run_check && calls_mpi_init && !assignment.check_on_gpus &&
+         !assignment.check_separately;
 }
 
 std::map<std::string, std::string> RankEnvironment(const Assignment& assignment, int32_t rank,

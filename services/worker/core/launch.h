@@ -112,7 +112,8 @@ struct RankHost {
 // built-in trainer, which is known to call MPI_Init, and a command whose spec says it does
 // (check_in_mpi_init). Any other program might never call it.
 // Not on real GPUs: the in-session check is MPI on the host, and a GPU ring is checked with
-// NCCL on its GPUs by ringmaster-check.
+// NCCL on its GPUs by ringmaster-check. Not when the scheduler asks for ringmaster-check
+// (check_separately): only a check the job's processes cannot write may mark or clear a worker.
 bool ChecksInSession(const Assignment& assignment);
 inline constexpr char kPrecheckResultEnv[] = "RINGMASTER_PRECHECK_RESULT";
 

@@ -53,6 +53,9 @@ struct Assignment {
   // Every rank has real GPUs: the check is ringmaster-check's NCCL allreduce (an mpirun of its
   // own), never the in-session one, which is MPI on the host.
   bool check_on_gpus = false;
+  // The scheduler wants ringmaster-check's own mpirun, never the in-session check (whose result
+  // the job's processes write): a worker on probation, or a blame to verify.
+  bool check_separately = false;
   // The job's team: whose Unix user runs the attempt on a worker with --run-as.
   std::string team;
 };

@@ -36,6 +36,7 @@ Assignment FromProto(const v1::Assignment& proto) {
   a.check_policy.baseline_gbps = proto.check_baseline_gbps();
   if (proto.check_min_ratio() > 0) a.check_policy.min_ratio = proto.check_min_ratio();
   a.check_on_gpus = proto.check_transport() == "gpu";
+  a.check_separately = proto.check_separately();
   return a;
 }
 
