@@ -6,6 +6,7 @@
 // Baseline in the same run: core placement (ClusterState::Place) of the same job mix on the
 // same cluster in process. Driven by bench/placement_e2e_bench.sh, which starts the servers.
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,7 +16,6 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,19 +26,22 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
-#include <unistd.h>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "bench_worker.h"
 #include "core/placement.h"
+#include "host/file_io.h"
 #include "ringmaster/v1/job.grpc.pb.h"
 
 using Clock = std::chrono::steady_clock;
 using ringmaster::bench::BenchWorker;
 namespace core = ringmaster::scheduler;
 namespace v1 = ringmaster::v1;
+namespace worker = ringmaster::worker;
 
 namespace {
 
@@ -236,20 +239,24 @@ std::map<int, std::pair<std::string, double>> ThreadCpu(int pid) {
        std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
     int tid = 0;
     if (!absl::SimpleAtoi(entry.path().filename().string(), &tid)) continue;
-    std::ifstream sched(entry.path() / "schedstat");
-    std::ifstream comm(entry.path() / "comm");
+    // A thread that ends meanwhile reads as an error, not a throw (host/file_io.h).
+    auto sched = worker::ReadFileToString(entry.path() / "schedstat", 4096);
+    auto comm = worker::ReadFileToString(entry.path() / "comm", 4096);
     double ns = 0;
-    std::string name;
-    if (!(sched >> ns) || !std::getline(comm, name)) continue;
-    out[tid] = {name, ns / 1e9};
+    if (!sched.ok() || !comm.ok() || comm->empty()) continue;
+    std::vector<std::string> words = absl::StrSplit(*sched, ' ', absl::SkipEmpty());
+    if (words.empty() || !absl::SimpleAtod(words[0], &ns)) continue;
+    out[tid] = {std::string(absl::StripTrailingAsciiWhitespace(*comm)), ns / 1e9};
   }
   return out;
 }
 
 long ProcessTicks(int pid) {
-  std::ifstream f(absl::StrCat("/proc/", pid, "/stat"));
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  const std::string stat =
+      worker::ReadFileToString(absl::StrCat("/proc/", pid, "/stat"), 4096).value_or("");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;  // gone
+  std::istringstream rest(stat.substr(paren + 1));
   std::string field;
   long ticks = 0;
   for (int i = 3; rest >> field && i <= 15; ++i) {

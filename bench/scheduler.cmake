@@ -13,11 +13,11 @@ endif()
 
 add_executable(placement_e2e_bench ${CMAKE_CURRENT_LIST_DIR}/placement_e2e_bench.cc)
 target_link_libraries(placement_e2e_bench PRIVATE ringmaster_scheduler_core ringmaster_proto
-  gRPC::grpc++ PkgConfig::PQXX absl::strings)
+  ringmaster_worker_host gRPC::grpc++ PkgConfig::PQXX absl::strings)
 
 add_executable(watch_bench ${CMAKE_CURRENT_LIST_DIR}/watch_bench.cc)
-target_link_libraries(watch_bench PRIVATE ringmaster_proto gRPC::grpc++ PkgConfig::PQXX
-  absl::strings)
+target_link_libraries(watch_bench PRIVATE ringmaster_proto ringmaster_worker_host gRPC::grpc++
+  PkgConfig::PQXX absl::strings)
 
 add_executable(fair_share_bench ${CMAKE_CURRENT_LIST_DIR}/fair_share_bench.cc)
 target_link_libraries(fair_share_bench PRIVATE ringmaster_scheduler_core)

@@ -9,28 +9,29 @@
 // measured database nothing. Backends report these counters with a delay of up to ~10 s
 // (PGSTAT_IDLE_INTERVAL), so each phase settles 11 s before its first window.
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <pqxx/pqxx>
 #include <sstream>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "host/file_io.h"
 #include "ringmaster/v1/job.grpc.pb.h"
 
 using Clock = std::chrono::steady_clock;
 namespace v1 = ringmaster::v1;
+namespace worker = ringmaster::worker;
 
 namespace {
 
@@ -126,10 +127,13 @@ struct Sample {
 };
 
 double ProcessCpuSeconds(int pid) {
-  std::ifstream f(absl::StrCat("/proc/", pid, "/stat"));
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // A process that is gone reads as an error, not a throw (host/file_io.h).
+  const std::string stat =
+      worker::ReadFileToString(absl::StrCat("/proc/", pid, "/stat"), 4096).value_or("");
   // Fields after the command (which may hold spaces) start after the last ')'.
-  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(paren + 1));
   std::string field;
   long utime = 0, stime = 0;
   for (int i = 3; rest >> field; ++i) {
