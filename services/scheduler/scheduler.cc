@@ -1086,6 +1086,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         plan.run = ChecksJob(job.spec, options_.health_check);
         plan.min_ratio = options_.check_min_ratio;
         plan.transport = ExpectedTransportLocked(job.placement);
+        if (plan.run) plan.token = NewToken();
         plan.separately = job.separate_check_attempt == job.attempt;
         for (const auto& r : job.placement) {
           plan.separately = plan.separately || cluster_.OnProbation(r.worker_id);

@@ -124,6 +124,9 @@ struct Agent::Attempt {
   std::string checkpoint_error;
   // Launcher only: an in-session check not yet reported, and when to stop waiting for it.
   std::optional<Clock::time_point> precheck_deadline;
+  // An Exec with the job's own token arrived: the job's mpirun runs, so the pre-run check's
+  // is over, and its token (assignment.check_token) is no longer taken.
+  bool check_over = false;
 };
 
 // The worker's Prometheus families: ringmaster_worker_ prefix, base units, _total counters.
@@ -680,14 +683,8 @@ void Agent::Launch(Attempt* a) {
   mpirun.abort_on_rank_failure = false;
   SpawnOptions spawn;
   spawn.argv = MpirunArgv(mpirun, static_cast<int32_t>(assignment.placement.size()), *workload);
-  spawn.env = ChildEnvironment(*a);
+  spawn.env = MpirunEnvironment(*a, /*as_worker=*/false, hosts, *master_port);
   spawn.user = a->user;
-  for (auto& [k, v] : LauncherEnvironment(assignment, hosts, *master_port)) spawn.env[k] = v;
-  // A rank waiting in MPI spins on its core unless Open MPI sees more ranks than slots, and it
-  // cannot see the other workers (or the agents) sharing this machine: spinning ranks then
-  // halve a CPU job's throughput. Yielding costs nothing measurable on cores of its own. The
-  // operator's environment or `--mpirun-args "--mca mpi_yield_when_idle 0"` still decides.
-  spawn.env.try_emplace("OMPI_MCA_mpi_yield_when_idle", "1");
   spawn.env["TMPDIR"] = session_dir;
   if (assignment.run_check && ChecksInSession(assignment)) {
     // The ranks run the check in their MPI_Init; a result left by nothing must not be read.
@@ -697,7 +694,8 @@ void Agent::Launch(Attempt* a) {
     unlink(CheckResultPath(*a).c_str());
     std::lock_guard<std::mutex> lock(mu_);
     a->precheck_deadline = Now() + options_.check_timeout;
-  } else if (assignment.run_check && !CheckBeforeLaunch(a, mpirun, spawn.env, session_dir)) {
+  } else if (assignment.run_check &&
+             !CheckBeforeLaunch(a, mpirun, spawn.env, session_dir, hosts, *master_port)) {
     return;
   }
   spawn.new_session = true;
@@ -741,30 +739,48 @@ void Agent::Launch(Attempt* a) {
 
 bool Agent::CheckBeforeLaunch(Attempt* a, const MpirunOptions& mpirun,
                               const std::map<std::string, std::string>& env,
-                              const std::string& session_dir) {
+                              const std::string& session_dir, const std::vector<GangHost>& hosts,
+                              int32_t master_port) {
   const Assignment& assignment = a->assignment;
   const std::string dir = AttemptDir(assignment.job_id, assignment.attempt);
   CheckRun run;
   MpirunOptions check = mpirun;
   check.rank_binary = options_.check_binary;
   check.abort_on_rank_failure = true;
-  run.result_path = CheckResultPath(*a);
-  if (a->user) {
+  auto fail = [&](const absl::Status& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ApplyLocked(*a, a->gang.OnLaunchFailed(std::string(s.message())));
+    --a->in_flight;
+    return false;
+  };
+  // With a check token the check runs as the worker's own user: no process of the team (which
+  // runs as the team's user with --run-as) can signal, trace or feed it, or touch its result
+  // in the attempt's directory, which is root's. Without one (an older scheduler), as before.
+  const bool as_worker = !assignment.check_token.empty();
+  if (as_worker) {
+    check.allow_run_as_root = geteuid() == 0;
+    run.result_path = dir + "/check.result";
+    run.spawn.env = MpirunEnvironment(*a, /*as_worker=*/true, hosts, master_port);
+    run.spawn.env[kTokenEnv] = assignment.check_token;
+    const std::string check_session =
+        SessionBase(assignment.job_id, assignment.attempt) + "/check-mpirun";
+    if (auto s = MakeDirsFor(std::nullopt, check_session); !s.ok()) return fail(s);
+    run.spawn.env["TMPDIR"] = check_session;
+    unlink(run.result_path.c_str());
+  } else {
+    run.result_path = CheckResultPath(*a);
     // ringmaster-check (rank 0, the team's user) writes the result by a rename: into a
     // directory of its own, as the attempt's directory is root's.
-    if (auto s = MakeDirsFor(a->user, dir + "/check"); !s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      ApplyLocked(*a, a->gang.OnLaunchFailed(std::string(s.message())));
-      --a->in_flight;
-      return false;
+    if (a->user) {
+      if (auto s = MakeDirsFor(a->user, dir + "/check"); !s.ok()) return fail(s);
     }
+    run.spawn.env = env;
+    run.spawn.env["TMPDIR"] = session_dir;
+    run.spawn.user = a->user;
   }
   run.log_path = dir + "/check.log";
   run.spawn.argv = MpirunArgv(check, static_cast<int32_t>(assignment.placement.size()),
                               {"--result", run.result_path});
-  run.spawn.env = env;
-  run.spawn.env["TMPDIR"] = session_dir;
-  run.spawn.user = a->user;
   run.timeout = options_.check_timeout;
   run.policy = assignment.check_policy;
   CheckReport report = RunCheck(
@@ -870,7 +886,21 @@ void Agent::SendCheckLocked(const Attempt& attempt, CheckReport& report) {
   outbox_cv_.notify_all();
 }
 
-std::map<std::string, std::string> Agent::ChildEnvironment(const Attempt& attempt) const {
+std::map<std::string, std::string> Agent::MpirunEnvironment(const Attempt& attempt, bool as_worker,
+                                                            const std::vector<GangHost>& hosts,
+                                                            int32_t master_port) const {
+  std::map<std::string, std::string> env = ChildEnvironment(attempt, as_worker);
+  for (auto& [k, v] : LauncherEnvironment(attempt.assignment, hosts, master_port)) env[k] = v;
+  // A rank waiting in MPI spins on its core unless Open MPI sees more ranks than slots, and it
+  // cannot see the other workers (or the agents) sharing this machine: spinning ranks then
+  // halve a CPU job's throughput. Yielding costs nothing measurable on cores of its own. The
+  // operator's environment or `--mpirun-args "--mca mpi_yield_when_idle 0"` still decides.
+  env.try_emplace("OMPI_MCA_mpi_yield_when_idle", "1");
+  return env;
+}
+
+std::map<std::string, std::string> Agent::ChildEnvironment(const Attempt& attempt,
+                                                           bool as_worker) const {
   std::map<std::string, std::string> env = base_env_;
   env[kWorkerIdEnv] = options_.inventory.worker_id;
   env[kJobIdEnv] = attempt.assignment.job_id;
@@ -880,7 +910,7 @@ std::map<std::string, std::string> Agent::ChildEnvironment(const Attempt& attemp
     env["RINGMASTER_CHECK_DELAY_MS"] = absl::StrCat(options_.check_delay_ms);
   }
   env.try_emplace("PMIX_MCA_gds", "hash");  // see LauncherEnvironment
-  if (!attempt.user) {
+  if (!attempt.user || as_worker) {
     for (const auto& [name, value] : options_.tls_env) env[name] = value;
     return env;
   }
@@ -988,6 +1018,7 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
   }
   Attempt* a = nullptr;
   Spawned child;
+  bool for_check = false;
   {
     std::unique_lock<std::mutex> lock(mu_);
     // The launcher may have heard of the attempt before we did.
@@ -1013,6 +1044,16 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
       --exec_waiters_;
     }
     absl::StatusOr<Attempt*> found = AuthorizeLocked(job_id, attempt, token);
+    // The pre-run check's mpirun calls with the check's token: its orted runs as this worker's
+    // user, never the team's (CheckBeforeLaunch).
+    if (!found.ok() && absl::IsPermissionDenied(found.status())) {
+      Attempt& held = *attempts_.at({job_id, attempt});
+      const std::string& check_token = held.assignment.check_token;
+      if (!check_token.empty() && !held.check_over && SecretsEqual(token, check_token)) {
+        found = &held;
+        for_check = true;
+      }
+    }
     if (!found.ok()) {
       count("denied");
       RM_LOG(kWarning) << "Exec denied: " << found.status().message();
@@ -1020,19 +1061,23 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
       return absl::PermissionDeniedError(found.status().message());
     }
     a = *found;
+    if (!for_check) a->check_over = true;
     if (a->teardown) {
       count("denied");
       return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " attempt ", attempt,
                                                         " is stopping on worker ",
                                                         options_.inventory.worker_id));
     }
+    const std::optional<UnixUser> user = for_check ? std::nullopt : a->user;
     SpawnOptions spawn;
     spawn.argv = {"bash", "-c", JoinCommand(argv)};
-    spawn.env = ChildEnvironment(*a);
+    spawn.env = ChildEnvironment(*a, /*as_worker=*/for_check);
     for (const auto& [k, v] : env) spawn.env[k] = v;
-    // orted's Open MPI session directory (see SessionBase).
-    const std::string session_dir = SessionBase(job_id, attempt) + "/orted";
-    if (auto s = MakeDirsFor(a->user, session_dir); !s.ok()) {
+    // orted's Open MPI session directory (see SessionBase); the check's apart, as its owner
+    // may differ from the job's.
+    const std::string session_dir =
+        SessionBase(job_id, attempt) + (for_check ? "/check-orted" : "/orted");
+    if (auto s = MakeDirsFor(user, session_dir); !s.ok()) {
       count("error");
       return s;
     }
@@ -1040,7 +1085,7 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
     spawn.pipe_output = true;
     spawn.new_session = true;
     spawn.parent_death_signal = SIGKILL;  // this thread waits for it
-    spawn.user = a->user;
+    spawn.user = user;
     absl::StatusOr<Spawned> spawned = Spawn(spawn);
     if (!spawned.ok()) {
       count("error");
@@ -1054,7 +1099,7 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
   // The caller's env names only: the worker's own part (ChildEnvironment) is the same for
   // every process of the attempt.
   RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": Exec (pid " << child.pid
-                << ") " << DescribeLaunch(argv, env);
+                << (for_check ? ", the pre-run check's" : "") << ") " << DescribeLaunch(argv, env);
 
   // Pump output until the command exited and its pipes closed (or, when a descendant keeps
   // them open, a moment after the exit).

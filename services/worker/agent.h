@@ -266,7 +266,8 @@ class Agent {
   // (the check failed or the attempt is stopping; the failure is already applied).
   bool CheckBeforeLaunch(Attempt* attempt, const MpirunOptions& mpirun,
                          const std::map<std::string, std::string>& env,
-                         const std::string& session_dir);
+                         const std::string& session_dir, const std::vector<GangHost>& hosts,
+                         int32_t master_port);
   // Turns a GangState decision into statuses and, when asked, a local teardown.
   void ApplyLocked(Attempt& attempt, const GangState::Decision& decision);
   // `normal_end`: a StopJob that may be the attempt's normal end; when every local rank exited
@@ -277,7 +278,14 @@ class Agent {
                                            const std::string& token);
   ProcessSelector SelectorLocked(const Attempt& attempt) const;
   // The agent's environment without RINGMASTER_* variables, plus the attempt's tags.
-  std::map<std::string, std::string> ChildEnvironment(const Attempt& attempt) const;
+  // The environment of an attempt's processes; `as_worker`: of the pre-run check's, which run
+  // as the worker's own user even when the attempt's run as a team's.
+  std::map<std::string, std::string> ChildEnvironment(const Attempt& attempt,
+                                                      bool as_worker = false) const;
+  // ChildEnvironment, with what mpirun needs on top (LauncherEnvironment, MCA defaults).
+  std::map<std::string, std::string> MpirunEnvironment(const Attempt& attempt, bool as_worker,
+                                                       const std::vector<GangHost>& hosts,
+                                                       int32_t master_port) const;
   std::string AttemptDir(const std::string& job_id, int32_t attempt) const;
   bool RunsAsTeams() const { return !options_.team_users.empty() || options_.default_user; }
   // Open MPI keeps its session directories (PMIx rendezvous files among them) under

@@ -119,6 +119,47 @@ TEST(AgentExecTest, ExecForAnAttemptAssignedWhileWaitingRunsIt) {
   agent.Shutdown();
 }
 
+// The pre-run check's mpirun calls Exec with the check's token (its orted runs as the worker's
+// user). That token is taken only until the job's own Exec arrives: by then the check is over,
+// and the job's processes have begun.
+TEST(AgentExecTest, TheChecksTokenRunsExecOnlyUntilTheJobsOwnExec) {
+  const std::string dir = TempDir();
+  Agent agent(Options(dir), nullptr);
+  agent.Start();
+  Assignment a = PeerAssignment("j-checked");
+  a.run_check = true;
+  a.check_token = "check-secret";
+  agent.OnAssignment(a);
+  auto exec = [&](const std::string& token) {
+    return agent.Exec(
+        "j-checked", 0, token, {"exit", "0"}, {},
+        [](Agent::Stream, std::string_view) { return true; }, [] { return false; });
+  };
+  absl::StatusOr<ExitInfo> check = exec("check-secret");
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_EQ(check->exit_code, 0);
+  EXPECT_EQ(exec("check-secre").status().code(), absl::StatusCode::kPermissionDenied);
+  absl::StatusOr<ExitInfo> job = exec("secret-token");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->exit_code, 0);
+  absl::StatusOr<ExitInfo> late = exec("check-secret");
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kPermissionDenied) << late.status();
+  agent.Shutdown();
+}
+
+// An attempt with no check token (its check is off, or an older scheduler) takes no empty one.
+TEST(AgentExecTest, AnEmptyCheckTokenIsNeverTaken) {
+  const std::string dir = TempDir();
+  Agent agent(Options(dir), nullptr);
+  agent.Start();
+  agent.OnAssignment(PeerAssignment("j-plain"));
+  absl::StatusOr<ExitInfo> empty = agent.Exec(
+      "j-plain", 0, "", {"true"}, {}, [](Agent::Stream, std::string_view) { return true; },
+      [] { return false; });
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kPermissionDenied);
+  agent.Shutdown();
+}
+
 // What one message to the scheduler carries: the statuses queued at that moment, in order, up
 // to the limit.
 TEST(AgentStatusTest, StatusesQueuedTogetherAreTakenTogetherInOrder) {

@@ -10,7 +10,7 @@
 //   - a job of a team with no mapping (and no default) fails naming the team and the flag;
 //   - the local socket refuses a call with team-ua's token from uid 61002, and a forward to an
 //     agent outside the placement; a signalled ringmaster-rsh stops the forwarded command;
-//   - the pre-run check runs as the team's user too;
+//   - the pre-run check runs as the worker's user, not the team's;
 //   - the worker refuses at start what it cannot honour (not root, bad items, a readable key);
 //   - a mixed cluster (one worker with the mapping, one without) runs a job over both, each
 //     rank as its worker says.
@@ -373,7 +373,10 @@ TEST_F(RunAsE2eTest, ForwardedExecStopsWhenRshIsSignalled) {
   EXPECT_EQ(done.state(), v1::JOB_STATE_FAILED) << done.message();
 }
 
-TEST_F(RunAsE2eTest, PreRunCheckRunsAsTheTeamsUserToo) {
+// The pre-run check (ringmaster-check's own mpirun) runs as the worker's user, not the team's:
+// the team's other processes cannot tamper with it, nor with its result, which lands in the
+// attempt's directory (root's). The job's own ranks still run as the team's user.
+TEST_F(RunAsE2eTest, PreRunCheckRunsAsTheWorkersUserNotTheTeams) {
   v1::JobSpec spec = ShellSpec("ua-checked", 3, "id -u");
   spec.set_health_check(true);
   absl::StatusOr<std::string> a = Submit("team-ua", spec);
@@ -382,13 +385,17 @@ TEST_F(RunAsE2eTest, PreRunCheckRunsAsTheTeamsUserToo) {
   ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.message();
   bool checked = false;
   for (const auto& w : cluster_->workers()) {
-    const std::string result = absl::StrCat(w->log_dir(), "/", *a, "/0/check/check.result");
+    const std::string dir = absl::StrCat(w->log_dir(), "/", *a, "/0");
+    EXPECT_FALSE(std::filesystem::exists(dir + "/check")) << "a directory of the team's user";
     struct stat st;
-    if (stat(result.c_str(), &st) != 0) continue;
+    if (stat((dir + "/check.result").c_str(), &st) != 0) continue;
     checked = true;
-    EXPECT_EQ(st.st_uid, static_cast<uid_t>(kUidA)) << result;
+    EXPECT_EQ(st.st_uid, geteuid()) << dir << "/check.result";
   }
-  EXPECT_TRUE(checked) << "no check result written by the team's user";
+  EXPECT_TRUE(checked) << "no check result written by the worker's user";
+  // 3 ranks on two workers: the check's orted on the peer came through Exec, as the worker's
+  // user, with the check's own token.
+  EXPECT_THAT(cluster_->Logs(), HasSubstr("the pre-run check's)"));
   for (int rank = 0; rank < 3; ++rank) {
     EXPECT_THAT(Log(*a, rank), HasSubstr(absl::StrCat(kUidA))) << "rank " << rank;
   }

@@ -77,6 +77,9 @@ struct CheckPlan {
   // ringmaster-check's own mpirun, never a check inside the job's MPI_Init: see
   // ChecksSeparately.
   bool separately = false;
+  // Authorises the Exec calls of ringmaster-check's mpirun (Assignment.check_token); minted
+  // per attempt, and only when run.
+  std::string token;
 };
 
 // Whether a job's attempts are checked: the spec's health_check (unset: yes) and the

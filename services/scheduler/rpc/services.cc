@@ -624,6 +624,7 @@ class WorkerStream final
     a->set_check_min_ratio(plan.min_ratio);
     a->set_check_transport(plan.transport);
     a->set_check_separately(plan.separately);
+    a->set_check_token(plan.token);
     Enqueue(std::move(msg));
   }
   void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason,

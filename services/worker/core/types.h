@@ -56,6 +56,9 @@ struct Assignment {
   // The scheduler wants ringmaster-check's own mpirun, never the in-session check (whose result
   // the job's processes write): a worker on probation, or a blame to verify.
   bool check_separately = false;
+  // Authorises the Exec calls of ringmaster-check's mpirun, which runs as the worker's own user
+  // (Agent::CheckBeforeLaunch); empty from a scheduler that mints none.
+  std::string check_token;
   // The job's team: whose Unix user runs the attempt on a worker with --run-as.
   std::string team;
 };

@@ -37,6 +37,7 @@ Assignment FromProto(const v1::Assignment& proto) {
   if (proto.check_min_ratio() > 0) a.check_policy.min_ratio = proto.check_min_ratio();
   a.check_on_gpus = proto.check_transport() == "gpu";
   a.check_separately = proto.check_separately();
+  a.check_token = proto.check_token();
   return a;
 }
 
