@@ -1938,11 +1938,11 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
       metrics_->check_seconds.Observe(outcome.seconds);
       if (outcome.completed) metrics_->check_busbw.Add({{"shape", key}}).Set(outcome.busbw_gbps);
     }
-    // A check inside the job's MPI_Init teaches no baseline: forged passes could raise it
-    // past what any honest check reaches, and failed checks never lower it.
-    if (outcome.passed && !outcome.in_session) {
+    // Every completed check that blames no one is a sample of what the shape reaches, one
+    // inside the job's MPI_Init too: a median of the recent ones, which no few of them move.
+    if (outcome.completed && outcome.culprit_worker_id.empty()) {
       learned = UpdateBaseline(base != baselines_.end() ? base->second : CheckBaseline{key},
-                               outcome.busbw_gbps, clock_->NowMs());
+                               baseline_windows_[key], outcome.busbw_gbps, clock_->NowMs());
       baselines_[key] = *learned;
       if (metrics_) metrics_->check_baseline.Add({{"shape", key}}).Set(learned->busbw_gbps);
     }
@@ -1950,8 +1950,7 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
     const std::string job_id = job.id;
     std::vector<std::string> cleared;
     // A check inside the job's MPI_Init is written by the job's own processes: any job could
-    // forge one. It never marks or clears a worker (a blame is verified by ringmaster-check),
-    // nor teaches a baseline (above).
+    // forge one. It never marks or clears a worker; a blame is verified by ringmaster-check.
     const bool trusted = !outcome.in_session;
     if (outcome.passed && trusted) {
       for (const auto& r : job.placement) {

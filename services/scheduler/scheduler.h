@@ -473,6 +473,8 @@ class Scheduler {
   std::map<std::string, Worker> workers_;
   // Pre-run check baselines by shape key, loaded at Start and learned from passing checks.
   std::map<std::string, CheckBaseline> baselines_;
+  // The recent samples each baseline is the median of (UpdateBaseline); in memory only.
+  std::map<std::string, std::deque<double>> baseline_windows_;
   // Unhealthy workers: since when (this process's clock; a restart starts the wait again). Who
   // is on probation (SchedulerOptions::unhealthy_recheck_ms) is cluster_'s to know.
   std::map<std::string, int64_t> unhealthy_since_ms_;

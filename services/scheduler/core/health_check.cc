@@ -41,12 +41,17 @@ std::string ExpectedTransport(
   return "gpu";
 }
 
-CheckBaseline UpdateBaseline(const CheckBaseline& old, double busbw_gbps, int64_t now_ms,
-                             double alpha) {
+CheckBaseline UpdateBaseline(const CheckBaseline& old, std::deque<double>& window,
+                             double busbw_gbps, int64_t now_ms) {
+  // Half a window and one: new samples need 8 of 15 to move it, up or down alike.
+  if (window.empty() && old.samples > 0) window.assign(kBaselineWindow / 2 + 1, old.busbw_gbps);
+  window.push_back(busbw_gbps);
+  while (window.size() > kBaselineWindow) window.pop_front();
+  std::vector<double> sorted(window.begin(), window.end());
+  const auto middle = sorted.begin() + static_cast<std::ptrdiff_t>((sorted.size() - 1) / 2);
+  std::nth_element(sorted.begin(), middle, sorted.end());
   CheckBaseline next = old;
-  alpha = std::clamp(alpha, 1e-6, 1.0);
-  next.busbw_gbps =
-      old.samples <= 0 ? busbw_gbps : old.busbw_gbps + alpha * (busbw_gbps - old.busbw_gbps);
+  next.busbw_gbps = *middle;
   next.samples = std::max<int64_t>(old.samples, 0) + 1;
   next.updated_at_ms = now_ms;
   return next;

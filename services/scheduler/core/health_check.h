@@ -1,5 +1,5 @@
 // The scheduler's side of the pre-run allreduce check (docs/health-check.md): the shape a
-// check's bandwidth is compared within, the baseline learned per shape from passing checks,
+// check's bandwidth is compared within, the baseline learned per shape from recent checks,
 // and the plan sent with an assignment. Plain data in, plain data out; no I/O.
 //
 // The protocol, once per job attempt:
@@ -7,8 +7,9 @@
 //      run_check, the baseline of the gang's shape and the --check-min-ratio.
 //   2. The launcher (rank 0's worker) runs ringmaster-check under mpirun over the attempt's
 //      hostfile, judges it (worker core/health_check.h) and sends a CheckResult.
-//   3. The scheduler records the result as a job event and on /metrics. Passed: the baseline
-//      of the shape learns from it, and the launcher starts the ranks (-> RUNNING as usual).
+//   3. The scheduler records the result as a job event and on /metrics. Completed with no
+//      culprit: a sample of the shape's baseline (UpdateBaseline). Passed: the launcher
+//      starts the ranks (-> RUNNING as usual).
 //   4. Not passed with a culprit: the culprit worker is marked unhealthy (no new placements
 //      until an admin clears it, or until, on probation after --unhealthy-recheck-s, a
 //      checked job's check passes with it: core/placement.h), and the attempt goes back to
@@ -24,6 +25,7 @@
 #define RINGMASTER_SERVICES_SCHEDULER_CORE_HEALTH_CHECK_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <vector>
@@ -61,12 +63,19 @@ struct CheckBaseline {
   bool operator==(const CheckBaseline&) const = default;
 };
 
-// Learns from one passing check: the first sample is the baseline; later ones move it by an
-// exponential average with weight `alpha` (0..1], so a slowly drifting cluster is followed and
-// one odd run moves it little. Failed checks are not passed here: a bad ring must not lower
-// the bar it is judged by.
-CheckBaseline UpdateBaseline(const CheckBaseline& old, double busbw_gbps, int64_t now_ms,
-                             double alpha = 0.2);
+// How many recent samples of a shape its baseline is the median of.
+inline constexpr size_t kBaselineWindow = 15;
+
+// Learns from one completed check that named no culprit (passed, or below the baseline): the
+// baseline is the median of the shape's last kBaselineWindow samples, kept in `window` (oldest
+// first; updated here). So one odd run, a bad ring or a forged result moves it not at all:
+// moving it takes most of the recent checks, and a cluster that drifts is followed within
+// about half a window. A check inside the job's MPI_Init is the job's own word
+// (docs/health-check.md), which is why the median and not an average: a job must outnumber the
+// honest checks of its shape to move it. After a restart `window` is empty and the stored
+// baseline stands in for kBaselineWindow / 2 + 1 samples. With an even count, the lower median.
+CheckBaseline UpdateBaseline(const CheckBaseline& old, std::deque<double>& window,
+                             double busbw_gbps, int64_t now_ms);
 
 // The check settings of one assignment.
 struct CheckPlan {
