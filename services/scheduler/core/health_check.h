@@ -83,8 +83,7 @@ struct CheckPlan {
   double baseline_gbps = 0;  // 0: none known
   double min_ratio = 0.5;
   std::string transport = "cpu";  // ExpectedTransport of the placement
-  // ringmaster-check's own mpirun, never a check inside the job's MPI_Init: see
-  // ChecksSeparately.
+  // ringmaster-check's own mpirun, never a check inside the job's MPI_Init (step 5 above).
   bool separately = false;
   // Authorises the Exec calls of ringmaster-check's mpirun (Assignment.check_token); minted
   // per attempt, and only when run.
