@@ -1091,7 +1091,9 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         for (const auto& r : job.placement) {
           plan.separately = plan.separately || cluster_.OnProbation(r.worker_id);
         }
-        const CheckShape shape = ShapeOf(job.placement, plan.transport);
+        const CheckShape shape =
+            ShapeOf(job.placement, plan.transport,
+                    ChecksInSession(job.spec, plan.transport, plan.separately));
         if (auto b = baselines_.find(shape.Key()); b != baselines_.end()) {
           plan.baseline_gbps = b->second.busbw_gbps;
         }
@@ -1928,7 +1930,7 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
       return;
     }
     // The ring chose its transport (a GPU rank whose CUDA fails falls back to the CPU).
-    const CheckShape shape = ShapeOf(job.placement, outcome.transport);
+    const CheckShape shape = ShapeOf(job.placement, outcome.transport, outcome.in_session);
     const std::string key = shape.Key();
     const auto base = baselines_.find(key);
     const double baseline = base != baselines_.end() ? base->second.busbw_gbps : 0;

@@ -34,6 +34,27 @@ TEST(CheckShapeTest, CountsWorkersAndTheMostRanksOnOne) {
   EXPECT_EQ(ShapeOf(Ranks({"w1"}), "cpu").Key(), "1x1/cpu");
 }
 
+// A check inside MPI_Init times fewer allreduces, wire-up still fresh, than ringmaster-check:
+// each kind has baselines of its own.
+TEST(CheckShapeTest, ChecksInsideMpiInitHaveBaselinesOfTheirOwn) {
+  EXPECT_EQ(ShapeOf(Ranks({"w1", "w1", "w2", "w2"}), "cpu", true).Key(), "2x2/cpu/mpi_init");
+  EXPECT_NE(ShapeOf(Ranks({"w1", "w2"}), "cpu", true), ShapeOf(Ranks({"w1", "w2"}), "cpu"));
+}
+
+// The scheduler's view of the worker's ChecksInSession: which baseline to send.
+TEST(CheckShapeTest, TheSchedulerKnowsWhichChecksRunInsideMpiInit) {
+  JobSpec trainer;
+  trainer.trainer = TrainerWorkload{};
+  EXPECT_TRUE(ChecksInSession(trainer, "cpu", false));
+  EXPECT_FALSE(ChecksInSession(trainer, "gpu", false)) << "NCCL by ringmaster-check";
+  EXPECT_FALSE(ChecksInSession(trainer, "cpu", true)) << "asked to check separately";
+  JobSpec command;
+  command.command = CommandWorkload{{"./a.out"}, {}, false};
+  EXPECT_FALSE(ChecksInSession(command, "cpu", false));
+  command.command->check_in_mpi_init = true;
+  EXPECT_TRUE(ChecksInSession(command, "cpu", false));
+}
+
 TEST(CheckShapeTest, TheTransportIsTheGpusOnlyWhenEveryRankHasRealOnes) {
   const std::map<std::string, std::vector<Gpu>> workers = {
       {"real", {{0, "h100", 80, false}, {1, "h100", 80, false}}},

@@ -586,7 +586,8 @@ TEST_F(SchedulerTest, AnInSessionCheckThatNamesAWorkerIsVerifiedBeforeTheWorkerI
   std::string text;
   for (const JobEvent& e : events) absl::StrAppend(&text, e.reason, "\n");
   EXPECT_THAT(text, HasSubstr("pre-run check failed: busbw 0.010 GB/s (no baseline yet, shape "
-                              "2x2/cpu) in 0.050 s inside the job's MPI_Init: w2 was last"));
+                              "2x2/cpu/mpi_init) in 0.050 s inside the job's MPI_Init: w2 was "
+                              "last"));
   EXPECT_THAT(text, HasSubstr("re-placing to verify the blame of worker w2 with "
                               "ringmaster-check before any worker is marked (not counted against "
                               "backoff_limit): w2 was last"));
@@ -636,6 +637,38 @@ TEST_F(SchedulerTest, AnInSessionCheckThatNamesAWorkerIsVerifiedBeforeTheWorkerI
   RM_ASSERT_OK(scheduler_->Flush(5'000));
   EXPECT_EQ(StoredState(id), JobState::kSucceeded);
   EXPECT_FALSE(unhealthy("w3"));
+}
+
+// ringmaster-check and a check inside MPI_Init time different things: each kind of check is
+// sent the baseline its own kind learned.
+TEST_F(SchedulerTest, EachKindOfCheckIsSentTheBaselineOfItsOwnKind) {
+  auto l1 = Register(CpuWorker("w1", 2));
+  auto l2 = Register(CpuWorker("w2", 2));
+  auto run_to_the_end = [&](const std::string& id, bool in_session, double busbw) {
+    Job job = l1->assignments().back();
+    EXPECT_EQ(job.id, id);
+    scheduler_->ReportCheck(job.placement.at(0).worker_id,
+                            {id, job.attempt, true, true, busbw, 0.5, "cpu", "", "", in_session});
+    for (const RankPlacement& r : job.placement) {
+      Report(r.worker_id, job, r.rank, RankReport::Kind::kStarted);
+      Report(r.worker_id, job, r.rank, RankReport::Kind::kExited);
+    }
+    RM_ASSERT_OK(scheduler_->Flush(5'000));
+    EXPECT_EQ(StoredState(id), JobState::kSucceeded);
+  };
+  JobSpec trainer = CommandSpec(4);
+  trainer.command.reset();
+  trainer.trainer = TrainerWorkload{"mlp-small", 32, 10, std::nullopt};
+
+  run_to_the_end(SubmitAndPlace(CommandSpec(4)), false, 1.4);
+  EXPECT_DOUBLE_EQ(l1->plans().back().baseline_gbps, 0);
+  const std::string first_trainer = SubmitAndPlace(trainer);
+  EXPECT_DOUBLE_EQ(l1->plans().back().baseline_gbps, 0) << "none inside MPI_Init yet";
+  run_to_the_end(first_trainer, true, 0.6);
+  SubmitAndPlace(trainer);
+  EXPECT_DOUBLE_EQ(l1->plans().back().baseline_gbps, 0.6);
+  EXPECT_DOUBLE_EQ(scheduler_->CheckBaselines().at("2x2/cpu").busbw_gbps, 1.4);
+  EXPECT_DOUBLE_EQ(scheduler_->CheckBaselines().at("2x2/cpu/mpi_init").busbw_gbps, 0.6);
 }
 
 TEST_F(SchedulerTest, AWorkerAFailedCheckNamedIsClearedOnProbationByTheNextCheckItPasses) {

@@ -10,10 +10,18 @@
 namespace ringmaster::scheduler {
 
 std::string CheckShape::Key() const {
-  return absl::StrCat(workers, "x", ranks_per_worker, "/", transport);
+  return absl::StrCat(workers, "x", ranks_per_worker, "/", transport,
+                      in_session ? "/mpi_init" : "");
 }
 
-CheckShape ShapeOf(const std::vector<RankPlacement>& placement, const std::string& transport) {
+bool ChecksInSession(const JobSpec& spec, const std::string& transport, bool separately) {
+  const bool calls_mpi_init =
+      spec.trainer.has_value() || (spec.command && spec.command->check_in_mpi_init);
+  return calls_mpi_init && transport != "gpu" && !separately;
+}
+
+CheckShape ShapeOf(const std::vector<RankPlacement>& placement, const std::string& transport,
+                   bool in_session) {
   std::map<std::string, int32_t> per_worker;
   for (const RankPlacement& r : placement) ++per_worker[r.worker_id];
   CheckShape shape;
@@ -21,6 +29,7 @@ CheckShape ShapeOf(const std::vector<RankPlacement>& placement, const std::strin
   for (const auto& [id, n] : per_worker)
     shape.ranks_per_worker = std::max(shape.ranks_per_worker, n);
   shape.transport = transport;
+  shape.in_session = in_session;
   return shape;
 }
 

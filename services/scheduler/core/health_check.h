@@ -35,19 +35,30 @@
 namespace ringmaster::scheduler {
 
 // What a check's bandwidth is comparable within: the number of workers, ranks per worker
-// (the most on any one worker) and the transport ("cpu": MPI, "gpu": NCCL).
+// (the most on any one worker), the transport ("cpu": MPI, "gpu": NCCL) and where it ran. A
+// check inside the job's MPI_Init times a few allreduces in about 10 ms, wire-up still fresh;
+// ringmaster-check times 20 after 3 warm-ups: their figures differ (0.56 against 1.37 GB/s on
+// the quickstart's 2x2/cpu), so each kind is judged against its own baseline.
 struct CheckShape {
   int32_t workers = 0;
   int32_t ranks_per_worker = 0;
   std::string transport = "cpu";
-  // "2x1/cpu": the key baselines are stored under.
+  bool in_session = false;
+  // "2x1/cpu" (ringmaster-check), "2x1/cpu/mpi_init" (inside MPI_Init): the key baselines are
+  // stored under.
   std::string Key() const;
   bool operator==(const CheckShape&) const = default;
 };
 
 // `transport` is the check's own ("cpu" or "gpu"; the ring decides) or, before it ran, the
 // one expected of the placement (ExpectedTransport).
-CheckShape ShapeOf(const std::vector<RankPlacement>& placement, const std::string& transport);
+CheckShape ShapeOf(const std::vector<RankPlacement>& placement, const std::string& transport,
+                   bool in_session = false);
+
+// Whether the workers will check an attempt inside its MPI_Init (the worker's ChecksInSession,
+// from what the scheduler knows): a workload that calls MPI_Init (the trainer, or a command
+// with check_in_mpi_init), on the host (transport "cpu"), unless `separately`.
+bool ChecksInSession(const JobSpec& spec, const std::string& transport, bool separately);
 
 // "gpu" when every rank was placed GPUs and none of them is simulated (ringmaster-check then
 // runs NCCL on them), else "cpu". `gpus_of` gives a worker's GPUs (null: unknown worker).
