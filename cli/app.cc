@@ -84,6 +84,9 @@ class Invocation {
     if (cmd_.spec_file.empty() && request.spec().workload_case() == v1::JobSpec::WORKLOAD_NOT_SET) {
       request.mutable_spec()->mutable_trainer();
     }
+    // The scheduler requires a name; `ringctl submit --replicas 2` should still just work.
+    if (request.spec().name().empty())
+      request.mutable_spec()->set_name(DefaultJobName(request.spec()));
     // One id for every attempt of this invocation: a retry finds the job a lost reply made.
     request.set_request_id(cmd_.request_id.empty() ? runtime_.new_request_id() : cmd_.request_id);
     absl::StatusOr<v1::SubmitJobResponse> response =

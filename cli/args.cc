@@ -247,7 +247,7 @@ const std::vector<FlagSpec>& Flags() {
        {Verb::kSubmit, Verb::kQueue},
        "FILE",
        "YAML job spec, or queue for queue create/update ('-' reads stdin)"},
-      {"name", 0, {Verb::kSubmit}, "NAME", "job name"},
+      {"name", 0, {Verb::kSubmit}, "NAME", "job name (default: train, or the program run)"},
       {"queue",
        0,
        {Verb::kSubmit, Verb::kList, Verb::kStudy},

@@ -48,6 +48,28 @@ absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {
   return absl::OkStatus();
 }
 
+std::string DefaultJobName(const v1::JobSpec& spec) {
+  if (!spec.has_command() || spec.command().argv().empty()) return "train";
+  std::string program = spec.command().argv(0);
+  if (const size_t slash = program.rfind('/'); slash != std::string::npos) {
+    program = program.substr(slash + 1);
+  }
+  // a-z, 0-9 and single '-' between them, starting with a letter, at most 63 characters.
+  std::string name;
+  for (const char raw : program) {
+    const char c = absl::ascii_tolower(static_cast<unsigned char>(raw));
+    if (absl::ascii_isalnum(static_cast<unsigned char>(c))) {
+      if (name.empty() && !absl::ascii_isalpha(static_cast<unsigned char>(c))) continue;
+      name.push_back(c);
+    } else if (!name.empty() && name.back() != '-') {
+      name.push_back('-');
+    }
+    if (name.size() == 63) break;
+  }
+  while (!name.empty() && name.back() == '-') name.pop_back();
+  return name.empty() ? "job" : name;
+}
+
 std::optional<v1::RestartPolicy> ParseRestartPolicy(absl::string_view text) {
   std::string key = absl::AsciiStrToLower(absl::StrReplaceAll(text, {{"_", ""}, {"-", ""}}));
   if (key == "never") return v1::RESTART_POLICY_NEVER;

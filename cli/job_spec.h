@@ -46,6 +46,12 @@ struct SpecOverrides {
 // INVALID_ARGUMENT: there is no trainer to apply them to.
 absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec);
 
+// The name a job gets when neither --name nor its file gives one (the scheduler requires one):
+// "train" for the built-in trainer; for a command, its program's file name made a DNS label
+// ("/usr/bin/python3.11" -> "python3-11", "./Train_Net" -> "train-net"), "job" when nothing
+// of it is left.
+std::string DefaultJobName(const v1::JobSpec& spec);
+
 // "Never" | "OnFailure", also "NEVER" | "ON_FAILURE" (any case, '_' and '-' ignored).
 std::optional<v1::RestartPolicy> ParseRestartPolicy(absl::string_view text);
 

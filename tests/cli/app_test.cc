@@ -184,6 +184,18 @@ TEST_F(AppTest, SubmitPrintsTheJobIdAndSendsTheGeneratedRequestId) {
   EXPECT_EQ(connected_to_, "localhost:7070");
 }
 
+// The quickstart's hint `ringctl submit --replicas 2 ... --follow` has no --name; the scheduler
+// requires one, so ringctl gives a plain one.
+TEST_F(AppTest, SubmitWithoutANameGivesTheJobOne) {
+  fake_.submit_results.push_back(Submitted("j-1"));
+  fake_.submit_results.push_back(Submitted("j-2"));
+  EXPECT_EQ(Run({"submit", "--replicas", "2"}), kExitOk);
+  EXPECT_EQ(Run({"submit", "--replicas", "2", "--", "/usr/bin/Python3.11", "x.py"}), kExitOk);
+  ASSERT_EQ(fake_.submits.size(), 2u);
+  EXPECT_EQ(fake_.submits[0].spec().name(), "train");
+  EXPECT_EQ(fake_.submits[1].spec().name(), "python3-11");
+}
+
 TEST_F(AppTest, SubmitRetriesUnavailableWithTheSameRequestId) {
   fake_.submit_results.push_back(absl::UnavailableError("connection reset"));
   fake_.submit_results.push_back(absl::DeadlineExceededError("deadline"));

@@ -339,6 +339,25 @@ TEST(JobSpecTest, FlagsOverrideTheFile) {
   EXPECT_EQ(spec.trainer().steps(), 99);
 }
 
+TEST(JobSpecTest, TheDefaultNameIsADnsLabelFromTheProgram) {
+  v1::JobSpec spec;
+  EXPECT_EQ(DefaultJobName(spec), "train");
+  spec.mutable_trainer();
+  EXPECT_EQ(DefaultJobName(spec), "train");
+  auto named = [](const std::string& program) {
+    v1::JobSpec command;
+    command.mutable_command()->add_argv(program);
+    return DefaultJobName(command);
+  };
+  EXPECT_EQ(named("./Train_Net"), "train-net");
+  EXPECT_EQ(named("/usr/bin/python3.11"), "python3-11");
+  EXPECT_EQ(named("42-run--it-"), "run-it");
+  EXPECT_EQ(named("/opt/"), "job");
+  EXPECT_EQ(named("___"), "job");
+  EXPECT_EQ(named(std::string(100, 'a')), std::string(63, 'a'));
+  EXPECT_EQ(named("\xc3\xa9t\xc3\xa9"), "t");
+}
+
 TEST(JobSpecTest, BackoffLimitFlagOverridesEvenWithZero) {
   v1::JobSpec spec;
   spec.set_backoff_limit(5);
