@@ -147,19 +147,6 @@ TEST(AgentExecTest, TheChecksTokenRunsExecOnlyUntilTheJobsOwnExec) {
   agent.Shutdown();
 }
 
-// An attempt with no check token (its check is off, or an older scheduler) takes no empty one.
-TEST(AgentExecTest, AnEmptyCheckTokenIsNeverTaken) {
-  const std::string dir = TempDir();
-  Agent agent(Options(dir), nullptr);
-  agent.Start();
-  agent.OnAssignment(PeerAssignment("j-plain"));
-  absl::StatusOr<ExitInfo> empty = agent.Exec(
-      "j-plain", 0, "", {"true"}, {}, [](Agent::Stream, std::string_view) { return true; },
-      [] { return false; });
-  EXPECT_EQ(empty.status().code(), absl::StatusCode::kPermissionDenied);
-  agent.Shutdown();
-}
-
 // What one message to the scheduler carries: the statuses queued at that moment, in order, up
 // to the limit.
 TEST(AgentStatusTest, StatusesQueuedTogetherAreTakenTogetherInOrder) {
