@@ -48,9 +48,15 @@ for _ in $(seq "$runs"); do
   echo "${row[*]}" >>"$tmp/rows"
 done
 
-echo "pre-run check busbw, 2 ranks on loopback TCP, $runs runs of each, alternating ($(nproc) cores)"
+echo "pre-run check busbw, 2 ranks on loopback TCP, $runs runs of each, alternating" \
+  "($(nproc) cores)"
 for i in "${!variants[@]}"; do
   awk -v col=$((i + 1)) -v name="${variants[$i]}" '
+    function sort(x, m,    a, b, t) {
+      for (a = 0; a < m; ++a) for (b = a + 1; b < m; ++b) if (x[b] < x[a]) {
+        t = x[a]; x[a] = x[b]; x[b] = t
+      }
+    }
     $col != "-" { v[n++] = $col }
     $col == "-" { missing++ }
     END {
@@ -58,15 +64,16 @@ for i in "${!variants[@]}"; do
       below = 0
       for (k = 1; k < n; ++k) {
         m = 0; for (j = (k > 15 ? k - 15 : 0); j < k; ++j) w[m++] = v[j]
-        for (a = 0; a < m; ++a) for (b = a + 1; b < m; ++b) if (w[b] < w[a]) { t = w[a]; w[a] = w[b]; w[b] = t }
+        sort(w, m)
         if (v[k] < 0.5 * w[int((m - 1) / 2)]) below++
       }
       for (k = 0; k < n; ++k) { s[k] = v[k]; sum += v[k] }
-      for (a = 0; a < n; ++a) for (b = a + 1; b < n; ++b) if (s[b] < s[a]) { t = s[a]; s[a] = s[b]; s[b] = t }
+      sort(s, n)
       mean = sum / n; for (k = 0; k < n; ++k) ss += (v[k] - mean) ^ 2
       median = (n % 2) ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2
-      printf "  %-30s median %.2f GB/s, min %.2f, max %.2f, cv %.2f; below half the median of the 15 before: %d of %d%s\n",
-        name, median, s[0], s[n - 1], sqrt(ss / n) / mean, below, n - 1,
+      printf "  %-30s median %.2f GB/s, min %.2f, max %.2f, cv %.2f;", name, median, s[0],
+        s[n - 1], sqrt(ss / n) / mean
+      printf " below half the median of the 15 before: %d of %d%s\n", below, n - 1,
         missing ? sprintf(" (%d runs wrote no result)", missing) : ""
     }' "$tmp/rows"
 done
