@@ -471,7 +471,8 @@ class Scheduler {
   std::unordered_map<std::string, Watched> watches_;
   std::unordered_map<std::string, int64_t> pending_since_ms_;
   std::map<std::string, Worker> workers_;
-  // Pre-run check baselines by shape key, loaded at Start and learned from passing checks.
+  // Pre-run check baselines by shape key, loaded at Start and learned from completed checks
+  // that blamed no worker (UpdateBaseline).
   std::map<std::string, CheckBaseline> baselines_;
   // The recent samples each baseline is the median of (UpdateBaseline); in memory only.
   std::map<std::string, std::deque<double>> baseline_windows_;

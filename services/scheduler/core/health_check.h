@@ -36,9 +36,10 @@ namespace ringmaster::scheduler {
 
 // What a check's bandwidth is comparable within: the number of workers, ranks per worker
 // (the most on any one worker), the transport ("cpu": MPI, "gpu": NCCL) and where it ran. A
-// check inside the job's MPI_Init times a few allreduces in about 10 ms, wire-up still fresh;
-// ringmaster-check times 20 after 3 warm-ups: their figures differ (0.56 against 1.37 GB/s on
-// the quickstart's 2x2/cpu), so each kind is judged against its own baseline.
+// check inside the job's MPI_Init times what fits in about 5 ms, wire-up still fresh, inside a
+// program that is starting; ringmaster-check times 20 after 3 warm-ups. Their figures differed
+// (0.56 against 1.37 GB/s on the quickstart's 2x2/cpu), so each kind is judged against its own
+// baseline.
 struct CheckShape {
   int32_t workers = 0;
   int32_t ranks_per_worker = 0;
