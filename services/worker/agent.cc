@@ -108,6 +108,7 @@ struct Agent::Attempt {
   // Teardown: started at `teardown_at`; SIGTERM sent; finished (nothing left).
   bool teardown = false;
   bool term_sent = false;
+  bool kill_sent = false;  // SIGKILL went to what was left
   bool quiet = false;
   Clock::time_point teardown_at;
   // No signal before this (Stop protocol, step 2); SIGKILL from signal_at + kill_grace.
@@ -557,6 +558,7 @@ void Agent::Housekeeping() {
           }
         } else if (now - a->signal_at >= options_.kill_grace) {
           signal = SIGKILL;
+          a->kill_sent = true;
         }
         work.push_back({key, SelectorLocked(*a), signal});
       }
@@ -613,7 +615,10 @@ void Agent::Housekeeping() {
         if (!a.forget) {
           // Everything here ended; the record waits for StopJob, which needs every rank here
           // reported, including those whose wrapper died before it could tell.
-          ApplyLocked(a, a.gang.OnTornDown());
+          const int32_t sent = a.kill_sent                         ? SIGKILL
+                               : a.term_sent || a.workloads_termed ? SIGTERM
+                                                                   : 0;
+          ApplyLocked(a, a.gang.OnTornDown(sent));
           a.quiet = true;
           continue;
         }

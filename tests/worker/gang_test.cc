@@ -105,7 +105,7 @@ TEST_F(GangTest, ATornDownGangReportsEveryRankThatNeverDid) {
   EXPECT_TRUE(orted.stop_local);
   EXPECT_EQ(orted.why, "a command Exec'd for the attempt (orted) was killed by signal 15");
   gang.MarkStopping(orted.why);
-  auto d = gang.OnTornDown();
+  auto d = gang.OnTornDown(/*signal_sent=*/9);
   ASSERT_EQ(d.reports.size(), 2u);
   EXPECT_EQ(d.reports[0].rank, 0);
   EXPECT_EQ(d.reports[0].kind, Kind::kExited);
@@ -117,7 +117,20 @@ TEST_F(GangTest, ATornDownGangReportsEveryRankThatNeverDid) {
   EXPECT_THAT(d.reports[1].message, HasSubstr("before rank 2 started: a command Exec'd"));
   EXPECT_FALSE(d.stop_local);
   EXPECT_TRUE(gang.AllEnded());
-  EXPECT_THAT(gang.OnTornDown().reports, IsEmpty());
+  EXPECT_THAT(gang.OnTornDown(9).reports, IsEmpty());
+}
+
+// A teardown that got as far as SIGTERM: that is what a silent rank is reported killed by.
+TEST_F(GangTest, ATornDownRankIsReportedKilledByTheStrongestSignalSent) {
+  for (const auto& [sent, reported] : {std::pair{15, 15}, {9, 9}, {0, 9}}) {
+    GangState gang("j-4", 0, {0});
+    gang.OnStarted(0, 100);
+    gang.MarkStopping("the job was cancelled");
+    auto d = gang.OnTornDown(sent);
+    ASSERT_EQ(d.reports.size(), 1u) << sent;
+    EXPECT_EQ(d.reports[0].signal, reported) << sent;
+    EXPECT_EQ(d.reports[0].exit_code, 0) << sent;
+  }
 }
 
 TEST_F(GangTest, RegistrationListsEveryRankWithItsEnd) {

@@ -113,12 +113,14 @@ GangState::Decision GangState::OnExecExited(int32_t exit_code, int32_t signal) {
   return d;
 }
 
-GangState::Decision GangState::OnTornDown() {
+GangState::Decision GangState::OnTornDown(int32_t signal_sent) {
   Decision d;
   constexpr int32_t kSigKill = 9;
+  // The wrapper's own end is unknown; the signal the worker sent is the likeliest cause.
+  const int32_t signal = signal_sent != 0 ? signal_sent : kSigKill;
   for (auto& [rank, r] : ranks_) {
     if (r.phase == Phase::kStarted) {
-      Decision one = OnExited(rank, 0, kSigKill,
+      Decision one = OnExited(rank, 0, signal,
                               absl::StrCat("the rank's wrapper was killed before it could report "
                                            "its exit, while the worker stopped the attempt: ",
                                            stop_why_));

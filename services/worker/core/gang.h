@@ -54,9 +54,10 @@ class GangState {
   // An Exec'd command (orted) of this attempt ended on this worker.
   Decision OnExecExited(int32_t exit_code, int32_t signal);
   // Every process of the attempt on this worker has ended after the worker stopped it: a
-  // started rank still unreported counts as killed by SIGKILL, an unstarted one as not started;
-  // both messages say why the worker stopped it.
-  Decision OnTornDown();
+  // started rank still unreported counts as killed by the strongest signal the worker sent
+  // (`signal_sent`: SIGKILL over SIGTERM; 0, none: SIGKILL, as a vanished rank), an unstarted
+  // one as not started; both messages say why the worker stopped it.
+  Decision OnTornDown(int32_t signal_sent);
 
   // The worker began stopping the attempt's processes here, for `why`.
   void MarkStopping(std::string why) {
