@@ -155,6 +155,18 @@ TEST_F(SchedulerTest, SubmitGetListAndCancel) {
   EXPECT_EQ(List(v1::JOB_STATE_PENDING, "vision").size(), 1u);
   EXPECT_EQ(List(v1::JOB_STATE_PENDING, "other").size(), 0u);
   EXPECT_EQ(List(v1::JOB_STATE_RUNNING).size(), 0u);
+  for (const auto& [limit, page_size, field] :
+       {std::tuple{-1, 0, "limit: must not be negative"}, {5, -1, "page_size: must not"}}) {
+    // An error names the field that was sent, the deprecated one included.
+    grpc::ClientContext ctx;
+    v1::ListJobsRequest req;
+    req.set_limit(limit);
+    req.set_page_size(page_size);
+    v1::ListJobsResponse resp;
+    grpc::Status s = scheduler_->jobs().ListJobs(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << field;
+    EXPECT_THAT(s.error_message(), HasSubstr(field));
+  }
 
   v1::CancelJobResponse cancelled;
   ASSERT_TRUE(Cancel(id, &cancelled).ok());

@@ -138,6 +138,10 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJo
   query.queue = req->queue();
   query.label_selector = req->label_selector();
   query.page_size = req->page_size() != 0 ? req->page_size() : req->limit();
+  if (req->page_size() == 0) {
+    // The deprecated field is checked under its own name: an error must name what was sent.
+    if (auto s = EffectivePageSize(req->limit(), "limit"); !s.ok()) return ToGrpcStatus(s.status());
+  }
   query.page_token = req->page_token();
   if (who->role != Role::kAdmin) query.team = who->team;
   auto page = scheduler_->ListJobs(query);
