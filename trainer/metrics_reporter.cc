@@ -3,8 +3,10 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
+#include "common/job_token.h"
 #include "common/log.h"
 #include "common/tls.h"
 #include "ringmaster/v1/metrics.grpc.pb.h"
@@ -90,6 +92,8 @@ void MetricsReporter::Run() {
     // Never plaintext by accident: TLS against the system's roots, which fails closed.
     credentials = MakeChannelCredentials(TlsOptions{});
   }
+  const char* token_env = std::getenv(kJobTokenEnv);
+  const std::string job_token = token_env == nullptr ? "" : token_env;
   auto channel = grpc::CreateChannel(address_, *credentials);
   auto stub = v1::MetricsService::NewStub(channel);
   std::unique_ptr<grpc::ClientContext> ctx;
@@ -132,6 +136,8 @@ void MetricsReporter::Run() {
     }
     if (!writer) {
       ctx = std::make_unique<grpc::ClientContext>();
+      // The rank's proof of its job, from its worker (docs/security.md, "Rank samples").
+      if (!job_token.empty()) ctx->AddMetadata(kJobTokenMetadata, job_token);
       writer = stub->IngestBatches(ctx.get(), &response);
     }
     for (size_t begin = 0; begin < taken.size(); begin += options_.flush_samples) {

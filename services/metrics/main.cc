@@ -8,10 +8,14 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <thread>
 
 #include "common/flags.h"
+#include "common/job_token.h"
 #include "common/log.h"
 #include "common/tls.h"
 #include "rpc/metrics_service.h"
@@ -79,7 +83,17 @@ int main(int argc, char** argv) {
     return Fail("cannot serve /metrics on " + flags.Get("metrics-listen") + ": " + e.what());
   }
 
-  metrics::MetricsServiceImpl service(&state, static_cast<int>(max_streams));
+  // Ranks prove their job with a token their worker signed; the CA is all it takes to check.
+  std::optional<JobTokenVerifier> tokens;
+  if (!tls->insecure) {
+    std::ifstream in(tls->ca_file);
+    std::stringstream ca;
+    ca << in.rdbuf();
+    absl::StatusOr<JobTokenVerifier> verifier = JobTokenVerifier::FromCaPem(ca.str());
+    if (!verifier.ok()) return Fail("--tls-ca: " + std::string(verifier.status().message()));
+    tokens = std::move(*verifier);
+  }
+  metrics::MetricsServiceImpl service(&state, static_cast<int>(max_streams), std::move(tokens));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;

@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "check_runner.h"
 #include "common/checkpoint_metadata.h"
+#include "common/job_token.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
@@ -1188,12 +1189,32 @@ int Agent::ExecWaiters() {
   return exec_waiters_;
 }
 
+std::string Agent::JobToken(const std::string& job_id) const {
+  auto cert = options_.tls_env.find(kTlsCertEnv);
+  auto key = options_.tls_env.find(kTlsKeyEnv);
+  if (cert == options_.tls_env.end() || key == options_.tls_env.end()) return "";  // plaintext
+  // Read at every start: a renewed certificate (cert-manager) signs from then on.
+  absl::StatusOr<std::string> chain = ReadFileToString(cert->second, 1 << 20);
+  absl::StatusOr<std::string> pem = ReadFileToString(key->second, 1 << 20);
+  absl::StatusOr<std::string> token =
+      chain.ok() && pem.ok() ? SignJobToken(job_id, *chain, *pem)
+                             : absl::Status(chain.ok() ? pem.status() : chain.status());
+  if (!token.ok()) {
+    RM_LOG(kWarning) << "job " << job_id << ": no job token for its ranks (the metrics service "
+                     << "will refuse their samples): " << token.status().message();
+    return "";
+  }
+  return *token;
+}
+
 absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t attempt,
                                              const std::string& token, int32_t mpi_rank,
                                              pid_t pid) {
   StartedRank started;
   std::string launch;  // logged once the lock is released
   std::optional<UnixUser> user;
+  // Signed before the lock: it reads two files and signs, and proves only the job id.
+  const std::string job_token = JobToken(job_id);
   {
     std::lock_guard<std::mutex> lock(mu_);
     RM_ASSIGN_OR_RETURN(Attempt * a, AuthorizeLocked(job_id, attempt, token));
@@ -1218,6 +1239,7 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
     host.simulated_gpus = options_.simulated_gpus;
     for (const Gpu& g : options_.inventory.gpus) host.gpu_types[g.index] = g.type;
     host.metrics_addr = options_.metrics_service;
+    host.job_token = job_token;
     if (!options_.checkpoint_root.empty()) {
       host.checkpoint_dir = absl::StrCat(options_.checkpoint_root, "/", job_id);
     }

@@ -2,3 +2,9 @@
 ringmaster_test(common_test unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/utf8_test.cc
   LIBS ringmaster_common)
+# Job tokens against real certificates (made with scripts/lib/dev_certs.sh, as the quickstart's).
+if(TARGET ringmaster_test_support)
+  ringmaster_test(job_token_test unit
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/job_token_test.cc
+    LIBS ringmaster_test_support ringmaster_common)
+endif()

@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/job_token.h"
 #include "common/net.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,6 +28,7 @@ namespace ringmaster::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using namespace std::chrono_literals;
 
 int64_t RssKib(pid_t pid) { return ProcStatusNumber(pid, "VmRSS:"); }
@@ -47,6 +51,20 @@ v1::Sample MakeSample(const std::string& job, int rank, double ips) {
   return s;
 }
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// What worker `worker` gives the ranks of `job` (common/job_token.h).
+std::string JobTokenFrom(const CertFiles& worker, const std::string& job) {
+  absl::StatusOr<std::string> token = SignJobToken(job, ReadAll(worker.cert), ReadAll(worker.key));
+  EXPECT_TRUE(token.ok()) << token.status();
+  return token.value_or("");
+}
+
 class MetricsServiceTest : public ::testing::Test {
  protected:
   void SetUp() override { StartService({}); }
@@ -64,19 +82,41 @@ class MetricsServiceTest : public ::testing::Test {
         "--tls-key=" + TestCerts::Get().Metrics().key, "--tls-ca=" + TestCerts::Get().ca()};
     argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
     auto p = Subprocess::Start(argv);
-    // The trainer's MetricsReporter finds the CA where a worker puts it for its ranks.
+    // The trainer's MetricsReporter finds the CA and its job token where a worker puts them
+    // for its ranks.
     setenv(kTlsCaEnv, TestCerts::Get().ca().c_str(), 1);
+    setenv(kJobTokenEnv, JobTokenFrom(TestCerts::Get().Worker("w1"), "j-00cc").c_str(), 1);
     ASSERT_TRUE(p.ok()) << p.status();
     process_ = *std::move(p);
     ASSERT_TRUE(WaitFor([&] { return !HttpGet(http_port_, "/metrics").empty(); }, 10s))
         << process_->LogTail();
-    // As a rank: the CA, no certificate of its own.
+    // As a platform component, with a certificate of the CA: it may send any job's samples,
+    // which the tests of decoding and bounds need. Ranks have the CA alone and a job token
+    // (rank_stub_; the tests of job tokens below).
     auto channel =
-        grpc::CreateChannel(addr_, *MakeChannelCredentials(TestCerts::Get().CaOnly()));
+        grpc::CreateChannel(addr_, *MakeChannelCredentials(TestCerts::Get().Client().Options()));
     // /metrics answers before the gRPC server is up: wait for both.
     ASSERT_TRUE(channel->WaitForConnected(std::chrono::system_clock::now() + 10s))
         << process_->LogTail();
     stub_ = v1::MetricsService::NewStub(channel);
+    rank_stub_ = v1::MetricsService::NewStub(
+        grpc::CreateChannel(addr_, *MakeChannelCredentials(TestCerts::Get().CaOnly())));
+  }
+
+  // One IngestBatches stream of a rank (the CA only) with `token` (none when empty), one batch
+  // per sample; the stream's status.
+  grpc::Status SendAsRank(const std::string& token, const std::vector<v1::Sample>& samples,
+                          v1::IngestResponse* resp) {
+    grpc::ClientContext ctx;
+    if (!token.empty()) ctx.AddMetadata(kJobTokenMetadata, token);
+    auto writer = rank_stub_->IngestBatches(&ctx, resp);
+    for (const v1::Sample& sample : samples) {
+      v1::SampleBatch batch;
+      *batch.add_samples() = sample;
+      if (!writer->Write(batch)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
   }
 
   // One IngestBatches stream carrying `samples` in batches of `batch_size`.
@@ -113,6 +153,7 @@ class MetricsServiceTest : public ::testing::Test {
   std::string addr_;
   std::unique_ptr<Subprocess> process_;
   std::unique_ptr<v1::MetricsService::Stub> stub_;
+  std::unique_ptr<v1::MetricsService::Stub> rank_stub_;
 };
 
 TEST_F(MetricsServiceTest, ExposesJobAndRankThroughputStepTimeBandwidthAndLoss) {
@@ -254,6 +295,55 @@ TEST_F(MetricsServiceTest, OneSampleMessagesOfOlderClientsAreStillValidatedAndKe
   EXPECT_EQ(resp.dropped(), 1);
   EXPECT_EQ(resp.first_error(), "sample 1: rank must be in 0..world_size-1 (0..1), got 7");
   EXPECT_EQ(Scraped("ringmaster_metrics_samples_total"), 1);
+}
+
+// Anyone who can reach the port has the CA: without a job token its samples could fill the
+// service's --max-jobs with made-up jobs, and real jobs' samples would be dropped.
+TEST_F(MetricsServiceTest, ARankWithoutAValidJobTokenIsRefusedAndNothingIsKept) {
+  v1::IngestResponse resp;
+  grpc::Status none = SendAsRank("", {MakeSample("j-00aa", 0, 100)}, &resp);
+  EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(none.error_message(), HasSubstr(kJobTokenEnv));
+  grpc::Status foreign = SendAsRank(JobTokenFrom(TestCerts::Foreign().Worker("w1"), "j-00aa"),
+                                    {MakeSample("j-00aa", 0, 100)}, &resp);
+  EXPECT_EQ(foreign.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(foreign.error_message(), HasSubstr("not one of the cluster's CA"));
+  grpc::Status junk = SendAsRank("rmj1.not.a.token", {MakeSample("j-00aa", 0, 100)}, &resp);
+  EXPECT_EQ(junk.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(resp.accepted(), 0);
+  EXPECT_THAT(HttpGet(http_port_, "/metrics"), Not(HasSubstr("j-00aa")));
+}
+
+TEST_F(MetricsServiceTest, AJobTokenAdmitsItsOwnJobsSamplesAndNoOtherJobs) {
+  const std::string token = JobTokenFrom(TestCerts::Get().Worker("w2"), "j-00aa");
+  v1::IngestResponse resp;
+  grpc::Status ok =
+      SendAsRank(token, {MakeSample("j-00aa", 0, 100), MakeSample("j-00aa", 1, 50)}, &resp);
+  ASSERT_TRUE(ok.ok()) << ok.error_message();
+  EXPECT_EQ(resp.accepted(), 2);
+  v1::IngestResponse mixed;
+  grpc::Status other =
+      SendAsRank(token, {MakeSample("j-00aa", 0, 100), MakeSample("j-00bb", 0, 7)}, &mixed);
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(other.error_message(), HasSubstr("of job 'j-00bb'"));
+  const std::string text = HttpGet(http_port_, "/metrics");
+  EXPECT_THAT(text, HasSubstr("job_id=\"j-00aa\""));
+  EXPECT_THAT(text, Not(HasSubstr("j-00bb")));
+  EXPECT_EQ(Scraped("ringmaster_metrics_samples_total"), 3);
+}
+
+TEST_F(MetricsServiceTest, OnlyACertificateOfTheCaDeclaresABaseline) {
+  v1::Baseline baseline;
+  baseline.set_model("mlp");
+  baseline.set_gpu_type("t4");
+  baseline.set_samples_per_second(125);
+  v1::DeclareBaselineResponse resp;
+  grpc::ClientContext as_rank;
+  as_rank.AddMetadata(kJobTokenMetadata, JobTokenFrom(TestCerts::Get().Worker("w1"), "j-00aa"));
+  EXPECT_EQ(rank_stub_->DeclareBaseline(&as_rank, baseline, &resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  grpc::ClientContext as_service;
+  EXPECT_TRUE(stub_->DeclareBaseline(&as_service, baseline, &resp).ok());
 }
 
 trainer::ReportLabels ReporterLabels() {

@@ -143,9 +143,10 @@ class PrometheusE2eTest : public ::testing::Test {
 };
 
 TEST_F(PrometheusE2eTest, ThroughputMatchesTheTrainerAndEveryPanelHasData) {
-  // The 1-rank throughput that scaling efficiency divides by.
-  auto stub = v1::MetricsService::NewStub(
-      grpc::CreateChannel(metrics_addr_, *MakeChannelCredentials(TestCerts::Get().CaOnly())));
+  // The 1-rank throughput that scaling efficiency divides by, declared as an operator does:
+  // with a certificate of the cluster's CA.
+  auto stub = v1::MetricsService::NewStub(grpc::CreateChannel(
+      metrics_addr_, *MakeChannelCredentials(TestCerts::Get().Client().Options())));
   grpc::ClientContext ctx;
   v1::Baseline baseline;
   baseline.set_model("mlp-small");

@@ -157,6 +157,7 @@ TEST(LaunchTest, RankEnvironmentGivesEachRankItsOwnGpusAndLocalRank) {
   RankHost host;
   host.gpu_types = {{0, "v100"}, {1, "a100"}};
   host.metrics_addr = "10.0.0.9:7072";
+  host.job_token = "rmj1.signed";
   auto env = RankEnvironment(a, 3, host);
   EXPECT_EQ(env["RANK"], "3");
   EXPECT_EQ(env["WORLD_SIZE"], "4");
@@ -173,6 +174,7 @@ TEST(LaunchTest, RankEnvironmentGivesEachRankItsOwnGpusAndLocalRank) {
   EXPECT_EQ(env["RINGMASTER_GPU_TYPE"], "a100");
   EXPECT_EQ(env["RINGMASTER_QUEUE"], "research");
   EXPECT_EQ(env["RINGMASTER_METRICS_ADDR"], "10.0.0.9:7072");
+  EXPECT_EQ(env["RINGMASTER_JOB_TOKEN"], "rmj1.signed");
 }
 
 TEST(LaunchTest, SimulatedGpusAreHiddenFromCudaAndNamedSeparately) {
@@ -187,6 +189,7 @@ TEST(LaunchTest, SimulatedGpusAreHiddenFromCudaAndNamedSeparately) {
   EXPECT_EQ(env.count("CUDA_DEVICE_ORDER"), 0u);
   EXPECT_EQ(env["RINGMASTER_GPU_TYPE"], "t4");
   EXPECT_EQ(env.count("RINGMASTER_METRICS_ADDR"), 0u);
+  EXPECT_EQ(env.count("RINGMASTER_JOB_TOKEN"), 0u);  // plaintext: none
 }
 
 TEST(LaunchTest, CpuRanksSeeNoGpuAndOurRankWinsOverTheJobsEnv) {

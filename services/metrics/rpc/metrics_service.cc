@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/tls.h"
 
 namespace ringmaster::metrics {
 
@@ -45,12 +46,17 @@ template <typename Message>
 class IngestStream final : public grpc::ServerReadReactor<Message> {
  public:
   using Handle = std::function<absl::Status(const Message&)>;
-  IngestStream(std::atomic<int>* streams, int max, Handle handle)
+  // `admitted`: whether the caller may stream at all (its job token); ends the stream if not.
+  IngestStream(std::atomic<int>* streams, int max, const absl::Status& admitted, Handle handle)
       : streams_(streams), handle_(std::move(handle)) {
     if (streams_->fetch_add(1) >= max) {
       this->Finish(ToGrpcStatus(absl::ResourceExhaustedError(
           absl::StrCat("the metrics service serves ", max,
                        " ingest streams already (--max-streams); retry later"))));
+      return;
+    }
+    if (!admitted.ok()) {
+      this->Finish(ToGrpcStatus(admitted));
       return;
     }
     this->StartRead(&in_);
@@ -81,24 +87,60 @@ class IngestStream final : public grpc::ServerReadReactor<Message> {
   Message in_;
 };
 
+// PERMISSION_DENIED when a stream that may carry only `job`'s samples carries another's.
+absl::Status CheckJob(const std::string& job, const v1::Sample& sample, int64_t index) {
+  if (job.empty() || sample.job_id() == job) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      absl::StrCat("sample ", index, " is of job '", sample.job_id().substr(0, 64),
+                   "', and this stream's job token is for ", job, " alone"));
+}
+
 }  // namespace
 
+absl::StatusOr<std::string> MetricsServiceImpl::StreamJob(grpc::CallbackServerContext* ctx) const {
+  if (!tokens_ || PeerHasVerifiedCertificate(*ctx->auth_context())) return std::string();
+  const auto& metadata = ctx->client_metadata();
+  auto it = metadata.find(kJobTokenMetadata);
+  absl::StatusOr<std::string> job = tokens_->Verify(
+      it == metadata.end() ? "" : std::string(it->second.data(), it->second.size()));
+  if (!job.ok()) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("a rank's samples need its job token (", kJobTokenEnv, " from its worker, in ",
+                     kJobTokenMetadata,
+                     " metadata), or a client certificate of the cluster's "
+                     "CA: ",
+                     job.status().message()));
+  }
+  if (job->empty()) return absl::UnauthenticatedError("job token: it names no job");
+  return job;
+}
+
 // The ingest protocol, for one stream:
+//  0. Admit the stream (StreamJob); a stream admitted for one job ends with PERMISSION_DENIED at
+//     the first sample of another.
 //  1. Decode and validate a batch with DecodeSampleBatch, outside the lock. A batch over the
 //     size limit ends the stream with INVALID_ARGUMENT (what came before it stays kept).
 //  2. Record the valid samples under one lock acquisition; count the rejected ones by reason.
 //  3. The response holds the counts and the first rejected sample's error so far; the client
 //     gets it when it closes the stream.
 grpc::ServerReadReactor<v1::SampleBatch>* MetricsServiceImpl::IngestBatches(
-    grpc::CallbackServerContext*, v1::IngestResponse* resp) {
+    grpc::CallbackServerContext* ctx, v1::IngestResponse* resp) {
   struct Counts {
     DecodedBatch decoded;
     int64_t batches = 0;
   };
   auto counts = std::make_shared<Counts>();
+  absl::StatusOr<std::string> job = StreamJob(ctx);
   return new IngestStream<v1::SampleBatch>(
-      &streams_, max_streams_,
-      [this, resp, counts](const v1::SampleBatch& batch) -> absl::Status {
+      &streams_, max_streams_, job.status(),
+      [this, resp, counts, job = job.value_or("")](const v1::SampleBatch& batch) -> absl::Status {
+        for (int i = 0; i < batch.samples_size(); ++i) {
+          if (absl::Status s =
+                  CheckJob(job, batch.samples(i), resp->accepted() + resp->dropped() + i);
+              !s.ok()) {
+            return s;
+          }
+        }
         DecodedBatch& decoded = counts->decoded;
         absl::Status status = DecodeSampleBatch(batch, &decoded);
         if (!status.ok()) {
@@ -118,13 +160,15 @@ grpc::ServerReadReactor<v1::SampleBatch>* MetricsServiceImpl::IngestBatches(
       });
 }
 
-grpc::ServerReadReactor<v1::Sample>* MetricsServiceImpl::Ingest(grpc::CallbackServerContext*,
+grpc::ServerReadReactor<v1::Sample>* MetricsServiceImpl::Ingest(grpc::CallbackServerContext* ctx,
                                                                 v1::IngestResponse* resp) {
   // Each message is a batch of one, recorded by the same path.
   auto received = std::make_shared<int64_t>(0);
+  absl::StatusOr<std::string> job = StreamJob(ctx);
   return new IngestStream<v1::Sample>(
-      &streams_, max_streams_,
-      [this, resp, received](const v1::Sample& s) -> absl::Status {
+      &streams_, max_streams_, job.status(),
+      [this, resp, received, job = job.value_or("")](const v1::Sample& s) -> absl::Status {
+        if (absl::Status checked = CheckJob(job, s, *received); !checked.ok()) return checked;
         DecodedBatch one;
         const SampleIn in = FromProto(s);
         DropReason reason = DropReason::kNone;
@@ -145,8 +189,14 @@ grpc::ServerReadReactor<v1::Sample>* MetricsServiceImpl::Ingest(grpc::CallbackSe
       });
 }
 
-grpc::Status MetricsServiceImpl::DeclareBaseline(grpc::ServerContext*, const v1::Baseline* req,
+grpc::Status MetricsServiceImpl::DeclareBaseline(grpc::ServerContext* ctx, const v1::Baseline* req,
                                                  v1::DeclareBaselineResponse*) {
+  if (tokens_) {
+    // A declared baseline outweighs learned ones for every job of its model: operators only.
+    if (absl::Status s = CheckServicePeer(*ctx->auth_context(), "DeclareBaseline"); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+  }
   if (!state_->DeclareBaseline(req->model(), req->gpu_type(), req->samples_per_second())) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "baseline: model must be 1..63 characters of [a-z0-9.-], gpu_type at most "

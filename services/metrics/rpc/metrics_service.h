@@ -12,9 +12,13 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <string>
 
-#include "core/job_metrics.h"
+#include "absl/status/statusor.h"
+#include "common/job_token.h"
 #include "convert/sample_decode.h"
+#include "core/job_metrics.h"
 #include "ringmaster/v1/metrics.grpc.pb.h"
 
 namespace ringmaster::metrics {
@@ -41,12 +45,19 @@ class MetricsState {
 // for its next message, and each message is decoded and recorded on the callback thread that
 // read it (nothing there blocks). At most `max_streams` are open at once; past that a stream is
 // RESOURCE_EXHAUSTED at once, since the port takes callers without a certificate.
+//
+// Who may send what (docs/security.md, "Rank samples"): with `tokens` (TLS), a stream from a
+// caller with a certificate of the cluster's CA may carry any job's samples; any other stream
+// needs a job token (common/job_token.h) in its metadata, which ranks get from their worker, and
+// carries that job's samples only. DeclareBaseline takes only callers with a certificate.
+// Without `tokens` (--insecure, loopback only) every caller may do everything.
 class MetricsServiceImpl final
     : public v1::MetricsService::WithCallbackMethod_IngestBatches<
           v1::MetricsService::WithCallbackMethod_Ingest<v1::MetricsService::Service>> {
  public:
-  MetricsServiceImpl(MetricsState* state, int max_streams)
-      : state_(state), max_streams_(max_streams) {}
+  MetricsServiceImpl(MetricsState* state, int max_streams,
+                     std::optional<JobTokenVerifier> tokens = std::nullopt)
+      : state_(state), max_streams_(max_streams), tokens_(std::move(tokens)) {}
   grpc::ServerReadReactor<v1::SampleBatch>* IngestBatches(grpc::CallbackServerContext* ctx,
                                                           v1::IngestResponse* resp) override;
   grpc::ServerReadReactor<v1::Sample>* Ingest(grpc::CallbackServerContext* ctx,
@@ -55,8 +66,13 @@ class MetricsServiceImpl final
                                v1::DeclareBaselineResponse* resp) override;
 
  private:
+  // The job whose samples a stream may carry: empty for any job; UNAUTHENTICATED without a
+  // valid job token where one is needed.
+  absl::StatusOr<std::string> StreamJob(grpc::CallbackServerContext* ctx) const;
+
   MetricsState* state_;
   const int max_streams_;
+  const std::optional<JobTokenVerifier> tokens_;
   std::atomic<int> streams_{0};  // open ingest streams
 };
 

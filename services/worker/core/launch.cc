@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/job_token.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -243,6 +244,7 @@ std::map<std::string, std::string> RankEnvironment(const Assignment& assignment,
     if (type != host.gpu_types.end()) env["RINGMASTER_GPU_TYPE"] = type->second;
   }
   if (!host.metrics_addr.empty()) env["RINGMASTER_METRICS_ADDR"] = host.metrics_addr;
+  if (!host.job_token.empty()) env[kJobTokenEnv] = host.job_token;
   if (!host.checkpoint_dir.empty()) env["RINGMASTER_CHECKPOINT_DIR"] = host.checkpoint_dir;
   if (ChecksInSession(assignment) && !host.check_result_path.empty()) {
     env[kPrecheckResultEnv] = host.check_result_path;

@@ -100,6 +100,9 @@ struct RankHost {
   std::map<int32_t, std::string> gpu_types;
   // ringmaster-metrics' ingest address for RINGMASTER_METRICS_ADDR; empty: not set.
   std::string metrics_addr;
+  // The job's token for the metrics service, RINGMASTER_JOB_TOKEN (common/job_token.h); empty:
+  // not set.
+  std::string job_token;
   // The job's checkpoint directory for RINGMASTER_CHECKPOINT_DIR; empty: not set.
   std::string checkpoint_dir;
   // Where rank 0 writes an in-session check's result (RINGMASTER_PRECHECK_RESULT, set only
