@@ -104,12 +104,10 @@ absl::StatusOr<std::string> MetricsServiceImpl::StreamJob(grpc::CallbackServerCo
   absl::StatusOr<std::string> job = tokens_->Verify(
       it == metadata.end() ? "" : std::string(it->second.data(), it->second.size()));
   if (!job.ok()) {
+    constexpr char kWhat[] = " metadata), or a client certificate of the cluster's CA: ";
     return absl::UnauthenticatedError(
         absl::StrCat("a rank's samples need its job token (", kJobTokenEnv, " from its worker, in ",
-                     kJobTokenMetadata,
-                     " metadata), or a client certificate of the cluster's "
-                     "CA: ",
-                     job.status().message()));
+                     kJobTokenMetadata, kWhat, job.status().message()));
   }
   if (job->empty()) return absl::UnauthenticatedError("job token: it names no job");
   return job;
