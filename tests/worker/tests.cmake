@@ -34,9 +34,13 @@ ringmaster_test(worker_host_test unit
     ${CMAKE_CURRENT_LIST_DIR}/rank_channel_test.cc
   LIBS ringmaster_worker_host)
 if(TARGET ringmaster_pmpi)
+  # The counter in a real (1-rank) MPI program with many nonblocking collectives in flight.
+  add_executable(nonblocking_collectives ${CMAKE_CURRENT_LIST_DIR}/programs/nonblocking_collectives.c)
+  target_link_libraries(nonblocking_collectives PRIVATE MPI::MPI_C)
   target_compile_definitions(worker_host_test PRIVATE
-    RINGMASTER_PMPI_LIBRARY="$<TARGET_FILE:ringmaster_pmpi>")
-  add_dependencies(worker_host_test ringmaster_pmpi)
+    RINGMASTER_PMPI_LIBRARY="$<TARGET_FILE:ringmaster_pmpi>"
+    RINGMASTER_NONBLOCKING_COLLECTIVES="$<TARGET_FILE:nonblocking_collectives>")
+  add_dependencies(worker_host_test ringmaster_pmpi nonblocking_collectives)
 endif()
 # libringmaster_nccl.so preloaded into a program whose NCCL and CUDA driver are fakes that
 # say when the "GPU" got through (nccl_counter_check.c).

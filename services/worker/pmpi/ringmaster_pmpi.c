@@ -123,18 +123,40 @@ static void Track(int rc, MPI_Request* request) {
   pthread_mutex_unlock(&g_pending_mu);
 }
 
-/* Remembers which of `requests` are tracked collectives, before a Wait/Test overwrites them. */
+/* Remembers which of `requests` are tracked collectives, before a Wait/Test overwrites them.
+ * Room for 64 on the stack; a call on more requests gets room for all of them on the heap
+ * (a Waitall of 100 nonblocking collectives left 36 counted as never completed, and their
+ * entries in the table for good, when there was room for 64 only). */
+#define RM_WATCHED_INLINE 64
 struct Watched {
   int count;
-  int index[64];
-  MPI_Request handle[64];
+  int capacity;
+  int* index;
+  MPI_Request* handle;
+  int inline_index[RM_WATCHED_INLINE];
+  MPI_Request inline_handle[RM_WATCHED_INLINE];
 };
 
 static void Watch(int n, const MPI_Request* requests, struct Watched* w) {
   w->count = 0;
+  w->capacity = RM_WATCHED_INLINE;
+  w->index = w->inline_index;
+  w->handle = w->inline_handle;
   if (__atomic_load_n(&g_pending_count, __ATOMIC_RELAXED) == 0 || requests == NULL) return;
+  if (n > RM_WATCHED_INLINE) {
+    int* index = malloc(sizeof(int) * (size_t)n);
+    MPI_Request* handle = malloc(sizeof(MPI_Request) * (size_t)n);
+    if (index != NULL && handle != NULL) {
+      w->capacity = n;
+      w->index = index;
+      w->handle = handle;
+    } else { /* out of memory: watch the first 64 as before */
+      free(index);
+      free(handle);
+    }
+  }
   pthread_mutex_lock(&g_pending_mu);
-  for (int i = 0; i < n && w->count < 64; ++i) {
+  for (int i = 0; i < n && w->count < w->capacity; ++i) {
     for (int j = 0; j < g_pending_count; ++j) {
       if (g_pending[j] == requests[i]) {
         w->index[w->count] = i;
@@ -147,9 +169,17 @@ static void Watch(int n, const MPI_Request* requests, struct Watched* w) {
   pthread_mutex_unlock(&g_pending_mu);
 }
 
+static void Unwatch(struct Watched* w) {
+  if (w->index != w->inline_index) free(w->index);
+  if (w->handle != w->inline_handle) free(w->handle);
+}
+
 /* After the call: a watched request now MPI_REQUEST_NULL has completed. */
-static void Settle(const MPI_Request* requests, const struct Watched* w) {
-  if (w->count == 0) return;
+static void Settle(const MPI_Request* requests, struct Watched* w) {
+  if (w->count == 0) {
+    Unwatch(w);
+    return;
+  }
   uint64_t done = 0;
   pthread_mutex_lock(&g_pending_mu);
   for (int k = 0; k < w->count; ++k) {
@@ -164,6 +194,7 @@ static void Settle(const MPI_Request* requests, const struct Watched* w) {
     }
   }
   pthread_mutex_unlock(&g_pending_mu);
+  Unwatch(w);
   if (done > 0) Completed(done);
 }
 
