@@ -89,13 +89,25 @@ class Invocation {
       request.mutable_spec()->set_name(DefaultJobName(request.spec()));
     // One id for every attempt of this invocation: a retry finds the job a lost reply made.
     request.set_request_id(cmd_.request_id.empty() ? runtime_.new_request_id() : cmd_.request_id);
+    RetryPolicy retry = runtime_.retry;
+    if (cmd_.retry_seconds) retry.max_wait = std::chrono::seconds(*cmd_.retry_seconds);
+    int attempts = 0;
+    // One line when retrying starts, so a wait through a scheduler failover is not silent.
+    auto on_retry = [&](const absl::Status& status, int attempt) {
+      if (attempt > 1) return;
+      err_ << "ringctl: " << DescribeRpcError(status, "submit job", cmd_.scheduler, "").message
+           << "; retrying for up to "
+           << std::chrono::duration_cast<std::chrono::seconds>(retry.max_wait).count()
+           << " s with request id " << request.request_id() << "\n"
+           << std::flush;
+    };
     absl::StatusOr<v1::SubmitJobResponse> response =
-        SubmitWithRetry(client_, request, runtime_.retry, runtime_.sleep);
+        SubmitWithRetry(client_, request, retry, runtime_.sleep, &attempts, on_retry);
     if (!response.ok()) {
       Failure failure = DescribeRpcError(response.status(), "submit job", cmd_.scheduler, "");
       if (IsRetryable(response.status())) {
-        absl::StrAppend(&failure.message, " (tried ", runtime_.retry.max_attempts,
-                        " times with request id ", request.request_id(), ")");
+        absl::StrAppend(&failure.message, " (tried ", attempts, attempts == 1 ? " time" : " times",
+                        " with request id ", request.request_id(), ")");
       }
       return Fail(failure);
     }

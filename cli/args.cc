@@ -294,6 +294,12 @@ const std::vector<FlagSpec>& Flags() {
        "FILE",
        "study scaling: write the SVG chart here (default: next to the stored study)"},
       {"request-id", 0, {Verb::kSubmit}, "ID", "idempotency key (default: random per invocation)"},
+      {"retry-seconds",
+       0,
+       {Verb::kSubmit},
+       "N",
+       "keep retrying an unreachable scheduler for up to N s, same request id (default 30; 0: "
+       "once)"},
       {"wait",
        0,
        {Verb::kSubmit},
@@ -474,6 +480,13 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
   } else if (name == "request-id") {
     if (value.empty()) return absl::InvalidArgumentError("--request-id: must not be empty");
     cmd->request_id = value;
+  } else if (name == "retry-seconds") {
+    RM_ASSIGN_OR_RETURN(int64_t seconds, ParseInteger(name, value, false, false));
+    if (seconds > 3600) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--retry-seconds: must be 0..3600, got ", seconds));
+    }
+    cmd->retry_seconds = seconds;
   } else if (name == "state") {
     std::optional<v1::JobState> state = ParseJobState(value);
     if (!state) {

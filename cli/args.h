@@ -103,6 +103,8 @@ struct Command {
   // submit -f, --request-id and the spec flags.
   std::string spec_file;
   std::string request_id;
+  // --retry-seconds: how long a submit may keep retrying an unreachable scheduler.
+  std::optional<int64_t> retry_seconds;
   SpecOverrides overrides;
 };
 

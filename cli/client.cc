@@ -198,14 +198,20 @@ bool IsRetryable(const absl::Status& status) {
 
 absl::StatusOr<v1::SubmitJobResponse> SubmitWithRetry(
     SchedulerClient& client, const v1::SubmitJobRequest& request, const RetryPolicy& policy,
-    const std::function<void(std::chrono::milliseconds)>& sleep) {
+    const std::function<void(std::chrono::milliseconds)>& sleep, int* attempts,
+    const OnRetry& on_retry) {
   std::chrono::milliseconds backoff = policy.initial_backoff;
+  std::chrono::milliseconds waited{0};
   for (int attempt = 1;; ++attempt) {
     absl::StatusOr<v1::SubmitJobResponse> response = client.SubmitJob(request);
-    if (response.ok() || !IsRetryable(response.status()) || attempt >= policy.max_attempts) {
+    if (attempts != nullptr) *attempts = attempt;
+    if (response.ok() || !IsRetryable(response.status()) || attempt >= policy.max_attempts ||
+        waited + backoff > policy.max_wait) {
       return response;
     }
+    if (on_retry) on_retry(response.status(), attempt);
     sleep(backoff);
+    waited += backoff;
     backoff = std::min(backoff * 2, policy.max_backoff);
   }
 }

@@ -89,13 +89,19 @@ class GrpcSchedulerClient : public SchedulerClient {
   std::unique_ptr<v1::QueueService::Stub> queues_;
 };
 
-// How submits are retried: `max_attempts` calls in all, waiting `initial_backoff` after the
-// first failure and twice as long after each further one, at most `max_backoff`.
+// How submits are retried: waiting `initial_backoff` after the first failure and twice as long
+// after each further one, at most `max_backoff`; at most `max_attempts` calls in all, and no
+// wait that would take the waits past `max_wait`. The default rides out a scheduler failover:
+// a crashed leader's lease passes on after 10 s (--lease-ttl-ms), and the standby then starts.
 struct RetryPolicy {
-  int max_attempts = 4;
+  int max_attempts = 30;
   std::chrono::milliseconds initial_backoff{250};
   std::chrono::milliseconds max_backoff{2000};
+  std::chrono::milliseconds max_wait{30000};
 };
+
+// Told of each failure that is about to be retried: its status and which attempt it was.
+using OnRetry = std::function<void(const absl::Status&, int attempt)>;
 
 // UNAVAILABLE (nobody answered) and DEADLINE_EXCEEDED (the answer may have been lost).
 bool IsRetryable(const absl::Status& status);
@@ -103,9 +109,11 @@ bool IsRetryable(const absl::Status& status);
 // Submits, retrying retryable failures with the SAME request (and so the same request id):
 // the scheduler returns the job of an earlier attempt that did land instead of creating a
 // second one, which is what makes the retry safe. `sleep` waits between attempts.
+// `attempts`, when given, gets the number of calls made.
 absl::StatusOr<v1::SubmitJobResponse> SubmitWithRetry(
     SchedulerClient& client, const v1::SubmitJobRequest& request, const RetryPolicy& policy,
-    const std::function<void(std::chrono::milliseconds)>& sleep);
+    const std::function<void(std::chrono::milliseconds)>& sleep, int* attempts = nullptr,
+    const OnRetry& on_retry = nullptr);
 
 // A fresh request id: 128 random bits as 32 lower-case hex digits.
 std::string NewRequestId();

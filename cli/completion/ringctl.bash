@@ -44,8 +44,8 @@ _ringctl() {
       fi ;;
     --scheduler | --name | --queue | --priority | --replicas | --gpus-per-replica | \
       --gpu-type | --model | --steps | --batch-size | --checkpoint-every | --backoff-limit | \
-      --max-runtime-seconds | --label | --request-id | --limit | --page-size | -l | \
-      --selector | --reason | --rank | --attempt | --gpus)
+      --max-runtime-seconds | --label | --request-id | --retry-seconds | --limit | --page-size | \
+      -l | --selector | --reason | --rank | --attempt | --gpus)
       return 0 ;;
   esac
 
@@ -54,7 +54,7 @@ _ringctl() {
     submit)
       flags="--file -f --name --queue --priority --replicas --gpus-per-replica --gpu-type
              --model --steps --batch-size --checkpoint-every --restart-policy --backoff-limit
-             --max-runtime-seconds --label --request-id --wait --follow" ;;
+             --max-runtime-seconds --label --request-id --retry-seconds --wait --follow" ;;
     get) flags="" ;;
     list) flags="--state --queue --selector -l --limit --page-size" ;;
     cancel) flags="--reason" ;;

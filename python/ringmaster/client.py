@@ -198,6 +198,7 @@ class Client:
         tls: TLSLike = None,
         *,
         timeout: float = 10.0,
+        retry_seconds: float = 30.0,
     ) -> None:
         """Opens a channel to the scheduler (it connects on the first call).
 
@@ -214,9 +215,16 @@ class Client:
                 ``True`` for TLS with the system's roots; a :class:`TLSConfig` or a dict with
                 ``ca``, ``cert``, ``key`` (paths to PEM files) and ``server_name``.
             timeout: Deadline in seconds of every unary call.
+            retry_seconds: How long ``submit`` and ``wait`` keep retrying a scheduler that does
+                not answer (waits of 0.25, 0.5, 1, then 2 s, the same request id every time);
+                the default rides out a scheduler failover (a crashed leader's lease passes
+                on after 10 s). 0: one attempt.
         """
         self.address = address or os.environ.get(SCHEDULER_ENV) or DEFAULT_SCHEDULER
         self.timeout = timeout
+        if retry_seconds < 0:
+            raise ValueError(f"retry_seconds: must not be negative, got {retry_seconds}")
+        self.retry_seconds = retry_seconds
         self._tls = _tls_config(tls)
         token = token or resolve_token()
         self._metadata: Tuple[Tuple[str, str], ...] = (
@@ -557,19 +565,22 @@ class Client:
         except grpc.RpcError as e:
             raise errors.from_rpc_error(e, spec_call=spec_call) from None
 
-    @staticmethod
-    def _retry(call: Callable[[], T], attempts: int = 4) -> T:
+    def _retry(self, call: Callable[[], T]) -> T:
         """Retries UNAVAILABLE and DEADLINE_EXCEEDED (the answer may have been lost) with
-        backoff 0.25, 0.5, 1 s: only for calls that are safe to repeat."""
+        backoff 0.25, 0.5, 1, then 2 s, while the waits fit in ``retry_seconds``: only for
+        calls that are safe to repeat."""
         backoff = 0.25
-        for attempt in range(1, attempts + 1):
+        waited = 0.0
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 return call()
             except (errors.Unavailable, errors.DeadlineExceeded) as e:
-                if attempt == attempts:
-                    e.message += f" (tried {attempts} times)"
+                if waited + backoff > self.retry_seconds:
+                    e.message += f" (tried {attempt} time{'' if attempt == 1 else 's'})"
                     e.args = (e.message,)
                     raise
             time.sleep(backoff)
+            waited += backoff
             backoff = min(backoff * 2, 2.0)
-        raise AssertionError("unreachable")

@@ -207,18 +207,50 @@ TEST_F(AppTest, SubmitRetriesUnavailableWithTheSameRequestId) {
     EXPECT_EQ(request.request_id(), "script-1");
     EXPECT_EQ(request.spec().SerializeAsString(), fake_.submits[0].spec().SerializeAsString());
   }
-  EXPECT_EQ(sleeps_, (std::vector<std::chrono::milliseconds>{std::chrono::milliseconds(250),
-                                                             std::chrono::milliseconds(500)}));
+  EXPECT_EQ(sleeps_,
+            (std::vector<std::chrono::milliseconds>{
+                std::chrono::milliseconds(250),
+                std::chrono::milliseconds(
+                    500)}));  // One line when the retrying starts; none for each retry after it.
+  EXPECT_EQ(err_.str(),
+            "ringctl: scheduler unreachable at localhost:7070: connection reset; retrying for up "
+            "to 30 s with request id script-1\n");
+}
+
+// The default rides out a scheduler failover: a crashed leader's lease (10 s) passes on, then
+// the standby starts. Waits of 0.25, 0.5, 1 and then 2 s fit 18 calls into 30 s.
+TEST_F(AppTest, SubmitKeepsRetryingForThirtySecondsByDefault) {
+  for (int i = 0; i < 40; ++i) fake_.submit_results.push_back(absl::UnavailableError("refused"));
+  EXPECT_EQ(Run({"submit", "--name", "x", "--scheduler", "s:1"}), kExitUnreachable);
+  EXPECT_EQ(fake_.submits.size(), 18u);
+  std::chrono::milliseconds waited{0};
+  for (auto w : sleeps_) waited += w;
+  EXPECT_EQ(waited, std::chrono::milliseconds(29750));
+  EXPECT_THAT(err_.str(), HasSubstr("(tried 18 times with request id generated-id)\n"));
 }
 
 TEST_F(AppTest, SubmitGivesUpAfterTheLastAttemptAsUnreachable) {
   for (int i = 0; i < 4; ++i) fake_.submit_results.push_back(absl::UnavailableError("refused"));
-  EXPECT_EQ(Run({"submit", "--name", "x", "--scheduler", "s:1"}), kExitUnreachable);
-  EXPECT_EQ(fake_.submits.size(), 4u);
+  // Waits of 0.25 and 0.5 s fit in 1 s; a third, of 1 s, would not.
+  EXPECT_EQ(Run({"submit", "--name", "x", "--scheduler", "s:1", "--retry-seconds", "1"}),
+            kExitUnreachable);
+  EXPECT_EQ(fake_.submits.size(), 3u);
   EXPECT_EQ(err_.str(),
-            "ringctl: scheduler unreachable at s:1: refused (tried 4 times with request id "
+            "ringctl: scheduler unreachable at s:1: refused; retrying for up to 1 s with request "
+            "id generated-id\n"
+            "ringctl: scheduler unreachable at s:1: refused (tried 3 times with request id "
             "generated-id)\n");
   EXPECT_EQ(out_.str(), "");
+}
+
+TEST_F(AppTest, SubmitWithRetrySecondsZeroTriesOnce) {
+  fake_.submit_results.push_back(absl::UnavailableError("refused"));
+  EXPECT_EQ(Run({"submit", "--name", "x", "--scheduler", "s:1", "--retry-seconds", "0"}),
+            kExitUnreachable);
+  EXPECT_EQ(fake_.submits.size(), 1u);
+  EXPECT_EQ(err_.str(),
+            "ringctl: scheduler unreachable at s:1: refused (tried 1 time with request id "
+            "generated-id)\n");
 }
 
 TEST_F(AppTest, SubmitDoesNotRetryARejectedSpec) {

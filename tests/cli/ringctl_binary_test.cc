@@ -124,13 +124,14 @@ TEST_F(RingctlBinaryTest, UnreachableSchedulerExitsThreeWithOneLineNamingTheAddr
 }
 
 TEST_F(RingctlBinaryTest, SubmitToAnUnreachableSchedulerRetriesThenExitsThree) {
-  Result r = RunRingctl(
-      {"submit", "--name", "smoke", "--request-id", "binary-test-1", "--scheduler", address_},
-      kPlaintext);
+  Result r = RunRingctl({"submit", "--name", "smoke", "--request-id", "binary-test-1",
+                         "--scheduler", address_, "--retry-seconds", "1"},
+                        kPlaintext);
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_EQ(LineCount(r.err), 1) << r.err;
+  EXPECT_EQ(LineCount(r.err), 2) << r.err;  // retrying starts, and gives up
   EXPECT_THAT(r.err, StartsWith("ringctl: scheduler unreachable at " + address_ + ": "));
-  EXPECT_THAT(r.err, HasSubstr("(tried 4 times with request id binary-test-1)"));
+  EXPECT_THAT(r.err, HasSubstr("; retrying for up to 1 s with request id binary-test-1\n"));
+  EXPECT_THAT(r.err, HasSubstr("(tried 3 times with request id binary-test-1)"));
 }
 
 TEST_F(RingctlBinaryTest, SchedulerAddressFallsBackToTheEnvironment) {

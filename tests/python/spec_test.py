@@ -217,10 +217,17 @@ class ClientTest(unittest.TestCase):
         ringmaster.Client("x:1", tls=True).close()
 
     def test_a_submit_to_nobody_fails_unavailable_after_retrying(self):
-        with ringmaster.Client("127.0.0.1:1", timeout=1) as client:
+        # Waits of 0.25 and 0.5 s fit in 1 s; a third, of 1 s, would not.
+        with ringmaster.Client("127.0.0.1:1", timeout=1, retry_seconds=1) as client:
             with self.assertRaises(errors.Unavailable) as cm:
                 client.submit(name="x", replicas=1)
-        self.assertIn("(tried 4 times)", str(cm.exception))
+        self.assertIn("(tried 3 times)", str(cm.exception))
+        with ringmaster.Client("127.0.0.1:1", timeout=1, retry_seconds=0) as client:
+            with self.assertRaises(errors.Unavailable) as cm:
+                client.submit(name="x", replicas=1)
+        self.assertIn("(tried 1 time)", str(cm.exception))
+        with self.assertRaises(ValueError):
+            ringmaster.Client("127.0.0.1:1", retry_seconds=-1)
 
 
 if __name__ == "__main__":
