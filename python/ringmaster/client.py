@@ -393,7 +393,9 @@ class Client:
         """
         request = job_pb2.WatchJobRequest(job_id=_job_id(job))
         last_seq = 0
-        failures = 0
+        # Reopening a broken stream waits 0.25, 0.5, 1, then 2 s, for up to retry_seconds
+        # without progress: a scheduler failover fits.
+        waited = 0.0
         backoff = 0.25
         while True:
             progressed = False
@@ -408,13 +410,17 @@ class Client:
                 return
             except grpc.RpcError as e:
                 if progressed:
-                    failures = 0
-                failures += 1
-                if e.code() != grpc.StatusCode.UNAVAILABLE or last_seq == 0 or failures >= 4:
+                    waited, backoff = 0.0, 0.25
+                if (
+                    e.code() != grpc.StatusCode.UNAVAILABLE
+                    or last_seq == 0
+                    or waited + backoff > self.retry_seconds
+                ):
                     raise errors.from_rpc_error(e) from None
             finally:
                 call.cancel()  # a no-op once the stream ended; ends it when the caller stopped
             time.sleep(backoff)
+            waited += backoff
             backoff = min(backoff * 2, 2.0)
 
     def wait(self, job: JobRef, timeout: Optional[float] = None) -> Job:
