@@ -40,6 +40,13 @@ class SchedulerClient {
   virtual absl::StatusOr<v1::ClearWorkerHealthResponse> ClearWorkerHealth(
       const v1::ClearWorkerHealthRequest& request);
 
+  // Waits before a retry: `wait`, or less once the scheduler can be reached again. By default
+  // it calls `sleep(wait)`.
+  virtual void AwaitRetry(std::chrono::milliseconds wait,
+                          const std::function<void(std::chrono::milliseconds)>& sleep) {
+    sleep(wait);
+  }
+
   // QueueService. By default UNIMPLEMENTED, so a fake that serves only jobs need not say so.
   virtual absl::StatusOr<v1::QueueWithStatus> CreateQueue(const v1::CreateQueueRequest& request);
   virtual absl::StatusOr<v1::QueueWithStatus> UpdateQueue(const v1::UpdateQueueRequest& request);
@@ -79,9 +86,17 @@ class GrpcSchedulerClient : public SchedulerClient {
   absl::StatusOr<v1::ListQueuesResponse> ListQueues(const v1::ListQueuesRequest& request) override;
   absl::StatusOr<v1::DeleteQueueResponse> DeleteQueue(
       const v1::DeleteQueueRequest& request) override;
+  // Not connected: watches the channel while it waits and returns once it connects, since a
+  // channel with no call in flight is polled only every 5 s (gRPC's backup poller), and a plain
+  // sleep left a retried submit waiting about 15 s past a failover. Connected (the scheduler
+  // answered UNAVAILABLE itself): `sleep(wait)`.
+  void AwaitRetry(std::chrono::milliseconds wait,
+                  const std::function<void(std::chrono::milliseconds)>& sleep) override;
 
  private:
   void PrepareUnary(grpc::ClientContext* context) const;
+
+  std::shared_ptr<grpc::Channel> channel_;
 
   std::chrono::milliseconds unary_deadline_;
   std::unique_ptr<v1::JobService::Stub> jobs_;

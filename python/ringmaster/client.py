@@ -231,6 +231,10 @@ class Client:
             (("authorization", f"Bearer {token}"),) if token else ()
         )
         self._channel = self._open_channel(self.address)
+        # The channel's state, kept by gRPC's own thread: retries wait differently when the
+        # scheduler is connected but answered UNAVAILABLE (see _await_retry).
+        self._connectivity = grpc.ChannelConnectivity.IDLE
+        self._channel.subscribe(self._on_connectivity, try_to_connect=False)
         self._jobs = job_pb2_grpc.JobServiceStub(self._channel)
         self._cluster = worker_pb2_grpc.ClusterServiceStub(self._channel)
         self._queues = queue_pb2_grpc.QueueServiceStub(self._channel)
@@ -239,6 +243,7 @@ class Client:
 
     def close(self) -> None:
         """Closes the channel; calls in progress are cancelled."""
+        self._channel.unsubscribe(self._on_connectivity)
         self._channel.close()
 
     def __enter__(self) -> "Client":
@@ -419,7 +424,7 @@ class Client:
                     raise errors.from_rpc_error(e) from None
             finally:
                 call.cancel()  # a no-op once the stream ended; ends it when the caller stopped
-            time.sleep(backoff)
+            self._await_retry(backoff)
             waited += backoff
             backoff = min(backoff * 2, 2.0)
 
@@ -558,12 +563,32 @@ class Client:
     # -- plumbing ------------------------------------------------------------------------
 
     def _open_channel(self, target: str) -> grpc.Channel:
+        # gRPC waits longer and longer between reconnects (1 s growing to 2 min): after a
+        # failover of 11 s a retried submit found the channel waiting 15 s more. At most 2 s,
+        # as the retries themselves wait.
+        options = [("grpc.max_reconnect_backoff_ms", 2000)]
         if self._tls is None:
-            return grpc.insecure_channel(target)
-        options = []
+            return grpc.insecure_channel(target, options=options)
         if self._tls.server_name:
             options.append(("grpc.ssl_target_name_override", self._tls.server_name))
         return grpc.secure_channel(target, self._tls.credentials(), options=options)
+
+    def _on_connectivity(self, state: grpc.ChannelConnectivity) -> None:
+        self._connectivity = state
+
+    def _await_retry(self, wait: float) -> None:
+        """Waits before a retry: ``wait`` seconds, or less once the scheduler can be reached
+        again. Not connected, it watches the channel and returns once it connects (a channel
+        with no call in flight is polled only every 5 s, so a plain sleep left a retried submit
+        waiting about 15 s past a failover); connected (the scheduler itself answered
+        UNAVAILABLE), it sleeps the whole wait."""
+        if self._connectivity == grpc.ChannelConnectivity.READY:
+            time.sleep(wait)
+            return
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=wait)
+        except grpc.FutureTimeoutError:
+            pass
 
     def _call(self, method: Callable[..., T], request: Any, *, spec_call: bool = False) -> T:
         try:
@@ -587,6 +612,6 @@ class Client:
                     e.message += f" (tried {attempt} time{'' if attempt == 1 else 's'})"
                     e.args = (e.message,)
                     raise
-            time.sleep(backoff)
+            self._await_retry(backoff)
             waited += backoff
             backoff = min(backoff * 2, 2.0)
