@@ -196,6 +196,37 @@ TEST_F(GrpcClientTest, SubmitRetrySendsTheSameRequestIdOverTheWire) {
   EXPECT_EQ(jobs_.request_ids().size(), 3u);
 }
 
+// A failover: nobody listens at the address for a few seconds (the old scheduler's lease
+// running out), then a scheduler serves there again. The submit retries through it and lands
+// once; before, it gave up after 4 attempts and 1.75 s.
+TEST_F(GrpcClientTest, ASubmitRidesOutASchedulerThatIsAwayForSeconds) {
+  const std::string address = address_;
+  server_->Shutdown();
+  server_.reset();
+  std::unique_ptr<grpc::Server> back;
+  std::thread restart([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials());
+    builder.RegisterService(&jobs_);
+    back = builder.BuildAndStart();
+  });
+  GrpcSchedulerClient client(address, grpc::InsecureChannelCredentials());
+  v1::SubmitJobRequest request;
+  request.set_request_id("failover-1");
+  request.mutable_spec()->set_name("x");
+  int attempts = 0;
+  absl::StatusOr<v1::SubmitJobResponse> response = SubmitWithRetry(
+      client, request, RetryPolicy{},
+      [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }, &attempts);
+  restart.join();
+  ASSERT_NE(back, nullptr) << "the port was taken meanwhile";
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_GT(attempts, 1);
+  EXPECT_THAT(jobs_.request_ids(), ::testing::ElementsAre("failover-1"));
+  back->Shutdown();
+}
+
 TEST_F(GrpcClientTest, RingctlShowsTheSchedulersValidationMessageVerbatim) {
   Runtime runtime = ProcessRuntime();
   runtime.getenv = [](const char*) -> const char* { return nullptr; };
