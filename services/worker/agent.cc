@@ -1190,6 +1190,7 @@ int Agent::ExecWaiters() {
 }
 
 std::string Agent::JobToken(const std::string& job_id) const {
+  if (options_.metrics_service.empty()) return "";  // only the metrics service asks for it
   auto cert = options_.tls_env.find(kTlsCertEnv);
   auto key = options_.tls_env.find(kTlsKeyEnv);
   if (cert == options_.tls_env.end() || key == options_.tls_env.end()) return "";  // plaintext

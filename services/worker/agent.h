@@ -245,7 +245,8 @@ class Agent {
 
  private:
   // A job token for `job_id`'s ranks (common/job_token.h), signed with this worker's TLS
-  // certificate and key; empty in plaintext, or when it cannot be made (logged).
+  // certificate and key; empty without a metrics service, in plaintext, or when it cannot be
+  // made (logged).
   std::string JobToken(const std::string& job_id) const;
   using Key = std::pair<std::string, int32_t>;  // (job id, attempt)
   struct Attempt;
