@@ -7,12 +7,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "host/file_io.h"
 #include "support/test_certs.h"
 
 namespace ringmaster {
@@ -21,12 +20,7 @@ namespace {
 using test::TestCerts;
 using ::testing::HasSubstr;
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string Read(const std::string& path) { return worker::ReadFileToString(path).value_or(""); }
 
 std::string SignAs(const test::CertFiles& files, const std::string& job_id) {
   absl::StatusOr<std::string> token = SignJobToken(job_id, Read(files.cert), Read(files.key));

@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -17,6 +15,7 @@
 #include "common/net.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "host/file_io.h"
 #include "ringmaster/v1/metrics.grpc.pb.h"
 #include "support/http_get.h"
 #include "support/subprocess.h"
@@ -51,16 +50,11 @@ v1::Sample MakeSample(const std::string& job, int rank, double ips) {
   return s;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// What worker `worker` gives the ranks of `job` (common/job_token.h).
-std::string JobTokenFrom(const CertFiles& worker, const std::string& job) {
-  absl::StatusOr<std::string> token = SignJobToken(job, ReadAll(worker.cert), ReadAll(worker.key));
+// What worker `signer` gives the ranks of `job` (common/job_token.h).
+std::string JobTokenFrom(const CertFiles& signer, const std::string& job) {
+  absl::StatusOr<std::string> token =
+      SignJobToken(job, worker::ReadFileToString(signer.cert).value_or(""),
+                   worker::ReadFileToString(signer.key).value_or(""));
   EXPECT_TRUE(token.ok()) << token.status();
   return token.value_or("");
 }
