@@ -43,7 +43,6 @@ for round in $(seq "$rounds"); do
     stack_stop
   done
 done
-median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 tls=$(echo "${rates[tls]}" | median)
 tokens=$(echo "${rates[tokens]}" | median)
 plain=$(echo "${rates[plaintext]}" | median)

@@ -35,7 +35,6 @@ for run in $(seq "$repeat"); do
   done
 done
 
-median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 echo "clients | submits/s | INSERTs/s | ratio"
 best_s=0 best_s_at=0 best_i=0 best_i_at=0
 for c in "${counts[@]}"; do

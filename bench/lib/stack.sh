@@ -14,7 +14,8 @@
 #   Measuring helpers: ticks_of PIDS (CPU clock ticks, user + system, of those processes),
 #   pg_pids (the postmaster and its backends), pg_ticks (Postgres's CPU ticks, the backends
 #   that ended included), commit_summary (the scheduler's group commits, from its /metrics),
-#   submit_wait_summary [CLIENT_MS] (a stored submit's wait by stage).
+#   submit_wait_summary [CLIENT_MS] (a stored submit's wait by stage), median (of the numbers
+#   on stdin, separated by spaces or lines).
 source "$root/scripts/lib/pg.sh"
 
 # CPU clock ticks (user + system) of the given processes, from /proc; gone ones count 0.
@@ -122,4 +123,9 @@ stack_start() {
   echo "the scheduler did not open 127.0.0.1:$grpc_port:" >&2
   tail -20 "$tmp/scheduler.log" >&2
   return 1
+}
+
+median() {
+  tr ' ' '\n' | grep . | sort -n |
+    awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'
 }
