@@ -9,12 +9,13 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <thread>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent.h"
 #include "common/flags.h"
@@ -23,6 +24,7 @@
 #include "core/inventory.h"
 #include "gpu_metrics_collector.h"
 #include "host/gpus.h"
+#include "host/helpers.h"
 #include "host/nvml_sampler.h"
 #include "host/ports.h"
 #include "host/users.h"
@@ -303,6 +305,13 @@ int main(int argc, char** argv) {
     for (const UnixUser& user : users) {
       if (auto s = CheckUnreadableBy(tls->key_file, user, "--tls-key"); !s.ok()) return Fail(s);
     }
+  }
+  // Every job needs these; a missing one is found here, not by the first job that fails.
+  if (auto s = CheckHelpers(WorkerHelpers(options.mpirun, options.rsh_agent, options.rank_binary,
+                                          options.train_binary, options.check_binary),
+                            getenv("PATH") != nullptr ? getenv("PATH") : "");
+      !s.ok()) {
+    return Fail(s);
   }
   const std::string metrics_listen =
       flags.Get("metrics-listen").empty() ? inv.address + ":9465" : flags.Get("metrics-listen");

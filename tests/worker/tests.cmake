@@ -32,6 +32,7 @@ ringmaster_test(worker_host_test unit
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/host_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rank_channel_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/helpers_test.cc
   LIBS ringmaster_worker_host)
 if(TARGET ringmaster_pmpi)
   # The counter in a real (1-rank) MPI program with many nonblocking collectives in flight.
