@@ -18,6 +18,7 @@
 #include "common/bearer_token.h"
 #include "common/net.h"
 #include "common/status_macros.h"
+#include "config.h"
 #include "study.h"
 
 namespace ringmaster::cli {
@@ -779,6 +780,8 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
     }
   }
 
+  const bool scheduler_set = !cmd.scheduler.empty();
+  const bool insecure_set = cmd.tls.insecure;
   if (cmd.scheduler.empty()) {
     const char* env = getenv(kSchedulerEnv);
     cmd.scheduler = (env != nullptr && env[0] != '\0') ? env : kDefaultScheduler;
@@ -793,6 +796,32 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
   if (const char* env = getenv(kInsecureEnv); !cmd.tls.insecure && env != nullptr) {
     bool insecure = false;
     cmd.tls.insecure = absl::SimpleAtob(env, &insecure) && insecure;
+  }
+  // The config file fills in what neither a flag nor the environment gave.
+  absl::StatusOr<std::optional<ClientConfig>> config = LoadClientConfig(getenv);
+  if (!config.ok()) return config.status();
+  if (config->has_value()) {
+    const ClientConfig& file = **config;
+    cmd.config_file = file.path;
+    const char* scheduler_env = getenv(kSchedulerEnv);
+    if (!scheduler_set && (scheduler_env == nullptr || scheduler_env[0] == '\0') &&
+        !file.scheduler.empty()) {
+      if (!absl::StrContains(file.scheduler, "://") && !absl::StartsWith(file.scheduler, "unix:")) {
+        std::string host;
+        int port = 0;
+        RM_RETURN_IF_ERROR(
+            SplitHostPort(file.scheduler, "scheduler in config file " + file.path, &host, &port));
+      }
+      cmd.scheduler = file.scheduler;
+    }
+    for (auto [value, field] :
+         {std::pair{&file.tls_ca, &cmd.tls.ca_file}, std::pair{&file.tls_cert, &cmd.tls.cert_file},
+          std::pair{&file.tls_key, &cmd.tls.key_file}}) {
+      if (field->empty()) *field = *value;
+    }
+    if (file.insecure.has_value() && !insecure_set && getenv(kInsecureEnv) == nullptr) {
+      cmd.tls.insecure = *file.insecure;
+    }
   }
   if (cmd.token.empty()) {
     if (const char* env = getenv(kTokenEnv); env != nullptr && env[0] != '\0') {

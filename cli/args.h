@@ -44,14 +44,18 @@ struct Command {
   Verb verb = Verb::kNone;
   // --help, -h or `ringctl help [COMMAND]`: print the usage of `verb` (kNone: of ringctl).
   bool help = false;
-  // From --scheduler, else $RINGMASTER_SCHEDULER, else kDefaultScheduler.
+  // From --scheduler, else $RINGMASTER_SCHEDULER, else the config file (config.h), else
+  // kDefaultScheduler.
   std::string scheduler;
   OutputFormat output = OutputFormat::kTable;
-  // --tls-ca, --tls-cert, --tls-key, --insecure, else RINGMASTER_TLS_*, RINGMASTER_INSECURE.
+  // --tls-ca, --tls-cert, --tls-key, --insecure, else RINGMASTER_TLS_*, RINGMASTER_INSECURE,
+  // else the config file.
   TlsOptions tls;
   // Bearer token: --token, else RINGMASTER_TOKEN, else the file
   // ${XDG_CONFIG_HOME:-$HOME/.config}/ringmaster/token (common/bearer_token.h). Never printed.
   std::string token;
+  // The config file that filled in settings; empty when none was read.
+  std::string config_file;
 
   // get, cancel, watch, logs.
   std::string job_id;

@@ -15,6 +15,7 @@ from ringmaster.v1 import job_pb2, job_pb2_grpc
 from ringmaster.v1 import queue_pb2, queue_pb2_grpc, worker_pb2_grpc
 
 from . import errors
+from .config import ClientConfig, load_config
 from .spec import SpecLike, build_spec
 from .types import Job, JobEvent, JobState
 
@@ -67,22 +68,29 @@ class TLSConfig:
 TLSLike = Union[TLSConfig, Mapping[str, Optional[str]], bool, None]
 
 
-def _tls_from_environment() -> Optional[TLSConfig]:
-    """What ringctl and the services read: TLS unless RINGMASTER_INSECURE=1."""
-    if os.environ.get("RINGMASTER_INSECURE", "") in ("1", "true"):
+def _tls_from_environment(file: Optional[ClientConfig]) -> Optional[TLSConfig]:
+    """What ringctl reads: TLS unless RINGMASTER_INSECURE=1 (else the config file's
+    ``insecure``); each path from the environment, else from the config file."""
+    insecure = os.environ.get("RINGMASTER_INSECURE")
+    if insecure is not None:
+        if insecure in ("1", "true"):
+            return None
+    elif file is not None and file.insecure:
         return None
-    def env(name: str) -> Optional[str]:
-        return os.environ.get(name) or None
+
+    def env(name: str, fallback: Optional[str]) -> Optional[str]:
+        return os.environ.get(name) or fallback
+
     return TLSConfig(
-        ca=env("RINGMASTER_TLS_CA"),
-        cert=env("RINGMASTER_TLS_CERT"),
-        key=env("RINGMASTER_TLS_KEY"),
+        ca=env("RINGMASTER_TLS_CA", file.tls_ca if file else None),
+        cert=env("RINGMASTER_TLS_CERT", file.tls_cert if file else None),
+        key=env("RINGMASTER_TLS_KEY", file.tls_key if file else None),
     )
 
 
-def _tls_config(tls: TLSLike) -> Optional[TLSConfig]:
+def _tls_config(tls: TLSLike, file: Optional[ClientConfig] = None) -> Optional[TLSConfig]:
     if tls is None:
-        return _tls_from_environment()
+        return _tls_from_environment(file)
     if tls is False:
         return None
     if tls is True:
@@ -204,14 +212,17 @@ class Client:
 
         Args:
             address: The scheduler's ``host:port`` (any gRPC target, e.g. ``dns:///h:7070``).
-                Defaults to ``$RINGMASTER_SCHEDULER``, then ``localhost:7070``.
+                Defaults to ``$RINGMASTER_SCHEDULER``, then ``scheduler`` in the config file
+                (:mod:`ringmaster.config`, the file ringctl reads), then ``localhost:7070``.
             token: A bearer token, sent as ``authorization: Bearer TOKEN`` on every call.
                 Defaults, as for ringctl, to ``$RINGMASTER_TOKEN``, then the first line of
                 ``${XDG_CONFIG_HOME:-~/.config}/ringmaster/token``.
             tls: None (the default) reads the environment as ringctl does: TLS, verified
                 against ``$RINGMASTER_TLS_CA`` (else the system's roots), with the client
                 certificate ``$RINGMASTER_TLS_CERT``/``$RINGMASTER_TLS_KEY`` if set, or
-                plaintext when ``$RINGMASTER_INSECURE`` is 1. ``False`` for plaintext;
+                plaintext when ``$RINGMASTER_INSECURE`` is 1; what the environment leaves
+                unset comes from the config file (``tls_ca``, ``tls_cert``, ``tls_key``,
+                ``insecure``). ``False`` for plaintext;
                 ``True`` for TLS with the system's roots; a :class:`TLSConfig` or a dict with
                 ``ca``, ``cert``, ``key`` (paths to PEM files) and ``server_name``.
             timeout: Deadline in seconds of every unary call.
@@ -220,12 +231,18 @@ class Client:
                 the default rides out a scheduler failover (a crashed leader's lease passes
                 on after 10 s). 0: one attempt.
         """
-        self.address = address or os.environ.get(SCHEDULER_ENV) or DEFAULT_SCHEDULER
+        file = load_config() if not address or tls is None else None
+        self.address = (
+            address
+            or os.environ.get(SCHEDULER_ENV)
+            or (file.scheduler if file else None)
+            or DEFAULT_SCHEDULER
+        )
         self.timeout = timeout
         if retry_seconds < 0:
             raise ValueError(f"retry_seconds: must not be negative, got {retry_seconds}")
         self.retry_seconds = retry_seconds
-        self._tls = _tls_config(tls)
+        self._tls = _tls_config(tls, file)
         token = token or resolve_token()
         self._metadata: Tuple[Tuple[str, str], ...] = (
             (("authorization", f"Bearer {token}"),) if token else ()
@@ -607,6 +624,8 @@ class Client:
             attempt += 1
             try:
                 return call()
+            except errors.CertificateNotTrusted:
+                raise
             except (errors.Unavailable, errors.DeadlineExceeded) as e:
                 if waited + backoff > self.retry_seconds:
                     e.message += f" (tried {attempt} time{'' if attempt == 1 else 's'})"

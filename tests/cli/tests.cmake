@@ -5,6 +5,7 @@ ringmaster_test(cli_test unit
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/spec_yaml_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/args_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/config_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/format_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/app_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/client_test.cc
