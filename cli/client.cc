@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/bearer_token.h"
 #include "common/grpc_status.h"
+#include "errors.h"
 
 namespace ringmaster::cli {
 
@@ -211,6 +212,10 @@ absl::StatusOr<v1::ClearWorkerHealthResponse> GrpcSchedulerClient::ClearWorkerHe
 }
 
 bool IsRetryable(const absl::Status& status) {
+  // A certificate that is not trusted stays untrusted: retrying it only delays the message.
+  if (absl::IsUnavailable(status) && IsCertificateUntrusted(status.message())) {
+    return false;
+  }
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
 }
 

@@ -1,6 +1,7 @@
 #include "errors.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 
@@ -11,11 +12,41 @@ std::string SingleLine(absl::string_view text) {
   return std::string(absl::StripAsciiWhitespace(line));
 }
 
+bool IsCertificateUntrusted(absl::string_view detail) {
+  const std::string lower = absl::AsciiStrToLower(detail);
+  return absl::StrContains(lower, "certificate verify failed") ||
+         absl::StrContains(lower, "certificate_verify_failed");
+}
+
+std::string DescribeTlsFailure(absl::string_view detail, absl::string_view address) {
+  const std::string lower = absl::AsciiStrToLower(detail);
+  if (IsCertificateUntrusted(detail)) {
+    return absl::StrCat(
+        "the scheduler at ", address,
+        " answered, but its TLS certificate is not trusted: give the CA that signed it with "
+        "--tls-ca, RINGMASTER_TLS_CA or tls_ca in ${XDG_CONFIG_HOME:-~/.config}/ringmaster/config "
+        "(the quickstart writes that file; without a CA the system's roots are used) (",
+        detail, ")");
+  }
+  if (absl::StrContains(lower, "handshake failed") ||
+      absl::StrContains(lower, "wrong_version_number") ||
+      absl::StrContains(lower, "wrong version number")) {
+    return absl::StrCat("the TLS handshake with the scheduler at ", address,
+                        " failed: is it serving TLS? (a scheduler started with --insecure needs "
+                        "ringctl --insecure) (",
+                        detail, ")");
+  }
+  return "";
+}
+
 Failure DescribeRpcError(const absl::Status& status, absl::string_view action,
                          absl::string_view address, absl::string_view job_id) {
   const std::string detail = SingleLine(status.message());
   switch (status.code()) {
     case absl::StatusCode::kUnavailable:
+      if (const std::string tls = DescribeTlsFailure(detail, address); !tls.empty()) {
+        return {kExitUnreachable, tls};
+      }
       return {kExitUnreachable, absl::StrCat("scheduler unreachable at ", address, ": ", detail)};
     case absl::StatusCode::kDeadlineExceeded:
       return {kExitUnreachable, absl::StrCat("scheduler at ", address, " did not answer in time (",

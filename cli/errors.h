@@ -32,6 +32,14 @@ struct Failure {
 Failure DescribeRpcError(const absl::Status& status, absl::string_view action,
                          absl::string_view address, absl::string_view job_id);
 
+// What a failed TLS handshake with the scheduler at `address` means and how to fix it, from
+// gRPC's message `detail`; empty when `detail` tells of no TLS failure. A scheduler whose
+// certificate is not trusted was reached: "unreachable" would send the user the wrong way.
+std::string DescribeTlsFailure(absl::string_view detail, absl::string_view address);
+
+// True when gRPC's message `detail` says the server's certificate did not verify.
+bool IsCertificateUntrusted(absl::string_view detail);
+
 // Removes line breaks so that a message fits the one line ringctl promises on stderr.
 std::string SingleLine(absl::string_view text);
 

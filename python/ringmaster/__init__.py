@@ -34,6 +34,7 @@ from . import errors
 from .client import DEFAULT_SCHEDULER, SCHEDULER_ENV, Client, TLSConfig
 from .errors import (
     AlreadyExists,
+    CertificateNotTrusted,
     FailedPrecondition,
     InvalidArgument,
     InvalidSpec,
@@ -62,6 +63,7 @@ __all__ = [
     "AlreadyExists",
     "FailedPrecondition",
     "Unavailable",
+    "CertificateNotTrusted",
     "JobFailed",
     "JobCancelled",
     "WaitTimeout",

@@ -30,6 +30,7 @@ __all__ = [
     "Unauthenticated",
     "ResourceExhausted",
     "Unavailable",
+    "CertificateNotTrusted",
     "DeadlineExceeded",
     "Cancelled",
     "Internal",
@@ -116,6 +117,12 @@ class Unavailable(RingmasterError):
     code = grpc.StatusCode.UNAVAILABLE
 
 
+class CertificateNotTrusted(Unavailable):
+    """The scheduler answered, but its TLS certificate did not verify against the CA the client
+    was given (``tls``, ``$RINGMASTER_TLS_CA`` or ``tls_ca`` in the config file). Never retried:
+    it stays untrusted."""
+
+
 class DeadlineExceeded(RingmasterError, TimeoutError):
     """The call took longer than its deadline."""
 
@@ -190,6 +197,17 @@ def from_rpc_error(
     details = error.details() if hasattr(error, "details") else None
     message = details or (code.name if code is not None else str(error))
     cls = _BY_CODE.get(code, RingmasterError)
+    lower = message.lower()
+    if cls is Unavailable and (
+        "certificate verify failed" in lower or "certificate_verify_failed" in lower
+    ):
+        cls = CertificateNotTrusted
+        message = (
+            "the scheduler answered, but its TLS certificate is not trusted: give the CA that "
+            "signed it (Client(tls={'ca': PATH}), RINGMASTER_TLS_CA or tls_ca in "
+            "${XDG_CONFIG_HOME:-~/.config}/ringmaster/config, which the quickstart writes) "
+            f"({message})"
+        )
     if spec_call and cls is InvalidArgument:
         cls = InvalidSpec
     return cls(message, code)

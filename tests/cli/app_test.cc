@@ -20,6 +20,7 @@ namespace ringmaster::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A scheduler that answers from scripted queues and records what it was asked.
 class FakeScheduler : public SchedulerClient {
@@ -194,6 +195,25 @@ TEST_F(AppTest, SubmitWithoutANameGivesTheJobOne) {
   ASSERT_EQ(fake_.submits.size(), 2u);
   EXPECT_EQ(fake_.submits[0].spec().name(), "train");
   EXPECT_EQ(fake_.submits[1].spec().name(), "python3-11");
+}
+
+// `ringctl submit --wait -- true` once went out with replicas 0 and came back "replicas: must
+// be 1..4096, got 0": from flags alone a job has one rank, as sbatch runs one task.
+TEST_F(AppTest, SubmitFromFlagsAloneHasOneReplicaUnlessTold) {
+  for (const char* id : {"j-1", "j-2", "j-3", "j-4"}) fake_.submit_results.push_back(Submitted(id));
+  EXPECT_EQ(Run({"submit", "--", "true"}), kExitOk);
+  EXPECT_EQ(Run({"submit", "--replicas", "3", "--", "true"}), kExitOk);
+  // An explicit 0 is the user's, and the scheduler names the field.
+  EXPECT_EQ(Run({"submit", "--replicas", "0", "--", "true"}), kExitOk);
+  // A file is sent as it is.
+  const std::string path = ::testing::TempDir() + "/app-no-replicas.yaml";
+  std::ofstream(path) << "name: no-replicas\ncommand: {argv: [\"true\"]}\n";
+  EXPECT_EQ(Run({"submit", "-f", path}), kExitOk);
+  ASSERT_EQ(fake_.submits.size(), 4u);
+  EXPECT_EQ(fake_.submits[0].spec().replicas(), 1);
+  EXPECT_EQ(fake_.submits[1].spec().replicas(), 3);
+  EXPECT_EQ(fake_.submits[2].spec().replicas(), 0);
+  EXPECT_EQ(fake_.submits[3].spec().replicas(), 0);
 }
 
 TEST_F(AppTest, SubmitRetriesUnavailableWithTheSameRequestId) {
@@ -630,6 +650,35 @@ TEST(ErrorsTest, DeadlineIsTreatedAsUnreachable) {
   EXPECT_EQ(failure.exit_code, kExitUnreachable);
   EXPECT_EQ(failure.message,
             "scheduler at h:1 did not answer in time (get job j-1): Deadline Exceeded");
+}
+
+TEST(ErrorsTest, AnUntrustedCertificateSaysTheSchedulerAnsweredAndHowToTrustIt) {
+  // Debian's gRPC 1.51 with OpenSSL 3, word for word (seen by tests/quickstart against a real
+  // scheduler whose CA ringctl was not given).
+  Failure failure = DescribeRpcError(
+      absl::UnavailableError("failed to connect to all addresses; last error: UNKNOWN: "
+                             "ipv4:127.0.0.1:7070: Tls handshake failed: SSL_ERROR_SSL: "
+                             "error:0A000086:SSL routines::certificate verify failed"),
+      "list workers", "localhost:7070", "");
+  EXPECT_EQ(failure.exit_code, kExitUnreachable);
+  EXPECT_THAT(failure.message, HasSubstr("the scheduler at localhost:7070 answered, but its TLS "
+                                         "certificate is not trusted"));
+  EXPECT_THAT(failure.message, HasSubstr("--tls-ca, RINGMASTER_TLS_CA or tls_ca in"));
+  EXPECT_THAT(failure.message, Not(HasSubstr("unreachable")));
+  EXPECT_FALSE(
+      IsRetryable(absl::UnavailableError("Tls handshake failed: certificate verify failed")));
+  EXPECT_TRUE(IsRetryable(absl::UnavailableError("failed to connect to all addresses")));
+}
+
+TEST(ErrorsTest, AHandshakeWithAPlaintextSchedulerSuggestsInsecure) {
+  Failure failure = DescribeRpcError(
+      absl::UnavailableError("failed to connect to all addresses; last error: UNKNOWN: "
+                             "ipv4:127.0.0.1:7070: Ssl handshake failed: SSL_ERROR_SSL: "
+                             "error:100000f7:SSL routines:OPENSSL_internal:WRONG_VERSION_NUMBER"),
+      "list workers", "localhost:7070", "");
+  EXPECT_EQ(failure.exit_code, kExitUnreachable);
+  EXPECT_THAT(failure.message, HasSubstr("the TLS handshake with the scheduler at localhost:7070 "
+                                         "failed: is it serving TLS?"));
 }
 
 TEST(RequestIdTest, IsThirtyTwoHexDigitsAndFreshEachTime) {
