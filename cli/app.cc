@@ -84,6 +84,11 @@ class Invocation {
     if (cmd_.spec_file.empty() && request.spec().workload_case() == v1::JobSpec::WORKLOAD_NOT_SET) {
       request.mutable_spec()->mutable_trainer();
     }
+    // And it has one rank unless --replicas says otherwise, as sbatch runs one task:
+    // `ringctl submit --wait -- true` is a complete job. A file is sent as it is.
+    if (cmd_.spec_file.empty() && request.spec().replicas() == 0 && !cmd_.overrides.replicas) {
+      request.mutable_spec()->set_replicas(1);
+    }
     // The scheduler requires a name; `ringctl submit --replicas 2` should still just work.
     if (request.spec().name().empty())
       request.mutable_spec()->set_name(DefaultJobName(request.spec()));

@@ -227,6 +227,9 @@ def build_spec(spec: SpecLike, overrides: Mapping[str, Any]) -> job_pb2.JobSpec:
 
     w = _Walker("")
     o = dict(overrides)
+    if spec is None and o.get("replicas") is None:
+        # One rank unless told otherwise, as ringctl submits from flags alone.
+        message.replicas = 1
     for key in _STRING_FIELDS:
         if o.get(key) is not None:
             setattr(message, key, w.string(o[key], key))

@@ -77,6 +77,12 @@ class SpecTest(unittest.TestCase):
     def test_a_dict_without_workload_is_left_for_the_scheduler_to_reject(self):
         self.assertIsNone(build_spec({"name": "x"}, {}).WhichOneof("workload"))
 
+    def test_keywords_alone_have_one_replica_unless_told(self):
+        self.assertEqual(build_spec(None, {"name": "x", "command": ["true"]}).replicas, 1)
+        self.assertEqual(build_spec(None, {"name": "x", "replicas": 3}).replicas, 3)
+        # A dict is sent as it is; the scheduler names the missing field.
+        self.assertEqual(build_spec({"name": "x", "command": {"argv": ["true"]}}, {}).replicas, 0)
+
     def test_keywords_override_the_dict_and_merge_labels(self):
         base = {"name": "a", "replicas": 4, "labels": {"team": "vision", "run": "1"},
                 "command": {"argv": ["old"], "env": {"A": "1"}}}
