@@ -26,3 +26,37 @@ install_user_token() {
     printf '  for this cluster: export RINGMASTER_TOKEN=$(cat %s)\n' "$admin" >&2
   fi
 }
+
+# install_user_config SCHEDULER CA USER_CONFIG_FILE
+# Writes the client config file (cli/config.h) that ringctl and the Python client read, so that
+# a new shell reaches this cluster with no exports. Same rule as the token: a file the
+# quickstart wrote for an earlier cluster (USER_CONFIG_FILE.quickstart is its copy) is replaced;
+# one the user wrote is kept, with a warning that says how to reach this cluster instead.
+install_user_config() {
+  local scheduler=$1 ca=$2 user=$3
+  local ours=$user.quickstart new
+  new=$(mktemp)
+  cat >"$new" <<EOF
+# Written by scripts/quickstart for its cluster on loopback; replaced by the next quickstart
+# cluster. ringctl and the Python client read it where no flag or RINGMASTER_* variable says
+# otherwise (docs/ringctl.md, "Config file").
+scheduler: $scheduler
+tls_ca: $ca
+EOF
+  if cmp -s "$user" "$new"; then
+    rm -f "$new"
+    return 0
+  fi
+  if [ ! -e "$user" ] || { [ -f "$ours" ] && cmp -s "$user" "$ours"; }; then
+    if [ -e "$user" ]; then
+      echo "Replacing the config an earlier quickstart cluster left in $user"
+    fi
+    mkdir -p "$(dirname "$user")"
+    cp "$new" "$user"
+    cp "$new" "$ours"
+  else
+    printf 'quickstart: %s is not the quickstart'"'"'s (kept); for this cluster:\n' "$user" >&2
+    printf '  export RINGMASTER_SCHEDULER=%s RINGMASTER_TLS_CA=%s\n' "$scheduler" "$ca" >&2
+  fi
+  rm -f "$new"
+}

@@ -59,5 +59,23 @@ rm "$admin"
 install_user_token "$admin" "$user" false >"$tmp/out" 2>"$tmp/err"
 expect "without an admin token nothing changes" has "$user" "rmt_the_users_own"
 
+# install_user_config: the config file a new shell's ringctl reads, by the same rules.
+config=$tmp/config/ringmaster/config
+install_user_config 127.0.0.1:7070 /q/certs/ca.crt "$config" >"$tmp/out" 2>"$tmp/err"
+expect "a missing config is written" has "$config" "^scheduler: 127.0.0.1:7070$"
+expect "with the CA" has "$config" "^tls_ca: /q/certs/ca.crt$"
+expect "and the quickstart's copy" same "$config" "$config.quickstart"
+expect "silently" quiet
+install_user_config 127.0.0.1:7070 /q/certs/ca.crt "$config" >"$tmp/out" 2>"$tmp/err"
+expect "the same config is left alone, silently" quiet
+install_user_config 127.0.0.1:7171 /q/certs/ca.crt "$config" >"$tmp/out" 2>"$tmp/err"
+expect "a new cluster's address replaces the quickstart's old config" has "$config" "7171"
+expect "saying so" has "$tmp/out" "Replacing the config an earlier quickstart cluster left"
+printf 'scheduler: prod:7070\n' >"$config"
+install_user_config 127.0.0.1:7272 /q/certs/ca.crt "$config" >"$tmp/out" 2>"$tmp/err"
+expect "the user's own config is kept" has "$config" "prod:7070"
+expect "with what to export instead" has "$tmp/err" \
+  "export RINGMASTER_SCHEDULER=127.0.0.1:7272 RINGMASTER_TLS_CA=/q/certs/ca.crt"
+
 [ "$failures" -eq 0 ] || { echo "$failures failed"; exit 1; }
 echo "all passed"
