@@ -27,9 +27,11 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
+#include "core/assignment.h"
 #include "core/auth.h"
 #include "core/launch.h"
 #include "core/run_as.h"
+#include "core/teardown.h"
 #include "host/file_io.h"
 
 namespace ringmaster::worker {
@@ -49,13 +51,6 @@ std::string LauncherTail(const std::string& path) {
   absl::StatusOr<std::string> tail = ReadFileTail(path, kLauncherTail);
   if (!tail.ok()) return absl::StrCat("(mpirun's output is unreadable: ", tail.status().message(), ")");
   return *std::move(tail);
-}
-
-// A hash that stays the same across builds and restarts (names this worker's directories).
-uint32_t Fnv1a(const std::string& text) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : text) h = (h ^ c) * 16777619u;
-  return h;
 }
 
 absl::Status MakeDirs(const std::string& dir) {
@@ -106,20 +101,10 @@ struct Agent::Attempt {
   int in_flight = 0;
   // StopJob arrived: erase once nothing of it runs.
   bool forget = false;
-  // Teardown: started at `teardown_at`; SIGTERM sent; finished (nothing left).
+  // Teardown: started (`stop` says what was sent when); finished (nothing left).
   bool teardown = false;
-  bool term_sent = false;
-  bool kill_sent = false;  // SIGKILL went to what was left
   bool quiet = false;
-  Clock::time_point teardown_at;
-  // No signal before this (Stop protocol, step 2); SIGKILL from signal_at + kill_grace.
-  Clock::time_point signal_at;
-  // A StopJob with a grace of its own (a preemption): the workloads get SIGTERM first and this
-  // long to exit before the rest of the teardown.
-  std::optional<std::chrono::milliseconds> kill_grace;
-  bool workloads_termed = false;
-  bool workloads_done = false;
-  Clock::time_point workloads_term_at;
+  Teardown stop;
   std::thread launcher_thread;
   // Launcher only: the checkpoint.meta last reported, and the last complaint about it.
   std::optional<CheckpointMetadata> checkpoint_sent;
@@ -188,8 +173,11 @@ struct Agent::Metrics {
 Agent::Agent(AgentOptions options, prometheus::Registry* registry)
     : options_(std::move(options)),
       metrics_(registry ? std::make_unique<Metrics>(*registry) : nullptr),
-      session_suffix_(
-          absl::StrCat(".", absl::Hex(Fnv1a(options_.inventory.worker_id), absl::kZeroPad8))),
+      layout_{.log_dir = options_.log_dir,
+              .session_root = options_.mpi_tmpdir.empty() ? DefaultSessionRoot(geteuid())
+                                                          : options_.mpi_tmpdir,
+              .session_suffix = SessionSuffix(options_.inventory.worker_id),
+              .checkpoint_root = options_.checkpoint_root},
       // Rank 0 listens where mpirun runs: on this worker's address.
       master_ports_(options_.master_port_first, options_.master_port_last,
                     options_.inventory.address.find_first_not_of("0123456789.") ==
@@ -199,8 +187,16 @@ Agent::Agent(AgentOptions options, prometheus::Registry* registry)
   // Children get a clean slate: our own RINGMASTER_* settings (flag fallbacks) would leak into
   // programs that read the same names (ringmaster-train's flags do).
   for (auto& [name, value] : CurrentEnvironment()) {
-    if (name.rfind("RINGMASTER_", 0) != 0) base_env_.emplace(name, value);
+    if (name.rfind("RINGMASTER_", 0) != 0) env_options_.base.emplace(name, value);
   }
+  env_options_.worker_id = options_.inventory.worker_id;
+  SetPort(options_.inventory.port);
+  env_options_.check_delay_ms = options_.check_delay_ms;
+  env_options_.tls_env = options_.tls_env;
+  for (const auto& [name, value] : options_.tls_env) {
+    if (name == kTlsCaEnv || name == kInsecureEnv) env_options_.team_tls_env[name] = value;
+  }
+  env_options_.agent_socket = options_.agent_socket;
   if (metrics_) {
     std::map<std::pair<std::string, bool>, int> by_type;
     for (const Gpu& g : options_.inventory.gpus) ++by_type[{g.type, g.simulated}];
@@ -214,6 +210,11 @@ Agent::Agent(AgentOptions options, prometheus::Registry* registry)
 
 Agent::~Agent() { Shutdown(); }
 
+void Agent::SetPort(int32_t port) {
+  options_.inventory.port = port;
+  env_options_.agent_addr = absl::StrCat(options_.inventory.address, ":", port);
+}
+
 void Agent::Start() {
   ProcessSelector leftovers;
   leftovers.env_tags = {{kWorkerIdEnv, options_.inventory.worker_id}};
@@ -224,13 +225,12 @@ void Agent::Start() {
   }
   // Session directories of attempts an earlier life did not get to forget.
   // opendir/readdir rather than a directory_iterator, whose increment throws on a read error.
-  if (DIR* dir = opendir(SessionRoot().c_str())) {
+  if (DIR* dir = opendir(layout_.session_root.c_str())) {
     std::vector<std::string> stale;
     while (dirent* entry = readdir(dir)) {
       const std::string name = entry->d_name;
-      if (name.size() > session_suffix_.size() &&
-          name.substr(name.size() - session_suffix_.size()) == session_suffix_) {
-        stale.push_back(absl::StrCat(SessionRoot(), "/", name));
+      if (layout_.IsOwnSessionBase(name)) {
+        stale.push_back(absl::StrCat(layout_.session_root, "/", name));
       }
     }
     closedir(dir);
@@ -290,22 +290,16 @@ void Agent::OnAssignment(const Assignment& assignment) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   const Key key{assignment.job_id, assignment.attempt};
-  if (attempts_.count(key)) return;  // a repeat
-  for (auto& [k, a] : attempts_) {
-    // An older attempt of the same job cannot be live any more; its StopJob was lost.
-    if (k.first == assignment.job_id && !a->forget) {
-      a->forget = true;
-      StartTeardownLocked(*a, absl::StrCat("superseded by attempt ", assignment.attempt));
-    }
+  std::vector<HeldAttempt> held;
+  for (const auto& [k, a] : attempts_) held.push_back({k.first, k.second, a->forget});
+  const AssignmentPlan plan = PlanAssignment(assignment, options_.inventory.worker_id, held);
+  if (plan.repeat) return;
+  for (int32_t older : plan.superseded) {
+    Attempt& a = *attempts_.at({assignment.job_id, older});
+    a.forget = true;
+    StartTeardownLocked(a, absl::StrCat("superseded by attempt ", assignment.attempt));
   }
-  std::vector<int32_t> local;
-  bool launcher = false;  // rank 0 is here
-  for (const RankPlacement& r : assignment.placement) {
-    if (r.worker_id == options_.inventory.worker_id) {
-      local.push_back(r.rank);
-      launcher = launcher || r.rank == 0;
-    }
-  }
+  const std::vector<int32_t>& local = plan.local_ranks;
   if (local.empty()) {
     RM_LOG(kWarning) << "assignment of " << assignment.job_id << " attempt " << assignment.attempt
                      << " places nothing on this worker; ignored";
@@ -316,16 +310,16 @@ void Agent::OnAssignment(const Assignment& assignment) {
   attempts_[key] = std::move(owned);
   absl::Status valid = ValidatePlacement(assignment.placement);
   if (valid.ok()) a->mpi_to_rank = PlacedRankOfMpiRank(GangHosts(assignment.placement));
-  if (valid.ok() && RunsAsTeams()) {
-    if (auto it = options_.team_users.find(assignment.team); it != options_.team_users.end()) {
-      a->user = it->second;
-    } else if (options_.default_user) {
-      a->user = options_.default_user;
+  if (valid.ok()) {
+    absl::StatusOr<std::optional<UnixUser>> user = UserOfAttempt(
+        options_.team_users, options_.default_user, assignment.team, options_.inventory.worker_id);
+    if (user.ok()) {
+      a->user = *std::move(user);
     } else {
-      valid = NoUserForTeam(assignment.team, options_.inventory.worker_id);
+      valid = user.status();
     }
   }
-  a->launcher = launcher;
+  a->launcher = plan.launcher;
   RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt << ": ranks "
                 << absl::StrJoin(local, ",") << " placed here" << (a->launcher ? " (launcher)" : "")
                 << (a->user
@@ -348,8 +342,8 @@ void Agent::OnStop(const std::string& job_id, int32_t attempt, const std::string
   if (it == attempts_.end()) return;
   RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": stop (" << reason << ")";
   it->second->forget = true;
-  if (grace.count() > 0) it->second->kill_grace = grace;
-  StartTeardownLocked(*it->second, reason, /*normal_end=*/true);
+  StartTeardownLocked(*it->second, reason, /*normal_end=*/true,
+                      grace.count() > 0 ? std::optional(grace) : std::nullopt);
 }
 
 std::vector<HeldRank> Agent::TakeRegistration() {
@@ -417,7 +411,8 @@ void Agent::ApplyLocked(Attempt& attempt, const GangState::Decision& decision) {
   UpdateGaugesLocked();
 }
 
-void Agent::StartTeardownLocked(Attempt& attempt, const std::string& why, bool normal_end) {
+void Agent::StartTeardownLocked(Attempt& attempt, const std::string& why, bool normal_end,
+                                std::optional<std::chrono::milliseconds> workload_grace) {
   if (!attempt.teardown) {
     const bool wait_for_clean_exit = normal_end && attempt.gang.AllSucceeded();
     RM_LOG(kInfo) << "job " << attempt.assignment.job_id << " attempt "
@@ -427,13 +422,13 @@ void Agent::StartTeardownLocked(Attempt& attempt, const std::string& why, bool n
                                           : "");
     attempt.teardown = true;
     attempt.gang.MarkStopping(why);
-    attempt.teardown_at = Now();
-    attempt.signal_at =
-        attempt.teardown_at + (wait_for_clean_exit ? options_.clean_exit_wait : Clock::duration{});
-  } else if (!normal_end && attempt.signal_at > Now()) {
+    attempt.stop = StartTeardown(
+        Now(), wait_for_clean_exit ? options_.clean_exit_wait : std::chrono::milliseconds(0));
+  } else if (!normal_end) {
     // A failure here or the worker's shutdown during the wait for a clean exit: stop now.
-    attempt.signal_at = Now();
+    HastenTeardown(attempt.stop, Now());
   }
+  if (workload_grace) attempt.stop.workload_grace = workload_grace;
   attempt.quiet = false;
   {
     std::lock_guard<std::mutex> lock(loop_mu_);
@@ -463,8 +458,7 @@ void Agent::ReportCheckpoints() {
   // The files are read without the lock: RPCs must not wait for the disk.
   std::vector<std::pair<Key, absl::StatusOr<CheckpointMetadata>>> read;
   for (const Key& key : launched) {
-    read.emplace_back(
-        key, ReadCheckpointMetadata(absl::StrCat(options_.checkpoint_root, "/", key.first)));
+    read.emplace_back(key, ReadCheckpointMetadata(layout_.CheckpointDir(key.first)));
   }
   std::lock_guard<std::mutex> lock(mu_);
   bool queued = false;
@@ -525,43 +519,24 @@ void Agent::Housekeeping() {
           }
         }
         if (!a->teardown || a->quiet) continue;
-        if (a->kill_grace && !a->workloads_done && now >= a->signal_at) {
+        const TeardownStep step = NextTeardownStep(a->stop, now, options_.kill_grace);
+        if (step.target == TeardownStep::Target::kWorkloads) {
           // A graceful stop (a preemption): SIGTERM reaches the workloads alone, so that
           // mpirun and orted do not tear the ranks down under them, and they get the whole
           // grace to checkpoint. Then the usual teardown for whatever is left.
           ProcessSelector workloads = SelectorLocked(*a);
           workloads.sessions.clear();
           workloads.env_names = {"RINGMASTER_RANK"};
-          int signal = 0;
-          if (!a->workloads_termed) {
-            signal = SIGTERM;
-            a->workloads_termed = true;
-            a->workloads_term_at = now;
-          } else if (now - a->workloads_term_at >= *a->kill_grace) {
-            a->workloads_done = true;
-          }
-          if (!a->workloads_done) {
-            work.push_back({key, std::move(workloads), signal, true});
-            continue;
-          }
+          work.push_back({key, std::move(workloads), step.signal, true});
+          continue;
         }
-        int signal = 0;
-        if (now < a->signal_at) {
-          // Only look: the attempt is done once its mpirun and orted exited by themselves.
-        } else if (!a->term_sent) {
-          signal = SIGTERM;
-          a->term_sent = true;
-          if (a->signal_at > a->teardown_at) {
-            RM_LOG(kWarning) << "job " << key.first << " attempt " << key.second
-                             << ": processes still running "
-                             << options_.clean_exit_wait.count()
-                             << " ms after every rank here exited 0; sending SIGTERM";
-          }
-        } else if (now - a->signal_at >= options_.kill_grace) {
-          signal = SIGKILL;
-          a->kill_sent = true;
+        if (step.after_clean_exit_wait) {
+          RM_LOG(kWarning) << "job " << key.first << " attempt " << key.second
+                           << ": processes still running " << options_.clean_exit_wait.count()
+                           << " ms after every rank here exited 0; sending SIGTERM";
         }
-        work.push_back({key, SelectorLocked(*a), signal});
+        // No signal: only look; the attempt is done once its processes exited by themselves.
+        work.push_back({key, SelectorLocked(*a), step.signal});
       }
       for (auto it = expiring_jobs_.begin(); it != expiring_jobs_.end();) {
         bool held = false;
@@ -607,7 +582,7 @@ void Agent::Housekeeping() {
       std::lock_guard<std::mutex> lock(mu_);
       for (const Key& key : workloads_gone) {
         auto it = attempts_.find(key);
-        if (it != attempts_.end()) it->second->workloads_done = true;
+        if (it != attempts_.end()) WorkloadsGone(it->second->stop);
       }
       for (const auto& [key, n] : remaining) {
         auto it = attempts_.find(key);
@@ -616,10 +591,7 @@ void Agent::Housekeeping() {
         if (!a.forget) {
           // Everything here ended; the record waits for StopJob, which needs every rank here
           // reported, including those whose wrapper died before it could tell.
-          const int32_t sent = a.kill_sent                         ? SIGKILL
-                               : a.term_sent || a.workloads_termed ? SIGTERM
-                                                                   : 0;
-          ApplyLocked(a, a.gang.OnTornDown(sent));
+          ApplyLocked(a, a.gang.OnTornDown(StrongestSignalSent(a.stop)));
           a.quiet = true;
           continue;
         }
@@ -636,7 +608,7 @@ void Agent::Housekeeping() {
         outbox_cv_.notify_all();
         if (a.launcher_thread.joinable()) finished.push_back(std::move(a.launcher_thread));
         std::error_code ignored;
-        std::filesystem::remove_all(SessionBase(key.first, key.second), ignored);
+        std::filesystem::remove_all(layout_.SessionBase(key.first, key.second), ignored);
         master_ports_.Release(absl::StrCat(key.first, "/", key.second));
         expiring_jobs_.emplace_back(Now() + options_.metrics_retention, key.first);
         attempts_.erase(it);
@@ -652,7 +624,7 @@ void Agent::Housekeeping() {
 
 void Agent::Launch(Attempt* a) {
   const Assignment& assignment = a->assignment;
-  const std::string dir = AttemptDir(assignment.job_id, assignment.attempt);
+  const std::string dir = layout_.AttemptDir(assignment.job_id, assignment.attempt);
   const std::string hostfile = dir + "/hostfile";
   const std::string log_path = dir + "/mpirun.log";
   auto fail = [&](const absl::Status& why) {
@@ -668,9 +640,9 @@ void Agent::Launch(Attempt* a) {
   if (!workload.ok()) return fail(workload.status());
   if (auto s = MakeAttemptDir(a->user, dir); !s.ok()) return fail(s);
   if (auto s = WriteFileAtomically(hostfile, HostfileText(hosts)); !s.ok()) return fail(s);
-  // mpirun's own Open MPI session directory (see SessionBase); TMPDIR, unlike
+  // mpirun's own Open MPI session directory (see WorkerLayout); TMPDIR, unlike
   // orte_tmpdir_base, is not passed on to the orteds.
-  const std::string session_dir = SessionBase(assignment.job_id, assignment.attempt) + "/mpirun";
+  const std::string session_dir = layout_.SessionBase(assignment.job_id, assignment.attempt) + "/mpirun";
   if (auto s = MakeDirsFor(a->user, session_dir); !s.ok()) return fail(s);
   // MASTER_PORT must be free where rank 0 runs: here. Held until the attempt is forgotten.
   const std::string& address = options_.inventory.address;
@@ -689,7 +661,7 @@ void Agent::Launch(Attempt* a) {
   mpirun.abort_on_rank_failure = false;
   SpawnOptions spawn;
   spawn.argv = MpirunArgv(mpirun, static_cast<int32_t>(assignment.placement.size()), *workload);
-  spawn.env = MpirunEnvironment(*a, /*as_worker=*/false, hosts, *master_port);
+  spawn.env = MpirunEnvironment(ChildEnvironment(*a), assignment, hosts, *master_port);
   spawn.user = a->user;
   spawn.env["TMPDIR"] = session_dir;
   if (assignment.run_check && ChecksInSession(assignment)) {
@@ -748,7 +720,7 @@ bool Agent::CheckBeforeLaunch(Attempt* a, const MpirunOptions& mpirun,
                               const std::string& session_dir, const std::vector<GangHost>& hosts,
                               int32_t master_port) {
   const Assignment& assignment = a->assignment;
-  const std::string dir = AttemptDir(assignment.job_id, assignment.attempt);
+  const std::string dir = layout_.AttemptDir(assignment.job_id, assignment.attempt);
   CheckRun run;
   MpirunOptions check = mpirun;
   check.rank_binary = options_.check_binary;
@@ -766,10 +738,11 @@ bool Agent::CheckBeforeLaunch(Attempt* a, const MpirunOptions& mpirun,
   if (as_worker) {
     check.allow_run_as_root = geteuid() == 0;
     run.result_path = dir + "/check.result";
-    run.spawn.env = MpirunEnvironment(*a, /*as_worker=*/true, hosts, master_port);
+    run.spawn.env =
+        MpirunEnvironment(ChildEnvironment(*a, /*as_worker=*/true), assignment, hosts, master_port);
     run.spawn.env[kTokenEnv] = assignment.check_token;
     const std::string check_session =
-        SessionBase(assignment.job_id, assignment.attempt) + "/check-mpirun";
+        layout_.SessionBase(assignment.job_id, assignment.attempt) + "/check-mpirun";
     if (auto s = MakeDirsFor(std::nullopt, check_session); !s.ok()) return fail(s);
     run.spawn.env["TMPDIR"] = check_session;
     unlink(run.result_path.c_str());
@@ -819,11 +792,6 @@ bool Agent::CheckBeforeLaunch(Attempt* a, const MpirunOptions& mpirun,
   ApplyLocked(*a, a->gang.OnLaunchFailed(absl::StrCat("pre-run check: ", report.message)));
   --a->in_flight;
   return false;
-}
-
-std::string Agent::CheckResultPath(const Attempt& attempt) const {
-  const std::string dir = AttemptDir(attempt.assignment.job_id, attempt.assignment.attempt);
-  return attempt.user ? dir + "/check/check.result" : dir + "/check.result";
 }
 
 void Agent::PollInSessionChecks() {
@@ -892,67 +860,20 @@ void Agent::SendCheckLocked(const Attempt& attempt, CheckReport& report) {
   outbox_cv_.notify_all();
 }
 
-std::map<std::string, std::string> Agent::MpirunEnvironment(const Attempt& attempt, bool as_worker,
-                                                            const std::vector<GangHost>& hosts,
-                                                            int32_t master_port) const {
-  std::map<std::string, std::string> env = ChildEnvironment(attempt, as_worker);
-  for (auto& [k, v] : LauncherEnvironment(attempt.assignment, hosts, master_port)) env[k] = v;
-  // A rank waiting in MPI spins on its core unless Open MPI sees more ranks than slots, and it
-  // cannot see the other workers (or the agents) sharing this machine: spinning ranks then
-  // halve a CPU job's throughput. Yielding costs nothing measurable on cores of its own. The
-  // operator's environment or `--mpirun-args "--mca mpi_yield_when_idle 0"` still decides.
-  env.try_emplace("OMPI_MCA_mpi_yield_when_idle", "1");
-  return env;
-}
-
 std::map<std::string, std::string> Agent::ChildEnvironment(const Attempt& attempt,
                                                            bool as_worker) const {
-  std::map<std::string, std::string> env = base_env_;
-  env[kWorkerIdEnv] = options_.inventory.worker_id;
-  env[kJobIdEnv] = attempt.assignment.job_id;
-  env[kAttemptEnv] = absl::StrCat(attempt.assignment.attempt);
-  env[kAgentAddrEnv] = absl::StrCat(options_.inventory.address, ":", options_.inventory.port);
-  if (options_.check_delay_ms > 0) {
-    env["RINGMASTER_CHECK_DELAY_MS"] = absl::StrCat(options_.check_delay_ms);
-  }
-  env.try_emplace("PMIX_MCA_gds", "hash");  // see LauncherEnvironment
-  if (!attempt.user || as_worker) {
-    for (const auto& [name, value] : options_.tls_env) env[name] = value;
-    return env;
-  }
-  // A team's user cannot read the worker's key (and must not learn where it is): its rsh and
-  // rank wrappers call this agent on the local socket, which knows them by their uid. The CA
-  // stays, for the workloads to verify servers with.
-  for (const auto& [name, value] : options_.tls_env) {
-    if (name == kTlsCaEnv || name == kInsecureEnv) env[name] = value;
-  }
-  env[kAgentSocketEnv] = options_.agent_socket;
-  const UnixUser& user = *attempt.user;
-  env["HOME"] = user.home.empty() ? "/" : user.home;
-  if (!user.name.empty()) {
-    env["USER"] = user.name;
-    env["LOGNAME"] = user.name;
-  } else {
-    env.erase("USER");
-    env.erase("LOGNAME");
-  }
-  return env;
+  std::optional<EnvUser> user;
+  if (attempt.user && !as_worker) user = EnvUser{attempt.user->name, attempt.user->home};
+  return AttemptEnvironment(env_options_, attempt.assignment.job_id, attempt.assignment.attempt,
+                            user);
+}
+
+std::string Agent::CheckResultPath(const Attempt& attempt) const {
+  return layout_.CheckResultPath(attempt.assignment.job_id, attempt.assignment.attempt,
+                                 attempt.user.has_value());
 }
 
 Clock::time_point Agent::Now() const { return options_.now ? options_.now() : Clock::now(); }
-
-std::string Agent::SessionRoot() const {
-  return options_.mpi_tmpdir.empty() ? absl::StrCat("/tmp/ringmaster-mpi-", geteuid())
-                                     : options_.mpi_tmpdir;
-}
-
-std::string Agent::SessionBase(const std::string& job_id, int32_t attempt) const {
-  return absl::StrCat(SessionRoot(), "/", job_id, ".", attempt, ".", session_suffix_);
-}
-
-std::string Agent::AttemptDir(const std::string& job_id, int32_t attempt) const {
-  return absl::StrCat(options_.log_dir, "/", job_id, "/", attempt);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Peers, wrappers and clients.
@@ -965,7 +886,9 @@ absl::StatusOr<Agent::Attempt*> Agent::AuthorizeLocked(const std::string& job_id
                                             " is not placed on worker ",
                                             options_.inventory.worker_id));
   }
-  if (token.empty() || !SecretsEqual(token, it->second->assignment.token)) {
+  const Assignment& held = it->second->assignment;
+  if (RoleOfToken(token, held.token, held.check_token, it->second->check_over) !=
+      TokenRole::kJob) {
     return absl::PermissionDeniedError(
         absl::StrCat("wrong or missing token for job ", job_id, " attempt ", attempt));
   }
@@ -1054,8 +977,8 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
     // user, never the team's (CheckBeforeLaunch).
     if (!found.ok() && absl::IsPermissionDenied(found.status())) {
       Attempt& held = *attempts_.at({job_id, attempt});
-      const std::string& check_token = held.assignment.check_token;
-      if (!check_token.empty() && !held.check_over && SecretsEqual(token, check_token)) {
+      if (RoleOfToken(token, held.assignment.token, held.assignment.check_token,
+                      held.check_over) == TokenRole::kCheck) {
         found = &held;
         for_check = true;
       }
@@ -1079,10 +1002,10 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
     spawn.argv = {"bash", "-c", JoinCommand(argv)};
     spawn.env = ChildEnvironment(*a, /*as_worker=*/for_check);
     for (const auto& [k, v] : env) spawn.env[k] = v;
-    // orted's Open MPI session directory (see SessionBase); the check's apart, as its owner
+    // orted's Open MPI session directory (see WorkerLayout); the check's apart, as its owner
     // may differ from the job's.
     const std::string session_dir =
-        SessionBase(job_id, attempt) + (for_check ? "/check-orted" : "/orted");
+        layout_.SessionBase(job_id, attempt) + (for_check ? "/check-orted" : "/orted");
     if (auto s = MakeDirsFor(user, session_dir); !s.ok()) {
       count("error");
       return s;
@@ -1241,9 +1164,7 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
     for (const Gpu& g : options_.inventory.gpus) host.gpu_types[g.index] = g.type;
     host.metrics_addr = options_.metrics_service;
     host.job_token = job_token;
-    if (!options_.checkpoint_root.empty()) {
-      host.checkpoint_dir = absl::StrCat(options_.checkpoint_root, "/", job_id);
-    }
+    host.checkpoint_dir = layout_.CheckpointDir(job_id);
     host.check_result_path = CheckResultPath(*a);
     started.env = RankEnvironment(a->assignment, started.rank, host);
     absl::StatusOr<std::vector<std::string>> workload =
@@ -1252,13 +1173,12 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
   }
   RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": rank " << started.rank
                 << " starting (pid " << pid << ") " << launch;
-  const std::string dir = AttemptDir(job_id, attempt);
+  const std::string dir = layout_.AttemptDir(job_id, attempt);
   RM_RETURN_IF_ERROR(MakeAttemptDir(user, dir));
   if (auto it = started.env.find("RINGMASTER_CHECKPOINT_DIR"); it != started.env.end()) {
     RM_RETURN_IF_ERROR(MakeDirsFor(user, it->second));
   }
-  started.log_path =
-      absl::StrCat(options_.log_dir, "/", RankLogRelativePath(job_id, attempt, started.rank));
+  started.log_path = layout_.RankLogPath(job_id, attempt, started.rank);
   // The wrapper, as the team's user, cannot create files in the attempt's directory.
   if (user) RM_RETURN_IF_ERROR(HandFileTo(started.log_path, *user, 0600));
   return started;
@@ -1387,8 +1307,7 @@ absl::Status Agent::ReadLogs(const std::string& job_id, int32_t rank,
                                               " has no log of job ", job_id, " rank ", rank));
     }
   }
-  const std::string path =
-      absl::StrCat(options_.log_dir, "/", RankLogRelativePath(job_id, *attempt, rank));
+  const std::string path = layout_.RankLogPath(job_id, *attempt, rank);
   // Whether more output may still come.
   auto live = [&] {
     std::lock_guard<std::mutex> lock(mu_);

@@ -89,6 +89,7 @@
 #include "core/gang.h"
 #include "core/health_check.h"
 #include "core/launch.h"
+#include "core/layout.h"
 #include "core/types.h"
 #include "host/ports.h"
 #include "host/process.h"
@@ -117,7 +118,8 @@ struct AgentOptions {
   // Parent of each job's checkpoint directory (RINGMASTER_CHECKPOINT_DIR = <this>/<job id>,
   // kept across attempts). Empty: not set.
   std::string checkpoint_root;
-  // Parent of Open MPI's session directories (see SessionBase). Empty: /tmp/ringmaster-mpi-UID.
+  // Parent of Open MPI's session directories (see WorkerLayout, core/layout.h). Empty:
+  // /tmp/ringmaster-mpi-UID.
   std::string mpi_tmpdir;
   // Added to the environment of mpirun and orted: the worker's own TLS settings
   // (RINGMASTER_TLS_*, RINGMASTER_INSECURE), for ringmaster-rsh and ringmaster-rank to call the
@@ -191,7 +193,7 @@ class Agent {
   void Shutdown();
 
   // The agent service's port, once the server is bound (before Start()).
-  void SetPort(int32_t port) { options_.inventory.port = port; }
+  void SetPort(int32_t port);
   const Inventory& inventory() const { return options_.inventory; }
 
   // --- From the scheduler (rpc/scheduler_session.h).
@@ -276,40 +278,29 @@ class Agent {
   void ApplyLocked(Attempt& attempt, const GangState::Decision& decision);
   // `normal_end`: a StopJob that may be the attempt's normal end; when every local rank exited
   // 0 its mpirun/orted get clean_exit_wait before any signal (Stop protocol, step 2).
-  void StartTeardownLocked(Attempt& attempt, const std::string& why, bool normal_end = false);
+  // `workload_grace`: a StopJob's own grace (a preemption), SIGTERM to the workloads first.
+  void StartTeardownLocked(Attempt& attempt, const std::string& why, bool normal_end = false,
+                           std::optional<std::chrono::milliseconds> workload_grace = std::nullopt);
   // The attempt when it exists and `token` is its token.
   absl::StatusOr<Attempt*> AuthorizeLocked(const std::string& job_id, int32_t attempt,
                                            const std::string& token);
   ProcessSelector SelectorLocked(const Attempt& attempt) const;
-  // The agent's environment without RINGMASTER_* variables, plus the attempt's tags.
-  // The environment of an attempt's processes; `as_worker`: of the pre-run check's, which run
-  // as the worker's own user even when the attempt's run as a team's.
+  // The environment of an attempt's processes (AttemptEnvironment); `as_worker`: of the
+  // pre-run check's, which run as the worker's own user even when the attempt's run as a team's.
   std::map<std::string, std::string> ChildEnvironment(const Attempt& attempt,
                                                       bool as_worker = false) const;
-  // ChildEnvironment, with what mpirun needs on top (LauncherEnvironment, MCA defaults).
-  std::map<std::string, std::string> MpirunEnvironment(const Attempt& attempt, bool as_worker,
-                                                       const std::vector<GangHost>& hosts,
-                                                       int32_t master_port) const;
-  std::string AttemptDir(const std::string& job_id, int32_t attempt) const;
-  bool RunsAsTeams() const { return !options_.team_users.empty() || options_.default_user; }
-  // Open MPI keeps its session directories (PMIx rendezvous files among them) under
-  // TMPDIR/ompi.HOST.UID/jf.JOBFAMILY, one tree for every daemon of a job on a host. Fake hosts
-  // on one machine share it, and their concurrent creation and cleanup of it fail
-  // ("mkdir ... File exists"). So every process tree of an attempt on this worker gets its own
-  // root: SessionRoot()/JOB.ATTEMPT.WORKERHASH/{mpirun,orted}, removed when the attempt is
-  // forgotten (and, for an earlier life's attempts, at start).
-  std::string SessionRoot() const;
   // options_.now, or steady_clock.
   std::chrono::steady_clock::time_point Now() const;
-  std::string SessionBase(const std::string& job_id, int32_t attempt) const;
   void SetThroughputLocked(const std::string& job_id, int32_t rank, double value);
   void UpdateGaugesLocked();
 
   AgentOptions options_;
   std::unique_ptr<Metrics> metrics_;
-  std::map<std::string, std::string> base_env_;
-  // ".HASH" of the worker id: names this worker's session directories.
-  const std::string session_suffix_;
+  // Where the attempts' files are (logs, session and checkpoint directories).
+  const WorkerLayout layout_;
+  // What every process of an attempt gets in its environment; the agent's address is set once
+  // its port is known (SetPort).
+  AttemptEnvOptions env_options_;
 
   std::mutex mu_;
   std::condition_variable assignments_cv_;  // Exec waiting for an assignment

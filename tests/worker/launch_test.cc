@@ -273,5 +273,66 @@ TEST(LaunchTest, TheLaunchLineNamesTheEnvironmentButNeverItsValues) {
   EXPECT_LE(DescribeLaunch({std::string(5000, 'a')}, {}).size(), 2100u);
 }
 
+AttemptEnvOptions EnvOptions() {
+  AttemptEnvOptions o;
+  o.base = {{"PATH", "/usr/bin"}, {"USER", "root"}, {"LOGNAME", "root"}, {"HOME", "/root"}};
+  o.worker_id = "w1";
+  o.agent_addr = "10.0.0.1:7071";
+  o.tls_env = {{"RINGMASTER_TLS_CERT", "/etc/w.crt"}, {"RINGMASTER_TLS_KEY", "/etc/w.key"},
+               {"RINGMASTER_TLS_CA", "/etc/ca.crt"}};
+  o.team_tls_env = {{"RINGMASTER_TLS_CA", "/etc/ca.crt"}};
+  o.agent_socket = "/run/agent.sock";
+  return o;
+}
+
+TEST(AttemptEnvironmentTest, EveryProcessOfAnAttemptCarriesItsTagsAndTheWorkersTls) {
+  const std::map<std::string, std::string> env =
+      AttemptEnvironment(EnvOptions(), "j-1", 2, std::nullopt);
+  EXPECT_THAT(env, Contains(Pair("PATH", "/usr/bin")));
+  EXPECT_THAT(env, Contains(Pair(kWorkerIdEnv, "w1")));
+  EXPECT_THAT(env, Contains(Pair(kJobIdEnv, "j-1")));
+  EXPECT_THAT(env, Contains(Pair(kAttemptEnv, "2")));
+  EXPECT_THAT(env, Contains(Pair(kAgentAddrEnv, "10.0.0.1:7071")));
+  EXPECT_THAT(env, Contains(Pair("RINGMASTER_TLS_KEY", "/etc/w.key")));
+  EXPECT_THAT(env, Contains(Pair("PMIX_MCA_gds", "hash")));
+  EXPECT_EQ(env.count(kAgentSocketEnv), 0u);
+  EXPECT_EQ(env.count("RINGMASTER_CHECK_DELAY_MS"), 0u);
+}
+
+TEST(AttemptEnvironmentTest, ATeamsUserGetsTheCaAndTheSocketButNeverTheWorkersKey) {
+  const std::map<std::string, std::string> env =
+      AttemptEnvironment(EnvOptions(), "j-1", 2, EnvUser{"alice", "/home/alice"});
+  EXPECT_EQ(env.count("RINGMASTER_TLS_KEY"), 0u);
+  EXPECT_EQ(env.count("RINGMASTER_TLS_CERT"), 0u);
+  EXPECT_THAT(env, Contains(Pair("RINGMASTER_TLS_CA", "/etc/ca.crt")));
+  EXPECT_THAT(env, Contains(Pair(kAgentSocketEnv, "/run/agent.sock")));
+  EXPECT_THAT(env, Contains(Pair("HOME", "/home/alice")));
+  EXPECT_THAT(env, Contains(Pair("USER", "alice")));
+  EXPECT_THAT(env, Contains(Pair("LOGNAME", "alice")));
+}
+
+TEST(AttemptEnvironmentTest, AUidWithoutAPasswdEntryHasNoUserNameAndRootAsHome) {
+  const std::map<std::string, std::string> env =
+      AttemptEnvironment(EnvOptions(), "j-1", 2, EnvUser{"", ""});
+  EXPECT_THAT(env, Contains(Pair("HOME", "/")));
+  EXPECT_EQ(env.count("USER"), 0u);
+  EXPECT_EQ(env.count("LOGNAME"), 0u);
+}
+
+TEST(AttemptEnvironmentTest, MpirunGetsTheLauncherEnvironmentAndYieldsUnlessTold) {
+  const Assignment a = TwoWorkers();
+  std::map<std::string, std::string> env =
+      MpirunEnvironment(AttemptEnvironment(EnvOptions(), a.job_id, a.attempt, std::nullopt), a,
+                        GangHosts(a.placement), 29500);
+  EXPECT_THAT(env, Contains(Pair("MASTER_PORT", "29500")));
+  EXPECT_THAT(env, Contains(Pair(kTokenEnv, "secret")));
+  EXPECT_THAT(env, Contains(Pair("OMPI_MCA_mpi_yield_when_idle", "1")));
+  AttemptEnvOptions told = EnvOptions();
+  told.base["OMPI_MCA_mpi_yield_when_idle"] = "0";
+  env = MpirunEnvironment(AttemptEnvironment(told, a.job_id, a.attempt, std::nullopt), a,
+                          GangHosts(a.placement), 29500);
+  EXPECT_THAT(env, Contains(Pair("OMPI_MCA_mpi_yield_when_idle", "0")));
+}
+
 }  // namespace
 }  // namespace ringmaster::worker

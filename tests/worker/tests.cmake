@@ -8,6 +8,9 @@ ringmaster_test(worker_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/progress_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/health_check_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/run_as_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/teardown_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/assignment_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/layout_test.cc
   LIBS ringmaster_worker_core)
 
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)

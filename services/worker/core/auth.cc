@@ -11,4 +11,14 @@ bool SecretsEqual(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+TokenRole RoleOfToken(const std::string& token, const std::string& job_token,
+                      const std::string& check_token, bool check_over) {
+  if (token.empty()) return TokenRole::kNone;
+  if (SecretsEqual(token, job_token)) return TokenRole::kJob;
+  if (!check_token.empty() && !check_over && SecretsEqual(token, check_token)) {
+    return TokenRole::kCheck;
+  }
+  return TokenRole::kNone;
+}
+
 }  // namespace ringmaster::worker

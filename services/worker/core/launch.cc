@@ -202,6 +202,49 @@ std::map<std::string, std::string> LauncherEnvironment(const Assignment& assignm
   };
 }
 
+std::map<std::string, std::string> AttemptEnvironment(const AttemptEnvOptions& options,
+                                                      const std::string& job_id, int32_t attempt,
+                                                      const std::optional<EnvUser>& user) {
+  std::map<std::string, std::string> env = options.base;
+  env[kWorkerIdEnv] = options.worker_id;
+  env[kJobIdEnv] = job_id;
+  env[kAttemptEnv] = absl::StrCat(attempt);
+  env[kAgentAddrEnv] = options.agent_addr;
+  if (options.check_delay_ms > 0) {
+    env["RINGMASTER_CHECK_DELAY_MS"] = absl::StrCat(options.check_delay_ms);
+  }
+  env.try_emplace("PMIX_MCA_gds", "hash");  // see LauncherEnvironment
+  if (!user) {
+    for (const auto& [name, value] : options.tls_env) env[name] = value;
+    return env;
+  }
+  for (const auto& [name, value] : options.team_tls_env) env[name] = value;
+  env[kAgentSocketEnv] = options.agent_socket;
+  env["HOME"] = user->home.empty() ? "/" : user->home;
+  if (!user->name.empty()) {
+    env["USER"] = user->name;
+    env["LOGNAME"] = user->name;
+  } else {
+    env.erase("USER");
+    env.erase("LOGNAME");
+  }
+  return env;
+}
+
+std::map<std::string, std::string> MpirunEnvironment(std::map<std::string, std::string> attempt_env,
+                                                     const Assignment& assignment,
+                                                     const std::vector<GangHost>& hosts,
+                                                     int32_t master_port) {
+  std::map<std::string, std::string> env = std::move(attempt_env);
+  for (auto& [k, v] : LauncherEnvironment(assignment, hosts, master_port)) env[k] = v;
+  // A rank waiting in MPI spins on its core unless Open MPI sees more ranks than slots, and it
+  // cannot see the other workers (or the agents) sharing this machine: spinning ranks then
+  // halve a CPU job's throughput. Yielding costs nothing measurable on cores of its own. The
+  // operator's environment or `--mpirun-args "--mca mpi_yield_when_idle 0"` still decides.
+  env.try_emplace("OMPI_MCA_mpi_yield_when_idle", "1");
+  return env;
+}
+
 bool ChecksInSession(const Assignment& assignment) {
   const bool calls_mpi_init = assignment.trainer.has_value() ||
                               (assignment.command && assignment.command->check_in_mpi_init);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,44 @@ std::vector<std::string> MpirunArgv(const MpirunOptions& options, int32_t world_
 std::map<std::string, std::string> LauncherEnvironment(const Assignment& assignment,
                                                        const std::vector<GangHost>& hosts,
                                                        int32_t master_port);
+
+// What the worker puts in the environment of every process of an attempt it starts (mpirun,
+// Exec'd commands, and through them the ranks).
+struct AttemptEnvOptions {
+  // The agent's own environment without RINGMASTER_* variables (a clean slate: the worker's
+  // flag fallbacks would leak into programs that read the same names).
+  std::map<std::string, std::string> base;
+  std::string worker_id;
+  std::string agent_addr;  // HOST:PORT of the agent, RINGMASTER_AGENT_ADDR
+  int check_delay_ms = 0;  // RINGMASTER_CHECK_DELAY_MS when > 0 (a slow host, for tests)
+  // The worker's TLS settings (RINGMASTER_TLS_*, RINGMASTER_INSECURE).
+  std::map<std::string, std::string> tls_env;
+  // What of them a team's user gets: the CA (for the workloads to verify servers with) and
+  // RINGMASTER_INSECURE, never the worker's certificate and key.
+  std::map<std::string, std::string> team_tls_env;
+  std::string agent_socket;  // RINGMASTER_AGENT_SOCKET for attempts of a team's user
+};
+
+// The team's Unix user an attempt runs as, as far as its environment cares.
+struct EnvUser {
+  std::string name;  // empty: USER and LOGNAME unset
+  std::string home;  // empty: HOME=/
+};
+
+// The environment of an attempt's processes: the base, the attempt's tags, the worker's TLS
+// settings. With `user` (--run-as), team_tls_env instead (a team's user cannot read the worker's
+// key and must not learn where it is; its wrappers call the local socket instead), and the
+// user's HOME, USER and LOGNAME.
+std::map<std::string, std::string> AttemptEnvironment(const AttemptEnvOptions& options,
+                                                      const std::string& job_id, int32_t attempt,
+                                                      const std::optional<EnvUser>& user);
+
+// `attempt_env` (AttemptEnvironment) with what mpirun needs on top: LauncherEnvironment and
+// Open MPI defaults the operator's environment may override.
+std::map<std::string, std::string> MpirunEnvironment(std::map<std::string, std::string> attempt_env,
+                                                     const Assignment& assignment,
+                                                     const std::vector<GangHost>& hosts,
+                                                     int32_t master_port);
 
 // What the worker a rank runs on adds to the rank's environment.
 struct RankHost {
