@@ -2,11 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/gauge.h>
-#include <prometheus/registry.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,7 +13,6 @@
 #include <filesystem>
 #include <optional>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "check_runner.h"
@@ -38,7 +32,6 @@ namespace ringmaster::worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kChunk = 64 * 1024;
 constexpr size_t kLauncherTail = 1500;
 
 std::string ExitText(const ExitInfo& info) {
@@ -116,68 +109,18 @@ struct Agent::Attempt {
   bool check_over = false;
 };
 
-// The worker's Prometheus families: ringmaster_worker_ prefix, base units, _total counters.
-struct Agent::Metrics {
-  explicit Metrics(prometheus::Registry& r)
-      : throughput(prometheus::BuildGauge()
-                       .Name("ringmaster_worker_rank_images_per_second")
-                       .Help("Last images/sec a rank on this worker printed, by job and rank")
-                       .Register(r)),
-        ranks(prometheus::BuildGauge()
-                  .Name("ringmaster_worker_ranks")
-                  .Help("Ranks of held job attempts on this worker, by phase")
-                  .Register(r)),
-        attempts(prometheus::BuildGauge()
-                     .Name("ringmaster_worker_job_attempts")
-                     .Help("Job attempts this worker holds")
-                     .Register(r)),
-        rank_exits(prometheus::BuildCounter()
-                       .Name("ringmaster_worker_rank_exits_total")
-                       .Help("Rank ends reported to the scheduler, by result")
-                       .Register(r)),
-        exec_requests(prometheus::BuildCounter()
-                          .Name("ringmaster_worker_exec_requests_total")
-                          .Help("Exec calls from peers, by result (ok, denied, invalid, busy, error)")
-                          .Register(r)),
-        launches(prometheus::BuildCounter()
-                     .Name("ringmaster_worker_launches_total")
-                     .Help("mpirun launches of job attempts on this worker, by result")
-                     .Register(r)),
-        connected(prometheus::BuildGauge()
-                      .Name("ringmaster_worker_scheduler_connected")
-                      .Help("1 while the worker is registered with the scheduler")
-                      .Register(r)
-                      .Add({})),
-        gpus(prometheus::BuildGauge()
-                 .Name("ringmaster_worker_gpus")
-                 .Help("GPUs this worker offers, by type and whether simulated")
-                 .Register(r)),
-        cpu_slots(prometheus::BuildGauge()
-                      .Name("ringmaster_worker_cpu_slots")
-                      .Help("CPU rank slots this worker offers")
-                      .Register(r)
-                      .Add({})) {}
-
-  prometheus::Family<prometheus::Gauge>& throughput;
-  prometheus::Family<prometheus::Gauge>& ranks;
-  prometheus::Family<prometheus::Gauge>& attempts;
-  prometheus::Family<prometheus::Counter>& rank_exits;
-  prometheus::Family<prometheus::Counter>& exec_requests;
-  prometheus::Family<prometheus::Counter>& launches;
-  prometheus::Gauge& connected;
-  prometheus::Family<prometheus::Gauge>& gpus;
-  prometheus::Gauge& cpu_slots;
-  std::map<std::pair<std::string, int32_t>, prometheus::Gauge*> rank_throughput;
-};
-
 Agent::Agent(AgentOptions options, prometheus::Registry* registry)
     : options_(std::move(options)),
-      metrics_(registry ? std::make_unique<Metrics>(*registry) : nullptr),
+      metrics_(registry, options_.inventory),
       layout_{.log_dir = options_.log_dir,
               .session_root = options_.mpi_tmpdir.empty() ? DefaultSessionRoot(geteuid())
                                                           : options_.mpi_tmpdir,
               .session_suffix = SessionSuffix(options_.inventory.worker_id),
               .checkpoint_root = options_.checkpoint_root},
+      log_reader_(layout_, options_.inventory.worker_id,
+                  [this](const std::string& job_id, int32_t attempt, int32_t rank) {
+                    return RankMayWrite(job_id, attempt, rank);
+                  }),
       // Rank 0 listens where mpirun runs: on this worker's address.
       master_ports_(options_.master_port_first, options_.master_port_last,
                     options_.inventory.address.find_first_not_of("0123456789.") ==
@@ -197,15 +140,6 @@ Agent::Agent(AgentOptions options, prometheus::Registry* registry)
     if (name == kTlsCaEnv || name == kInsecureEnv) env_options_.team_tls_env[name] = value;
   }
   env_options_.agent_socket = options_.agent_socket;
-  if (metrics_) {
-    std::map<std::pair<std::string, bool>, int> by_type;
-    for (const Gpu& g : options_.inventory.gpus) ++by_type[{g.type, g.simulated}];
-    for (const auto& [key, n] : by_type) {
-      metrics_->gpus.Add({{"gpu_type", key.first}, {"simulated", key.second ? "true" : "false"}})
-          .Set(n);
-    }
-    metrics_->cpu_slots.Set(options_.inventory.cpu_slots);
-  }
 }
 
 Agent::~Agent() { Shutdown(); }
@@ -381,7 +315,7 @@ std::vector<RankStatus> Agent::NextStatuses(size_t max, std::chrono::millisecond
 }
 
 void Agent::SetSchedulerConnected(bool connected) {
-  if (metrics_) metrics_->connected.Set(connected ? 1 : 0);
+  metrics_.SetSchedulerConnected(connected);
 }
 
 void Agent::ApplyLocked(Attempt& attempt, const GangState::Decision& decision) {
@@ -399,7 +333,7 @@ void Agent::ApplyLocked(Attempt& attempt, const GangState::Decision& decision) {
       } else {
         RM_LOG(kWarning) << line;
       }
-      if (metrics_) metrics_->rank_exits.Add({{"result", ok ? "succeeded" : "failed"}}).Increment();
+      metrics_.CountRankExit(ok);
     }
     outbox_.push_back(s);
   }
@@ -538,25 +472,9 @@ void Agent::Housekeeping() {
         // No signal: only look; the attempt is done once its processes exited by themselves.
         work.push_back({key, SelectorLocked(*a), step.signal});
       }
-      for (auto it = expiring_jobs_.begin(); it != expiring_jobs_.end();) {
-        bool held = false;
-        for (const auto& [key, a] : attempts_) held = held || key.first == it->second;
-        if (now < it->first || held) {
-          ++it;
-          continue;
-        }
-        if (metrics_) {
-          for (auto g = metrics_->rank_throughput.begin(); g != metrics_->rank_throughput.end();) {
-            if (g->first.first != it->second) {
-              ++g;
-              continue;
-            }
-            metrics_->throughput.Remove(g->second);
-            g = metrics_->rank_throughput.erase(g);
-          }
-        }
-        it = expiring_jobs_.erase(it);
-      }
+      std::set<std::string> held_jobs;
+      for (const auto& [key, a] : attempts_) held_jobs.insert(key.first);
+      metrics_.RemoveExpired(now, held_jobs);
     }
     // /proc scans without the lock: RPCs must not wait for them.
     std::vector<std::pair<Key, size_t>> remaining;
@@ -610,7 +528,7 @@ void Agent::Housekeeping() {
         std::error_code ignored;
         std::filesystem::remove_all(layout_.SessionBase(key.first, key.second), ignored);
         master_ports_.Release(absl::StrCat(key.first, "/", key.second));
-        expiring_jobs_.emplace_back(Now() + options_.metrics_retention, key.first);
+        metrics_.ExpireJobAt(key.first, Now() + options_.metrics_retention);
         attempts_.erase(it);
       }
       UpdateGaugesLocked();
@@ -629,7 +547,7 @@ void Agent::Launch(Attempt* a) {
   const std::string log_path = dir + "/mpirun.log";
   auto fail = [&](const absl::Status& why) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (metrics_) metrics_->launches.Add({{"result", "failed"}}).Increment();
+    metrics_.CountLaunch("failed");
     ApplyLocked(*a, a->gang.OnLaunchFailed(std::string(why.message())));
     --a->in_flight;
   };
@@ -695,14 +613,14 @@ void Agent::Launch(Attempt* a) {
     absl::StatusOr<Spawned> spawned = Spawn(spawn);
     close(spawn.output_fd);
     if (!spawned.ok()) {
-      if (metrics_) metrics_->launches.Add({{"result", "failed"}}).Increment();
+      metrics_.CountLaunch("failed");
       ApplyLocked(*a, a->gang.OnLaunchFailed(std::string(spawned.status().message())));
       --a->in_flight;
       return;
     }
     pid = spawned->pid;
     a->sessions.insert(pid);
-    if (metrics_) metrics_->launches.Add({{"result", "started"}}).Increment();
+    metrics_.CountLaunch("started");
   }
   RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
                 << ": mpirun (pid " << pid << ") " << DescribeLaunch(spawn.argv, spawn.env);
@@ -788,7 +706,7 @@ bool Agent::CheckBeforeLaunch(Attempt* a, const MpirunOptions& mpirun,
     --a->in_flight;
     return false;
   }
-  if (metrics_) metrics_->launches.Add({{"result", "failed"}}).Increment();
+  metrics_.CountLaunch("failed");
   ApplyLocked(*a, a->gang.OnLaunchFailed(absl::StrCat("pre-run check: ", report.message)));
   --a->in_flight;
   return false;
@@ -934,9 +852,7 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
                                      const std::map<std::string, std::string>& env,
                                      const std::function<bool(Stream, std::string_view)>& output,
                                      const std::function<bool()>& cancelled) {
-  auto count = [&](const char* result) {
-    if (metrics_) metrics_->exec_requests.Add({{"result", result}}).Increment();
-  };
+  auto count = [&](const char* result) { metrics_.CountExec(result); };
   if (token.empty()) {
     count("denied");
     return absl::PermissionDeniedError("Exec needs the job attempt's token");
@@ -1030,75 +946,7 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
   RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": Exec (pid " << child.pid
                 << (for_check ? ", the pre-run check's" : "") << ") " << DescribeLaunch(argv, env);
 
-  // Pump output until the command exited and its pipes closed (or, when a descendant keeps
-  // them open, a moment after the exit).
-  int fds[2] = {child.stdout_fd, child.stderr_fd};
-  const Stream streams[2] = {Stream::kStdout, Stream::kStderr};
-  bool exited = false;
-  ExitInfo info;
-  Clock::time_point exited_at;
-  bool stopping = false;
-  Clock::time_point term_at;
-  bool killed = false;
-  std::string buf(kChunk, '\0');
-  ProcessSelector own;
-  own.sessions = {child.pid};
-  while (true) {
-    if (!exited) {
-      int status = 0;
-      if (waitpid(child.pid, &status, WNOHANG) == child.pid) {
-        exited = true;
-        info =
-            WIFSIGNALED(status) ? ExitInfo{0, WTERMSIG(status)} : ExitInfo{WEXITSTATUS(status), 0};
-        exited_at = Clock::now();
-      }
-    }
-    const bool pipes_open = fds[0] >= 0 || fds[1] >= 0;
-    if (exited && (!pipes_open || Clock::now() - exited_at > std::chrono::milliseconds(200))) {
-      break;
-    }
-    if (!stopping && cancelled()) {
-      stopping = true;
-      term_at = Clock::now();
-      (void)SignalProcesses(own, SIGTERM);
-    }
-    if (stopping && !killed && Clock::now() - term_at >= options_.kill_grace) {
-      killed = true;
-      (void)SignalProcesses(own, SIGKILL);
-    }
-    pollfd pfds[2];
-    int n = 0;
-    int which[2];
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i] < 0) continue;
-      pfds[n] = {fds[i], POLLIN, 0};
-      which[n++] = i;
-    }
-    if (n == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      continue;
-    }
-    if (poll(pfds, static_cast<nfds_t>(n), 50) <= 0) continue;
-    for (int j = 0; j < n; ++j) {
-      if ((pfds[j].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      const int i = which[j];
-      ssize_t got = read(fds[i], buf.data(), buf.size());
-      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (got <= 0) {
-        close(fds[i]);
-        fds[i] = -1;
-        continue;
-      }
-      if (!stopping && !output(streams[i], std::string_view(buf.data(), got))) {
-        stopping = true;  // the caller is gone: like sshd, stop what it started
-        term_at = Clock::now();
-        (void)SignalProcesses(own, SIGTERM);
-      }
-    }
-  }
-  for (int fd : fds) {
-    if (fd >= 0) close(fd);
-  }
+  const ExitInfo info = PumpExecSession(child, options_.kill_grace, output, cancelled);
   RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": Exec (pid " << child.pid
                 << ") ended with " << ExitText(info);
   std::lock_guard<std::mutex> lock(mu_);
@@ -1200,7 +1048,7 @@ absl::Status Agent::ReportExit(const std::string& job_id, int32_t attempt, const
     return absl::NotFoundError(
         absl::StrCat("rank ", exit.rank, " of job ", job_id, " is not placed on this worker"));
   }
-  if (exit.images_per_second) SetThroughputLocked(job_id, exit.rank, *exit.images_per_second);
+  if (exit.images_per_second) metrics_.SetThroughput(job_id, exit.rank, *exit.images_per_second);
   ApplyLocked(*a, a->gang.OnExited(exit.rank, exit.exit_code, exit.signal, exit.message));
   return absl::OkStatus();
 }
@@ -1214,7 +1062,7 @@ absl::Status Agent::ReportThroughput(const std::string& job_id, int32_t attempt,
     return absl::NotFoundError(
         absl::StrCat("rank ", rank, " of job ", job_id, " is not placed on this worker"));
   }
-  SetThroughputLocked(job_id, rank, images_per_second);
+  metrics_.SetThroughput(job_id, rank, images_per_second);
   return absl::OkStatus();
 }
 
@@ -1229,7 +1077,7 @@ absl::Status Agent::ReportProgress(const std::string& job_id, int32_t attempt,
   }
   if (auto v = progress.images_per_second ? progress.images_per_second
                                           : progress.step_images_per_second) {
-    SetThroughputLocked(job_id, rank, *v);
+    metrics_.SetThroughput(job_id, rank, *v);
   }
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::steady_clock::now().time_since_epoch())
@@ -1246,17 +1094,7 @@ absl::Status Agent::ReportProgress(const std::string& job_id, int32_t attempt,
   return absl::OkStatus();
 }
 
-void Agent::SetThroughputLocked(const std::string& job_id, int32_t rank, double value) {
-  if (!metrics_) return;
-  auto [it, fresh] = metrics_->rank_throughput.try_emplace({job_id, rank}, nullptr);
-  if (fresh) {
-    it->second = &metrics_->throughput.Add({{"job_id", job_id}, {"rank", absl::StrCat(rank)}});
-  }
-  it->second->Set(value);
-}
-
 void Agent::UpdateGaugesLocked() {
-  if (!metrics_) return;
   int assigned = 0, running = 0, ended = 0;
   for (const auto& [key, a] : attempts_) {
     for (const HeldRank& h : a->gang.Held()) {
@@ -1273,86 +1111,24 @@ void Agent::UpdateGaugesLocked() {
       }
     }
   }
-  metrics_->ranks.Add({{"phase", "assigned"}}).Set(assigned);
-  metrics_->ranks.Add({{"phase", "running"}}).Set(running);
-  metrics_->ranks.Add({{"phase", "ended"}}).Set(ended);
-  metrics_->attempts.Add({}).Set(static_cast<double>(attempts_.size()));
+  metrics_.SetHeld(assigned, running, ended, attempts_.size());
 }
 
 absl::Status Agent::ReadLogs(const std::string& job_id, int32_t rank,
                              std::optional<int32_t> attempt, bool follow,
                              const std::function<bool(std::string_view, int32_t)>& write,
                              const std::function<bool()>& cancelled) {
-  if (!IsSafeJobId(job_id)) {
-    return absl::InvalidArgumentError(absl::StrCat("job_id: '", job_id, "' is not a job id"));
+  return log_reader_.Read(job_id, rank, attempt, follow, write, cancelled);
+}
+
+bool Agent::RankMayWrite(const std::string& job_id, int32_t attempt, int32_t rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = attempts_.find({job_id, attempt});
+  if (it == attempts_.end() || it->second->forget || !it->second->gang.HasRank(rank)) {
+    return false;
   }
-  if (rank < 0) return absl::InvalidArgumentError("rank: must not be negative");
-  if (attempt && *attempt < 0) return absl::InvalidArgumentError("attempt: must not be negative");
-  const std::string file = absl::StrCat("rank-", rank, ".log");
-  if (!attempt) {
-    // The latest attempt with a log of this rank here.
-    DIR* dir = opendir(absl::StrCat(options_.log_dir, "/", job_id).c_str());
-    if (dir != nullptr) {
-      while (dirent* entry = readdir(dir)) {
-        int32_t n = 0;
-        if (!absl::SimpleAtoi(entry->d_name, &n) || n < 0) continue;
-        struct stat st;
-        const std::string path = absl::StrCat(options_.log_dir, "/", job_id, "/", n, "/", file);
-        if (stat(path.c_str(), &st) == 0 && (!attempt || n > *attempt)) attempt = n;
-      }
-      closedir(dir);
-    }
-    if (!attempt) {
-      return absl::NotFoundError(absl::StrCat("worker ", options_.inventory.worker_id,
-                                              " has no log of job ", job_id, " rank ", rank));
-    }
-  }
-  const std::string path = layout_.RankLogPath(job_id, *attempt, rank);
-  // Whether more output may still come.
-  auto live = [&] {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = attempts_.find({job_id, *attempt});
-    if (it == attempts_.end() || it->second->forget || !it->second->gang.HasRank(rank)) {
-      return false;
-    }
-    const GangState::Phase p = it->second->gang.phase(rank);
-    return p == GangState::Phase::kAssigned || p == GangState::Phase::kStarted;
-  };
-  constexpr auto kPoll = std::chrono::milliseconds(200);
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  while (fd < 0 && follow && live() && !cancelled()) {
-    std::this_thread::sleep_for(kPoll);
-    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  }
-  if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat("worker ", options_.inventory.worker_id,
-                                            " has no log of job ", job_id, " attempt ", *attempt,
-                                            " rank ", rank));
-  }
-  std::string buf(kChunk, '\0');
-  bool last_pass = !follow;
-  while (true) {
-    const bool more_may_come = follow && !last_pass && live();
-    ssize_t got;
-    while ((got = read(fd, buf.data(), buf.size())) != 0) {
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) {
-        const int err = errno;
-        close(fd);
-        return absl::ErrnoToStatus(err, absl::StrCat("read ", path));
-      }
-      if (!write(std::string_view(buf.data(), got), *attempt)) {
-        close(fd);
-        return absl::OkStatus();
-      }
-    }
-    if (!more_may_come || last_pass || cancelled()) break;
-    std::this_thread::sleep_for(kPoll);
-    // One more read after the rank ended picks up its last words.
-    if (!live()) last_pass = true;
-  }
-  close(fd);
-  return absl::OkStatus();
+  const GangState::Phase p = it->second->gang.phase(rank);
+  return p == GangState::Phase::kAssigned || p == GangState::Phase::kStarted;
 }
 
 }  // namespace ringmaster::worker

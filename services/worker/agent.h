@@ -86,11 +86,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "agent_metrics.h"
 #include "core/gang.h"
 #include "core/health_check.h"
 #include "core/launch.h"
 #include "core/layout.h"
 #include "core/types.h"
+#include "exec_session.h"
+#include "log_reader.h"
 #include "host/ports.h"
 #include "host/process.h"
 #include "host/users.h"
@@ -210,7 +213,7 @@ class Agent {
   void SetSchedulerConnected(bool connected);
 
   // --- From peers, wrappers and clients (rpc/agent_service.h).
-  enum class Stream { kStdout, kStderr };
+  using Stream = ExecStream;
   // Runs `bash -c JOIN(argv)` for a job attempt placed here (see the Launch protocol) and
   // calls `output` with its output until it exits; `output` returning false or `cancelled`
   // returning true stops the command. Errors as documented in agent.proto.
@@ -252,7 +255,6 @@ class Agent {
   std::string JobToken(const std::string& job_id) const;
   using Key = std::pair<std::string, int32_t>;  // (job id, attempt)
   struct Attempt;
-  struct Metrics;
 
   void Housekeeping();
   // The launcher of an attempt (it holds rank 0) reports its job's checkpoint.meta whenever
@@ -289,18 +291,20 @@ class Agent {
   // pre-run check's, which run as the worker's own user even when the attempt's run as a team's.
   std::map<std::string, std::string> ChildEnvironment(const Attempt& attempt,
                                                       bool as_worker = false) const;
+  // Whether rank `rank` of the attempt may still write to its log (LogReader's question).
+  bool RankMayWrite(const std::string& job_id, int32_t attempt, int32_t rank);
   // options_.now, or steady_clock.
   std::chrono::steady_clock::time_point Now() const;
-  void SetThroughputLocked(const std::string& job_id, int32_t rank, double value);
   void UpdateGaugesLocked();
 
   AgentOptions options_;
-  std::unique_ptr<Metrics> metrics_;
+  AgentMetrics metrics_;
   // Where the attempts' files are (logs, session and checkpoint directories).
   const WorkerLayout layout_;
   // What every process of an attempt gets in its environment; the agent's address is set once
   // its port is known (SetPort).
   AttemptEnvOptions env_options_;
+  LogReader log_reader_;
 
   std::mutex mu_;
   std::condition_variable assignments_cv_;  // Exec waiting for an assignment
@@ -309,8 +313,6 @@ class Agent {
   std::map<Key, std::unique_ptr<Attempt>> attempts_;
   std::deque<RankStatus> outbox_;
   std::condition_variable outbox_cv_;
-  // Throughput gauges of forgotten attempts, removed at the time given.
-  std::vector<std::pair<std::chrono::steady_clock::time_point, std::string>> expiring_jobs_;
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;
