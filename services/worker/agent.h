@@ -17,7 +17,7 @@
 //            to the scheduler, and the job's mpirun starts only when the check lets it
 //            (CheckBeforeLaunch; the protocol is at scheduler/core/health_check.h). The built-in
 //            trainer is checked inside its own MPI_Init instead (ChecksInSession): every rank
-//            gets RINGMASTER_PRECHECK_RESULT, rank 0 writes the result there, and Housekeeping
+//            gets RINGMASTER_PRECHECK_RESULT, rank 0 writes the result there, and the Reaper
 //            reports it (PollInSessionChecks);
 //            With --run-as, mpirun and everything below it run as the team's Unix user
 //            (resolved at the assignment; a team without one fails its launch here), with no
@@ -60,10 +60,17 @@
 //         killed at start; the scheduler fails their attempts when the worker registers
 //         without them.
 //
-// Thread-safe: RPC threads, the scheduler session and the housekeeping thread call in
-// concurrently; one mutex guards the attempts. Processes are spawned by the thread that waits
-// for them (mpirun: a launcher thread per attempt; Exec: the RPC's thread), so that
-// PR_SET_PDEATHSIG kills them if the worker dies.
+// Parts (each header says more; docs/workers.md has the map): AttemptTable holds the attempts
+// and the outbox; AttemptLauncher is step 2 (on a launcher thread per attempt); Exec and its
+// session pump (exec_session.h) are step 3; the Reaper's thread does the Stop protocol's
+// signals and forgets attempts; LogReader serves logs; AgentMetrics is /metrics. Agent is the
+// front: it takes the calls, authorises them against the table and wires the parts.
+//
+// Thread-safe: RPC threads, the scheduler session and the reaper's thread call in
+// concurrently; one mutex, the table's, guards the attempts. Lock order: the table's mutex,
+// then AgentMetrics' and PortPool's; the reaper's loop mutex is never held with another.
+// Processes are spawned by the thread that waits for them (mpirun: a launcher thread per
+// attempt; Exec: the RPC's thread), so that PR_SET_PDEATHSIG kills them if the worker dies.
 #ifndef RINGMASTER_SERVICES_WORKER_AGENT_H_
 #define RINGMASTER_SERVICES_WORKER_AGENT_H_
 
@@ -84,19 +91,23 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent_metrics.h"
+#include "attempt_launcher.h"
+#include "attempt_table.h"
 #include "core/gang.h"
 #include "core/health_check.h"
 #include "core/launch.h"
 #include "core/layout.h"
 #include "core/types.h"
 #include "exec_session.h"
-#include "log_reader.h"
 #include "host/ports.h"
 #include "host/process.h"
 #include "host/users.h"
+#include "log_reader.h"
+#include "reaper.h"
 
 namespace prometheus {
 class Registry;
@@ -190,7 +201,7 @@ class Agent {
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 
-  // Kills leftovers of an earlier life of this worker and starts the housekeeping thread.
+  // Kills leftovers of an earlier life of this worker and starts the reaper's thread.
   void Start();
   // Stops every attempt's processes (TERM, then KILL after the grace) and the thread.
   void Shutdown();
@@ -253,50 +264,11 @@ class Agent {
   // certificate and key; empty without a metrics service, in plaintext, or when it cannot be
   // made (logged).
   std::string JobToken(const std::string& job_id) const;
-  using Key = std::pair<std::string, int32_t>;  // (job id, attempt)
-  struct Attempt;
-
-  void Housekeeping();
-  // The launcher of an attempt (it holds rank 0) reports its job's checkpoint.meta whenever
-  // it changes (KIND_CHECKPOINT), and again to a new scheduler session.
-  void ReportCheckpoints();
-  void Launch(Attempt* attempt);
-  // Launcher only: reports an in-session check's result once rank 0 wrote it, or that none
-  // came within check_timeout of the launch (an event only: the job goes on).
-  void PollInSessionChecks();
-  // Where rank 0 of the attempt writes its check's result (with --run-as, in a directory the
-  // team's user owns: the attempt's directory is root's).
-  std::string CheckResultPath(const Attempt& attempt) const;
-  // Sends a check's report to the scheduler (a culprit outside the placement is dropped first:
-  // only placed workers can be blamed) and logs it.
-  void SendCheckLocked(const Attempt& attempt, CheckReport& report);
-  // Runs the attempt's pre-run check and reports it; false when the attempt must not launch
-  // (the check failed or the attempt is stopping; the failure is already applied).
-  bool CheckBeforeLaunch(Attempt* attempt, const MpirunOptions& mpirun,
-                         const std::map<std::string, std::string>& env,
-                         const std::string& session_dir, const std::vector<GangHost>& hosts,
-                         int32_t master_port);
-  // Turns a GangState decision into statuses and, when asked, a local teardown.
-  void ApplyLocked(Attempt& attempt, const GangState::Decision& decision);
-  // `normal_end`: a StopJob that may be the attempt's normal end; when every local rank exited
-  // 0 its mpirun/orted get clean_exit_wait before any signal (Stop protocol, step 2).
-  // `workload_grace`: a StopJob's own grace (a preemption), SIGTERM to the workloads first.
-  void StartTeardownLocked(Attempt& attempt, const std::string& why, bool normal_end = false,
-                           std::optional<std::chrono::milliseconds> workload_grace = std::nullopt);
-  // The attempt when it exists and `token` is its token.
-  absl::StatusOr<Attempt*> AuthorizeLocked(const std::string& job_id, int32_t attempt,
-                                           const std::string& token);
-  ProcessSelector SelectorLocked(const Attempt& attempt) const;
-  // The environment of an attempt's processes (AttemptEnvironment); `as_worker`: of the
-  // pre-run check's, which run as the worker's own user even when the attempt's run as a team's.
-  std::map<std::string, std::string> ChildEnvironment(const Attempt& attempt,
-                                                      bool as_worker = false) const;
   // Whether rank `rank` of the attempt may still write to its log (LogReader's question).
-  bool RankMayWrite(const std::string& job_id, int32_t attempt, int32_t rank);
-  // options_.now, or steady_clock.
-  std::chrono::steady_clock::time_point Now() const;
-  void UpdateGaugesLocked();
+  bool RankMayWrite(const std::string& job_id, int32_t attempt, int32_t rank)
+      ABSL_LOCKS_EXCLUDED(table_.mu());
 
+  // Construction order is the order of use: each part below holds references to those above.
   AgentOptions options_;
   AgentMetrics metrics_;
   // Where the attempts' files are (logs, session and checkpoint directories).
@@ -305,20 +277,13 @@ class Agent {
   // its port is known (SetPort).
   AttemptEnvOptions env_options_;
   LogReader log_reader_;
+  PortPool master_ports_;  // thread-safe
+  AttemptTable table_;
+  AttemptLauncher launcher_;
+  Reaper reaper_;
 
-  std::mutex mu_;
-  std::condition_variable assignments_cv_;  // Exec waiting for an assignment
-  int exec_waiters_ = 0;                    // how many do
-  PortPool master_ports_;
-  std::map<Key, std::unique_ptr<Attempt>> attempts_;
-  std::deque<RankStatus> outbox_;
-  std::condition_variable outbox_cv_;
-
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
-  bool wake_ = false;
-  bool stopping_ = false;
-  std::thread housekeeping_;
+  std::condition_variable assignments_cv_;  // Exec waiting for an assignment, on table_.mu()
+  int exec_waiters_ ABSL_GUARDED_BY(table_.mu()) = 0;  // how many do
 };
 
 }  // namespace ringmaster::worker

@@ -27,10 +27,11 @@ struct AgentMetrics::Families {
                        .Name("ringmaster_worker_rank_exits_total")
                        .Help("Rank ends reported to the scheduler, by result")
                        .Register(r)),
-        exec_requests(prometheus::BuildCounter()
-                          .Name("ringmaster_worker_exec_requests_total")
-                          .Help("Exec calls from peers, by result (ok, denied, invalid, busy, error)")
-                          .Register(r)),
+        exec_requests(
+            prometheus::BuildCounter()
+                .Name("ringmaster_worker_exec_requests_total")
+                .Help("Exec calls from peers, by result (ok, denied, invalid, busy, error)")
+                .Register(r)),
         launches(prometheus::BuildCounter()
                      .Name("ringmaster_worker_launches_total")
                      .Help("mpirun launches of job attempts on this worker, by result")

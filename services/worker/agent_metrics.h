@@ -25,7 +25,7 @@
 namespace prometheus {
 class Gauge;
 class Registry;
-}
+}  // namespace prometheus
 
 namespace ringmaster::worker {
 

@@ -45,8 +45,8 @@ absl::Status LogReader::Read(const std::string& job_id, int32_t rank,
       closedir(dir);
     }
     if (!attempt) {
-      return absl::NotFoundError(absl::StrCat("worker ", worker_id_,
-                                              " has no log of job ", job_id, " rank ", rank));
+      return absl::NotFoundError(
+          absl::StrCat("worker ", worker_id_, " has no log of job ", job_id, " rank ", rank));
     }
   }
   const std::string path = layout_.RankLogPath(job_id, *attempt, rank);
@@ -59,9 +59,8 @@ absl::Status LogReader::Read(const std::string& job_id, int32_t rank,
     fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   }
   if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat("worker ", worker_id_,
-                                            " has no log of job ", job_id, " attempt ", *attempt,
-                                            " rank ", rank));
+    return absl::NotFoundError(absl::StrCat("worker ", worker_id_, " has no log of job ", job_id,
+                                            " attempt ", *attempt, " rank ", rank));
   }
   std::string buf(kChunk, '\0');
   bool last_pass = !follow;

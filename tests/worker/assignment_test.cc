@@ -18,8 +18,11 @@ Assignment Placed(const std::string& job_id, int32_t attempt,
   a.job_id = job_id;
   a.attempt = attempt;
   for (size_t r = 0; r < worker_of_rank.size(); ++r) {
-    a.placement.push_back(RankPlacement{static_cast<int32_t>(r), worker_of_rank[r],
-                                        "10.0.0." + worker_of_rank[r].substr(1), 7071, {}});
+    a.placement.push_back(RankPlacement{static_cast<int32_t>(r),
+                                        worker_of_rank[r],
+                                        "10.0.0." + worker_of_rank[r].substr(1),
+                                        7071,
+                                        {}});
   }
   return a;
 }
@@ -48,8 +51,8 @@ TEST(AssignmentPlanTest, ARepeatChangesNothing) {
 }
 
 TEST(AssignmentPlanTest, ANewAttemptSupersedesTheJobsOtherLiveAttemptsOnly) {
-  AssignmentPlan plan = PlanAssignment(
-      Placed("j", 2, {"w1"}), "w1", {{"j", 0, true}, {"j", 1, false}, {"other", 1, false}});
+  AssignmentPlan plan = PlanAssignment(Placed("j", 2, {"w1"}), "w1",
+                                       {{"j", 0, true}, {"j", 1, false}, {"other", 1, false}});
   EXPECT_FALSE(plan.repeat);
   EXPECT_THAT(plan.superseded, ElementsAre(1));
 }

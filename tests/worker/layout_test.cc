@@ -25,7 +25,7 @@ TEST(LayoutTest, TheSessionSuffixIsStableAndNamesTheWorker) {
   EXPECT_EQ(SessionSuffix("w1"), SessionSuffix("w1"));
   EXPECT_NE(SessionSuffix("w1"), SessionSuffix("w2"));
   EXPECT_EQ(SessionSuffix("w1").size(), 9u);  // '.' and eight hex digits
-  EXPECT_EQ(SessionSuffix(""), ".811c9dc5");   // FNV-1a's offset basis: the hash is FNV-1a
+  EXPECT_EQ(SessionSuffix(""), ".811c9dc5");  // FNV-1a's offset basis: the hash is FNV-1a
 }
 
 TEST(LayoutTest, OnlyThisWorkersSessionBasesAreItsOwn) {

@@ -18,9 +18,7 @@ std::string SessionSuffix(const std::string& worker_id) {
   return absl::StrCat(".", absl::Hex(Fnv1a(worker_id), absl::kZeroPad8));
 }
 
-std::string DefaultSessionRoot(uint32_t euid) {
-  return absl::StrCat("/tmp/ringmaster-mpi-", euid);
-}
+std::string DefaultSessionRoot(uint32_t euid) { return absl::StrCat("/tmp/ringmaster-mpi-", euid); }
 
 std::string WorkerLayout::AttemptDir(const std::string& job_id, int32_t attempt) const {
   return absl::StrCat(log_dir, "/", job_id, "/", attempt);
@@ -43,8 +41,8 @@ std::string WorkerLayout::SessionBase(const std::string& job_id, int32_t attempt
 
 bool WorkerLayout::IsOwnSessionBase(const std::string& name) const {
   return name.size() > session_suffix.size() &&
-         name.compare(name.size() - session_suffix.size(), session_suffix.size(),
-                      session_suffix) == 0;
+         name.compare(name.size() - session_suffix.size(), session_suffix.size(), session_suffix) ==
+             0;
 }
 
 std::string WorkerLayout::CheckpointDir(const std::string& job_id) const {

@@ -37,8 +37,7 @@ struct WorkerLayout {
   std::string RankLogPath(const std::string& job_id, int32_t attempt, int32_t rank) const;
   // Where rank 0 of the attempt writes its check's result: with --run-as (`as_team_user`), in
   // a directory the team's user owns, as the attempt's directory is root's.
-  std::string CheckResultPath(const std::string& job_id, int32_t attempt,
-                              bool as_team_user) const;
+  std::string CheckResultPath(const std::string& job_id, int32_t attempt, bool as_team_user) const;
   // The attempt's own root of Open MPI session directories (see session_root).
   std::string SessionBase(const std::string& job_id, int32_t attempt) const;
   // Whether `name`, an entry of session_root, is a session base of this worker.
