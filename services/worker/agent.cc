@@ -284,7 +284,7 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
     }
     absl::StatusOr<AttemptRecord*> found = table_.Authorize(job_id, attempt, token);
     // The pre-run check's mpirun calls with the check's token: its orted runs as this worker's
-    // user, never the team's (CheckBeforeLaunch).
+    // user, never the team's (AttemptLauncher::CheckBeforeLaunch).
     if (!found.ok() && absl::IsPermissionDenied(found.status())) {
       AttemptRecord& held = *table_.attempts().at({job_id, attempt});
       if (RoleOfToken(token, held.assignment.token, held.assignment.check_token, held.check_over) ==
@@ -335,7 +335,7 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
     ++a->in_flight;
     count("ok");
   }
-  // The caller's env names only: the worker's own part (ChildEnvironment) is the same for
+  // The caller's env names only: the worker's own part (ProcessEnvironment) is the same for
   // every process of the attempt.
   RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": Exec (pid " << child.pid
                 << (for_check ? ", the pre-run check's" : "") << ") " << DescribeLaunch(argv, env);

@@ -68,7 +68,7 @@
 //
 // Thread-safe: RPC threads, the scheduler session and the reaper's thread call in
 // concurrently; one mutex, the table's, guards the attempts. Lock order: the table's mutex,
-// then AgentMetrics' and PortPool's; the reaper's loop mutex is never held with another.
+// then AgentMetrics', PortPool's or the reaper's loop mutex (leaves, never held together).
 // Processes are spawned by the thread that waits for them (mpirun: a launcher thread per
 // attempt; Exec: the RPC's thread), so that PR_SET_PDEATHSIG kills them if the worker dies.
 #ifndef RINGMASTER_SERVICES_WORKER_AGENT_H_

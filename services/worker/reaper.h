@@ -9,8 +9,8 @@
 //      session directories removed, its MASTER_PORT released, its launcher thread joined;
 //   5. throughput gauges of jobs forgotten long enough are removed.
 // Locks: the table's mutex for the decisions only; /proc scans and signals go without it, so
-// RPCs never wait for them. Its own loop mutex guards the wake-up flags (never held with the
-// table's).
+// RPCs never wait for them. Its own loop mutex guards the wake-up flags; Wake takes it under
+// the table's mutex, so it is taken last and nothing is locked while it is held.
 #ifndef RINGMASTER_SERVICES_WORKER_REAPER_H_
 #define RINGMASTER_SERVICES_WORKER_REAPER_H_
 
