@@ -12,12 +12,20 @@ program handles, and :class:`RingmasterError` for the rest.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Optional, Type
+import enum
+from typing import Dict, Optional, Protocol, Type
 
 import grpc
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .types import Job
+
+class EndedJob(Protocol):
+    """What the job-carrying errors read of a :class:`ringmaster.Job`. A protocol rather than an
+    import of ``types``, which imports ``spec``, which imports this module: no cycle."""
+
+    id: str
+    state: enum.Enum
+    message: str
+    exit_code: int
 
 __all__ = [
     "RingmasterError",
@@ -145,7 +153,7 @@ class JobFailed(RingmasterError):
     """Raised by ``Client.wait`` when the job ended FAILED. ``job`` is the final job; the
     message says why (the job's own message, e.g. ``rank 1 exited with code 3``)."""
 
-    def __init__(self, job: "Job") -> None:
+    def __init__(self, job: EndedJob) -> None:
         why = job.message or f"exit code {job.exit_code}"
         super().__init__(f"job {job.id} ended {job.state.value}: {why}")
         self.job = job
@@ -159,7 +167,7 @@ class WaitTimeout(RingmasterError, TimeoutError):
     """Raised by ``Client.wait`` when the job had not ended within the timeout. ``job`` is the
     job as last seen."""
 
-    def __init__(self, job: "Job", timeout: float) -> None:
+    def __init__(self, job: EndedJob, timeout: float) -> None:
         super().__init__(
             f"job {job.id} still {job.state.value} after {timeout:g} s"
         )

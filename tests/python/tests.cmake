@@ -27,7 +27,7 @@ endif()
 
 if(TARGET ringmaster_python_stubs)
   add_test(NAME python_client_unit_test
-    COMMAND ${RINGMASTER_PYTHON} -m unittest -v spec_test config_test
+    COMMAND ${RINGMASTER_PYTHON} -m unittest -v spec_test config_test package_test
     WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
   set_tests_properties(python_client_unit_test PROPERTIES LABELS unit TIMEOUT 120
     ENVIRONMENT "PYTHONPATH=${PROJECT_SOURCE_DIR}/python:${PROJECT_BINARY_DIR}/python;PYTHONDONTWRITEBYTECODE=1")
