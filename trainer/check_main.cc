@@ -30,6 +30,8 @@
 #include "absl/strings/str_format.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
+#include "rank/check_result.h"
+#include "rank/rank_env.h"
 #include "trainer/allreduce_benchmark.h"
 #include "trainer/config.h"
 #include "trainer/cpu_compute.h"
@@ -67,7 +69,7 @@ Flags MakeFlags() {
   flags.Add("delay-ms", "0",
             "sleep this long before each allreduce: a throttled host, on purpose (set by a "
             "worker started with --check-delay-ms)");
-  flags.AddEnvironment("RINGMASTER_WORKER_ID", "the worker this rank runs on, named in the result");
+  flags.AddEnvironment(RM_ENV_WORKER_ID, "the worker this rank runs on, named in the result");
   return flags;
 }
 
@@ -159,7 +161,7 @@ absl::Status Run(const CheckOptions& options) {
   mpi.reset();
 
   char worker_id[kWorkerIdBytes] = {};
-  if (const char* id = std::getenv("RINGMASTER_WORKER_ID"); id != nullptr) {
+  if (const char* id = std::getenv(RM_ENV_WORKER_ID); id != nullptr) {
     std::strncpy(worker_id, id, kWorkerIdBytes - 1);
   }
   std::vector<double> waits(ranks);
@@ -177,16 +179,17 @@ absl::Status Run(const CheckOptions& options) {
   int64_t total_wrong = 0;
   for (int w : wrongs) total_wrong += w;
   const double algbw = static_cast<double>(options.bytes) / std::max(fastest, 1e-9) / 1e9;
-  std::string text =
-      absl::StrFormat("transport %s\nbusbw_gbps %.6f\nelapsed_seconds %.6f\n", transport,
-                      AllreduceBusBandwidth(algbw, ranks), elapsed);
-  absl::StrAppendFormat(&text, "wrong %d\n", total_wrong);
+  // The format both checks write and the worker parses (libs/rank/check_result.h).
+  std::string text = absl::StrFormat(RM_CHECK_RESULT_SUMMARY_FORMAT, transport,
+                                     AllreduceBusBandwidth(algbw, ranks), elapsed,
+                                     static_cast<long long>(total_wrong));
   for (int r = 0; r < ranks; ++r) {
     const char* raw = &ids[static_cast<size_t>(r) * kWorkerIdBytes];
     const size_t length = strnlen(raw, kWorkerIdBytes);
-    absl::StrAppendFormat(&text, "rank %d %s %.6f\n", r,
-                          length == 0 ? absl::string_view("-") : absl::string_view(raw, length),
-                          waits[r]);
+    const absl::string_view id =
+        length == 0 ? absl::string_view(RM_CHECK_NO_WORKER_ID) : absl::string_view(raw, length);
+    absl::StrAppendFormat(&text, RM_CHECK_RESULT_RANK_FORMAT, r, static_cast<int>(id.size()),
+                          id.data(), waits[r]);
   }
   if (options.result_path.empty()) {
     std::cout << text;

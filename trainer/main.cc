@@ -11,7 +11,7 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "services/worker/pmpi/rank_channel.h"
+#include "rank/rank_channel.h"
 #include "trainer/allreduce_benchmark.h"
 #include "trainer/checkpoint.h"
 #include "trainer/config.h"

@@ -25,6 +25,7 @@
 #include "host/file_io.h"
 #include "host/process.h"
 #include "host/rank_channel.h"
+#include "rank/rank_env.h"
 #include "rpc/agent_client.h"
 
 namespace ringmaster::worker {
@@ -188,10 +189,8 @@ int RunRank(const std::vector<std::string>& program) {
     channel = std::move(*created);
     spawn.env[RM_RANK_CHANNEL_ENV] = channel->path();
     // MPI collectives (PMPI) and NCCL collectives, counted into the same channel.
-    const std::string pmpi =
-        CounterLibrary(own_dir, "RINGMASTER_PMPI_LIBRARY", "libringmaster_pmpi.so");
-    const std::string nccl =
-        CounterLibrary(own_dir, "RINGMASTER_NCCL_LIBRARY", "libringmaster_nccl.so");
+    const std::string pmpi = CounterLibrary(own_dir, RM_ENV_PMPI_LIBRARY, "libringmaster_pmpi.so");
+    const std::string nccl = CounterLibrary(own_dir, RM_ENV_NCCL_LIBRARY, "libringmaster_nccl.so");
     for (const std::string& library : {pmpi, nccl}) {
       if (!library.empty()) spawn.env["LD_PRELOAD"] = AppendPreload(spawn.env["LD_PRELOAD"], library);
     }
@@ -354,7 +353,7 @@ int RunRank(const std::vector<std::string>& program) {
   // The rank ends with its program: whatever the program left running goes too, found by its
   // process group and by the rank's tags (for those that left the group).
   ProcessSelector leftovers;
-  for (const char* name : {kJobIdEnv, kAttemptEnv, kWorkerIdEnv, "RINGMASTER_RANK"}) {
+  for (const char* name : {kJobIdEnv, kAttemptEnv, kWorkerIdEnv, RM_ENV_RINGMASTER_RANK}) {
     auto it = started->env().find(name);
     if (it != started->env().end()) leftovers.env_tags[name] = it->second;
   }

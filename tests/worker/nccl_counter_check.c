@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "services/worker/pmpi/rank_channel.h"
+#include "rank/rank_channel.h"
 
 extern int fake_gpu_done;
 extern int fake_nccl_calls;

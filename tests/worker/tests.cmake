@@ -52,7 +52,7 @@ if(TARGET ringmaster_nccl)
   add_library(fake_nccl_cuda SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_nccl_cuda.c)
   add_executable(nccl_counter_check ${CMAKE_CURRENT_LIST_DIR}/nccl_counter_check.c)
   target_include_directories(nccl_counter_check PRIVATE ${PROJECT_SOURCE_DIR})
-  target_link_libraries(nccl_counter_check PRIVATE fake_nccl_cuda)
+  target_link_libraries(nccl_counter_check PRIVATE fake_nccl_cuda ringmaster_rank_contract)
   add_dependencies(nccl_counter_check ringmaster_nccl)
   add_test(NAME nccl_counter_test
     COMMAND nccl_counter_check ${CMAKE_CURRENT_BINARY_DIR}/nccl_counter_test.channel)

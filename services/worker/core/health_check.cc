@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/utf8.h"
+#include "rank/check_result.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -40,23 +41,23 @@ absl::StatusOr<CheckReport> ParseCheckResult(const std::string& text) {
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     ++line_no;
     std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (words.size() == 2 && words[0] == "transport") {
+    if (words.size() == 2 && words[0] == RM_CHECK_KEY_TRANSPORT) {
       if (words[1] != "cpu" && words[1] != "gpu") return Malformed(line_no, std::string(line));
       report.transport = words[1];
-    } else if (words.size() == 2 && words[0] == "busbw_gbps") {
+    } else if (words.size() == 2 && words[0] == RM_CHECK_KEY_BUSBW) {
       if (!absl::SimpleAtod(words[1], &report.busbw_gbps) || report.busbw_gbps < 0) {
         return Malformed(line_no, std::string(line));
       }
       have_busbw = true;
-    } else if (words.size() == 2 && words[0] == "elapsed_seconds") {
+    } else if (words.size() == 2 && words[0] == RM_CHECK_KEY_ELAPSED) {
       if (!absl::SimpleAtod(words[1], &report.seconds)) {
         return Malformed(line_no, std::string(line));
       }
-    } else if (words.size() == 2 && words[0] == "wrong") {
+    } else if (words.size() == 2 && words[0] == RM_CHECK_KEY_WRONG) {
       if (!absl::SimpleAtoi(words[1], &wrong) || wrong < 0) {
         return Malformed(line_no, std::string(line));
       }
-    } else if (words.size() == 4 && words[0] == "rank") {
+    } else if (words.size() == 4 && words[0] == RM_CHECK_KEY_RANK) {
       CheckRankTiming r;
       if (!absl::SimpleAtoi(words[1], &r.rank) || !absl::SimpleAtod(words[3], &r.wait_seconds) ||
           r.rank != static_cast<int32_t>(report.ranks.size())) {

@@ -143,8 +143,8 @@ std::string ResolveMpiInterface(const std::string& flag, const std::string& laun
 }
 
 std::vector<std::string> ExportedToRanks() {
-  return {kJobIdEnv,     kAttemptEnv,  kTokenEnv,     "MASTER_ADDR",
-          "MASTER_PORT", "WORLD_SIZE", "PMIX_MCA_gds"};
+  return {kJobIdEnv,          kAttemptEnv,       kTokenEnv,     RM_ENV_MASTER_ADDR,
+          RM_ENV_MASTER_PORT, RM_ENV_WORLD_SIZE, "PMIX_MCA_gds"};
 }
 
 std::vector<std::string> MpirunArgv(const MpirunOptions& options, int32_t world_size,
@@ -193,9 +193,9 @@ std::map<std::string, std::string> LauncherEnvironment(const Assignment& assignm
       {kAttemptEnv, absl::StrCat(assignment.attempt)},
       {kTokenEnv, assignment.token},
       {kAgentPortsEnv, AgentPortsValue(hosts)},
-      {"MASTER_ADDR", master_addr},
-      {"MASTER_PORT", absl::StrCat(master_port)},
-      {"WORLD_SIZE", absl::StrCat(assignment.placement.size())},
+      {RM_ENV_MASTER_ADDR, master_addr},
+      {RM_ENV_MASTER_PORT, absl::StrCat(master_port)},
+      {RM_ENV_WORLD_SIZE, absl::StrCat(assignment.placement.size())},
       // Debian's Open MPI 4.1 prints "PMIX ERROR ... dstore_base.c" from every orted with the
       // shared-memory store; the hash store is silent and fast enough for a bootstrap.
       {"PMIX_MCA_gds", "hash"},
@@ -211,7 +211,7 @@ std::map<std::string, std::string> AttemptEnvironment(const AttemptEnvOptions& o
   env[kAttemptEnv] = absl::StrCat(attempt);
   env[kAgentAddrEnv] = options.agent_addr;
   if (options.check_delay_ms > 0) {
-    env["RINGMASTER_CHECK_DELAY_MS"] = absl::StrCat(options.check_delay_ms);
+    env[RM_ENV_CHECK_DELAY_MS] = absl::StrCat(options.check_delay_ms);
   }
   env.try_emplace("PMIX_MCA_gds", "hash");  // see LauncherEnvironment
   if (!user) {
@@ -270,32 +270,32 @@ std::map<std::string, std::string> RankEnvironment(const Assignment& assignment,
     if (r.rank < rank) ++local_rank;
   }
   const std::string gpus = absl::StrJoin(self->gpu_indices, ",");
-  env["RANK"] = absl::StrCat(rank);
-  env["WORLD_SIZE"] = absl::StrCat(assignment.placement.size());
-  env["LOCAL_RANK"] = absl::StrCat(local_rank);
-  env["LOCAL_WORLD_SIZE"] = absl::StrCat(local_size);
-  env["MASTER_ADDR"] = master_addr;
+  env[RM_ENV_RANK] = absl::StrCat(rank);
+  env[RM_ENV_WORLD_SIZE] = absl::StrCat(assignment.placement.size());
+  env[RM_ENV_LOCAL_RANK] = absl::StrCat(local_rank);
+  env[RM_ENV_LOCAL_WORLD_SIZE] = absl::StrCat(local_size);
+  env[RM_ENV_MASTER_ADDR] = master_addr;
   env[kJobIdEnv] = assignment.job_id;
   env[kAttemptEnv] = absl::StrCat(assignment.attempt);
   env[kWorkerIdEnv] = self->worker_id;
-  env["RINGMASTER_WORKER_ADDRESS"] = self->worker_address;
-  env["RINGMASTER_RANK"] = absl::StrCat(rank);
+  env[RM_ENV_WORKER_ADDRESS] = self->worker_address;
+  env[RM_ENV_RINGMASTER_RANK] = absl::StrCat(rank);
   // Labels ringmaster-train's samples carry (its flags fall back to these variables).
-  env["RINGMASTER_QUEUE"] = assignment.queue;
+  env[RM_ENV_QUEUE] = assignment.queue;
   if (!self->gpu_indices.empty()) {
     auto type = host.gpu_types.find(self->gpu_indices.front());
-    if (type != host.gpu_types.end()) env["RINGMASTER_GPU_TYPE"] = type->second;
+    if (type != host.gpu_types.end()) env[RM_ENV_GPU_TYPE] = type->second;
   }
-  if (!host.metrics_addr.empty()) env["RINGMASTER_METRICS_ADDR"] = host.metrics_addr;
+  if (!host.metrics_addr.empty()) env[RM_ENV_METRICS_ADDR] = host.metrics_addr;
   if (!host.job_token.empty()) env[kJobTokenEnv] = host.job_token;
-  if (!host.checkpoint_dir.empty()) env["RINGMASTER_CHECKPOINT_DIR"] = host.checkpoint_dir;
+  if (!host.checkpoint_dir.empty()) env[RM_ENV_CHECKPOINT_DIR] = host.checkpoint_dir;
   if (ChecksInSession(assignment) && !host.check_result_path.empty()) {
     env[kPrecheckResultEnv] = host.check_result_path;
   }
   if (host.simulated_gpus) {
     // Nothing real to show to CUDA; the indices stay visible for programs that care.
     env["CUDA_VISIBLE_DEVICES"] = "";
-    env["RINGMASTER_SIMULATED_GPUS"] = gpus;
+    env[RM_ENV_SIMULATED_GPUS] = gpus;
   } else {
     // Empty for a CPU rank: it must not touch the GPUs placed for other jobs.
     env["CUDA_VISIBLE_DEVICES"] = gpus;

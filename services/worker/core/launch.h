@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/types.h"
+#include "rank/rank_env.h"
 
 namespace ringmaster::worker {
 
@@ -157,7 +158,7 @@ struct RankHost {
 // NCCL on its GPUs by ringmaster-check. Not when the scheduler asks for ringmaster-check
 // (check_separately): only a check the job's processes cannot write may mark or clear a worker.
 bool ChecksInSession(const Assignment& assignment);
-inline constexpr char kPrecheckResultEnv[] = "RINGMASTER_PRECHECK_RESULT";
+inline constexpr char kPrecheckResultEnv[] = RM_ENV_PRECHECK_RESULT;
 
 // Environment of placed rank `rank` running on this worker, set by its wrapper over what it
 // inherited. The command's own env comes first; ours wins on a clash.
@@ -182,7 +183,7 @@ absl::Status ValidateExecCommand(const std::vector<std::string>& argv,
 // how leftovers are found in /proc.
 inline constexpr const char* kJobIdEnv = "RINGMASTER_JOB_ID";
 inline constexpr const char* kAttemptEnv = "RINGMASTER_ATTEMPT";
-inline constexpr const char* kWorkerIdEnv = "RINGMASTER_WORKER_ID";
+inline constexpr const char* kWorkerIdEnv = RM_ENV_WORKER_ID;
 inline constexpr const char* kTokenEnv = "RINGMASTER_TOKEN";
 inline constexpr const char* kAgentAddrEnv = "RINGMASTER_AGENT_ADDR";
 inline constexpr const char* kAgentPortsEnv = "RINGMASTER_AGENT_PORTS";

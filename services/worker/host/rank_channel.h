@@ -1,4 +1,4 @@
-// The wrapper's side of the rank channel (pmpi/rank_channel.h): it creates the shared page
+// The wrapper's side of the rank channel (libs/rank/rank_channel.h): it creates the shared page
 // the rank's processes write their collective counts and progress to, and removes it when the
 // rank ends. Not thread-safe; one per rank wrapper.
 #ifndef RINGMASTER_SERVICES_WORKER_HOST_RANK_CHANNEL_H_
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "pmpi/rank_channel.h"
+#include "rank/rank_channel.h"
 
 namespace ringmaster::worker {
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rank_channel.h"
+#include "rank/rank_channel.h"
 
 /* C, so no CLI11: the same --help layout and one-line errors as the C++ binaries
  * (libs/common/flags.h), by hand. */

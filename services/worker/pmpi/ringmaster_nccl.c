@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rank_channel.h"
+#include "rank/rank_channel.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -26,7 +26,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "rank_channel.h"
+#include "rank/check_result.h"
+#include "rank/rank_channel.h"
+#include "rank/rank_env.h"
 
 /* Weak: resolved to libmpi's when the program has it, NULL (and never used) otherwise. */
 #pragma weak ompi_request_null
@@ -431,7 +433,7 @@ struct RankResult {
 };
 
 static void PreCheck(void) {
-  const char* result = getenv("RINGMASTER_PRECHECK_RESULT");
+  const char* result = getenv(RM_ENV_PRECHECK_RESULT);
   if (result == NULL || result[0] == '\0') return;
   /* Data symbols bind when this library loads: a program that loads libmpi later (mpi4py)
    * leaves them unresolved. Every rank runs the same program, so all skip alike. */
@@ -442,8 +444,8 @@ static void PreCheck(void) {
   }
   const double start = Seconds();
   int delay_ms = 0;
-  if (getenv("RINGMASTER_CHECK_DELAY_MS") != NULL) {
-    delay_ms = atoi(getenv("RINGMASTER_CHECK_DELAY_MS"));
+  if (getenv(RM_ENV_CHECK_DELAY_MS) != NULL) {
+    delay_ms = atoi(getenv(RM_ENV_CHECK_DELAY_MS));
     if (delay_ms < 0 || delay_ms > 60000) delay_ms = 0;
   }
   MPI_Comm comm = MPI_COMM_WORLD;
@@ -502,7 +504,7 @@ static void PreCheck(void) {
     }
   }
   free(buffer);
-  const char* id = getenv("RINGMASTER_WORKER_ID");
+  const char* id = getenv(RM_ENV_WORKER_ID);
   if (id != NULL) strncpy(mine.worker_id, id, RM_WORKER_ID_BYTES - 1);
   struct RankResult* all = rank == 0 ? malloc(sizeof(struct RankResult) * (size_t)size) : NULL;
   if (rank == 0 && all == NULL) rc = MPI_ERR_NO_MEM;
@@ -523,13 +525,13 @@ static void PreCheck(void) {
     if (snprintf(temp, sizeof temp, "%s.tmp", result) < (int)sizeof temp) {
       FILE* out = fopen(temp, "w");
       if (out != NULL) {
-        fprintf(out, "transport cpu\nbusbw_gbps %.6f\nelapsed_seconds %.6f\nwrong %lld\n", busbw,
-                Seconds() - start, total_wrong);
+        fprintf(out, RM_CHECK_RESULT_SUMMARY_FORMAT, "cpu", busbw, Seconds() - start, total_wrong);
         for (int r = 0; r < size; ++r) {
           const char* raw = all[r].worker_id;
           const size_t n = strnlen(raw, RM_WORKER_ID_BYTES);
-          fprintf(out, "rank %d %.*s %.6f\n", r, n == 0 ? 1 : (int)n, n == 0 ? "-" : raw,
-                  all[r].wait);
+          fprintf(out, RM_CHECK_RESULT_RANK_FORMAT, r,
+                  n == 0 ? (int)strlen(RM_CHECK_NO_WORKER_ID) : (int)n,
+                  n == 0 ? RM_CHECK_NO_WORKER_ID : raw, all[r].wait);
         }
         /* A failed write leaves no result: the launcher reports the check as not completed. */
         if (fclose(out) == 0) rename(temp, result);

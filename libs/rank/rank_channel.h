@@ -12,8 +12,8 @@
  *
  * Plain C (the PMPI library is C) and header-only; usable from C++. Thread-safe: any number of
  * processes and threads may write at once. */
-#ifndef RINGMASTER_SERVICES_WORKER_PMPI_RANK_CHANNEL_H_
-#define RINGMASTER_SERVICES_WORKER_PMPI_RANK_CHANNEL_H_
+#ifndef RINGMASTER_LIBS_RANK_RANK_CHANNEL_H_
+#define RINGMASTER_LIBS_RANK_RANK_CHANNEL_H_
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -113,4 +113,4 @@ static inline struct rm_rank_snapshot rm_rank_channel_read(const struct rm_rank_
 }
 #endif
 
-#endif /* RINGMASTER_SERVICES_WORKER_PMPI_RANK_CHANNEL_H_ */
+#endif /* RINGMASTER_LIBS_RANK_RANK_CHANNEL_H_ */
