@@ -1,4 +1,4 @@
-// Scaling studies (`ringctl study`, docs/ringctl.md "Scaling studies"): the pure part. Parses
+// Scaling studies (`ringctl study`, docs/ringctl.md, "ringctl study"): the pure part. Parses
 // the sizes, reads `total images/sec` from a rank's log, computes speedup and efficiency, and
 // renders the table, the comparison of two studies and the chart. No I/O.
 #ifndef RINGMASTER_CLI_STUDY_H_

@@ -1,4 +1,4 @@
-// `ringctl study scaling | list | get | compare` (docs/ringctl.md, "Scaling studies").
+// `ringctl study scaling | list | get | compare` (docs/ringctl.md, "ringctl study").
 //
 // scaling: 1. one job per size (replicas = GPUs, one GPU each; CPU ranks with --cpu), labelled
 //          study=ID, submitted one after the other (each waits for the one before, so they do

@@ -1,7 +1,7 @@
 // Fair share between teams: queues with nominal quotas, borrowing within a cohort, weighted
 // dominant-share order, backfill around reservations for large gangs, and whole-gang
 // preemption. Pure functions over a snapshot: the scheduler, the tests and ringmaster-sim run
-// the same code. docs/scheduler.md, "Queues and fair share", explains the rules.
+// the same code. docs/scheduler.md, "Queues", explains the rules.
 //
 // Quota model (per cohort and resource, as in Kueue): a queue's nominal quota splits into a
 // guaranteed part that nobody else may use (nominal - lendable) and a lendable part that goes

@@ -122,7 +122,7 @@ struct Gpu {
   bool operator==(const Gpu&) const = default;
 };
 
-// Queues: teams' shares of the cluster (docs/scheduler.md, "Queues and fair share").
+// Queues: teams' shares of the cluster (docs/scheduler.md, "Queues").
 enum class PreemptWithinQueue { kNever, kLowerPriority, kLowerOrNewerEqualPriority };
 enum class ReclaimWithinCohort { kNever, kLowerPriority, kAny };
 
