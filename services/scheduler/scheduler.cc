@@ -22,9 +22,6 @@ namespace ringmaster::scheduler {
 
 namespace {
 constexpr size_t kMaxReasonBytes = 256;
-// Sub-millisecond stages on a fast disk, seconds while Postgres is away.
-const prometheus::Histogram::BucketBoundaries kSubmitWaitBuckets = {
-    0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.1, 1, 10};
 
 bool Retryable(const absl::Status& s) {
   switch (s.code()) {
@@ -41,156 +38,6 @@ bool Retryable(const absl::Status& s) {
 }
 }  // namespace
 
-// Prometheus families of the scheduler. Names follow the platform's convention: ringmaster_
-// prefix, base units, _total for counters.
-struct Scheduler::Metrics {
-  explicit Metrics(prometheus::Registry& r)
-      : jobs(prometheus::BuildGauge()
-                 .Name("ringmaster_jobs")
-                 .Help("Live jobs by state and queue (PENDING, STARTING, RUNNING)")
-                 .Register(r)),
-        finished(prometheus::BuildCounter()
-                     .Name("ringmaster_jobs_finished_total")
-                     .Help("Jobs that reached a terminal state, by state and queue")
-                     .Register(r)),
-        pending(prometheus::BuildGauge()
-                    .Name("ringmaster_queue_pending_jobs")
-                    .Help("Jobs waiting for a placement, by queue")
-                    .Register(r)),
-        gpus(prometheus::BuildGauge()
-                 .Name("ringmaster_gpus")
-                 .Help("GPUs of ready workers, by type")
-                 .Register(r)),
-        gpus_allocated(prometheus::BuildGauge()
-                           .Name("ringmaster_gpus_allocated")
-                           .Help("GPUs held by placements, by type")
-                           .Register(r)),
-        cpu_slots(prometheus::BuildGauge()
-                      .Name("ringmaster_cpu_slots")
-                      .Help("CPU rank slots of ready workers, total and allocated")
-                      .Register(r)),
-        workers(prometheus::BuildGauge()
-                    .Name("ringmaster_workers")
-                    .Help("Registered workers by state")
-                    .Register(r)),
-        submissions(prometheus::BuildCounter()
-                        .Name("ringmaster_job_submissions_total")
-                        .Help("Jobs accepted by SubmitJob (repeats of a request id excluded)")
-                        .Register(r)),
-        commit_seconds(
-            prometheus::BuildHistogram()
-                .Name("ringmaster_store_commit_seconds")
-                .Help("Time to store one batch of decisions (one transaction)")
-                .Register(r)
-                .Add({},
-                     prometheus::Histogram::BucketBoundaries{0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
-                                                             0.1, 0.25, 0.5, 1, 2.5, 5, 10})),
-        batch_writes(prometheus::BuildHistogram()
-                         .Name("ringmaster_store_batch_writes")
-                         .Help("Decisions stored per transaction (group commit)")
-                         .Register(r)
-                         .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64,
-                                                                          128, 256, 512, 1024})),
-        submit_wait(prometheus::BuildHistogram()
-                        .Name("ringmaster_submit_wait_seconds")
-                        .Help("Where a stored submit's wait went, by stage: queued (for the "
-                              "commit in flight), commit (its batch's), apply (taking the "
-                              "batch into memory until the submit is answered)")
-                        .Register(r)),
-        submit_queued(&submit_wait.Add({{"stage", "queued"}}, kSubmitWaitBuckets)),
-        submit_commit(&submit_wait.Add({{"stage", "commit"}}, kSubmitWaitBuckets)),
-        submit_apply(&submit_wait.Add({{"stage", "apply"}}, kSubmitWaitBuckets)),
-        placement_latency(
-            prometheus::BuildHistogram()
-                .Name("ringmaster_placement_latency_seconds")
-                .Help("Time from a job entering PENDING to its placement")
-                .Register(r)
-                .Add({}, prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1,
-                                                                 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
-                                                                 300, 1800})),
-        preemptions(prometheus::BuildCounter()
-                        .Name("ringmaster_preemptions_total")
-                        .Help("Jobs preempted whole, by the victim's queue and reason "
-                              "(reclaim, priority)")
-                        .Register(r)),
-        queue_quota(prometheus::BuildGauge()
-                        .Name("ringmaster_queue_resources")
-                        .Help("Per queue and resource (a GPU type or cpu): nominal quota, in "
-                              "use, borrowed from the cohort, lent to it (kind label)")
-                        .Register(r)),
-        queue_share(prometheus::BuildGauge()
-                        .Name("ringmaster_queue_dominant_share")
-                        .Help("Weighted dominant resource share of the queue's borrowing "
-                              "(0 within nominal)")
-                        .Register(r)),
-        queue_usage(prometheus::BuildCounter().Name("ringmaster_queue_resource_seconds_total")
-                        .Help("Resource-seconds used by the queue's jobs (GPU-seconds per GPU "
-                              "type, CPU-slot-seconds for cpu) from RUNNING to their end; "
-                              "stored in Postgres, so it survives restarts")
-                        .Register(r)),
-        watch_actions(prometheus::BuildCounter()
-                          .Name("ringmaster_run_watch_actions_total")
-                          .Help("Running jobs ended by the run watch: hung (failed, "
-                                "progress_timeout_seconds) or idle (cancelled, "
-                                "idle_timeout_seconds)")
-                          .Register(r)),
-        hangs_detected(&watch_actions.Add({{"action", "hung"}})),
-        idle_reclaimed(&watch_actions.Add({{"action", "idle"}})),
-        check_busbw(prometheus::BuildGauge().Name("ringmaster_check_busbw_gbps")
-                        .Help("Bus bandwidth of the latest pre-run allreduce check, by gang "
-                              "shape (workers x ranks per worker / transport), GB/s")
-                        .Register(r)),
-        check_baseline(prometheus::BuildGauge().Name("ringmaster_check_baseline_busbw_gbps")
-                           .Help("Learned baseline bus bandwidth of pre-run checks, by shape, "
-                                 "GB/s")
-                           .Register(r)),
-        checks(prometheus::BuildCounter().Name("ringmaster_checks_total")
-                   .Help("Pre-run allreduce checks by result (passed, failed, error)")
-                   .Register(r)),
-        check_seconds(prometheus::BuildHistogram().Name("ringmaster_check_seconds")
-                          .Help("Wall time of pre-run allreduce checks, mpirun start to end")
-                          .Register(r)
-                          .Add({}, prometheus::Histogram::BucketBoundaries{
-                                       0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10})),
-        unhealthy(prometheus::BuildGauge().Name("ringmaster_workers_unhealthy")
-                      .Help("Workers out of placement after a failed pre-run check")
-                      .Register(r)
-                      .Add({})) {}
-
-  prometheus::Family<prometheus::Gauge>& jobs;
-  prometheus::Family<prometheus::Counter>& finished;
-  prometheus::Family<prometheus::Gauge>& pending;
-  prometheus::Family<prometheus::Gauge>& gpus;
-  prometheus::Family<prometheus::Gauge>& gpus_allocated;
-  prometheus::Family<prometheus::Gauge>& cpu_slots;
-  prometheus::Family<prometheus::Gauge>& workers;
-  prometheus::Family<prometheus::Counter>& submissions;
-  prometheus::Histogram& commit_seconds;
-  prometheus::Histogram& batch_writes;
-  prometheus::Family<prometheus::Histogram>& submit_wait;
-  prometheus::Histogram* submit_queued;
-  prometheus::Histogram* submit_commit;
-  prometheus::Histogram* submit_apply;
-  prometheus::Histogram& placement_latency;
-  prometheus::Family<prometheus::Counter>& preemptions;
-  prometheus::Family<prometheus::Gauge>& queue_quota;
-  prometheus::Family<prometheus::Gauge>& queue_share;
-  prometheus::Family<prometheus::Counter>& queue_usage;
-  prometheus::Family<prometheus::Counter>& watch_actions;
-  prometheus::Counter* hangs_detected;
-  prometheus::Counter* idle_reclaimed;
-  prometheus::Family<prometheus::Gauge>& check_busbw;
-  prometheus::Family<prometheus::Gauge>& check_baseline;
-  prometheus::Family<prometheus::Counter>& checks;
-  prometheus::Histogram& check_seconds;
-  prometheus::Gauge& unhealthy;
-  std::set<std::pair<std::string, std::string>> quota_labels;
-  // Label sets set before, so a vanished one is set back to 0 rather than left stale.
-  std::set<std::pair<std::string, std::string>> job_labels;
-  std::set<std::string> queue_labels;
-  std::set<std::string> gpu_labels;
-};
-
 Scheduler::Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness,
                      const Clock* clock, SchedulerOptions options, prometheus::Registry* registry)
     : store_(store),
@@ -198,7 +45,7 @@ Scheduler::Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness,
       liveness_(liveness),
       clock_(clock),
       options_(std::move(options)),
-      metrics_(registry ? std::make_unique<Metrics>(*registry) : nullptr) {}
+      metrics_(registry ? std::make_unique<SchedulerMetrics>(*registry) : nullptr) {}
 
 Scheduler::~Scheduler() { Stop(); }
 
@@ -1227,12 +1074,7 @@ void Scheduler::ObserveSubmitWait(Waiter& waiter,
   std::lock_guard<std::mutex> lock(waiter.mu);
   // Unset when the batch was stored write by write (StoreBatch after a refusal).
   if (waiter.commit_begun < handed) return;
-  auto seconds = [](auto from, auto to) {
-    return std::chrono::duration<double>(to - from).count();
-  };
-  metrics_->submit_queued->Observe(seconds(handed, waiter.commit_begun));
-  metrics_->submit_commit->Observe(seconds(waiter.commit_begun, waiter.committed));
-  metrics_->submit_apply->Observe(seconds(waiter.committed, waiter.told));
+  metrics_->ObserveSubmitWait(handed, waiter.commit_begun, waiter.committed, waiter.told);
 }
 
 namespace {
@@ -2048,74 +1890,13 @@ std::vector<WorkerView> Scheduler::ListWorkers() {
 
 void Scheduler::UpdateGaugesLocked() {
   if (!metrics_) return;
-  std::map<std::pair<std::string, std::string>, int64_t> jobs;
-  std::map<std::string, int64_t> pending;
-  for (const auto& [key, n] : live_counts_) {
-    jobs[{JobStateName(key.first), key.second}] += n;
-    if (key.first == JobState::kPending) pending[key.second] += n;
-    metrics_->queue_labels.insert(key.second);
-  }
-  for (const auto& key : metrics_->job_labels) jobs.try_emplace(key, 0);
-  for (const auto& [key, n] : jobs) {
-    metrics_->job_labels.insert(key);
-    metrics_->jobs.Add({{"state", key.first}, {"queue", key.second}}).Set(n);
-  }
-  for (const auto& q : metrics_->queue_labels) {
-    metrics_->pending.Add({{"queue", q}}).Set(pending.count(q) ? pending[q] : 0);
-  }
-  std::set<std::string> queue_names = metrics_->queue_labels;
-  for (const auto& [name, q] : queues_) queue_names.insert(name);
-  for (const auto& [q, resource] : metrics_->quota_labels) {
-    for (const char* kind : {"nominal", "used", "borrowed", "lent"}) {
-      metrics_->queue_quota.Add({{"queue", q}, {"resource", resource}, {"kind", kind}}).Set(0);
-    }
-  }
-  for (const std::string& q : queue_names) {
-    metrics_->queue_labels.insert(q);
-    // Counters exist from the start, so that "no preemption" reads 0 rather than nothing.
-    for (const char* reason : {"reclaim", "priority"}) {
-      metrics_->preemptions.Add({{"queue", q}, {"reason", reason}});
-    }
-    metrics_->queue_share.Add({{"queue", q}}).Set(ledger_.Share(q));
-    for (const auto& [resource, u] : ledger_.UsageOf(q)) {
-      metrics_->quota_labels.insert({q, resource});
-      for (auto [kind, value] : {std::pair{"nominal", u.nominal}, {"used", u.used},
-                                 {"borrowed", u.borrowed}, {"lent", u.lent}}) {
-        metrics_->queue_quota.Add({{"queue", q}, {"resource", resource}, {"kind", kind}})
-            .Set(static_cast<double>(value));
-      }
-    }
-  }
-  // Counters only go up: a running attempt's share is counted as it runs and again (exactly)
-  // when it ends, so the total never falls.
   std::vector<const Job*> running;
   for (const std::string& id : placed_ids_) {
     const Job& job = jobs_.at(id);
     if (job.state == JobState::kRunning) running.push_back(&job);
   }
-  for (const auto& [key, ms] : WithRunning(usage_ms_, running, cluster_, clock_->NowMs())) {
-    prometheus::Counter& c =
-        metrics_->queue_usage.Add({{"queue", key.first}, {"resource", key.second}});
-    const double seconds = static_cast<double>(ms) / 1000.0;
-    if (seconds > c.Value()) c.Increment(seconds - c.Value());
-  }
-  auto totals = cluster_.GpuTotals();
-  for (const auto& type : metrics_->gpu_labels) totals.try_emplace(type);
-  for (const auto& [type, t] : totals) {
-    metrics_->gpu_labels.insert(type);
-    metrics_->gpus.Add({{"gpu_type", type}}).Set(t.total);
-    metrics_->gpus_allocated.Add({{"gpu_type", type}}).Set(t.allocated);
-  }
-  auto cpu = cluster_.CpuTotals();
-  metrics_->cpu_slots.Add({{"kind", "total"}}).Set(cpu.total);
-  metrics_->cpu_slots.Add({{"kind", "allocated"}}).Set(cpu.allocated);
-  int ready = 0;
-  for (const auto& [id, w] : workers_) ready += w.state == WorkerState::kReady;
-  metrics_->workers.Add({{"state", "READY"}}).Set(ready);
-  metrics_->workers.Add({{"state", "LOST"}}).Set(static_cast<double>(workers_.size()) - ready);
-  int unhealthy = 0;
-  for (const auto& [id, w] : workers_) unhealthy += !w.unhealthy_reason.empty();
-  metrics_->unhealthy.Set(unhealthy);
+  const UsageTotals used_ms = WithRunning(usage_ms_, running, cluster_, clock_->NowMs());
+  metrics_->UpdateGauges({live_counts_, queues_, ledger_, used_ms, cluster_, workers_});
 }
 
 std::string Scheduler::NewJobId() {

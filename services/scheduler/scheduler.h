@@ -92,12 +92,9 @@
 #include "core/run_watch.h"
 #include "core/types.h"
 #include "core/usage.h"
+#include "scheduler_metrics.h"
 #include "store/coordination.h"
 #include "store/job_store.h"
-
-namespace prometheus {
-class Registry;
-}
 
 namespace ringmaster::scheduler {
 
@@ -321,7 +318,6 @@ class Scheduler {
   const SchedulerOptions& options() const { return options_; }
 
  private:
-  struct Metrics;
   // Completes a Submit or Cancel waiting for its write: a Cancel's thread waits on cv until
   // done; a submit's on_done is called instead (Settle), or by the deadline thread if the write
   // takes longer than write_wait_ms (TimeOut), whichever comes first.
@@ -443,7 +439,7 @@ class Scheduler {
   Liveness* liveness_;
   const Clock* clock_;
   SchedulerOptions options_;
-  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<SchedulerMetrics> metrics_;  // null: no registry
   int64_t epoch_ = 0;  // the leader epoch every write is fenced with; set by Start()
 
   // The live state, under mu_. jobs_ holds the decided state of every live job, which may be
