@@ -14,7 +14,6 @@
 #include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "common/utf8.h"
-#include "core/event_cursor.h"
 #include "core/queue_order.h"
 #include "core/validation.h"
 
@@ -45,7 +44,8 @@ Scheduler::Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness,
       liveness_(liveness),
       clock_(clock),
       options_(std::move(options)),
-      metrics_(registry ? std::make_unique<SchedulerMetrics>(*registry) : nullptr) {}
+      metrics_(registry ? std::make_unique<SchedulerMetrics>(*registry) : nullptr),
+      watch_hub_(store, options_.max_watchers) {}
 
 Scheduler::~Scheduler() { Stop(); }
 
@@ -970,16 +970,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
   for (Write& w : batch) {
     if (w.waiter) Settle(*w.waiter);
   }
-  if (!events.empty()) {
-    std::lock_guard<std::mutex> lock(watch_mu_);
-    std::map<std::string, std::vector<JobEvent>> by_job;
-    for (const JobEvent& e : events) {
-      if (watchers_.contains(e.job_id)) by_job[e.job_id].push_back(e);
-    }
-    for (const auto& [job_id, its] : by_job) {
-      for (WatchFeed* feed : watchers_[job_id]) feed->push(its);
-    }
-  }
+  watch_hub_.Publish(events);
   if (!mirror.empty()) {
     {
       std::lock_guard<std::mutex> lock(mirror_mu_);
@@ -1475,26 +1466,9 @@ void Scheduler::CancelAsync(const std::string& job_id, const std::string& reason
   if (deadlines_.size() == 1) deadline_cv_.notify_all();
 }
 
-absl::Status Scheduler::BeginWatch(WatchFeed* feed) {
-  if (auto s = ValidateJobId(feed->job_id); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(watch_mu_);
-  if (watcher_count_ >= static_cast<size_t>(options_.max_watchers)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the scheduler serves ", options_.max_watchers,
-        " watches already (--max-watchers); try again when one of them ended"));
-  }
-  watchers_[feed->job_id].push_back(feed);
-  ++watcher_count_;
-  return absl::OkStatus();
-}
+absl::Status Scheduler::BeginWatch(WatchFeed* feed) { return watch_hub_.Begin(feed); }
 
-void Scheduler::EndWatch(WatchFeed* feed) {
-  std::lock_guard<std::mutex> lock(watch_mu_);
-  auto it = watchers_.find(feed->job_id);
-  if (it == watchers_.end()) return;
-  watcher_count_ -= it->second.remove(feed);
-  if (it->second.empty()) watchers_.erase(it);
-}
+void Scheduler::EndWatch(WatchFeed* feed) { watch_hub_.End(feed); }
 
 absl::StatusOr<std::vector<JobEvent>> Scheduler::EventsAfter(const std::string& job_id,
                                                              int64_t seq) {
@@ -1505,35 +1479,7 @@ absl::StatusOr<std::vector<JobEvent>> Scheduler::EventsAfter(const std::string& 
 absl::Status Scheduler::Watch(const std::string& job_id,
                               const std::function<bool(const JobEvent&)>& send,
                               const std::function<bool()>& cancelled) {
-  std::vector<JobEvent> pushed;  // under watch_mu_
-  std::condition_variable cv;
-  WatchFeed feed{job_id, [&](const std::vector<JobEvent>& events) {
-                   pushed.insert(pushed.end(), events.begin(), events.end());
-                   cv.notify_all();
-                 }};
-  if (auto s = BeginWatch(&feed); !s.ok()) return s;
-  EventCursor cursor;
-  // Sends stored events after the last one sent. Registered first, so nothing stored after
-  // this read is missed: it is pushed too, and skipped there by its seq.
-  auto catch_up = [&]() -> absl::Status {
-    auto events = store_->ListEvents(job_id, cursor.last());
-    if (!events.ok()) return events.status();
-    cursor.Advance(*events, /*stored=*/true, send);
-    return absl::OkStatus();
-  };
-  absl::Status status = catch_up();
-  while (status.ok() && !cursor.done() && !cancelled()) {
-    std::vector<JobEvent> fresh;
-    {
-      std::unique_lock<std::mutex> lock(watch_mu_);
-      // Wakes for new events, and once a second to notice a caller that went away.
-      cv.wait_for(lock, std::chrono::seconds(1), [&] { return !pushed.empty(); });
-      fresh.swap(pushed);
-    }
-    if (cursor.Advance(fresh, /*stored=*/false, send)) status = catch_up();
-  }
-  EndWatch(&feed);
-  return status;
+  return watch_hub_.Watch(job_id, send, cancelled);
 }
 
 absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<HeldRank>& held,

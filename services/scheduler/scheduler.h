@@ -69,7 +69,6 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -93,6 +92,7 @@
 #include "core/types.h"
 #include "core/usage.h"
 #include "scheduler_metrics.h"
+#include "watch_hub.h"
 #include "store/coordination.h"
 #include "store/job_store.h"
 
@@ -274,10 +274,7 @@ class Scheduler {
   // or call the scheduler. Events stored before come from EventsAfter (Postgres), read after
   // BeginWatch so that none is missed. At most options.max_watchers feeds and Watch calls at
   // once: RESOURCE_EXHAUSTED beyond.
-  struct WatchFeed {
-    std::string job_id;
-    std::function<void(const std::vector<JobEvent>&)> push;
-  };
+  using WatchFeed = WatchHub::Feed;
   absl::Status BeginWatch(WatchFeed* feed);
   void EndWatch(WatchFeed* feed);
   // The job's stored events with seq > `seq`, in order.
@@ -440,6 +437,7 @@ class Scheduler {
   const Clock* clock_;
   SchedulerOptions options_;
   std::unique_ptr<SchedulerMetrics> metrics_;  // null: no registry
+  WatchHub watch_hub_;
   int64_t epoch_ = 0;  // the leader epoch every write is fenced with; set by Start()
 
   // The live state, under mu_. jobs_ holds the decided state of every live job, which may be
@@ -563,11 +561,6 @@ class Scheduler {
   std::deque<CheckBaseline> baselines_due_;
   bool aside_stopping_ = false;
   std::thread aside_;
-
-  std::mutex watch_mu_;
-  // By job id: a batch's events reach the feeds of their jobs without a look at the others.
-  std::unordered_map<std::string, std::list<WatchFeed*>> watchers_;
-  size_t watcher_count_ = 0;
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;
