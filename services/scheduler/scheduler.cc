@@ -45,7 +45,8 @@ Scheduler::Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness,
       clock_(clock),
       options_(std::move(options)),
       metrics_(registry ? std::make_unique<SchedulerMetrics>(*registry) : nullptr),
-      watch_hub_(store, options_.max_watchers) {}
+      watch_hub_(store, options_.max_watchers),
+      answers_(options_.write_wait_ms) {}
 
 Scheduler::~Scheduler() { Stop(); }
 
@@ -111,11 +112,7 @@ absl::Status Scheduler::Start() {
     writers_.emplace_back([this] { WriterLoop(true); });
   }
   mirror_ = std::thread([this] { MirrorLoop(); });
-  {
-    std::lock_guard<std::mutex> lock(deadline_mu_);
-    deadline_stopping_ = false;
-  }
-  deadline_thread_ = std::thread([this] { DeadlineLoop(); });
+  answers_.Start();
   if (options_.background_passes) {
     aside_ = std::thread([this] { AsideLoop(); });
     loop_ = std::thread([this] { Loop(); });
@@ -152,12 +149,7 @@ void Scheduler::Stop() {
   aside_cv_.notify_all();
   if (aside_.joinable()) aside_.join();
   // Last: whatever submit is still waiting (its write will not be stored now) is answered.
-  {
-    std::lock_guard<std::mutex> lock(deadline_mu_);
-    deadline_stopping_ = true;
-  }
-  deadline_cv_.notify_all();
-  if (deadline_thread_.joinable()) deadline_thread_.join();
+  answers_.Stop();
 }
 
 void Scheduler::BeatAside(const std::string& worker_id) {
@@ -771,7 +763,7 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
           w.waiter->result =
               absl::UnavailableError("this scheduler is no longer the leader; retry");
         }
-        Settle(*w.waiter);
+        w.waiter->Settle();
       }
       return false;
     }
@@ -785,7 +777,7 @@ bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
             std::lock_guard<std::mutex> lock(waiter->mu);
             waiter->result = s;
           }
-          Settle(*waiter);
+          waiter->Settle();
         }
         RM_LOG(kError) << "dropped the write of "
                        << (batch[0].worker ? "worker " + batch[0].worker->id
@@ -968,7 +960,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
   }
   // No lock held: a submit's answer (and its retry under another id) runs here.
   for (Write& w : batch) {
-    if (w.waiter) Settle(*w.waiter);
+    if (w.waiter) w.waiter->Settle();
   }
   watch_hub_.Publish(events);
   if (!mirror.empty()) {
@@ -1067,34 +1059,6 @@ void Scheduler::ObserveSubmitWait(Waiter& waiter,
   if (waiter.commit_begun < handed) return;
   metrics_->ObserveSubmitWait(handed, waiter.commit_begun, waiter.committed, waiter.told);
 }
-
-namespace {
-
-// Starts an asynchronous call with a callback and waits for its one answer. SubmitAsync and
-// CancelAsync answer within write_wait_ms at the latest (the deadline thread), or when stopping.
-template <typename Answer, typename Start>
-Answer AwaitAnswer(Start&& start) {
-  struct Shared {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::optional<Answer> answer;
-  };
-  auto shared = std::make_shared<Shared>();
-  start([shared](Answer answer) {
-    {
-      std::lock_guard<std::mutex> lock(shared->mu);
-      shared->answer = std::move(answer);
-    }
-    shared->cv.notify_all();
-  });
-  std::unique_lock<std::mutex> lock(shared->mu);
-  shared->cv.wait(lock, [&] { return shared->answer.has_value(); });
-  // Moved, not copied: a status shared between threads would be released across them (its
-  // refcount lives in Abseil's uninstrumented library, where ThreadSanitizer cannot see it).
-  return *std::move(shared->answer);
-}
-
-}  // namespace
 
 absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
                                                   const std::string& request_id,
@@ -1202,7 +1166,7 @@ void Scheduler::ReleaseLiveJob(const JobSpec& spec) {
 void Scheduler::HandOver(std::shared_ptr<Create> create) {
   Job& job = create->job;
   job.id = NewJobId();
-  // Not make_shared: deadlines_ keeps a weak_ptr for write_wait_ms, which would keep the whole
+  // Not make_shared: answers_ keeps a weak_ptr for write_wait_ms, which would keep the whole
   // Waiter's memory, not just the control block, that long.
   std::shared_ptr<Waiter> waiter(new Waiter());
   waiter->what = absl::StrCat("job ", job.id);
@@ -1217,17 +1181,10 @@ void Scheduler::HandOver(std::shared_ptr<Create> create) {
   if (write.job_write.audit) write.job_write.audit->resource = job.id;
   write.waiter = waiter;
   create->handed = std::chrono::steady_clock::now();
-  {
-    std::unique_lock<std::mutex> lock(deadline_mu_);
-    if (deadline_stopping_) {
-      // Not started, or stopping: nothing would store it or answer it.
-      lock.unlock();
-      TimeOut(*waiter, true);
-      return;
-    }
-    deadlines_.emplace_back(create->handed + std::chrono::milliseconds(options_.write_wait_ms),
-                            waiter);
-    if (deadlines_.size() == 1) deadline_cv_.notify_all();
+  // Not started, or stopping: nothing would store it (answered already).
+  if (!answers_.Track(waiter,
+                      create->handed + std::chrono::milliseconds(options_.write_wait_ms))) {
+    return;
   }
   Enqueue(std::move(write));
 }
@@ -1260,75 +1217,6 @@ void Scheduler::Created(const std::shared_ptr<Create>& create, Waiter& waiter,
   SubmitDone done = std::move(create->done);
   create->done = nullptr;
   done(std::move(created));
-}
-
-void Scheduler::Settle(Waiter& waiter) {
-  WaiterDone on_done;
-  absl::StatusOr<CreateJobResult> result = absl::UnknownError("not stored yet");
-  {
-    std::lock_guard<std::mutex> lock(waiter.mu);
-    waiter.told = std::chrono::steady_clock::now();
-    if (waiter.on_done) {
-      on_done = std::move(waiter.on_done);
-      waiter.on_done = nullptr;
-      result = std::move(waiter.result);
-    }
-  }
-  if (on_done) on_done(waiter, std::move(result));
-  {
-    std::lock_guard<std::mutex> lock(waiter.mu);
-    waiter.done = true;
-  }
-  waiter.cv.notify_all();
-}
-
-void Scheduler::TimeOut(Waiter& waiter, bool stopping) {
-  WaiterDone on_done;
-  {
-    std::lock_guard<std::mutex> lock(waiter.mu);
-    if (waiter.done || !waiter.on_done) return;
-    on_done = std::move(waiter.on_done);
-    waiter.on_done = nullptr;
-  }
-  // Still in creates_in_flight_: a delete of its queue waits until it is settled.
-  on_done(waiter,
-          absl::UnavailableError(
-              stopping ? absl::StrCat(waiter.what,
-                                      " not stored: the scheduler is stopping; it may still be "
-                                      "stored: retry with the same request")
-                       : absl::StrCat(waiter.what, " not stored within ", options_.write_wait_ms,
-                                      " ms (postgres slow or away); it may still be stored: "
-                                      "retry with the same request")));
-}
-
-// Answers the submits whose writes are not stored by their deadline, oldest first; when
-// stopping, every one still waiting.
-void Scheduler::DeadlineLoop() {
-  std::unique_lock<std::mutex> lock(deadline_mu_);
-  while (!deadline_stopping_) {
-    if (deadlines_.empty()) {
-      deadline_cv_.wait(lock);
-      continue;
-    }
-    const auto at = deadlines_.front().first;
-    if (std::chrono::steady_clock::now() < at) {
-      deadline_cv_.wait_until(lock, at);
-      continue;
-    }
-    std::shared_ptr<Waiter> waiter = deadlines_.front().second.lock();
-    deadlines_.pop_front();
-    if (!waiter) continue;  // settled, and its write gone
-    lock.unlock();
-    TimeOut(*waiter, false);
-    waiter.reset();
-    lock.lock();
-  }
-  auto left = std::move(deadlines_);
-  deadlines_.clear();
-  lock.unlock();
-  for (auto& [at, weak] : left) {
-    if (std::shared_ptr<Waiter> waiter = weak.lock()) TimeOut(*waiter, true);
-  }
 }
 
 std::optional<std::vector<std::string>> Scheduler::QueueTeams(const std::string& name) {
@@ -1421,7 +1309,7 @@ void Scheduler::CancelAsync(const std::string& job_id, const std::string& reason
   if (fenced_) return done(absl::UnavailableError("this scheduler is no longer the leader; retry"));
   const std::string why =
       reason.empty() ? "cancelled by request" : absl::StrCat("cancelled: ", reason);
-  // Not make_shared: deadlines_ keeps a weak_ptr (see HandOver).
+  // Not make_shared: answers_ keeps a weak_ptr (see HandOver).
   std::shared_ptr<Waiter> waiter(new Waiter());
   waiter->what = absl::StrCat("cancellation of ", job_id);
   // Set before the write is queued: the writer may settle it at once.
@@ -1454,16 +1342,9 @@ void Scheduler::CancelAsync(const std::string& job_id, const std::string& reason
     });
     return;
   }
-  std::unique_lock<std::mutex> lock(deadline_mu_);
-  if (deadline_stopping_) {
-    lock.unlock();
-    TimeOut(*waiter, true);
-    return;
-  }
-  deadlines_.emplace_back(
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.write_wait_ms),
-      waiter);
-  if (deadlines_.size() == 1) deadline_cv_.notify_all();
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.write_wait_ms);
+  answers_.Track(waiter, deadline);
 }
 
 absl::Status Scheduler::BeginWatch(WatchFeed* feed) { return watch_hub_.Begin(feed); }

@@ -91,6 +91,7 @@
 #include "core/run_watch.h"
 #include "core/types.h"
 #include "core/usage.h"
+#include "pending_answers.h"
 #include "scheduler_metrics.h"
 #include "watch_hub.h"
 #include "store/coordination.h"
@@ -315,29 +316,6 @@ class Scheduler {
   const SchedulerOptions& options() const { return options_; }
 
  private:
-  // Completes a Submit or Cancel waiting for its write: a Cancel's thread waits on cv until
-  // done; a submit's on_done is called instead (Settle), or by the deadline thread if the write
-  // takes longer than write_wait_ms (TimeOut), whichever comes first.
-  struct Waiter;
-  using WaiterDone = std::function<void(Waiter&, absl::StatusOr<CreateJobResult>)>;
-  struct Waiter {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;  // settled: stored and taken into memory, or refused
-    absl::StatusOr<CreateJobResult> result = absl::UnknownError("not stored yet");
-    // When its batch's commit began and ended and when the waiter was told (the writer's
-    // steady clock): a submit's wait, split by stage (ringmaster_submit_wait_seconds).
-    std::chrono::steady_clock::time_point commit_begun, committed, told;
-    std::string what;  // "job ID", for the timeout's message
-    WaiterDone on_done;
-    // A write dropped unstored (the writers stopping) still answers its submit.
-    ~Waiter() {
-      if (on_done) {
-        on_done(*this, absl::UnavailableError(
-                           "the scheduler stopped before storing it; retry with the same request"));
-      }
-    }
-  };
   // A submit on its way: what it retries with when its random job id was taken.
   struct Create {
     Job job;
@@ -372,11 +350,6 @@ class Scheduler {
   // A submit's write settled or timed out: answers it (or retries under another id).
   void Created(const std::shared_ptr<Create>& create, Waiter& waiter,
                absl::StatusOr<CreateJobResult> result);
-  // Tells the waiter of a stored (or refused) write, then marks it settled.
-  void Settle(Waiter& waiter);
-  // Answers a submit whose write is still on its way (UNAVAILABLE), once.
-  void TimeOut(Waiter& waiter, bool stopping);
-  void DeadlineLoop();
   void SweepWorkersLocked(const std::set<std::string>& alive, std::vector<std::string>* beats);
   void CheckDeadlinesLocked();
   // The only ways jobs_ changes: they keep placed_ids_ and live_counts_ with it.
@@ -438,6 +411,8 @@ class Scheduler {
   SchedulerOptions options_;
   std::unique_ptr<SchedulerMetrics> metrics_;  // null: no registry
   WatchHub watch_hub_;
+  // Submits and cancels waiting for their write, and the deadline thread.
+  PendingAnswers answers_;
   int64_t epoch_ = 0;  // the leader epoch every write is fenced with; set by Start()
 
   // The live state, under mu_. jobs_ holds the decided state of every live job, which may be
@@ -509,14 +484,6 @@ class Scheduler {
   // away): a delete of their queue waits for them. Under out_mu_; pruned when it doubles.
   std::vector<std::pair<std::string, std::weak_ptr<Waiter>>> creates_in_flight_;
   size_t prune_creates_at_ = 64;
-
-  // Submits waiting for their write, oldest first (every deadline is write_wait_ms after its
-  // hand-over, so they come in order), and the thread that answers those it reaches.
-  std::mutex deadline_mu_;
-  std::condition_variable deadline_cv_;
-  std::deque<std::pair<std::chrono::steady_clock::time_point, std::weak_ptr<Waiter>>> deadlines_;
-  bool deadline_stopping_ = true;  // until Start: nothing would answer a submit
-  std::thread deadline_thread_;
 
   // What readers see: each live job as last stored (GetJob, ListJobs), under view_mu_.
   std::mutex view_mu_;
