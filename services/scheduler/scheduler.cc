@@ -21,20 +21,6 @@ namespace ringmaster::scheduler {
 
 namespace {
 constexpr size_t kMaxReasonBytes = 256;
-
-bool Retryable(const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kAborted:
-    case absl::StatusCode::kResourceExhausted:
-    case absl::StatusCode::kInternal:
-    case absl::StatusCode::kUnknown:
-      return true;
-    default:
-      return false;
-  }
-}
 }  // namespace
 
 Scheduler::Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness,
@@ -46,7 +32,16 @@ Scheduler::Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness,
       options_(std::move(options)),
       metrics_(registry ? std::make_unique<SchedulerMetrics>(*registry) : nullptr),
       watch_hub_(store, options_.max_watchers),
-      answers_(options_.write_wait_ms) {}
+      answers_(options_.write_wait_ms),
+      writer_(store, metrics_.get(),
+              {.max_batch = options_.max_batch,
+               .retry_min_ms = options_.retry_min_ms,
+               .retry_max_ms = options_.retry_max_ms,
+               .submit_writers = options_.submit_writers,
+               .on_fenced = options_.on_fenced},
+              [this](std::vector<Write>& batch, const CommitResult& result) {
+                AfterCommit(batch, result);
+              }) {}
 
 Scheduler::~Scheduler() { Stop(); }
 
@@ -107,10 +102,7 @@ absl::Status Scheduler::Start() {
     UpdateGaugesLocked();
   }
   for (const std::string& id : beats) (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
-  writers_.emplace_back([this] { WriterLoop(false); });
-  for (int i = 0; i < options_.submit_writers; ++i) {
-    writers_.emplace_back([this] { WriterLoop(true); });
-  }
+  writer_.Start(epoch_);
   mirror_ = std::thread([this] { MirrorLoop(); });
   answers_.Start();
   if (options_.background_passes) {
@@ -127,15 +119,7 @@ void Scheduler::Stop() {
   }
   loop_cv_.notify_all();
   if (loop_.joinable()) loop_.join();
-  {
-    std::lock_guard<std::mutex> lock(out_mu_);
-    writer_stopping_ = true;
-  }
-  outbox_cv_.notify_all();
-  creates_cv_.notify_all();
-  written_cv_.notify_all();
-  for (std::thread& writer : writers_) writer.join();
-  writers_.clear();
+  writer_.Stop();
   {
     std::lock_guard<std::mutex> lock(mirror_mu_);
     mirror_stopping_ = true;
@@ -226,7 +210,7 @@ void Scheduler::Loop() {
 }
 
 void Scheduler::RunPass() {
-  if (fenced_) return;
+  if (writer_.fenced()) return;
   // Liveness is read from Redis before the lock, and renewed after it.
   std::vector<std::string> ready;
   {
@@ -293,7 +277,7 @@ void Scheduler::ClearHealthLocked(Worker& w, const std::string& why) {
   cluster_.SetWorkerHealthy(w.id, true);
   Write write;
   write.worker = w;
-  Enqueue(std::move(write));
+  writer_.Enqueue(std::move(write));
   capacity_grew_ = true;
   UpdateGaugesLocked();
   Wake();
@@ -324,7 +308,7 @@ void Scheduler::MarkLostLocked(const std::string& worker_id, const std::string& 
   w.state = WorkerState::kLost;
   Write write;
   write.worker = w;
-  Enqueue(std::move(write));
+  writer_.Enqueue(std::move(write));
   cluster_.SetWorkerState(worker_id, WorkerState::kLost);
   if (auto it = links_.find(worker_id); it != links_.end()) {
     it->second->Close();
@@ -655,179 +639,8 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
   } else {
     SetJobLocked(next);
   }
-  Enqueue(std::move(write));
+  writer_.Enqueue(std::move(write));
   return absl::OkStatus();
-}
-
-void Scheduler::Enqueue(Write write) {
-  const bool create =
-      !write.job_write.job.id.empty() && write.job_write.kind == JobWrite::Kind::kCreate;
-  {
-    std::lock_guard<std::mutex> lock(out_mu_);
-    if (create && write.waiter) {
-      if (creates_in_flight_.size() >= prune_creates_at_) {
-        PruneCreatesInFlightLocked();
-        prune_creates_at_ = std::max<size_t>(64, 2 * creates_in_flight_.size());
-      }
-      creates_in_flight_.emplace_back(write.job_write.job.spec.queue, write.waiter);
-    }
-    (create ? creates_ : outbox_).push_back(std::move(write));
-    ++enqueued_;
-    submit_nudges_ += create;
-  }
-  // Only the writers of that queue: every submit waking the outbox writer for nothing cost a
-  // context switch on a busy machine.
-  (create ? creates_cv_ : outbox_cv_).notify_all();
-}
-
-// The writers. One stores every change of existing jobs and workers, in decision order (a
-// release must be stored before the placement that reuses its GPUs). New jobs depend on nothing
-// and nothing depends on them until they are stored, so their own writers (--submit-writers)
-// store them apart from that order, each batch whatever queued during its last commit.
-//  1. take what the outbox (or, for the create writers, the create queue) holds, up to
-//     max_batch writes;
-//  2. store it as one transaction under this leader's epoch; while Postgres is away or hung,
-//     retry with backoff (the pool bounds every try), and keep the batch: decisions stand;
-//  3. fenced: tell on_fenced and stop, storing and acting on nothing more;
-//  4. stored: act on it (AfterCommit), and hand the queue changes to the Redis mirror.
-void Scheduler::WriterLoop(bool creates) {
-  std::deque<Write>& queue = creates ? creates_ : outbox_;
-  std::condition_variable& cv = creates ? creates_cv_ : outbox_cv_;
-  while (true) {
-    std::vector<Write> batch;
-    {
-      std::unique_lock<std::mutex> lock(out_mu_);
-      cv.wait_for(lock, std::chrono::seconds(1),
-                  [&] { return !queue.empty() || writer_stopping_; });
-      if (writer_stopping_) return;
-      while (!queue.empty() && batch.size() < options_.max_batch) {
-        batch.push_back(std::move(queue.front()));
-        queue.pop_front();
-      }
-    }
-    if (batch.empty()) continue;
-    const auto begun = std::chrono::steady_clock::now();
-    CommitResult result;
-    if (!StoreBatch(batch, &result)) return;
-    const auto committed = std::chrono::steady_clock::now();
-    for (Write& w : batch) {
-      if (!w.waiter) continue;
-      w.waiter->commit_begun = begun;  // read by Created, on this thread, once it is settled
-      w.waiter->committed = committed;
-    }
-    AfterCommit(batch, result);
-  }
-}
-
-bool Scheduler::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
-  WriteBatch wb;
-  for (const Write& w : batch) {
-    if (!w.job_write.job.id.empty()) wb.jobs.push_back(w.job_write);
-    if (w.worker) wb.workers.push_back(*w.worker);
-  }
-  const bool creates = !batch.empty() && !batch.front().job_write.job.id.empty() &&
-                       batch.front().job_write.kind == JobWrite::Kind::kCreate;
-  int64_t backoff = options_.retry_min_ms;
-  while (true) {
-    const auto start = std::chrono::steady_clock::now();
-    auto stored = store_->Commit(wb, epoch_);
-    if (metrics_) {
-      metrics_->commit_seconds.Observe(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      metrics_->batch_writes.Observe(static_cast<double>(batch.size()));
-    }
-    if (stored.ok()) {
-      if (store_down_.exchange(false)) {
-        RM_LOG(kInfo) << "postgres is back; writes caught up";
-        {
-          std::lock_guard<std::mutex> lock(out_mu_);
-          ++recoveries_;
-        }
-        // The other writers' backoff ends.
-        outbox_cv_.notify_all();
-        creates_cv_.notify_all();
-      }
-      *result = std::move(*stored);
-      return true;
-    }
-    const absl::Status& s = stored.status();
-    if (IsFenced(s)) {
-      const bool first = !fenced_.exchange(true);
-      if (first) RM_LOG(kError) << "this scheduler was fenced off: " << s;
-      // Told before anyone waiting hears of it (main exits there).
-      if (first && options_.on_fenced) options_.on_fenced(s);
-      for (Write& w : batch) {
-        if (!w.waiter) continue;
-        {
-          std::lock_guard<std::mutex> lock(w.waiter->mu);
-          w.waiter->result =
-              absl::UnavailableError("this scheduler is no longer the leader; retry");
-        }
-        w.waiter->Settle();
-      }
-      return false;
-    }
-    if (!Retryable(s)) {
-      // A malformed write is a bug; it must not hold back every decision behind it: the batch
-      // is stored one write at a time, and only the refused ones are dropped.
-      RM_LOG(kError) << "batch of " << batch.size() << " writes refused: " << s;
-      if (batch.size() == 1) {
-        if (Waiter* waiter = batch[0].waiter.get()) {
-          {
-            std::lock_guard<std::mutex> lock(waiter->mu);
-            waiter->result = s;
-          }
-          waiter->Settle();
-        }
-        RM_LOG(kError) << "dropped the write of "
-                       << (batch[0].worker ? "worker " + batch[0].worker->id
-                                           : "job " + batch[0].job_write.job.id);
-        batch.clear();
-        {
-          std::lock_guard<std::mutex> lock(out_mu_);
-          ++written_;
-        }
-        written_cv_.notify_all();
-        *result = {};
-        return true;
-      }
-      for (Write& w : batch) {
-        std::vector<Write> one;
-        one.push_back(std::move(w));
-        CommitResult r;
-        if (!StoreBatch(one, &r)) return false;
-        if (!one.empty()) AfterCommit(one, r);
-      }
-      batch.clear();
-      *result = {};
-      return true;
-    }
-    if (!store_down_.exchange(true)) {
-      RM_LOG(kWarning) << "cannot store " << batch.size()
-                       << " decisions; retrying until postgres answers: " << s;
-    }
-    {
-      // The backoff ends early when another writer got through (Postgres is back) or, for a
-      // writer of new jobs, when a submit arrives or is turned away meanwhile (a client is
-      // waiting now, maybe retrying after the outage): a lone submit writer then does not keep
-      // clients waiting out its backoff. Never sooner than retry_min_ms after the last try, so
-      // an outage costs Postgres at most that rate of tries.
-      std::unique_lock<std::mutex> lock(out_mu_);
-      const uint64_t recoveries = recoveries_;
-      const uint64_t nudges = submit_nudges_;
-      std::condition_variable& cv = creates ? creates_cv_ : outbox_cv_;
-      cv.wait_for(lock, std::chrono::milliseconds(backoff), [&] {
-        return writer_stopping_ || recoveries_ != recoveries ||
-               (creates && submit_nudges_ != nudges);
-      });
-      if (writer_stopping_) return false;
-      if (cv.wait_until(lock, start + std::chrono::milliseconds(options_.retry_min_ms),
-                        [this] { return writer_stopping_; })) {
-        return false;
-      }
-    }
-    backoff = std::min(backoff * 2, options_.retry_max_ms);
-  }
 }
 
 void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& result) {
@@ -970,11 +783,6 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
     }
     mirror_cv_.notify_all();
   }
-  {
-    std::lock_guard<std::mutex> lock(out_mu_);
-    written_ += batch.size();
-  }
-  written_cv_.notify_all();
   if (woke) Wake();
 }
 
@@ -1040,17 +848,7 @@ void Scheduler::MirrorLoop() {
   }
 }
 
-absl::Status Scheduler::Flush(int64_t timeout_ms) {
-  // Writers finish out of order (new jobs in parallel), so a count reached is no proof that
-  // the writes before the call are done; every write handed over so far being done is.
-  std::unique_lock<std::mutex> lock(out_mu_);
-  if (!written_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                            [&] { return written_ == enqueued_; })) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        enqueued_ - written_, " decisions not stored within ", timeout_ms, " ms"));
-  }
-  return absl::OkStatus();
-}
+absl::Status Scheduler::Flush(int64_t timeout_ms) { return writer_.Flush(timeout_ms); }
 
 void Scheduler::ObserveSubmitWait(Waiter& waiter,
                                   std::chrono::steady_clock::time_point handed) {
@@ -1075,13 +873,11 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
   if (auto s = ValidateRequestId(request_id); !s.ok()) return done(s);
   auto valid = ValidateJobSpec(spec);
   if (!valid.ok()) return done(valid.status());
-  if (fenced_) return done(absl::UnavailableError("this scheduler is no longer the leader; retry"));
-  if (store_down_) {
-    {
-      std::lock_guard<std::mutex> lock(out_mu_);
-      ++submit_nudges_;  // the submit writer tries again now: Postgres may be back
-    }
-    creates_cv_.notify_all();
+  if (writer_.fenced()) {
+    return done(absl::UnavailableError("this scheduler is no longer the leader; retry"));
+  }
+  if (writer_.store_down()) {
+    writer_.NudgeSubmitWriters();  // the submit writer tries again now: Postgres may be back
     return done(absl::UnavailableError(
         "postgres is unavailable: the job was not accepted; retry with the same request_id"));
   }
@@ -1098,8 +894,8 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
   create->done = std::move(done);
   absl::Status refused;
   {
-    // Held until the job is in creates_in_flight_: a queue is not deleted under a job on its
-    // way to Postgres.
+    // Held until the job is among the writer's creates in flight: a queue is not deleted under
+    // a job on its way to Postgres.
     std::shared_lock<std::shared_mutex> queue_guard(queue_writes_);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -1186,7 +982,7 @@ void Scheduler::HandOver(std::shared_ptr<Create> create) {
                       create->handed + std::chrono::milliseconds(options_.write_wait_ms))) {
     return;
   }
-  Enqueue(std::move(write));
+  writer_.Enqueue(std::move(write));
 }
 
 void Scheduler::Created(const std::shared_ptr<Create>& create, Waiter& waiter,
@@ -1306,7 +1102,9 @@ void Scheduler::CancelAsync(const std::string& job_id, const std::string& reason
     return done(absl::InvalidArgumentError(absl::StrCat(
         "reason: must be at most ", kMaxReasonBytes, " bytes, got ", reason.size())));
   }
-  if (fenced_) return done(absl::UnavailableError("this scheduler is no longer the leader; retry"));
+  if (writer_.fenced()) {
+    return done(absl::UnavailableError("this scheduler is no longer the leader; retry"));
+  }
   const std::string why =
       reason.empty() ? "cancelled by request" : absl::StrCat("cancelled: ", reason);
   // Not make_shared: answers_ keeps a weak_ptr (see HandOver).
@@ -1380,7 +1178,7 @@ absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<H
     // Stored by the writer ahead of any assignment to it; nothing waits for it here.
     Write write;
     write.worker = w;
-    Enqueue(std::move(write));
+    writer_.Enqueue(std::move(write));
     cluster_.UpsertWorker(w);
     cluster_.SetWorkerState(w.id, WorkerState::kReady);
     cluster_.SetWorkerHealthy(w.id, w.unhealthy_reason.empty());
@@ -1456,7 +1254,7 @@ void Scheduler::RecordCheckpointLocked(const std::string& worker_id, const RankR
   Write write;
   write.job_write.kind = JobWrite::Kind::kCheckpoint;
   write.job_write.job = job;
-  Enqueue(std::move(write));
+  writer_.Enqueue(std::move(write));
 }
 
 void Scheduler::ReportRank(const std::string& worker_id, const RankReport& report) {
@@ -1664,7 +1462,7 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
       cluster_.SetWorkerProbation(w.id, false);
       Write write;
       write.worker = w;
-      Enqueue(std::move(write));
+      writer_.Enqueue(std::move(write));
       RM_LOG(kWarning) << "worker " << w.id << " is unhealthy: " << w.unhealthy_reason;
       s = CommitLocked(job_id, {JobInput::Kind::kCheckFailed,
                                 absl::StrCat("re-placing without unhealthy worker ", w.id,
@@ -1783,7 +1581,9 @@ absl::Status Scheduler::QueueWriteError(const absl::Status& stored) const {
 absl::StatusOr<QueueView> Scheduler::CreateQueue(const Queue& in) {
   auto valid = ValidateQueue(in);
   if (!valid.ok()) return valid.status();
-  if (fenced_) return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  if (writer_.fenced()) {
+    return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  }
   Queue queue = *std::move(valid);
   queue.created_at_ms = queue.updated_at_ms = clock_->NowMs();
   std::unique_lock<std::shared_mutex> writes(queue_writes_);
@@ -1798,7 +1598,9 @@ absl::StatusOr<QueueView> Scheduler::CreateQueue(const Queue& in) {
 absl::StatusOr<QueueView> Scheduler::UpdateQueue(const Queue& in) {
   auto valid = ValidateQueue(in);
   if (!valid.ok()) return valid.status();
-  if (fenced_) return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  if (writer_.fenced()) {
+    return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  }
   Queue queue = *std::move(valid);
   queue.updated_at_ms = clock_->NowMs();
   std::unique_lock<std::shared_mutex> writes(queue_writes_);
@@ -1850,18 +1652,15 @@ absl::Status Scheduler::DeleteQueue(const std::string& name) {
     return absl::FailedPreconditionError(
         "queue default cannot be deleted: jobs without a queue go there");
   }
-  if (fenced_) return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  if (writer_.fenced()) {
+    return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  }
   std::unique_lock<std::shared_mutex> writes(queue_writes_);
   // Live jobs of the queue, wherever they are on their way: no submit to it is between its
-  // queue check and its hand-over now (writes is held); those handed over are in
-  // creates_in_flight_, answered or not, until settled, and a job is settled only after the
-  // writer added it to jobs_, so jobs_ is read after.
-  int64_t live = 0;
-  {
-    std::lock_guard<std::mutex> lock(out_mu_);
-    PruneCreatesInFlightLocked();
-    for (const auto& [queue, waiter] : creates_in_flight_) live += queue == name;
-  }
+  // queue check and its hand-over now (writes is held); those handed over are among the
+  // writer's creates in flight, answered or not, until settled, and a job is settled only after
+  // the writer added it to jobs_, so jobs_ is read after.
+  int64_t live = writer_.CreatesInFlight(name);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!queues_.contains(name)) {
@@ -1882,17 +1681,6 @@ absl::Status Scheduler::DeleteQueue(const std::string& name) {
   std::erase_if(usage_ms_, [&](const auto& entry) { return entry.first.first == name; });
   RM_LOG(kInfo) << "queue " << name << " deleted";
   return absl::OkStatus();
-}
-
-void Scheduler::PruneCreatesInFlightLocked() {
-  std::erase_if(creates_in_flight_, [](const auto& entry) {
-    std::shared_ptr<Waiter> waiter = entry.second.lock();
-    if (!waiter) return true;  // its write was dropped
-    std::lock_guard<std::mutex> lock(waiter->mu);
-    // Told (Settle's first step) comes after the writer put the job in jobs_, where a count of
-    // live jobs finds it: counted here as well, it was counted twice (a CI flake).
-    return waiter->done || waiter->told != std::chrono::steady_clock::time_point{};
-  });
 }
 
 std::map<std::string, Queue> Scheduler::QueuesSnapshot() {

@@ -91,6 +91,7 @@
 #include "core/run_watch.h"
 #include "core/types.h"
 #include "core/usage.h"
+#include "commit_writer.h"
 #include "pending_answers.h"
 #include "scheduler_metrics.h"
 #include "watch_hub.h"
@@ -324,27 +325,16 @@ class Scheduler {
     std::chrono::steady_clock::time_point handed;
     SubmitDone done;
   };
-  // One decision on its way to Postgres, and what to do once it is there.
-  struct Write {
-    JobWrite job_write;  // unset kind with empty job id: a worker upsert only
-    std::optional<Worker> worker;
-    std::set<std::string> stop_on;  // workers whose ranks of job_write's attempt must stop
-    int32_t stop_attempt = 0;
-    int64_t stop_grace_ms = 0;
-    bool assign = false;  // send the job's assignment to every worker of its placement
-    std::shared_ptr<Waiter> waiter;
-  };
+  using Write = CommitWriter::Write;
 
   void Loop();
-  void WriterLoop(bool creates);
-  // Stores `batch` (retrying while Postgres is away); false when fenced or stopping.
-  bool StoreBatch(std::vector<Write>& batch, CommitResult* result);
+  // The writer's after-commit hook: takes a stored batch into the view and memory, sends what
+  // it decided to the workers, answers its waiters, publishes its events, feeds the mirror.
   void AfterCommit(std::vector<Write>& batch, const CommitResult& result);
   void MirrorLoop();
   // Redis heartbeats and learned baselines, off the RPC threads (see aside_).
   void AsideLoop();
   void BeatAside(const std::string& worker_id);
-  void Enqueue(Write write);
   // A submit's job to the submit writer, under a fresh job id, with its deadline.
   void HandOver(std::shared_ptr<Create> create);
   // A submit's write settled or timed out: answers it (or retries under another id).
@@ -394,8 +384,6 @@ class Scheduler {
   absl::Status ReserveLiveJobLocked(const JobSpec& spec);
   // A create counted by ReserveLiveJobLocked is answered (stored or not).
   void ReleaseLiveJob(const JobSpec& spec);
-  // Forgets creates_in_flight_ whose writes are settled or dropped; out_mu_ must be held.
-  void PruneCreatesInFlightLocked();
   // Store errors of a queue write as the caller should see them.
   absl::Status QueueWriteError(const absl::Status& stored) const;
   void Wake();
@@ -413,6 +401,8 @@ class Scheduler {
   WatchHub watch_hub_;
   // Submits and cancels waiting for their write, and the deadline thread.
   PendingAnswers answers_;
+  // The outbox and its writer threads; after each commit they call AfterCommit.
+  CommitWriter writer_;
   int64_t epoch_ = 0;  // the leader epoch every write is fenced with; set by Start()
 
   // The live state, under mu_. jobs_ holds the decided state of every live job, which may be
@@ -476,37 +466,13 @@ class Scheduler {
   // what was decided since (the ends on their way to Postgres).
   UsageTotals usage_ms_;
 
-  // Queue writes hold it exclusively, Submit shared until its job is in creates_in_flight_
-  // (see "Queues"). Taken before mu_, never while holding it.
+  // Queue writes hold it exclusively, Submit shared until its job is among the writer's creates
+  // in flight (see "Queues"). Taken before mu_, never while holding it.
   std::shared_mutex queue_writes_;
-  // New jobs from their hand-over to the writer until settled (stored and in jobs_, or
-  // refused), by queue, also after their submit was answered for want of time (Postgres slow or
-  // away): a delete of their queue waits for them. Under out_mu_; pruned when it doubles.
-  std::vector<std::pair<std::string, std::weak_ptr<Waiter>>> creates_in_flight_;
-  size_t prune_creates_at_ = 64;
 
   // What readers see: each live job as last stored (GetJob, ListJobs), under view_mu_.
   std::mutex view_mu_;
   std::unordered_map<std::string, Job> stored_;
-
-  // The writers' queues, under out_mu_. written_ counts writes stored (or dropped) and acted
-  // on, enqueued_ writes handed over (Flush waits for the one to reach the other).
-  std::mutex out_mu_;
-  std::condition_variable outbox_cv_;   // the outbox writer's: a write, a recovery, the stop
-  std::condition_variable creates_cv_;  // the submit writers': a new job, a nudge, a recovery
-  std::condition_variable written_cv_;  // Flush's: written_ grew
-  std::deque<Write> outbox_;   // changes of existing jobs and workers, in decision order
-  std::deque<Write> creates_;  // new jobs
-  uint64_t enqueued_ = 0;
-  uint64_t written_ = 0;
-  // Submits handed over or turned away while Postgres was down: a submit writer's backoff
-  // ends (WriterLoop). recoveries_: commits that found Postgres back: every backoff ends.
-  uint64_t submit_nudges_ = 0;
-  uint64_t recoveries_ = 0;
-  bool writer_stopping_ = false;
-  std::atomic<bool> store_down_{false};  // the last commit failed for want of Postgres
-  std::atomic<bool> fenced_{false};
-  std::vector<std::thread> writers_;
 
   // The Redis queue mirror, kept by its own thread so Redis round trips never slow commits.
   // mirror_ops_ holds, per job, the latest stored change not yet applied: its queue entry while
