@@ -41,7 +41,29 @@ Scheduler::Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness,
                .on_fenced = options_.on_fenced},
               [this](std::vector<Write>& batch, const CommitResult& result) {
                 AfterCommit(batch, result);
-              }) {}
+              }),
+      mirror_(queue, [this] { return StoredPending(); }, [this] { BeatConnected(); }),
+      aside_(store, liveness, options_.heartbeat_timeout_ms, options_.background_passes) {}
+
+std::vector<QueueEntry> Scheduler::StoredPending() {
+  std::vector<QueueEntry> entries;
+  std::lock_guard<std::mutex> view(view_mu_);
+  for (const auto& [id, job] : stored_) {
+    if (job.state == JobState::kPending) entries.push_back({id, job.spec.priority, job.seq});
+  }
+  return entries;
+}
+
+void Scheduler::BeatConnected() {
+  std::vector<std::string> connected;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, link] : links_) connected.push_back(id);
+  }
+  for (const std::string& id : connected) {
+    (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
+  }
+}
 
 Scheduler::~Scheduler() { Stop(); }
 
@@ -103,10 +125,10 @@ absl::Status Scheduler::Start() {
   }
   for (const std::string& id : beats) (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
   writer_.Start(epoch_);
-  mirror_ = std::thread([this] { MirrorLoop(); });
+  mirror_.Start();
   answers_.Start();
+  aside_.Start();
   if (options_.background_passes) {
-    aside_ = std::thread([this] { AsideLoop(); });
     loop_ = std::thread([this] { Loop(); });
   }
   return absl::OkStatus();
@@ -120,64 +142,10 @@ void Scheduler::Stop() {
   loop_cv_.notify_all();
   if (loop_.joinable()) loop_.join();
   writer_.Stop();
-  {
-    std::lock_guard<std::mutex> lock(mirror_mu_);
-    mirror_stopping_ = true;
-  }
-  mirror_cv_.notify_all();
-  if (mirror_.joinable()) mirror_.join();
-  {
-    std::lock_guard<std::mutex> lock(aside_mu_);
-    aside_stopping_ = true;
-  }
-  aside_cv_.notify_all();
-  if (aside_.joinable()) aside_.join();
+  mirror_.Stop();
+  aside_.Stop();
   // Last: whatever submit is still waiting (its write will not be stored now) is answered.
   answers_.Stop();
-}
-
-void Scheduler::BeatAside(const std::string& worker_id) {
-  if (!options_.background_passes) {
-    if (auto s = liveness_->Beat(worker_id, options_.heartbeat_timeout_ms); !s.ok()) {
-      RM_LOG(kWarning) << "heartbeat of " << worker_id << " not recorded: " << s;
-    }
-    return;
-  }
-  {
-    std::lock_guard<std::mutex> lock(aside_mu_);
-    beats_due_.insert(worker_id);
-  }
-  aside_cv_.notify_one();
-}
-
-void Scheduler::AsideLoop() {
-  while (true) {
-    std::set<std::string> beats;
-    std::deque<CheckBaseline> baselines;
-    {
-      std::unique_lock<std::mutex> lock(aside_mu_);
-      aside_cv_.wait(lock, [this] {
-        return !beats_due_.empty() || !baselines_due_.empty() || aside_stopping_;
-      });
-      // A baseline learned before a stop is still stored; due beats are not (a hung Redis
-      // would hold the stop a command timeout per worker, and a new leader re-beats).
-      if (aside_stopping_ && baselines_due_.empty()) return;
-      if (!aside_stopping_) beats.swap(beats_due_);
-      baselines.swap(baselines_due_);
-    }
-    // A beat that fails is not retried: the next heartbeat brings another, and a pass re-beats
-    // a worker whose key vanished while its heartbeats kept coming (SweepWorkersLocked).
-    for (const std::string& id : beats) {
-      if (auto s = liveness_->Beat(id, options_.heartbeat_timeout_ms); !s.ok()) {
-        RM_LOG(kWarning) << "heartbeat of " << id << " not recorded: " << s;
-      }
-    }
-    for (const CheckBaseline& b : baselines) {
-      if (auto s = store_->PutCheckBaseline(b); !s.ok()) {
-        RM_LOG(kWarning) << "baseline of shape " << b.shape << " not stored: " << s;
-      }
-    }
-  }
 }
 
 void Scheduler::Wake() {
@@ -645,7 +613,7 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
 
 void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& result) {
   std::vector<JobEvent> events;
-  std::vector<std::pair<std::string, std::optional<QueueEntry>>> mirror;
+  std::vector<QueueMirror::Change> mirror;
   // What the workers must hear of this batch, sent once mu_ is free: gRPC writes a message on
   // the calling thread (serialising it and a sendmsg), and the pass loop and the workers'
   // reports wait for mu_. Only this thread sends what commits decided, one batch after the
@@ -776,76 +744,8 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
     if (w.waiter) w.waiter->Settle();
   }
   watch_hub_.Publish(events);
-  if (!mirror.empty()) {
-    {
-      std::lock_guard<std::mutex> lock(mirror_mu_);
-      for (auto& [id, entry] : mirror) mirror_ops_[id] = std::move(entry);
-    }
-    mirror_cv_.notify_all();
-  }
+  mirror_.Update(std::move(mirror));
   if (woke) Wake();
-}
-
-// The Redis queue mirrors the stored pending jobs for outside readers; the scheduler itself
-// orders from memory. It is fed only after commits, so it never shows a pending job that is not
-// stored, and kept by this thread alone, so Redis is never waited on by the lock or the writer.
-//  1. wait (at most a second; not before the first round) for stored queue changes;
-//  2. when the queue lost its contents (first run, a Redis flush or an empty restart), rebuild it
-//     from the stored pending jobs and renew the liveness keys of connected workers, which went
-//     with it;
-//  3. else apply the changes; while Redis is away keep them (newer ones replace older).
-void Scheduler::MirrorLoop() {
-  bool rebuilt = false;
-  bool first = true;
-  while (true) {
-    PendingQueue::Changes ops;
-    {
-      std::unique_lock<std::mutex> lock(mirror_mu_);
-      // The first round is at once: the mirror is rebuilt as the leader starts (no worker is
-      // connected yet), not after the first change or a second later.
-      if (!first) {
-        mirror_cv_.wait_for(lock, std::chrono::seconds(1),
-                            [this] { return !mirror_ops_.empty() || mirror_stopping_; });
-      }
-      first = false;
-      if (mirror_stopping_) return;
-      ops.swap(mirror_ops_);
-    }
-    auto intact = queue_->Intact();
-    bool applied = intact.ok();
-    if (intact.ok() && (!*intact || !rebuilt)) {
-      std::vector<QueueEntry> entries;
-      {
-        std::lock_guard<std::mutex> view(view_mu_);
-        for (const auto& [id, job] : stored_) {
-          if (job.state == JobState::kPending) entries.push_back({id, job.spec.priority, job.seq});
-        }
-      }
-      if (rebuilt) {
-        RM_LOG(kWarning) << "pending queue lost its contents (Redis flushed or restarted); rebuilt";
-      }
-      applied = queue_->Rebuild(entries).ok();
-      if (applied) {
-        rebuilt = true;
-        std::vector<std::string> connected;
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          for (const auto& [id, link] : links_) connected.push_back(id);
-        }
-        for (const std::string& id : connected) {
-          (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
-        }
-      }
-    } else if (intact.ok()) {
-      // One round trip for the lot: one per job was most of this thread's time in a burst of
-      // submits.
-      applied = queue_->Apply(ops).ok();
-    }
-    if (!applied) {
-      std::lock_guard<std::mutex> lock(mirror_mu_);
-      for (auto& [id, entry] : ops) mirror_ops_.try_emplace(id, std::move(entry));
-    }
-  }
 }
 
 absl::Status Scheduler::Flush(int64_t timeout_ms) { return writer_.Flush(timeout_ms); }
@@ -1219,7 +1119,7 @@ absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<H
       }
     }
   }
-  BeatAside(worker.id);
+  aside_.Beat(worker.id);
   Wake();
   return absl::OkStatus();
 }
@@ -1231,7 +1131,7 @@ void Scheduler::Heartbeat(const std::string& worker_id) {
     if (it == workers_.end() || it->second.state != WorkerState::kReady) return;
     it->second.last_heartbeat_ms = clock_->NowMs();
   }
-  BeatAside(worker_id);
+  aside_.Beat(worker_id);
 }
 
 // A checkpoint is no state change: no event, only the job's checkpoint fields, stored in
@@ -1473,15 +1373,7 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
     if (!s.ok()) RM_LOG(kError) << "check of " << job_id << ": " << s;
   }
   if (!learned) return;
-  if (options_.background_passes) {
-    {
-      std::lock_guard<std::mutex> lock(aside_mu_);
-      baselines_due_.push_back(*learned);
-    }
-    aside_cv_.notify_one();
-  } else if (auto s = store_->PutCheckBaseline(*learned); !s.ok()) {
-    RM_LOG(kWarning) << "baseline of shape " << learned->shape << " not stored: " << s;
-  }
+  aside_.StoreBaseline(*learned);
 }
 
 absl::StatusOr<WorkerView> Scheduler::ClearWorkerHealth(const std::string& worker_id) {

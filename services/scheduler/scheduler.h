@@ -91,8 +91,10 @@
 #include "core/run_watch.h"
 #include "core/types.h"
 #include "core/usage.h"
+#include "aside_writer.h"
 #include "commit_writer.h"
 #include "pending_answers.h"
+#include "queue_mirror.h"
 #include "scheduler_metrics.h"
 #include "watch_hub.h"
 #include "store/coordination.h"
@@ -331,10 +333,10 @@ class Scheduler {
   // The writer's after-commit hook: takes a stored batch into the view and memory, sends what
   // it decided to the workers, answers its waiters, publishes its events, feeds the mirror.
   void AfterCommit(std::vector<Write>& batch, const CommitResult& result);
-  void MirrorLoop();
-  // Redis heartbeats and learned baselines, off the RPC threads (see aside_).
-  void AsideLoop();
-  void BeatAside(const std::string& worker_id);
+  // The mirror's callbacks: the stored pending jobs (for a rebuild), and the liveness keys of
+  // connected workers renewed after one (they went with Redis's contents).
+  std::vector<QueueEntry> StoredPending();
+  void BeatConnected();
   // A submit's job to the submit writer, under a fresh job id, with its deadline.
   void HandOver(std::shared_ptr<Create> create);
   // A submit's write settled or timed out: answers it (or retries under another id).
@@ -474,26 +476,10 @@ class Scheduler {
   std::mutex view_mu_;
   std::unordered_map<std::string, Job> stored_;
 
-  // The Redis queue mirror, kept by its own thread so Redis round trips never slow commits.
-  // mirror_ops_ holds, per job, the latest stored change not yet applied: its queue entry while
-  // it is pending, nullopt once it left the queue.
-  std::mutex mirror_mu_;
-  std::condition_variable mirror_cv_;
-  std::map<std::string, std::optional<QueueEntry>> mirror_ops_;
-  bool mirror_stopping_ = false;
-  std::thread mirror_;
-
-  // Round trips a worker's stream must not wait on: its heartbeat's Redis write and a
-  // baseline its check taught us (Postgres). The streams are served by gRPC's few callback
-  // threads, so a hung Redis would otherwise stall every worker's messages. One thread does
-  // them in order; without background passes (tests) they are done inline. Due beats are kept
-  // by worker, so a slow Redis lets them pile up by worker, not by heartbeat.
-  std::mutex aside_mu_;
-  std::condition_variable aside_cv_;
-  std::set<std::string> beats_due_;
-  std::deque<CheckBaseline> baselines_due_;
-  bool aside_stopping_ = false;
-  std::thread aside_;
+  // The Redis queue mirror and its thread; fed by AfterCommit.
+  QueueMirror mirror_;
+  // Heartbeats' liveness keys and learned baselines, off the RPC threads.
+  AsideWriter aside_;
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;
