@@ -60,7 +60,9 @@
 // mu_ free after each for at least as long as the pass held it; the writer threads store
 // and act (answering submits too), the mirror thread keeps the Redis queue, the aside thread
 // writes heartbeats and learned baselines, the deadline thread answers submits whose writes
-// are late.
+// are late. Those threads belong to the parts the scheduler wires together (CommitWriter,
+// QueueMirror, AsideWriter, PendingAnswers; the map and the lock order are in docs/scheduler.md,
+// "Parts of the scheduler"); the scheduler keeps the live state under mu_ and the loop thread.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_SCHEDULER_H_
 #define RINGMASTER_SERVICES_SCHEDULER_SCHEDULER_H_
 
@@ -80,7 +82,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "aside_writer.h"
+#include "commit_writer.h"
 #include "core/clock.h"
 #include "core/fair_share.h"
 #include "core/health_check.h"
@@ -91,14 +96,12 @@
 #include "core/run_watch.h"
 #include "core/types.h"
 #include "core/usage.h"
-#include "aside_writer.h"
-#include "commit_writer.h"
 #include "pending_answers.h"
 #include "queue_mirror.h"
 #include "scheduler_metrics.h"
-#include "watch_hub.h"
 #include "store/coordination.h"
 #include "store/job_store.h"
+#include "watch_hub.h"
 
 namespace ringmaster::scheduler {
 
@@ -342,37 +345,49 @@ class Scheduler {
   // A submit's write settled or timed out: answers it (or retries under another id).
   void Created(const std::shared_ptr<Create>& create, Waiter& waiter,
                absl::StatusOr<CreateJobResult> result);
-  void SweepWorkersLocked(const std::set<std::string>& alive, std::vector<std::string>* beats);
-  void CheckDeadlinesLocked();
+  void SweepWorkersLocked(const std::set<std::string>& alive, std::vector<std::string>* beats)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckDeadlinesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The only ways jobs_ changes: they keep placed_ids_ and live_counts_ with it.
-  void SetJobLocked(const Job& job);
-  void EraseJobLocked(std::unordered_map<std::string, Job>::iterator it);
+  void SetJobLocked(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EraseJobLocked(std::unordered_map<std::string, Job>::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Puts unhealthy workers whose wait is over on probation.
-  void ProbateLocked(int64_t now);
+  void ProbateLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The pre-run check's transport expected of `placement` (core/health_check.h).
-  std::string ExpectedTransportLocked(const std::vector<RankPlacement>& placement) const;
+  std::string ExpectedTransportLocked(const std::vector<RankPlacement>& placement) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks a worker healthy again (an admin's clear, or a passing check on probation).
-  void ClearHealthLocked(Worker& w, const std::string& why);
+  void ClearHealthLocked(Worker& w, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hang detection and idle reclaim of RUNNING jobs (core/run_watch.h).
-  void CheckWatchesLocked();
-  WatchLimits WatchLimitsLocked(const Job& job) const;
-  void PlaceLocked();
+  void CheckWatchesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  WatchLimits WatchLimitsLocked(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PlaceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A preempted attempt's GPUs go back once its ranks have exited (or its grace ran out).
-  void ReleaseDrainedLocked(const std::pair<std::string, int32_t>& attempt);
+  void ReleaseDrainedLocked(const std::pair<std::string, int32_t>& attempt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A registering worker still holds `rank` of a stopped attempt (a scheduler restart during a
   // preemption's grace forgot it): its GPUs are held again, as Draining, until it exits.
-  void HoldStoppingRankLocked(const Worker& worker, const HeldRank& rank, int64_t now);
+  void HoldStoppingRankLocked(const Worker& worker, const HeldRank& rank, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies `input` to the live job `id` in memory and hands the write to the writer.
   absl::Status CommitLocked(const std::string& job_id, const JobInput& input,
-                            std::shared_ptr<Waiter> waiter = nullptr);
-  void MarkLostLocked(const std::string& worker_id, const std::string& why);
+                            std::shared_ptr<Waiter> waiter = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MarkLostLocked(const std::string& worker_id, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailJobsOnWorkerLocked(const std::string& worker_id, const std::string& reason,
-                              const std::set<std::tuple<std::string, int32_t, int32_t>>* held);
-  void HandleRankLocked(const std::string& worker_id, const RankReport& report);
-  void RecordCheckpointLocked(const std::string& worker_id, const RankReport& report);
-  void UpdateGaugesLocked();
+                              const std::set<std::tuple<std::string, int32_t, int32_t>>* held)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleRankLocked(const std::string& worker_id, const RankReport& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordCheckpointLocked(const std::string& worker_id, const RankReport& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The queues by name, for the policy; mu_ must be held.
-  const std::map<std::string, Queue>& QueuesLocked() const { return queues_; }
+  const std::map<std::string, Queue>& QueuesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return queues_;
+  }
   // What `queue` holds (as of the last pass's quota ledger), how many of its jobs wait, and
   // what it has used (core/usage.h).
   // `tallies`: counted once for a whole list (TallyQueuesLocked).
@@ -380,10 +395,11 @@ class Scheduler {
     std::map<std::string, int64_t> pending;  // pending jobs by queue
     UsageTotals used_ms;                     // accounting, running attempts included
   };
-  QueueStatus QueueStatusLocked(const Queue& queue, const QueueTallies& tallies) const;
-  QueueTallies TallyQueuesLocked() const;
+  QueueStatus QueueStatusLocked(const Queue& queue, const QueueTallies& tallies) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  QueueTallies TallyQueuesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts a new job against the live-job bounds, or says which it would pass.
-  absl::Status ReserveLiveJobLocked(const JobSpec& spec);
+  absl::Status ReserveLiveJobLocked(const JobSpec& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A create counted by ReserveLiveJobLocked is answered (stored or not).
   void ReleaseLiveJob(const JobSpec& spec);
   // Store errors of a queue write as the caller should see them.
@@ -410,44 +426,46 @@ class Scheduler {
   // The live state, under mu_. jobs_ holds the decided state of every live job, which may be
   // ahead of Postgres by the writes in the outbox.
   std::mutex mu_;
-  std::unordered_map<std::string, Job> jobs_;
+  std::unordered_map<std::string, Job> jobs_ ABSL_GUARDED_BY(mu_);
   // Kept with jobs_ by SetJobLocked/EraseJobLocked, so that what runs every pass (deadlines,
   // watches, the placed side of a pass, gauges) costs nothing per pending job: a backlog of
   // 20,000 pending jobs made every pass scan them all four times.
-  std::set<std::string> placed_ids_;  // STARTING and RUNNING jobs
-  std::map<std::pair<JobState, std::string>, int64_t> live_counts_;  // (state, queue) -> jobs
-  int64_t live_spec_bytes_ = 0;  // SpecBytes of jobs_
+  std::set<std::string> placed_ids_ ABSL_GUARDED_BY(mu_);  // STARTING and RUNNING jobs
+  // (state, queue) -> jobs
+  std::map<std::pair<JobState, std::string>, int64_t> live_counts_ ABSL_GUARDED_BY(mu_);
+  int64_t live_spec_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // SpecBytes of jobs_
   // Submits counted against the live-job bounds and not answered yet (a stored one is briefly
   // in jobs_ too: the bounds err on the safe side). Under submitting_mu_, taken after mu_.
   std::mutex submitting_mu_;
-  std::unordered_map<std::string, int64_t> submitting_;  // queue -> submits
-  int64_t submitting_total_ = 0;
-  int64_t submitting_spec_bytes_ = 0;
-  std::unordered_map<std::string, RankTracker> trackers_;
+  // queue -> submits
+  std::unordered_map<std::string, int64_t> submitting_ ABSL_GUARDED_BY(submitting_mu_);
+  int64_t submitting_total_ ABSL_GUARDED_BY(submitting_mu_) = 0;
+  int64_t submitting_spec_bytes_ ABSL_GUARDED_BY(submitting_mu_) = 0;
+  std::unordered_map<std::string, RankTracker> trackers_ ABSL_GUARDED_BY(mu_);
   // Hang and idle watch of each RUNNING job's current attempt (core/run_watch.h).
   struct Watched {
     int32_t attempt = 0;
     RunWatch watch;
   };
-  std::unordered_map<std::string, Watched> watches_;
-  std::unordered_map<std::string, int64_t> pending_since_ms_;
-  std::map<std::string, Worker> workers_;
+  std::unordered_map<std::string, Watched> watches_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<std::string, int64_t> pending_since_ms_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
   // Pre-run check baselines by shape key, loaded at Start and learned from completed checks
   // that blamed no worker (UpdateBaseline).
-  std::map<std::string, CheckBaseline> baselines_;
+  std::map<std::string, CheckBaseline> baselines_ ABSL_GUARDED_BY(mu_);
   // The recent samples each baseline is the median of (UpdateBaseline); in memory only.
-  std::map<std::string, std::deque<double>> baseline_windows_;
+  std::map<std::string, std::deque<double>> baseline_windows_ ABSL_GUARDED_BY(mu_);
   // Unhealthy workers: since when (this process's clock; a restart starts the wait again). Who
   // is on probation (SchedulerOptions::unhealthy_recheck_ms) is cluster_'s to know.
-  std::map<std::string, int64_t> unhealthy_since_ms_;
-  std::map<std::string, Queue> queues_;  // as stored; loaded by Start()
-  std::map<std::string, std::shared_ptr<WorkerLink>> links_;
-  ClusterState cluster_;
+  std::map<std::string, int64_t> unhealthy_since_ms_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Queue> queues_ ABSL_GUARDED_BY(mu_);  // as stored; loaded by Start()
+  std::map<std::string, std::shared_ptr<WorkerLink>> links_ ABSL_GUARDED_BY(mu_);
+  ClusterState cluster_ ABSL_GUARDED_BY(mu_);
   // Incremental passes: only capacity that grew (a release, a worker joining) can let a job
   // that waited before fit now; otherwise a pass only tries jobs that became pending since.
-  bool capacity_grew_ = true;
-  std::set<std::string> newly_pending_;
-  int64_t last_full_pass_ms_ = 0;
+  bool capacity_grew_ ABSL_GUARDED_BY(mu_) = true;
+  std::set<std::string> newly_pending_ ABSL_GUARDED_BY(mu_);
+  int64_t last_full_pass_ms_ ABSL_GUARDED_BY(mu_) = 0;
   // Fair share (queues_ above; a job of an unknown queue has no quota limits).
   // Preempted attempts whose ranks are still stopping, by (job, attempt): they keep their GPUs.
   struct Draining {
@@ -456,17 +474,19 @@ class Scheduler {
     int64_t deadline_ms = 0;
     std::string preemptor;
   };
-  std::map<std::pair<std::string, int32_t>, Draining> draining_;
+  std::map<std::pair<std::string, int32_t>, Draining> draining_ ABSL_GUARDED_BY(mu_);
   // GPUs promised to jobs that preempted (PassInput::claims); `ripe`: their victims are gone,
   // so the claim ends after the next pass.
-  std::map<std::string, std::vector<RankPlacement>> claims_;
-  std::map<std::string, std::set<std::string>> preempting_;  // preemptor -> victims stopping
-  std::set<std::string> ripe_claims_;
-  bool reserved_ = false;  // the last full pass made reservations: no incremental pass
-  QuotaLedger ledger_;     // quota use as of the last pass
+  std::map<std::string, std::vector<RankPlacement>> claims_ ABSL_GUARDED_BY(mu_);
+  // preemptor -> victims stopping
+  std::map<std::string, std::set<std::string>> preempting_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> ripe_claims_ ABSL_GUARDED_BY(mu_);
+  // The last full pass made reservations: no incremental pass.
+  bool reserved_ ABSL_GUARDED_BY(mu_) = false;
+  QuotaLedger ledger_ ABSL_GUARDED_BY(mu_);  // quota use as of the last pass
   // Accounting (core/usage.h): what ended attempts used, by (queue, resource), as stored plus
   // what was decided since (the ends on their way to Postgres).
-  UsageTotals usage_ms_;
+  UsageTotals usage_ms_ ABSL_GUARDED_BY(mu_);
 
   // Queue writes hold it exclusively, Submit shared until its job is among the writer's creates
   // in flight (see "Queues"). Taken before mu_, never while holding it.
@@ -474,7 +494,7 @@ class Scheduler {
 
   // What readers see: each live job as last stored (GetJob, ListJobs), under view_mu_.
   std::mutex view_mu_;
-  std::unordered_map<std::string, Job> stored_;
+  std::unordered_map<std::string, Job> stored_ ABSL_GUARDED_BY(view_mu_);
 
   // The Redis queue mirror and its thread; fed by AfterCommit.
   QueueMirror mirror_;
@@ -483,8 +503,8 @@ class Scheduler {
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;
-  bool wake_ = false;
-  bool stopping_ = false;
+  bool wake_ ABSL_GUARDED_BY(loop_mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(loop_mu_) = false;
   std::thread loop_;
 };
 
