@@ -417,10 +417,6 @@ class Scheduler {
   SchedulerOptions options_;
   std::unique_ptr<SchedulerMetrics> metrics_;  // null: no registry
   WatchHub watch_hub_;
-  // Submits and cancels waiting for their write, and the deadline thread.
-  PendingAnswers answers_;
-  // The outbox and its writer threads; after each commit they call AfterCommit.
-  CommitWriter writer_;
   int64_t epoch_ = 0;  // the leader epoch every write is fenced with; set by Start()
 
   // The live state, under mu_. jobs_ holds the decided state of every live job, which may be
@@ -495,6 +491,14 @@ class Scheduler {
   // What readers see: each live job as last stored (GetJob, ListJobs), under view_mu_.
   std::mutex view_mu_;
   std::unordered_map<std::string, Job> stored_ ABSL_GUARDED_BY(view_mu_);
+
+  // The parts with threads, declared after the live state so that they go first: a write the
+  // writers dropped unstored answers its submit as it goes (Waiter's destructor), and that
+  // answer releases the submit's count in submitting_.
+  // Submits and cancels waiting for their write, and the deadline thread.
+  PendingAnswers answers_;
+  // The outbox and its writer threads; after each commit they call AfterCommit.
+  CommitWriter writer_;
 
   // The Redis queue mirror and its thread; fed by AfterCommit.
   QueueMirror mirror_;
