@@ -19,6 +19,8 @@
 #include "core/launch.h"
 #include "core/run_as.h"
 #include "host/file_io.h"
+#include "host/gpus.h"
+#include "host/runtime.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -44,11 +46,15 @@ Agent::Agent(AgentOptions options, prometheus::Registry* registry)
                     options_.inventory.address.find_first_not_of("0123456789.") == std::string::npos
                         ? options_.inventory.address
                         : "0.0.0.0"),
+      images_(ImagePullerOptions{.runtime = options_.container_runtime,
+                                 .pull_args = options_.image_pull_args,
+                                 .timeout = options_.image_pull_timeout,
+                                 .env = options_.runtime_env}),
       table_(
           options_.inventory.worker_id, options_.clean_exit_wait, metrics_,
           [this] { return options_.now ? options_.now() : Clock::now(); },
           [this] { reaper_.Wake(); }),
-      launcher_(options_, layout_, env_options_, table_, metrics_, master_ports_),
+      launcher_(options_, layout_, env_options_, table_, metrics_, master_ports_, images_),
       reaper_(options_, layout_, table_, launcher_, metrics_, master_ports_) {
   // Children get a clean slate: our own RINGMASTER_* settings (flag fallbacks) would leak into
   // programs that read the same names (ringmaster-train's flags do).
@@ -94,6 +100,18 @@ void Agent::Start() {
     for (const std::string& path : stale) {
       std::error_code ec;
       std::filesystem::remove_all(path, ec);
+    }
+  }
+  // Containers an earlier life left (their processes were killed above; the records stay).
+  if (!options_.container_runtime.empty()) {
+    const std::vector<std::string> stale = LabelledContainers(
+        options_.container_runtime, options_.runtime_env, kWorkerLabel, options_.inventory.worker_id);
+    std::string why;
+    if (!RemoveContainers(options_.container_runtime, options_.runtime_env, stale, &why)) {
+      RM_LOG(kWarning) << "cannot remove the containers an earlier run left: " << why;
+    } else if (!stale.empty()) {
+      RM_LOG(kWarning) << "removed " << stale.size() << " containers left by an earlier run of worker "
+                       << options_.inventory.worker_id;
     }
   }
   reaper_.Start();
@@ -166,6 +184,17 @@ void Agent::OnAssignment(const Assignment& assignment) {
       a->user = *std::move(user);
     } else {
       valid = user.status();
+    }
+  }
+  if (valid.ok() && assignment.image) {
+    if (options_.container_runtime.empty()) {
+      valid = absl::FailedPreconditionError(absl::StrCat(
+          "job ", assignment.job_id, " runs in image ", assignment.image->reference, ", but worker ",
+          options_.inventory.worker_id, " runs no containers (start it with --container-runtime)"));
+    } else {
+      // Pulled while the attempt starts: by its digest once one is pinned, else by its tag
+      // (the launcher's pull of the tag is what pins it).
+      images_.Start(ImageToPull(*assignment.image), assignment.job_id);
     }
   }
   a->launcher = plan.launcher;
@@ -375,10 +404,11 @@ std::string Agent::JobToken(const std::string& job_id) const {
 
 absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t attempt,
                                              const std::string& token, int32_t mpi_rank,
-                                             pid_t pid) {
+                                             pid_t pid, const std::string& image_digest) {
   StartedRank started;
   std::string launch;  // logged once the lock is released
   std::optional<UnixUser> user;
+  std::optional<Assignment> containerized;  // a copy, for the container's plan
   // Signed before the lock: it reads two files and signs, and proves only the job id.
   const std::string job_token = JobToken(job_id);
   {
@@ -411,6 +441,13 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
     absl::StatusOr<std::vector<std::string>> workload =
         WorkloadArgv(a->assignment, options_.train_binary);
     launch = DescribeLaunch(workload.ok() ? *workload : std::vector<std::string>{}, started.env);
+    if (a->assignment.image) containerized = a->assignment;
+  }
+  if (containerized) {
+    absl::StatusOr<ContainerRun> container =
+        RankContainer(*containerized, started.rank, image_digest, user);
+    if (!container.ok()) return container.status();
+    started.container = *std::move(container);
   }
   RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": rank " << started.rank
                 << " starting (pid " << pid << ") " << launch;
@@ -423,6 +460,80 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
   // The wrapper, as the team's user, cannot create files in the attempt's directory.
   if (user) RM_RETURN_IF_ERROR(HandFileTo(started.log_path, *user, 0600));
   return started;
+}
+
+absl::StatusOr<ContainerRun> Agent::RankContainer(const Assignment& assignment, int32_t rank,
+                                                  const std::string& reported_digest,
+                                                  const std::optional<UnixUser>& user) {
+  const JobImage& image = *assignment.image;
+  // The launcher's digest, which every rank of the attempt runs; a pinned one must match it.
+  const std::string digest = reported_digest.empty() ? image.digest : reported_digest;
+  if (!IsImageDigest(digest)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rank ", rank, " of job ", assignment.job_id, " has no digest of image ", image.reference,
+        " from its launcher"));
+  }
+  if (!image.digest.empty() && digest != image.digest) {
+    return absl::FailedPreconditionError(absl::StrCat("the launcher ran image digest ", digest,
+                                                      ", but the job is pinned to ", image.digest));
+  }
+  JobImage pinned = image;
+  pinned.digest = digest;
+  absl::StatusOr<std::string> pulled =
+      images_.Wait(ImageToPull(pinned), assignment.job_id, options_.image_pull_timeout);
+  if (!pulled.ok()) return pulled.status();
+
+  ContainerHost host;
+  host.runtime = options_.container_runtime;
+  host.worker_id = options_.inventory.worker_id;
+  host.user = user ? absl::StrCat(user->uid, ":", user->gid) : absl::StrCat(geteuid(), ":", getegid());
+  host.simulated_gpus = options_.simulated_gpus;
+  host.extra_args = options_.container_args;
+  // What the rank reads and writes of the platform's, at the same path inside: its job's
+  // checkpoints, the attempt's Open MPI session directories (PMIx's rendezvous files), the CA.
+  if (!options_.checkpoint_root.empty()) {
+    host.platform_mounts.push_back({layout_.CheckpointDir(assignment.job_id),
+                                    layout_.CheckpointDir(assignment.job_id), false});
+  }
+  const std::string session = layout_.SessionBase(assignment.job_id, assignment.attempt);
+  host.platform_mounts.push_back({session, session, false});
+  host.session_dir = session;
+  if (auto ca = options_.tls_env.find(kTlsCaEnv); ca != options_.tls_env.end()) {
+    host.platform_mounts.push_back({ca->second, ca->second, true});
+  }
+  if (!options_.simulated_gpus) {
+    const GpuDriverFiles driver = FindGpuDriverFiles();
+    host.control_devices = driver.control_devices;
+    for (const std::string& lib : driver.libraries) host.driver_mounts.push_back({lib, lib, true});
+  }
+  // A volume's host path, symlinks followed, must be a directory here outside the worker's own.
+  std::vector<std::string> kept = options_.protected_paths;
+  for (const std::string& dir : {layout_.log_dir, layout_.session_root, options_.checkpoint_root,
+                                 options_.agent_socket}) {
+    kept.push_back(dir);
+  }
+  for (const auto& [name, value] : options_.tls_env) {
+    if (name != kInsecureEnv) kept.push_back(value);
+  }
+  for (const AssignedMount& m : image.mounts) {
+    std::error_code ec;
+    const std::filesystem::path real = std::filesystem::canonical(m.host_path, ec);
+    if (ec || !std::filesystem::is_directory(real, ec)) {
+      return absl::FailedPreconditionError(absl::StrCat("volume ", m.volume, ": ", m.host_path,
+                                                        " is not a directory on worker ",
+                                                        options_.inventory.worker_id));
+    }
+    RM_RETURN_IF_ERROR(CheckVolumePath(m.volume, real.string(), kept));
+  }
+  absl::StatusOr<ContainerRun> run = PlanRankContainer(assignment, rank, digest, host);
+  if (!run.ok()) return run.status();
+  // Mount the resolved paths: a symlink swapped after the check must not redirect the mount.
+  for (ContainerMount& mount : run->mounts) {
+    std::error_code ec;
+    const std::filesystem::path real = std::filesystem::canonical(mount.host_path, ec);
+    if (!ec) mount.host_path = real.string();
+  }
+  return run;
 }
 
 absl::Status Agent::ReportExit(const std::string& job_id, int32_t attempt, const std::string& token,

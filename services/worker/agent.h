@@ -102,7 +102,9 @@
 #include "core/launch.h"
 #include "core/layout.h"
 #include "core/types.h"
+#include "core/container.h"
 #include "exec_session.h"
+#include "image_puller.h"
 #include "host/ports.h"
 #include "host/process.h"
 #include "host/users.h"
@@ -177,12 +179,26 @@ struct AgentOptions {
   std::optional<UnixUser> default_user;
   // The local socket those attempts' processes call (RINGMASTER_AGENT_SOCKET).
   std::string agent_socket;
+  // Jobs with an image (docs/environments.md): the container runtime (empty: this worker runs
+  // none, and such jobs fail to launch here saying so), flags added to every rank's `run` and
+  // every `pull`, and the time limit of one pull.
+  std::string container_runtime;
+  std::vector<std::string> container_args;
+  std::vector<std::string> image_pull_args;
+  std::chrono::milliseconds image_pull_timeout{std::chrono::minutes(10)};
+  // The runtime's environment (the worker's own, for PATH and the runtime's settings).
+  std::map<std::string, std::string> runtime_env;
+  // Paths no volume may cover or lie in (the worker's certificates, state and the like), beside
+  // its log, checkpoint and session directories, which are always kept out.
+  std::vector<std::string> protected_paths;
 };
 
 struct StartedRank {
   int32_t rank = 0;
   std::string log_path;
   std::map<std::string, std::string> env;
+  // Set for a job with an image: the container the wrapper runs the program in.
+  std::optional<ContainerRun> container;
 };
 
 struct RankExit {
@@ -233,8 +249,11 @@ class Agent {
                                 const std::map<std::string, std::string>& env,
                                 const std::function<bool(Stream, std::string_view)>& output,
                                 const std::function<bool()>& cancelled);
+  // `image_digest`: what the launcher resolved the job's image to (the wrapper's
+  // RINGMASTER_IMAGE_DIGEST); waits for this worker's pull of it.
   absl::StatusOr<StartedRank> StartRank(const std::string& job_id, int32_t attempt,
-                                        const std::string& token, int32_t mpi_rank, pid_t pid);
+                                        const std::string& token, int32_t mpi_rank, pid_t pid,
+                                        const std::string& image_digest = "");
   absl::Status ReportExit(const std::string& job_id, int32_t attempt, const std::string& token,
                           const RankExit& exit);
   absl::Status ReportThroughput(const std::string& job_id, int32_t attempt,
@@ -264,6 +283,11 @@ class Agent {
   // certificate and key; empty without a metrics service, in plaintext, or when it cannot be
   // made (logged).
   std::string JobToken(const std::string& job_id) const;
+  // The container placed rank `rank` of `assignment` runs in (docs/environments.md): waits for
+  // this worker's pull of the image at `reported_digest`, checks the volumes' host paths here.
+  absl::StatusOr<ContainerRun> RankContainer(const Assignment& assignment, int32_t rank,
+                                             const std::string& reported_digest,
+                                             const std::optional<UnixUser>& user);
   // Whether rank `rank` of the attempt may still write to its log (LogReader's question).
   bool RankMayWrite(const std::string& job_id, int32_t attempt, int32_t rank)
       ABSL_LOCKS_EXCLUDED(table_.mu());
@@ -278,6 +302,7 @@ class Agent {
   AttemptEnvOptions env_options_;
   LogReader log_reader_;
   PortPool master_ports_;  // thread-safe
+  ImagePuller images_;     // thread-safe
   AttemptTable table_;
   AttemptLauncher launcher_;
   Reaper reaper_;

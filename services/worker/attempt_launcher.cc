@@ -15,6 +15,7 @@
 #include "common/checkpoint_metadata.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "core/container.h"
 #include "host/file_io.h"
 
 namespace ringmaster::worker {
@@ -90,6 +91,27 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
       master_ports_.Acquire(absl::StrCat(assignment.job_id, "/", assignment.attempt));
   if (!master_port.ok()) return fail(master_port.status());
 
+  // A job with an image: this worker's pull resolves its tag (the first attempt), and every
+  // rank runs that digest, which the scheduler stores so that later attempts run it too.
+  std::string image_digest;
+  if (assignment.image) {
+    absl::StatusOr<std::string> digest = images_.Wait(
+        ImageToPull(*assignment.image), assignment.job_id, options_.image_pull_timeout);
+    if (!digest.ok()) return fail(digest.status());
+    image_digest = *digest;
+    RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
+                  << ": image " << assignment.image->reference << " is " << image_digest;
+    if (assignment.image->digest.empty()) {
+      RankStatus resolved;
+      resolved.job_id = assignment.job_id;
+      resolved.attempt = assignment.attempt;
+      resolved.kind = RankStatus::Kind::kImageResolved;
+      resolved.image_digest = image_digest;
+      std::lock_guard<std::mutex> lock(table_.mu());
+      table_.Push(std::move(resolved));
+    }
+  }
+
   MpirunOptions mpirun;
   mpirun.mpirun = options_.mpirun;
   mpirun.hostfile_path = hostfile;
@@ -104,6 +126,11 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
   spawn.env = MpirunEnvironment(ProcessEnvironment(env_, *a), assignment, hosts, *master_port);
   spawn.user = a->user;
   spawn.env["TMPDIR"] = session_dir;
+  if (assignment.image) {
+    mpirun.extra_exports.push_back(kImageDigestEnv);
+    spawn.argv = MpirunArgv(mpirun, static_cast<int32_t>(assignment.placement.size()), *workload);
+    spawn.env[kImageDigestEnv] = image_digest;
+  }
   if (assignment.run_check && ChecksInSession(assignment)) {
     // The ranks run the check in their MPI_Init; a result left by nothing must not be read.
     if (a->user) {

@@ -24,6 +24,7 @@
 #include "core/launch.h"
 #include "core/layout.h"
 #include "host/ports.h"
+#include "image_puller.h"
 #include "host/users.h"
 
 namespace ringmaster::worker {
@@ -49,13 +50,14 @@ class AttemptLauncher {
   // Everything is the agent's and outlives this; `env`'s agent address is read at each launch.
   AttemptLauncher(const AgentOptions& options, const WorkerLayout& layout,
                   const AttemptEnvOptions& env, AttemptTable& table, AgentMetrics& metrics,
-                  PortPool& master_ports)
+                  PortPool& master_ports, ImagePuller& images)
       : options_(options),
         layout_(layout),
         env_(env),
         table_(table),
         metrics_(metrics),
-        master_ports_(master_ports) {}
+        master_ports_(master_ports),
+        images_(images) {}
   AttemptLauncher(const AttemptLauncher&) = delete;
   AttemptLauncher& operator=(const AttemptLauncher&) = delete;
 
@@ -84,6 +86,7 @@ class AttemptLauncher {
   AttemptTable& table_;
   AgentMetrics& metrics_;
   PortPool& master_ports_;
+  ImagePuller& images_;
 };
 
 }  // namespace ringmaster::worker

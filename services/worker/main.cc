@@ -110,6 +110,16 @@ ringmaster::Flags MakeFlags() {
   flags.Add("check-delay-ms", "0",
             "testing: this worker's check ranks wait this long before every allreduce of the "
             "pre-run check (a slow host on purpose); 0..10000");
+  flags.Add("container-runtime", "podman",
+            "the OCI runtime that runs the ranks of jobs with an image (docs/environments.md), "
+            "looked up on PATH; empty: none, and such jobs fail to launch here");
+  flags.Add("container-args", "",
+            "extra arguments of every rank container's `run`, space-separated (e.g. "
+            "--security-opt=seccomp=PROFILE)");
+  flags.Add("image-pull-args", "",
+            "extra arguments of every image `pull`, space-separated (e.g. --tls-verify=false "
+            "for a plain-HTTP registry on loopback)");
+  flags.Add("image-pull-timeout-s", "600", "time limit of one image pull, 1..86400");
   flags.Add("kill-grace-ms", "5000", "SIGTERM to SIGKILL when stopping a job's processes");
   flags.Add("checkpoint-root", "/tmp/ringmaster-checkpoints",
             "ranks get RINGMASTER_CHECKPOINT_DIR=<this>/<job id>, kept across attempts (a "
@@ -233,6 +243,31 @@ int main(int argc, char** argv) {
   options.rsh_agent = flags.Get("rsh-binary");
   options.rank_binary = flags.Get("rank-binary");
   options.check_binary = flags.Get("check-binary");
+  options.container_runtime = flags.Get("container-runtime");
+  options.container_args =
+      absl::StrSplit(flags.Get("container-args"), ' ', absl::SkipEmpty());
+  options.image_pull_args =
+      absl::StrSplit(flags.Get("image-pull-args"), ' ', absl::SkipEmpty());
+  int64_t pull_timeout = 0;
+  if (!absl::SimpleAtoi(flags.Get("image-pull-timeout-s"), &pull_timeout) || pull_timeout < 1 ||
+      pull_timeout > 86400) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--image-pull-timeout-s: must be 1..86400 seconds, got \"",
+        flags.Get("image-pull-timeout-s"), "\"")));
+  }
+  options.image_pull_timeout = std::chrono::seconds(pull_timeout);
+  for (auto& [name, value] : CurrentEnvironment()) {
+    if (name.rfind("RINGMASTER_", 0) != 0) options.runtime_env.emplace(name, value);
+  }
+  // Optional, unlike the helpers: a worker without a runtime still runs jobs on the host.
+  if (!options.container_runtime.empty()) {
+    const Helper runtime{"the container runtime (jobs with an image)", options.container_runtime,
+                         "--container-runtime (RINGMASTER_CONTAINER_RUNTIME)"};
+    if (absl::Status s = CheckHelpers({runtime}, options.runtime_env["PATH"]); !s.ok()) {
+      RM_LOG(kWarning) << s.message() << "; jobs with an image cannot run on this worker";
+      options.container_runtime.clear();
+    }
+  }
   options.check_timeout = std::chrono::milliseconds(check_timeout);
   options.check_delay_ms = static_cast<int>(check_delay);
   options.kill_grace = std::chrono::milliseconds(grace);

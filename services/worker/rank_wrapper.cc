@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/tls.h"
 #include "common/utf8.h"
+#include "core/container.h"
 #include "core/launch.h"
 #include "core/throughput.h"
 #include "host/file_io.h"
@@ -27,6 +28,7 @@
 #include "host/rank_channel.h"
 #include "rank/rank_env.h"
 #include "rpc/agent_client.h"
+#include "rpc/container_convert.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -102,6 +104,27 @@ bool operator==(const rm_rank_snapshot& a, const rm_rank_snapshot& b) {
          (!a.has_images_per_second || a.images_per_second == b.images_per_second);
 }
 
+// The runtime's command line that runs the program in the container the worker planned
+// (docs/environments.md): the rank's environment by name (the runtime passes the values on),
+// the counters preloaded from their host paths, which are mounted read-only where they are, and
+// the rank channel mounted at its own path, so that hang detection and throughput work inside.
+std::vector<std::string> InContainer(const v1::StartRankResponse& started, const SpawnOptions& spawn,
+                                     const std::string& counters, const RankChannelFile* channel,
+                                     const std::string& own_dir) {
+  ContainerRun run = FromProto(started.container());
+  std::map<std::string, std::string> rank_env(started.env().begin(), started.env().end());
+  std::map<std::string, std::string> env = spawn.env;
+  env.erase("LD_PRELOAD");  // the host's own preloads are not the image's
+  run.env_names = ContainerEnvNames(env, rank_env);
+  if (!counters.empty()) {
+    run.env_values["LD_PRELOAD"] = counters;
+    run.mounts.push_back({own_dir, own_dir, true});
+  }
+  if (channel != nullptr) run.mounts.push_back({channel->path(), channel->path(), false});
+  run.program = spawn.argv;
+  return ContainerRunArgv(run);
+}
+
 }  // namespace
 
 int RunRank(const std::vector<std::string>& program) {
@@ -148,7 +171,9 @@ int RunRank(const std::vector<std::string>& program) {
   start.set_token(token);
   start.set_mpi_rank(mpi_rank);
   start.set_pid(getpid());
-  absl::StatusOr<v1::StartRankResponse> started = agent.StartRank(start, std::chrono::seconds(30));
+  start.set_image_digest(env(kImageDigestEnv));
+  // Long enough for the worker's pull of a job's image (its own limit bounds that).
+  absl::StatusOr<v1::StartRankResponse> started = agent.StartRank(start, std::chrono::minutes(11));
   if (!started.ok()) {
     return Fail(absl::StrCat("worker ", agent_addr, " refused MPI rank ", mpi_rank, ": ",
                              started.status().ToString()));
@@ -182,6 +207,9 @@ int RunRank(const std::vector<std::string>& program) {
   // (ringmaster-progress, the trainer) come back through it. Without one the rank still runs,
   // unwatched.
   const std::string own_dir = OwnDirectory();
+  std::string counters;  // the preloaded collective counters, ':'-separated
+  const std::optional<std::string> host_preload =
+      spawn.env.count("LD_PRELOAD") > 0 ? std::optional(spawn.env["LD_PRELOAD"]) : std::nullopt;
   std::unique_ptr<RankChannelFile> channel;
   if (auto created =
           RankChannelFile::Create(RankChannelDir(), absl::StrCat(job_id, "-", attempt, "-", rank));
@@ -192,7 +220,9 @@ int RunRank(const std::vector<std::string>& program) {
     const std::string pmpi = CounterLibrary(own_dir, RM_ENV_PMPI_LIBRARY, "libringmaster_pmpi.so");
     const std::string nccl = CounterLibrary(own_dir, RM_ENV_NCCL_LIBRARY, "libringmaster_nccl.so");
     for (const std::string& library : {pmpi, nccl}) {
-      if (!library.empty()) spawn.env["LD_PRELOAD"] = AppendPreload(spawn.env["LD_PRELOAD"], library);
+      if (library.empty()) continue;
+      spawn.env["LD_PRELOAD"] = AppendPreload(spawn.env["LD_PRELOAD"], library);
+      counters = AppendPreload(counters, library);
     }
     if (!pmpi.empty() || !nccl.empty()) {
       // A program built with GCC's (dynamic) AddressSanitizer refuses to start when another
@@ -213,6 +243,15 @@ int RunRank(const std::vector<std::string>& program) {
                      "): hang detection cannot watch this rank\n");
     sinks[1].Write(line);
     log_sink.Write(line);
+  }
+  if (started->has_container()) {
+    spawn.argv = InContainer(*started, spawn, counters, channel.get(), own_dir);
+    // The runtime itself runs with the host's preloads, not the counters meant for the rank.
+    if (host_preload) {
+      spawn.env["LD_PRELOAD"] = *host_preload;
+    } else {
+      spawn.env.erase("LD_PRELOAD");
+    }
   }
   spawn.pipe_output = true;
   // Not a new session: the worker finds the rank by the session orted runs in. A process

@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/container.h"
+#include "host/runtime.h"
 #include "agent.h"
 #include "common/log.h"
 #include "core/teardown.h"
@@ -118,6 +121,7 @@ void Reaper::Pass() {
     remaining.emplace_back(w.key, n);
   }
   std::vector<std::thread> finished;
+  std::vector<std::string> containers;  // of forgotten attempts, removed without the lock
   {
     std::lock_guard<std::mutex> lock(table_.mu());
     for (const AttemptTable::Key& key : workloads_gone) {
@@ -151,9 +155,17 @@ void Reaper::Pass() {
                      0,
                      0,
                      {},
-                     std::nullopt});
+                     std::nullopt,
+                     ""});
       }
       if (a.launcher_thread.joinable()) finished.push_back(std::move(a.launcher_thread));
+      // Each container ends with its rank (--rm); this removes one whose runtime was killed.
+      if (a.assignment.image && !options_.container_runtime.empty()) {
+        for (const auto& r : a.assignment.placement) {
+          if (r.worker_id != table_.worker_id()) continue;
+          containers.push_back(RankContainerName(key.first, key.second, r.rank));
+        }
+      }
       std::error_code ignored;
       std::filesystem::remove_all(layout_.SessionBase(key.first, key.second), ignored);
       master_ports_.Release(absl::StrCat(key.first, "/", key.second));
@@ -163,6 +175,11 @@ void Reaper::Pass() {
     table_.UpdateGauges();
   }
   for (std::thread& t : finished) t.join();
+  std::string why;
+  if (!RemoveContainers(options_.container_runtime, options_.runtime_env, containers, &why)) {
+    RM_LOG(kWarning) << "cannot remove containers " << absl::StrJoin(containers, ", ") << ": "
+                     << why;
+  }
 }
 
 }  // namespace ringmaster::worker

@@ -174,6 +174,7 @@ std::vector<std::string> MpirunArgv(const MpirunOptions& options, int32_t world_
                              "oob_tcp_if_include", options.mpi_interface});
   }
   for (const std::string& name : ExportedToRanks()) argv.insert(argv.end(), {"-x", name});
+  for (const std::string& name : options.extra_exports) argv.insert(argv.end(), {"-x", name});
   argv.insert(argv.end(), options.extra_args.begin(), options.extra_args.end());
   argv.push_back(options.rank_binary);
   argv.push_back("--");
@@ -249,7 +250,7 @@ bool ChecksInSession(const Assignment& assignment) {
   const bool calls_mpi_init = assignment.trainer.has_value() ||
                               (assignment.command && assignment.command->check_in_mpi_init);
   return assignment.run_check && calls_mpi_init && !assignment.check_on_gpus &&
-         !assignment.check_separately;
+         !assignment.check_separately && !assignment.image;
 }
 
 std::map<std::string, std::string> RankEnvironment(const Assignment& assignment, int32_t rank,

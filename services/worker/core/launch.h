@@ -78,7 +78,12 @@ struct MpirunOptions {
   bool abort_on_rank_failure = true;
   // Appended before the program (operator's --mpirun-args).
   std::vector<std::string> extra_args;
+  // Exported with -x beside ExportedToRanks (RINGMASTER_IMAGE_DIGEST for a job with an image).
+  std::vector<std::string> extra_exports;
 };
+
+// The digest the launcher resolved a job's image to, for every rank's wrapper.
+inline constexpr char kImageDigestEnv[] = "RINGMASTER_IMAGE_DIGEST";
 
 // Variables mpirun exports to every rank with -x (their values are in LauncherEnvironment).
 std::vector<std::string> ExportedToRanks();
@@ -154,7 +159,8 @@ struct RankHost {
 // preloaded library) instead of as an mpirun of ringmaster-check before the job's: for the
 // built-in trainer, which is known to call MPI_Init, and a command whose spec says it does
 // (check_in_mpi_init). Any other program might never call it.
-// Not on real GPUs: the in-session check is MPI on the host, and a GPU ring is checked with
+// Not for a job with an image: its ranks run in containers, where the check's result file is
+// not. Not on real GPUs: the in-session check is MPI on the host, and a GPU ring is checked with
 // NCCL on its GPUs by ringmaster-check. Not when the scheduler asks for ringmaster-check
 // (check_separately): only a check the job's processes cannot write may mark or clear a worker.
 bool ChecksInSession(const Assignment& assignment);

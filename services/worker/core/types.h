@@ -38,6 +38,24 @@ struct CommandWorkload {
   bool check_in_mpi_init = false;
 };
 
+// A volume mount of an attempt's containers, as the scheduler resolved it.
+struct AssignedMount {
+  std::string volume;
+  std::string host_path;
+  std::string container_path;
+  bool read_only = false;
+  bool operator==(const AssignedMount&) const = default;
+};
+
+// The environment a job with an image runs in (JobSpec.image; docs/environments.md).
+struct JobImage {
+  std::string reference;  // as the spec gives it
+  std::string digest;     // pinned by an earlier attempt; empty: the launcher resolves it
+  std::vector<AssignedMount> mounts;
+  int64_t shm_size_bytes = 0;
+  std::string workdir;
+};
+
 // One job attempt as the scheduler assigned it: every rank of the gang, on every worker.
 struct Assignment {
   std::string job_id;
@@ -61,12 +79,23 @@ struct Assignment {
   std::string check_token;
   // The job's team: whose Unix user runs the attempt on a worker with --run-as.
   std::string team;
+  // Set for a job with an image: every rank runs in a container of it.
+  std::optional<JobImage> image;
 };
 
 // A rank's life as the worker reports it to the scheduler (RankStatus on the wire).
 struct RankStatus {
   // kChecked: the attempt's pre-run check ended (`check`, sent as CheckResult).
-  enum class Kind { kStarted, kExited, kLaunchFailed, kCheckpoint, kProgress, kChecked };
+  // kImageResolved: the launcher pinned the job's image to `image_digest`.
+  enum class Kind {
+    kStarted,
+    kExited,
+    kLaunchFailed,
+    kCheckpoint,
+    kProgress,
+    kChecked,
+    kImageResolved
+  };
   std::string job_id;
   int32_t attempt = 0;
   int32_t rank = 0;
@@ -79,6 +108,7 @@ struct RankStatus {
   // kProgress only.
   RankProgress progress;
   std::optional<CheckReport> check;
+  std::string image_digest;  // kImageResolved only
   bool operator==(const RankStatus&) const = default;
 };
 

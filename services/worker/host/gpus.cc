@@ -1,6 +1,10 @@
 #include "host/gpus.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "core/inventory.h"
@@ -74,6 +78,28 @@ GpuDiscovery DiscoverGpus() {
   shutdown();
   dlclose(lib);
   return result;
+}
+
+GpuDriverFiles FindGpuDriverFiles() {
+  GpuDriverFiles files;
+  for (const char* device : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                             "/dev/nvidia-modeset"}) {
+    if (access(device, F_OK) == 0) files.control_devices.push_back(device);
+  }
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu"}) {
+    DIR* d = opendir(dir);
+    if (d == nullptr) continue;
+    while (dirent* entry = readdir(d)) {
+      const std::string name = entry->d_name;
+      const bool driver = name.rfind("libcuda.so", 0) == 0 || name.rfind("libnvidia-", 0) == 0;
+      if (driver && name.find(".so") != std::string::npos) {
+        files.libraries.push_back(std::string(dir) + "/" + name);
+      }
+    }
+    closedir(d);
+  }
+  std::sort(files.libraries.begin(), files.libraries.end());
+  return files;
 }
 
 }  // namespace ringmaster::worker

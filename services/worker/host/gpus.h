@@ -20,6 +20,15 @@ struct GpuDiscovery {
 
 GpuDiscovery DiscoverGpus();
 
+// What a container needs of the NVIDIA driver beside its GPUs' /dev/nvidiaN: the control device
+// nodes present here, and the driver's user-space libraries (libcuda, libnvidia-*), which must
+// match the kernel module and so come from the host, never from an image.
+struct GpuDriverFiles {
+  std::vector<std::string> control_devices;
+  std::vector<std::string> libraries;
+};
+GpuDriverFiles FindGpuDriverFiles();
+
 }  // namespace ringmaster::worker
 
 #endif  // RINGMASTER_SERVICES_WORKER_HOST_GPUS_H_

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/tls.h"
 #include "rpc/agent_client.h"
+#include "rpc/container_convert.h"
 #include "rpc/local_socket.h"
 
 namespace ringmaster::worker {
@@ -135,11 +136,13 @@ grpc::Status AgentServiceImpl::StartRank(grpc::ServerContext* ctx, const v1::Sta
     return ToGrpcStatus(s);
   }
   absl::StatusOr<StartedRank> started =
-      agent_->StartRank(req->job_id(), req->attempt(), req->token(), req->mpi_rank(), req->pid());
+      agent_->StartRank(req->job_id(), req->attempt(), req->token(), req->mpi_rank(), req->pid(),
+                        req->image_digest());
   if (!started.ok()) return ToGrpcStatus(started.status());
   resp->set_rank(started->rank);
   resp->set_log_path(started->log_path);
   for (const auto& [k, v] : started->env) (*resp->mutable_env())[k] = v;
+  if (started->container) *resp->mutable_container() = ToProto(*started->container);
   return grpc::Status::OK;
 }
 

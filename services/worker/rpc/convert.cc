@@ -38,6 +38,17 @@ Assignment FromProto(const v1::Assignment& proto) {
   a.check_on_gpus = proto.check_transport() == "gpu";
   a.check_separately = proto.check_separately();
   a.check_token = proto.check_token();
+  if (!spec.image().empty()) {
+    JobImage image;
+    image.reference = spec.image();
+    image.digest = proto.image_digest();
+    for (const v1::AssignedMount& m : proto.mounts()) {
+      image.mounts.push_back({m.volume(), m.host_path(), m.container_path(), m.read_only()});
+    }
+    image.shm_size_bytes = spec.shm_size_bytes();
+    image.workdir = spec.workdir();
+    a.image = std::move(image);
+  }
   return a;
 }
 
@@ -98,6 +109,10 @@ v1::RankStatus ToProto(const RankStatus& status) {
       }
       break;
     }
+    case RankStatus::Kind::kImageResolved:
+      proto.set_kind(v1::RankStatus::KIND_IMAGE_RESOLVED);
+      proto.set_image_digest(status.image_digest);
+      break;
     case RankStatus::Kind::kChecked:  // sent as a CheckResult (scheduler_session.cc)
       break;
   }

@@ -1,0 +1,160 @@
+#include "image_puller.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/utf8.h"
+#include "core/container.h"
+#include "host/process.h"
+#include "host/runtime.h"
+
+namespace ringmaster::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kKeepFinished = std::chrono::minutes(10);
+
+}  // namespace
+
+std::string PullFailureReason(const std::string& output, int exit_code) {
+  std::string reason;
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty()) continue;
+    absl::ConsumePrefix(&line, "Error: ");
+    reason = std::string(line);
+  }
+  if (reason.empty()) return absl::StrCat("the runtime exited with code ", exit_code);
+  return Utf8Prefix(reason, 512);
+}
+
+ImagePuller::~ImagePuller() {
+  std::map<std::string, std::shared_ptr<Pull>> pulls;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pulls.swap(pulls_);
+  }
+  for (auto& [key, pull] : pulls) {
+    if (pull->thread.joinable()) pull->thread.join();
+  }
+}
+
+absl::StatusOr<std::string> ImagePuller::Run(const std::string& reference) {
+  const Clock::time_point deadline = Clock::now() + options_.timeout;
+  absl::StatusOr<ImageReference> ref = ParseImageReference(reference);
+  if (!ref.ok()) return ref.status();
+  auto inspect = [&]() {
+    return RunCaptured({options_.runtime, "image", "inspect", "--format", "{{.Digest}}", reference},
+                       options_.env, deadline);
+  };
+  // An image named by its digest that is here already needs no registry.
+  if (!ref->digest.empty()) {
+    if (CapturedRun here = inspect(); here.exit.exit_code == 0 && here.exit.signal == 0) {
+      return ref->digest;
+    }
+  }
+  // localhost/NAME is an image of this worker's own store (`podman build`, `podman import`):
+  // never pulled, and it must be on every worker that runs the job.
+  if (absl::StartsWith(ref->repository, "localhost/")) {
+    CapturedRun here = inspect();
+    std::string text(absl::StripAsciiWhitespace(here.text));
+    if (here.exit.ShellCode() != 0 || !IsImageDigest(text)) {
+      return absl::NotFoundError(absl::StrCat(
+          "image ", reference, " is not in this worker's image store (localhost/ images are "
+          "never pulled: build or import it on every worker, or push it to a registry)"));
+    }
+    return ref->digest.empty() ? text : ref->digest;
+  }
+  std::vector<std::string> argv = {options_.runtime, "pull", "--quiet"};
+  argv.insert(argv.end(), options_.pull_args.begin(), options_.pull_args.end());
+  argv.push_back(reference);
+  CapturedRun pulled = RunCaptured(argv, options_.env, deadline);
+  if (pulled.timed_out) {
+    return absl::UnavailableError(absl::StrCat("cannot pull image ", reference, ": no pull within ",
+                                               options_.timeout.count() / 1000, " s"));
+  }
+  if (pulled.exit.ShellCode() != 0) {
+    const std::string why = PullFailureReason(pulled.text, pulled.exit.ShellCode());
+    const std::string lower = absl::AsciiStrToLower(why);
+    const std::string message = absl::StrCat("cannot pull image ", reference, ": ", why);
+    if (absl::StrContains(lower, "manifest unknown") || absl::StrContains(lower, "not found") ||
+        absl::StrContains(lower, "name unknown")) {
+      return absl::NotFoundError(message);
+    }
+    if (absl::StrContains(lower, "connection refused") || absl::StrContains(lower, "no such host") ||
+        absl::StrContains(lower, "timeout")) {
+      return absl::UnavailableError(message);
+    }
+    return absl::FailedPreconditionError(message);
+  }
+  if (!ref->digest.empty()) return ref->digest;
+  CapturedRun digest = inspect();
+  std::string text(absl::StripAsciiWhitespace(digest.text));
+  if (digest.exit.ShellCode() != 0 || !IsImageDigest(text)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "pulled image ", reference, " but cannot read its digest: ",
+        PullFailureReason(digest.text, digest.exit.ShellCode())));
+  }
+  return text;
+}
+
+std::shared_ptr<ImagePuller::Pull> ImagePuller::StartLocked(const std::string& key,
+                                                            const std::string& reference) {
+  // Finished pulls are kept a while for the ranks that ask after the launcher; then forgotten.
+  const Clock::time_point now = Clock::now();
+  for (auto old = pulls_.begin(); old != pulls_.end();) {
+    if (old->first != key && old->second->done && now - old->second->done_at > kKeepFinished) {
+      if (old->second->thread.joinable()) old->second->thread.join();
+      old = pulls_.erase(old);
+    } else {
+      ++old;
+    }
+  }
+  auto it = pulls_.find(key);
+  if (it != pulls_.end()) {
+    // A failed pull is tried again by the next attempt that asks; a good one is kept.
+    if (!it->second->done || it->second->digest.ok()) return it->second;
+    if (it->second->thread.joinable()) it->second->thread.join();
+    pulls_.erase(it);
+  }
+  auto pull = std::make_shared<Pull>();
+  pulls_[key] = pull;
+  pull->thread = std::thread([this, pull, reference] {
+    absl::StatusOr<std::string> digest = Run(reference);
+    std::lock_guard<std::mutex> lock(mu_);
+    pull->digest = std::move(digest);
+    pull->done = true;
+    pull->done_at = Clock::now();
+    changed_.notify_all();
+  });
+  return pull;
+}
+
+void ImagePuller::Start(const std::string& reference, const std::string& generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  (void)StartLocked(absl::StrCat(reference, "\n", generation), reference);
+}
+
+absl::StatusOr<std::string> ImagePuller::Wait(const std::string& reference,
+                                              const std::string& generation,
+                                              std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::shared_ptr<Pull> pull = StartLocked(absl::StrCat(reference, "\n", generation), reference);
+  if (!changed_.wait_for(lock, wait, [&] { return pull->done; })) {
+    return absl::UnavailableError(
+        absl::StrCat("image ", reference, " is still being pulled on this worker"));
+  }
+  return pull->digest;
+}
+
+}  // namespace ringmaster::worker

@@ -1,0 +1,76 @@
+// ImagePuller: brings job images onto this worker with the container runtime, one pull per
+// image however many attempts and ranks want it at once, and says which digest each reference
+// resolved to (docs/environments.md, "Images").
+//
+// Threads: each pull runs on a thread of its own, which Pull starts and the destructor joins;
+// callers wait on the pull's result with a deadline. Locks: mu_ guards the table of pulls; the
+// runtime runs without it.
+#ifndef RINGMASTER_SERVICES_WORKER_IMAGE_PULLER_H_
+#define RINGMASTER_SERVICES_WORKER_IMAGE_PULLER_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+
+namespace ringmaster::worker {
+
+struct ImagePullerOptions {
+  std::string runtime = "podman";
+  // Added to every `RUNTIME pull` (the operator's --image-pull-args, e.g. --tls-verify=false
+  // for a plain-HTTP registry on loopback).
+  std::vector<std::string> pull_args;
+  std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+  // The runtime's environment (PATH, and REGISTRY_AUTH_FILE where credentials are kept).
+  std::map<std::string, std::string> env;
+};
+
+class ImagePuller {
+ public:
+  explicit ImagePuller(ImagePullerOptions options) : options_(std::move(options)) {}
+  ~ImagePuller();
+  ImagePuller(const ImagePuller&) = delete;
+  ImagePuller& operator=(const ImagePuller&) = delete;
+
+  // Starts pulling `reference` unless a pull of it for `generation` (the job) is under way or
+  // done: each job that names a tag pulls it, so that it runs what the tag points at when it is
+  // first placed; a reference with a digest that is here already is not pulled at all.
+  void Start(const std::string& reference, const std::string& generation);
+  // Waits up to `wait` for the pull Start began (starting one if none) and returns the digest
+  // the reference resolved to. The error names the image and the runtime's reason
+  // (UNAVAILABLE for a registry that cannot be reached or a time limit, NOT_FOUND for no such
+  // image, FAILED_PRECONDITION otherwise).
+  absl::StatusOr<std::string> Wait(const std::string& reference, const std::string& generation,
+                                   std::chrono::milliseconds wait);
+
+ private:
+  struct Pull {
+    bool done = false;
+    std::chrono::steady_clock::time_point done_at;
+    absl::StatusOr<std::string> digest = std::string();
+    std::thread thread;
+  };
+  absl::StatusOr<std::string> Run(const std::string& reference);
+  std::shared_ptr<Pull> StartLocked(const std::string& key, const std::string& reference)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ImagePullerOptions options_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<std::string, std::shared_ptr<Pull>> pulls_ ABSL_GUARDED_BY(mu_);
+};
+
+// The runtime's own words on a failed pull, cut to what a user needs: the last line that says
+// something, without the runtime's "Error: " prefix; `code` 125 with nothing printed says so.
+std::string PullFailureReason(const std::string& output, int exit_code);
+
+}  // namespace ringmaster::worker
+
+#endif  // RINGMASTER_SERVICES_WORKER_IMAGE_PULLER_H_
