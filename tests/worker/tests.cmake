@@ -11,6 +11,7 @@ ringmaster_test(worker_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/teardown_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/assignment_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/layout_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/container_test.cc
   LIBS ringmaster_worker_core)
 
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
@@ -28,6 +29,20 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
       add_dependencies(worker_e2e_test ${target})
     endif()
   endforeach()
+endif()
+
+# Jobs in their own images: ranks in Podman containers, pulled from a registry on loopback.
+if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
+  ringmaster_test(container_e2e_test e2e
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
+      ${CMAKE_CURRENT_LIST_DIR}/container_e2e_test.cc
+      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
+    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+      PkgConfig::PQXX)
+  add_dependencies(container_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
+    ringmaster-rank ringmaster-check)
+  set_tests_properties(container_e2e_test PROPERTIES TIMEOUT 900)
 endif()
 
 # The worker's host layer (files, /proc, pipes, ports) and its Agent driven directly.

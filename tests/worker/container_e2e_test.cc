@@ -1,0 +1,260 @@
+// End to end: jobs that name an image run every rank in a Podman container of it. A real
+// scheduler, Postgres, Redis, two workers (127.0.0.2, .3) with Podman, a local registry
+// (Debian's docker-registry on loopback) holding the test image (docker/make-job-image.sh:
+// Debian 12's python3, mpi4py and Open MPI), and real mpirun rings across the workers:
+//   - a 4-rank mpi4py ring in the image across both workers (the hybrid model: mpirun and orted
+//     on the hosts, the ranks in containers), pinned to the digest the tag resolved to;
+//   - a torch.distributed-style program (plain sockets on MASTER_ADDR:MASTER_PORT, no MPI);
+//   - an image that does not exist ends FAILED naming it, and both workers stay healthy;
+//   - kill -9 of a worker in the middle of a containerized job leaves no container of it once
+//     the worker restarts.
+// Needs podman and docker-registry (scripts/setup installs both) and root; without them it is
+// skipped, unless RINGMASTER_REQUIRE_CONTAINERS=1 (scripts/test sets it), where it fails.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/net.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "support/http_get.h"
+#include "support/wait_for.h"
+#include "worker/cluster.h"
+
+namespace ringmaster::test {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+constexpr const char* kLocalImage = "localhost/ringmaster/job:bookworm";
+
+// Runs a shell command; its exit code and output.
+std::pair<int, std::string> Sh(const std::string& command) {
+  std::string out;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, "popen failed"};
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+bool Have(const std::string& program) {
+  return Sh(absl::StrCat("command -v ", program)).first == 0;
+}
+
+// Containers (running or not) labelled with worker `id`.
+std::vector<std::string> ContainersOf(const std::string& id) {
+  auto [code, out] =
+      Sh(absl::StrCat("podman ps --all --format '{{.Names}}' --filter label=ringmaster.worker=", id));
+  std::vector<std::string> names;
+  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipWhitespace())) {
+    names.emplace_back(absl::StripAsciiWhitespace(line));
+  }
+  return names;
+}
+
+class ContainerE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const bool required = std::getenv("RINGMASTER_REQUIRE_CONTAINERS") != nullptr &&
+                          std::string(std::getenv("RINGMASTER_REQUIRE_CONTAINERS")) == "1";
+    std::string missing;
+    if (geteuid() != 0) missing = "root";
+    for (const char* program : {"podman", "docker-registry", "debootstrap"}) {
+      if (!Have(program)) missing = program;
+    }
+    if (!missing.empty()) {
+      skip_ = absl::StrCat("containers need ", missing, " (scripts/setup installs it)");
+      if (required) FAIL() << skip_ << " and RINGMASTER_REQUIRE_CONTAINERS=1";
+      return;
+    }
+    auto [made, made_out] =
+        Sh(absl::StrCat(RINGMASTER_SOURCE_DIR "/docker/make-job-image.sh ", kLocalImage));
+    ASSERT_EQ(made, 0) << made_out;
+
+    // The registry: loopback only, plain HTTP (the workers pull with --tls-verify=false).
+    dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/container-e2e-", getpid()));
+    std::filesystem::create_directories(*dir_ + "/registry");
+    auto port = PickFreePort();
+    ASSERT_TRUE(port.ok()) << port.status();
+    registry_ = new std::string(absl::StrCat("127.0.0.1:", *port));
+    {
+      std::ofstream config(*dir_ + "/registry.yml");
+      config << "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: "
+             << *dir_ << "/registry\nhttp:\n  addr: " << *registry_ << "\n";
+    }
+    auto registry = Subprocess::Start({"docker-registry", "serve", *dir_ + "/registry.yml"});
+    ASSERT_TRUE(registry.ok()) << registry.status();
+    registry_process_ = registry->release();
+    const int registry_port = *port;
+    ASSERT_TRUE(WaitFor([&] { return !HttpGet(registry_port, "/v2/").empty(); }, 15s))
+        << registry_process_->LogTail();
+    image_ = new std::string(absl::StrCat(*registry_, "/team/mpi:1"));
+    auto [pushed, push_out] =
+        Sh(absl::StrCat("podman push --quiet --tls-verify=false ", kLocalImage, " ", *image_));
+    ASSERT_EQ(pushed, 0) << push_out;
+
+    auto cluster = Cluster::Start();
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = cluster->release();
+    for (int i = 2; i <= 3; ++i) {
+      WorkerConfig config;
+      config.id = absl::StrCat("ct", i, "-", getpid());
+      config.address = absl::StrCat("127.0.0.", i);
+      config.cpu_slots = 2;
+      config.extra_args = {"--image-pull-args", "--tls-verify=false"};
+      ASSERT_TRUE(cluster_->AddWorker(config).ok());
+    }
+    ASSERT_TRUE(cluster_->WaitWorkersReady(2).ok()) << cluster_->Logs();
+  }
+
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+    delete registry_process_;
+    registry_process_ = nullptr;
+    if (dir_ != nullptr) {
+      std::error_code ignored;
+      std::filesystem::remove_all(*dir_, ignored);
+    }
+  }
+
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_NE(cluster_, nullptr);
+  }
+
+  static v1::JobSpec ImageJob(const std::string& name, int replicas,
+                              std::vector<std::string> argv) {
+    v1::JobSpec spec;
+    spec.set_name(name);
+    spec.set_replicas(replicas);
+    spec.set_image(*image_);
+    for (const std::string& a : argv) spec.mutable_command()->add_argv(a);
+    return spec;
+  }
+
+  static std::string AllLogs(const v1::Job& job) {
+    std::string logs;
+    for (const v1::RankPlacement& r : job.placement()) {
+      for (auto& w : cluster_->workers()) {
+        if (w->config().id != r.worker_id()) continue;
+        auto log = cluster_->RankLog(w->agent_addr(), job.id(), r.rank());
+        logs += log.ok() ? *log : std::string(log.status().message());
+      }
+    }
+    return logs;
+  }
+
+  static inline Cluster* cluster_ = nullptr;
+  static inline Subprocess* registry_process_ = nullptr;
+  static inline std::string* dir_ = nullptr;
+  static inline std::string* registry_ = nullptr;
+  static inline std::string* image_ = nullptr;
+  static inline std::string skip_;
+};
+
+TEST_F(ContainerE2eTest, AnMpi4pyRingRunsInTheImageAcrossTwoWorkers) {
+  // Each rank prints its rank, the ring's size, the image's Python and whether it is in a
+  // container (Podman's /run/.containerenv): the host has no mpi4py of this version to fake it.
+  auto id = cluster_->Submit(ImageJob(
+      "ring", 4,
+      {"python3", "-c",
+       "import os\nfrom mpi4py import MPI\nc = MPI.COMM_WORLD\n"
+       "s = c.allreduce(c.Get_rank(), op=MPI.SUM)\n"
+       "print('rank', c.Get_rank(), 'of', c.Get_size(), 'sum', s, 'container',"
+       " os.path.exists('/run/.containerenv'), flush=True)\n"}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  v1::Job job = cluster_->WaitState(*id, v1::JOB_STATE_SUCCEEDED, 180s);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.message() << cluster_->Logs();
+  std::set<std::string> workers;
+  for (const auto& r : job.placement()) workers.insert(r.worker_id());
+  EXPECT_EQ(workers.size(), 2u) << "the ring must span both workers";
+  const std::string logs = AllLogs(job);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_THAT(logs, HasSubstr(absl::StrCat("rank ", r, " of 4 sum 6 container True"))) << logs;
+  }
+  for (auto& w : cluster_->workers()) EXPECT_THAT(ContainersOf(w->config().id), ::testing::IsEmpty());
+}
+
+TEST_F(ContainerE2eTest, ATorchStyleProgramRendezvousesWithoutMpi) {
+  // Rank 0 listens on MASTER_ADDR:MASTER_PORT; every other rank connects and sends its RANK;
+  // rank 0 checks it heard from WORLD_SIZE - 1 distinct ranks. No MPI is imported.
+  const std::string program =
+      "import os, socket, sys, time\n"
+      "rank, world = int(os.environ['RANK']), int(os.environ['WORLD_SIZE'])\n"
+      "addr, port = os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT'])\n"
+      "assert 'mpi4py' not in sys.modules\n"
+      "if rank == 0:\n"
+      "    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+      "    s.bind((addr, port)); s.listen(world)\n"
+      "    seen = set()\n"
+      "    while len(seen) < world - 1:\n"
+      "        c, _ = s.accept(); seen.add(int(c.recv(16))); c.close()\n"
+      "    print('rendezvous of', world, 'ranks:', sorted(seen), flush=True)\n"
+      "else:\n"
+      "    for _ in range(300):\n"
+      "        try:\n"
+      "            c = socket.create_connection((addr, port)); break\n"
+      "        except OSError:\n"
+      "            time.sleep(0.1)\n"
+      "    c.sendall(str(rank).encode()); c.close()\n"
+      "    print('rank', rank, 'joined', addr, port, flush=True)\n";
+  auto id = cluster_->Submit(ImageJob("torch-style", 3, {"python3", "-c", program}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  v1::Job job = cluster_->WaitState(*id, v1::JOB_STATE_SUCCEEDED, 180s);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.message() << cluster_->Logs();
+  EXPECT_THAT(AllLogs(job), HasSubstr("rendezvous of 3 ranks: [1, 2]"));
+}
+
+TEST_F(ContainerE2eTest, AnImageThatDoesNotExistFailsNamingItAndNoWorkerIsBlamed) {
+  v1::JobSpec spec = ImageJob("no-image", 2, {"true"});
+  const std::string missing = absl::StrCat(*registry_, "/team/nothing-here:1");
+  spec.set_image(missing);
+  auto id = cluster_->Submit(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  v1::Job job = cluster_->WaitState(*id, v1::JOB_STATE_FAILED, 120s);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.message();
+  EXPECT_THAT(job.message(), HasSubstr(missing));
+  // Both workers still take jobs: the next image job runs.
+  auto next = cluster_->Submit(ImageJob("after-missing", 4, {"true"}));
+  ASSERT_TRUE(next.ok()) << next.status();
+  v1::Job after = cluster_->WaitState(*next, v1::JOB_STATE_SUCCEEDED, 180s);
+  EXPECT_EQ(after.state(), v1::JOB_STATE_SUCCEEDED) << after.message() << cluster_->Logs();
+}
+
+TEST_F(ContainerE2eTest, AWorkerKilledMidJobLeavesNoContainerAfterItRestarts) {
+  auto id = cluster_->Submit(ImageJob("long", 4, {"sleep", "600"}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  v1::Job job = cluster_->WaitState(*id, v1::JOB_STATE_RUNNING, 180s);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.message() << cluster_->Logs();
+  WorkerProcess* victim = cluster_->workers().front().get();
+  const std::string victim_id = victim->config().id;
+  ASSERT_TRUE(WaitFor([&] { return ContainersOf(victim_id).size() == 2; }, 30s))
+      << absl::StrJoin(ContainersOf(victim_id), ",");
+  ASSERT_TRUE(victim->process().Kill(SIGKILL).ok());
+  ASSERT_TRUE(victim->process().Wait(10s).ok());
+  ASSERT_TRUE(cluster_->RestartWorker(victim_id).ok()) << cluster_->Logs();
+  EXPECT_TRUE(WaitFor([&] { return ContainersOf(victim_id).empty(); }, 60s))
+      << absl::StrJoin(ContainersOf(victim_id), ",") << cluster_->Logs();
+  EXPECT_TRUE(cluster_->Cancel(*id).ok());
+  for (auto& w : cluster_->workers()) {
+    const std::string wid = w->config().id;
+    EXPECT_TRUE(WaitFor([&] { return ContainersOf(wid).empty(); }, 60s))
+        << wid << ": " << absl::StrJoin(ContainersOf(wid), ",");
+  }
+}
+
+}  // namespace
+}  // namespace ringmaster::test
