@@ -30,5 +30,8 @@
 /* Other collective counter libraries to preload than those beside ringmaster-rank. */
 #define RM_ENV_PMPI_LIBRARY "RINGMASTER_PMPI_LIBRARY"
 #define RM_ENV_NCCL_LIBRARY "RINGMASTER_NCCL_LIBRARY"
+/* Set for ranks in containers: the Open MPI version of the workers' mpirun ("4.1.4"). The
+ * PMPI counter refuses an MPI_Init of another release series with a message that says so. */
+#define RM_ENV_HOST_OPEN_MPI "RINGMASTER_HOST_OPEN_MPI"
 
 #endif /* RINGMASTER_LIBS_RANK_RANK_ENV_H_ */

@@ -489,6 +489,7 @@ absl::StatusOr<ContainerRun> Agent::RankContainer(const Assignment& assignment, 
   host.user = user ? absl::StrCat(user->uid, ":", user->gid) : absl::StrCat(geteuid(), ":", getegid());
   host.simulated_gpus = options_.simulated_gpus;
   host.extra_args = options_.container_args;
+  host.host_open_mpi = options_.host_open_mpi;
   // What the rank reads and writes of the platform's, at the same path inside: its job's
   // checkpoints, the attempt's Open MPI session directories (PMIx's rendezvous files), the CA.
   if (!options_.checkpoint_root.empty()) {

@@ -191,6 +191,8 @@ struct AgentOptions {
   // Paths no volume may cover or lie in (the worker's certificates, state and the like), beside
   // its log, checkpoint and session directories, which are always kept out.
   std::vector<std::string> protected_paths;
+  // The Open MPI version of `mpirun` ("4.1.4"), which containers' MPI must match in its series.
+  std::string host_open_mpi;
 };
 
 struct StartedRank {

@@ -21,10 +21,12 @@
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/tls.h"
+#include "core/container.h"
 #include "core/inventory.h"
 #include "gpu_metrics_collector.h"
 #include "host/gpus.h"
 #include "host/helpers.h"
+#include "host/runtime.h"
 #include "host/nvml_sampler.h"
 #include "host/ports.h"
 #include "host/users.h"
@@ -258,6 +260,11 @@ int main(int argc, char** argv) {
   options.image_pull_timeout = std::chrono::seconds(pull_timeout);
   for (auto& [name, value] : CurrentEnvironment()) {
     if (name.rfind("RINGMASTER_", 0) != 0) options.runtime_env.emplace(name, value);
+  }
+  if (!options.container_runtime.empty()) {
+    const CapturedRun version = RunCaptured({options.mpirun, "--version"}, options.runtime_env,
+                                            std::chrono::steady_clock::now() + std::chrono::seconds(10));
+    options.host_open_mpi = OpenMpiVersion(version.text);
   }
   // Optional, unlike the helpers: a worker without a runtime still runs jobs on the host.
   if (!options.container_runtime.empty()) {

@@ -6,6 +6,9 @@
 //     on the hosts, the ranks in containers), pinned to the digest the tag resolved to;
 //   - a torch.distributed-style program (plain sockets on MASTER_ADDR:MASTER_PORT, no MPI);
 //   - an image that does not exist ends FAILED naming it, and both workers stay healthy;
+//   - a preempted containerized job gets SIGTERM in its container, saves in its grace into the
+//     checkpoint directory (mounted from the host), and its next attempt resumes from it, in
+//     the same digest;
 //   - kill -9 of a worker in the middle of a containerized job leaves no container of it once
 //     the worker restarts.
 // Needs podman and docker-registry (scripts/setup installs both) and root; without them it is
@@ -16,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -26,6 +30,7 @@
 #include "common/net.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ringmaster/v1/queue.grpc.pb.h"
 #include "support/http_get.h"
 #include "support/wait_for.h"
 #include "worker/cluster.h"
@@ -113,6 +118,7 @@ class ContainerE2eTest : public ::testing::Test {
       config.id = absl::StrCat("ct", i, "-", getpid());
       config.address = absl::StrCat("127.0.0.", i);
       config.cpu_slots = 2;
+      config.simulated_gpus = 2;
       config.extra_args = {"--image-pull-args", "--tls-verify=false"};
       ASSERT_TRUE(cluster_->AddWorker(config).ok());
     }
@@ -232,6 +238,85 @@ TEST_F(ContainerE2eTest, AnImageThatDoesNotExistFailsNamingItAndNoWorkerIsBlamed
   ASSERT_TRUE(next.ok()) << next.status();
   v1::Job after = cluster_->WaitState(*next, v1::JOB_STATE_SUCCEEDED, 180s);
   EXPECT_EQ(after.state(), v1::JOB_STATE_SUCCEEDED) << after.message() << cluster_->Logs();
+}
+
+TEST_F(ContainerE2eTest, APreemptedJobSavesOnSigtermInItsContainerAndResumes) {
+  // Two teams of one cohort, 2 t4 each; team A fills all four GPUs, its image job borrowing B's.
+  auto queues = v1::QueueService::NewStub(cluster_->scheduler().channel());
+  for (const char* name : {"ct-a", "ct-b"}) {
+    grpc::ClientContext ctx;
+    v1::CreateQueueRequest req;
+    v1::Queue* q = req.mutable_queue();
+    q->set_name(name);
+    q->set_cohort("ct-lab");
+    q->set_reclaim_within_cohort(v1::RECLAIM_WITHIN_COHORT_ANY);
+    (*q->mutable_resources())["t4"].set_nominal(2);
+    v1::QueueWithStatus resp;
+    grpc::Status s = queues->CreateQueue(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  auto on_t4 = [](v1::JobSpec spec, const std::string& queue) {
+    spec.set_queue(queue);
+    spec.set_gpus_per_replica(1);
+    spec.set_gpu_type("t4");
+    return spec;
+  };
+  v1::JobSpec sleeper;
+  sleeper.set_name("a-first");
+  sleeper.set_replicas(2);
+  for (const char* a : {"/bin/sh", "-c", "sleep 600"}) sleeper.mutable_command()->add_argv(a);
+  auto first = cluster_->Submit(on_t4(sleeper, "ct-a"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(cluster_->WaitState(*first, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+
+  // A first attempt steps until SIGTERM, when rank 0 saves its step in the checkpoint
+  // directory; an attempt that finds a checkpoint resumes from it and ends after 5 more steps.
+  const std::string program =
+      "import os, signal, sys, time\n"
+      "path = os.path.join(os.environ['RINGMASTER_CHECKPOINT_DIR'], 'step')\n"
+      "rank = int(os.environ['RANK'])\n"
+      "step, resumed = 0, os.path.exists(path)\n"
+      "if resumed:\n"
+      "    step = int(open(path).read()); print('resumed at step', step, flush=True)\n"
+      "stop = []\n"
+      "signal.signal(signal.SIGTERM, lambda *_: stop.append(1))\n"
+      "while not stop and (not resumed or step < int(open(path).read()) + 5):\n"
+      "    step += 1; print('step', step, flush=True); time.sleep(0.05)\n"
+      "if stop:\n"
+      "    if rank == 0:\n"
+      "        open(path + '.tmp', 'w').write(str(step)); os.rename(path + '.tmp', path)\n"
+      "    print('saved step', step, 'on SIGTERM', flush=True); sys.exit(143)\n";
+  auto id = cluster_->Submit(on_t4(ImageJob("a-image", 2, {"python3", "-c", program}), "ct-a"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(cluster_->WaitState(*id, v1::JOB_STATE_RUNNING, 120s).state(), v1::JOB_STATE_RUNNING);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto j = cluster_->GetJob(*id);
+        return j.ok() && absl::StrContains(AllLogs(*j), "step 10\n");
+      },
+      60s));
+
+  v1::JobSpec claim = sleeper;
+  claim.set_name("b-own-share");
+  claim.mutable_command()->set_argv(2, "sleep 1");
+  auto b = cluster_->Submit(on_t4(claim, "ct-b"));
+  ASSERT_TRUE(b.ok()) << b.status();
+
+  v1::Job job = cluster_->WaitState(*id, v1::JOB_STATE_SUCCEEDED, 180s);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.ShortDebugString() << cluster_->Logs();
+  EXPECT_EQ(job.attempt(), 1);
+  EXPECT_EQ(job.image_digest().rfind("sha256:", 0), 0u) << job.ShortDebugString();
+  std::string before, after;
+  for (auto& w : cluster_->workers()) {
+    if (auto log = cluster_->RankLog(w->agent_addr(), *id, 0, 0); log.ok()) before = *log;
+    if (auto log = cluster_->RankLog(w->agent_addr(), *id, 0, 1); log.ok()) after = *log;
+  }
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(before, m, std::regex("saved step ([0-9]+) on SIGTERM"))) << before;
+  const int saved_step = std::stoi(m[1].str());
+  EXPECT_THAT(after, HasSubstr(absl::StrCat("resumed at step ", saved_step, "\n"))) << after;
+  EXPECT_EQ(cluster_->WaitState(*b, v1::JOB_STATE_SUCCEEDED).state(), v1::JOB_STATE_SUCCEEDED);
+  ASSERT_TRUE(cluster_->Cancel(*first).ok());
 }
 
 TEST_F(ContainerE2eTest, AWorkerKilledMidJobLeavesNoContainerAfterItRestarts) {

@@ -120,6 +120,11 @@ TEST(PlanRankContainerTest, PassesOnlyTheRanksOwnGpusNumberedFromZero) {
   EXPECT_FALSE(PlanRankContainer(ImageAssignment(), 0, "sha256:short", host).ok());
 }
 
+TEST(OpenMpiVersionTest, ReadsMpirunsVersionLine) {
+  EXPECT_EQ(OpenMpiVersion("mpirun (Open MPI) 4.1.4\n\nReport bugs to ..."), "4.1.4");
+  EXPECT_EQ(OpenMpiVersion("HYDRA build details:"), "");
+}
+
 TEST(ContainerRunArgvTest, HostNamespacesNoPrivilegesAndTheProgramLast) {
   ContainerRun run;
   run.image = "r.local/team/py@" + kDigest;

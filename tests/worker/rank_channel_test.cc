@@ -2,15 +2,19 @@
 // PMPI library's promise to be harmless in programs that do not use MPI.
 #include "host/rank_channel.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/container.h"
+#include "rank/rank_env.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -121,6 +125,37 @@ TEST(PmpiLibraryTest, AWaitallOfManyNonblockingCollectivesCompletesEveryOne) {
   const rm_rank_snapshot s = (*channel)->Read();
   EXPECT_EQ(s.collectives_entered, static_cast<uint64_t>(kInFlight * kRounds + 1));
   EXPECT_EQ(s.collectives_completed, s.collectives_entered);
+}
+
+// A rank in a container whose MPI is of another Open MPI release series than the workers'
+// mpirun is stopped in MPI_Init with a message that says so; the same series passes.
+TEST(PmpiLibraryTest, AnMpiInitOfAnotherOpenMpiSeriesThanTheWorkersIsRefusedSayingSo) {
+  auto run = [](const std::string& host_version) {
+    const std::string out = absl::StrCat(::testing::TempDir(), "/series.out");
+    const std::string command = absl::StrCat(
+        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun -np 1 -x ",
+        "LD_PRELOAD=", RINGMASTER_PMPI_LIBRARY,
+        " -x ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 -x ", RM_ENV_HOST_OPEN_MPI, "=",
+        host_version, " ", RINGMASTER_NONBLOCKING_COLLECTIVES, " 1 1 > ", out, " 2>&1");
+    const int status = std::system(command.c_str());
+    std::ifstream in(out);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return std::pair<int, std::string>{WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+  };
+  auto [other, other_text] = run("3.1.6");
+  EXPECT_NE(other, 0) << other_text;
+  EXPECT_THAT(other_text, ::testing::HasSubstr("cannot join the workers' mpirun (Open MPI 3.1.6)"));
+  EXPECT_THAT(other_text, ::testing::HasSubstr("needs Open MPI 3.1.x in its image"));
+  // The machine's own version (what the workers' mpirun says) passes.
+  FILE* p = popen("mpirun --version 2>&1", "r");
+  ASSERT_NE(p, nullptr);
+  char line[256] = "";
+  ASSERT_NE(fgets(line, sizeof(line), p), nullptr);
+  pclose(p);
+  const std::string own = OpenMpiVersion(line);
+  ASSERT_FALSE(own.empty()) << line;
+  auto [same, same_text] = run(own);
+  EXPECT_EQ(same, 0) << same_text;
 }
 #endif
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/string_view.h"
+#include "rank/rank_env.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -214,6 +215,7 @@ absl::StatusOr<ContainerRun> PlanRankContainer(const Assignment& assignment, int
     run.mounts.push_back({m.host_path, m.container_path, m.read_only});
   }
   run.shm_size_bytes = image.shm_size_bytes;
+  if (!host.host_open_mpi.empty()) run.env_values[RM_ENV_HOST_OPEN_MPI] = host.host_open_mpi;
   if (run.shm_size_bytes > 0 && !host.session_dir.empty()) {
     run.env_values["OMPI_MCA_btl_vader_backing_directory"] = host.session_dir;
   }
@@ -236,6 +238,19 @@ absl::StatusOr<ContainerRun> PlanRankContainer(const Assignment& assignment, int
     run.env_values["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(visible, ",");
   }
   return run;
+}
+
+std::string OpenMpiVersion(const std::string& mpirun_version_output) {
+  const std::string kMarker = "(Open MPI) ";
+  const size_t at = mpirun_version_output.find(kMarker);
+  if (at == std::string::npos) return "";
+  std::string version;
+  for (size_t i = at + kMarker.size(); i < mpirun_version_output.size(); ++i) {
+    const char c = mpirun_version_output[i];
+    if (!absl::ascii_isdigit(c) && c != '.') break;
+    version.push_back(c);
+  }
+  return version;
 }
 
 std::string RankContainerName(const std::string& job_id, int32_t attempt, int32_t rank) {

@@ -111,7 +111,14 @@ struct ContainerHost {
   std::vector<ContainerMount> driver_mounts;
   bool simulated_gpus = false;
   std::vector<std::string> extra_args;
+  // The workers' Open MPI version ("4.1.4"; empty: unknown), which an MPI rank's image must
+  // match in its release series: its MPI_Init checks (RINGMASTER_HOST_OPEN_MPI).
+  std::string host_open_mpi;
 };
+
+// "4.1.4" from `mpirun --version`'s first line ("mpirun (Open MPI) 4.1.4"); empty when it is
+// not Open MPI's.
+std::string OpenMpiVersion(const std::string& mpirun_version_output);
 
 // The container of placed rank `rank` of `assignment` (which has an image), running
 // REPOSITORY@`digest`: the job's volumes, the platform's mounts, the rank's GPUs (only its own:

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rank/check_result.h"
 #include "rank/rank_channel.h"
@@ -556,7 +557,47 @@ static void* RealFunction(const char* name) {
   return mpi != NULL ? dlsym(mpi, name) : NULL;
 }
 
+/* "MAJOR.MINOR" of an Open MPI version text ("Open MPI v4.1.4, package: ..." or "4.1.4") into
+ * `out`; 0 when there is none. */
+static int ReleaseSeries(const char* text, char* out, size_t size) {
+  const char* v = strstr(text, "Open MPI v");
+  v = v != NULL ? v + strlen("Open MPI v") : text;
+  int major = 0, minor = 0;
+  if (sscanf(v, "%d.%d", &major, &minor) != 2) return 0;
+  snprintf(out, size, "%d.%d", major, minor);
+  return 1;
+}
+
+/* A rank in a container runs the image's Open MPI under the workers' mpirun and orted: their
+ * PMIx and launch protocols are kept within a release series only, and across series MPI_Init
+ * fails or hangs with messages that do not say why. Said plainly instead, before trying. */
+static void CheckReleaseSeries(void) {
+  const char* host = getenv(RM_ENV_HOST_OPEN_MPI);
+  if (host == NULL || host[0] == '\0') return;
+  int (*version)(char*, int*) = (int (*)(char*, int*))RealFunction("MPI_Get_library_version");
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int length = 0;
+  if (version != NULL) version(text, &length);
+  char want[32], have[32];
+  if (!ReleaseSeries(host, want, sizeof(want))) return;
+  if (strstr(text, "Open MPI") != NULL && ReleaseSeries(text, have, sizeof(have)) &&
+      strcmp(want, have) == 0) {
+    return;
+  }
+  char* newline = strchr(text, '\n');
+  if (newline != NULL) *newline = '\0';
+  fprintf(stderr,
+          "ringmaster: this image's MPI (%s) cannot join the workers' mpirun (Open MPI %s): a "
+          "rank in a container needs Open MPI %s.x in its image (docs/environments.md, \"MPI "
+          "inside containers\"), or a program that does its own rendezvous from MASTER_ADDR "
+          "and MASTER_PORT without MPI\n",
+          text[0] != '\0' ? text : "unknown", host, want);
+  fflush(stderr);
+  _exit(1);
+}
+
 RM_EXPORT int MPI_Init(int* argc, char*** argv) {
+  CheckReleaseSeries();
   int (*real)(int*, char***) = (int (*)(int*, char***))RealFunction("PMPI_Init");
   if (real == NULL) return MPI_ERR_OTHER;
   const int rc = real(argc, argv);
@@ -565,6 +606,7 @@ RM_EXPORT int MPI_Init(int* argc, char*** argv) {
 }
 
 RM_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  CheckReleaseSeries();
   int (*real)(int*, char***, int, int*) =
       (int (*)(int*, char***, int, int*))RealFunction("PMPI_Init_thread");
   if (real == NULL) return MPI_ERR_OTHER;
