@@ -49,7 +49,8 @@ Agent::Agent(AgentOptions options, prometheus::Registry* registry)
       images_(ImagePullerOptions{.runtime = options_.container_runtime,
                                  .pull_args = options_.image_pull_args,
                                  .timeout = options_.image_pull_timeout,
-                                 .env = options_.runtime_env}),
+                                 .env = options_.runtime_env,
+                                 .cache_bytes = options_.image_cache_bytes}),
       table_(
           options_.inventory.worker_id, options_.clean_exit_wait, metrics_,
           [this] { return options_.now ? options_.now() : Clock::now(); },

@@ -186,6 +186,7 @@ struct AgentOptions {
   std::vector<std::string> container_args;
   std::vector<std::string> image_pull_args;
   std::chrono::milliseconds image_pull_timeout{std::chrono::minutes(10)};
+  int64_t image_cache_bytes = 0;  // the image store's bound; 0: none
   // The runtime's environment (the worker's own, for PATH and the runtime's settings).
   std::map<std::string, std::string> runtime_env;
   // Paths no volume may cover or lie in (the worker's certificates, state and the like), beside

@@ -9,11 +9,14 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/utf8.h"
+#include "common/log.h"
 #include "core/container.h"
+#include "core/image_cache.h"
 #include "host/process.h"
 #include "host/runtime.h"
 
@@ -49,31 +52,37 @@ ImagePuller::~ImagePuller() {
   }
 }
 
-absl::StatusOr<std::string> ImagePuller::Run(const std::string& reference) {
+absl::StatusOr<ImagePuller::Pulled> ImagePuller::Run(const std::string& reference) {
   const Clock::time_point deadline = Clock::now() + options_.timeout;
   absl::StatusOr<ImageReference> ref = ParseImageReference(reference);
   if (!ref.ok()) return ref.status();
-  auto inspect = [&]() {
-    return RunCaptured({options_.runtime, "image", "inspect", "--format", "{{.Digest}}", reference},
-                       options_.env, deadline);
+  // "ID DIGEST" of the reference in the store.
+  auto inspect = [&]() -> absl::StatusOr<Pulled> {
+    CapturedRun run = RunCaptured(
+        {options_.runtime, "image", "inspect", "--format", "{{.Id}} {{.Digest}}", reference},
+        options_.env, deadline);
+    std::vector<std::string> words =
+        absl::StrSplit(absl::StripAsciiWhitespace(run.text), ' ', absl::SkipEmpty());
+    if (run.exit.ShellCode() != 0 || words.size() != 2 || !IsImageDigest(words[1])) {
+      return absl::NotFoundError(PullFailureReason(run.text, run.exit.ShellCode()));
+    }
+    return Pulled{words[1], words[0]};
   };
   // An image named by its digest that is here already needs no registry.
   if (!ref->digest.empty()) {
-    if (CapturedRun here = inspect(); here.exit.exit_code == 0 && here.exit.signal == 0) {
-      return ref->digest;
-    }
+    if (absl::StatusOr<Pulled> here = inspect(); here.ok()) return Pulled{ref->digest, here->id};
   }
   // localhost/NAME is an image of this worker's own store (`podman build`, `podman import`):
   // never pulled, and it must be on every worker that runs the job.
   if (absl::StartsWith(ref->repository, "localhost/")) {
-    CapturedRun here = inspect();
-    std::string text(absl::StripAsciiWhitespace(here.text));
-    if (here.exit.ShellCode() != 0 || !IsImageDigest(text)) {
+    absl::StatusOr<Pulled> here = inspect();
+    if (!here.ok()) {
       return absl::NotFoundError(absl::StrCat(
           "image ", reference, " is not in this worker's image store (localhost/ images are "
           "never pulled: build or import it on every worker, or push it to a registry)"));
     }
-    return ref->digest.empty() ? text : ref->digest;
+    if (!ref->digest.empty()) here->digest = ref->digest;
+    return here;
   }
   std::vector<std::string> argv = {options_.runtime, "pull", "--quiet"};
   argv.insert(argv.end(), options_.pull_args.begin(), options_.pull_args.end());
@@ -97,15 +106,51 @@ absl::StatusOr<std::string> ImagePuller::Run(const std::string& reference) {
     }
     return absl::FailedPreconditionError(message);
   }
-  if (!ref->digest.empty()) return ref->digest;
-  CapturedRun digest = inspect();
-  std::string text(absl::StripAsciiWhitespace(digest.text));
-  if (digest.exit.ShellCode() != 0 || !IsImageDigest(text)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "pulled image ", reference, " but cannot read its digest: ",
-        PullFailureReason(digest.text, digest.exit.ShellCode())));
+  absl::StatusOr<Pulled> pulled_image = inspect();
+  if (!pulled_image.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("pulled image ", reference,
+                                                      " but cannot read its digest: ",
+                                                      pulled_image.status().message()));
   }
-  return text;
+  if (!ref->digest.empty()) pulled_image->digest = ref->digest;
+  return pulled_image;
+}
+
+void ImagePuller::Evict(const std::string& id) {
+  if (options_.cache_bytes <= 0) return;
+  std::map<std::string, Clock::time_point> used;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    int running = 0;
+    for (const auto& [key, pull] : pulls_) running += pull->done ? 0 : 1;
+    if (running > 1) return;  // this pull's own thread counts itself
+    used = last_used_;
+  }
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(60);
+  CapturedRun ids =
+      RunCaptured({options_.runtime, "image", "ls", "--quiet", "--no-trunc"}, options_.env, deadline);
+  if (ids.exit.ShellCode() != 0) return;
+  std::vector<std::string> argv = {options_.runtime, "image", "inspect", "--format",
+                                   "{{.Id}} {{.Size}}"};
+  for (absl::string_view line : absl::StrSplit(ids.text, '\n', absl::SkipWhitespace())) {
+    argv.emplace_back(absl::StripAsciiWhitespace(line));
+  }
+  CapturedRun sizes = RunCaptured(argv, options_.env, deadline);
+  std::vector<CachedImage> images;
+  for (absl::string_view line : absl::StrSplit(sizes.text, '\n', absl::SkipWhitespace())) {
+    std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    CachedImage image;
+    if (words.size() != 2 || !absl::SimpleAtoi(words[1], &image.size_bytes)) continue;
+    image.id = words[0];
+    if (auto it = used.find(image.id); it != used.end()) image.last_used = it->second;
+    images.push_back(std::move(image));
+  }
+  for (const std::string& victim : ImagesToEvict(images, options_.cache_bytes, {id})) {
+    // An image a container still uses is refused by the runtime: it stays, and is tried later.
+    CapturedRun removed = RunCaptured({options_.runtime, "image", "rm", victim}, options_.env, deadline);
+    RM_LOG(kInfo) << "image cache: " << (removed.exit.ShellCode() == 0 ? "removed " : "kept ")
+                  << victim << " (least recently used; bound " << options_.cache_bytes << " bytes)";
+  }
 }
 
 std::shared_ptr<ImagePuller::Pull> ImagePuller::StartLocked(const std::string& key,
@@ -123,16 +168,18 @@ std::shared_ptr<ImagePuller::Pull> ImagePuller::StartLocked(const std::string& k
   auto it = pulls_.find(key);
   if (it != pulls_.end()) {
     // A failed pull is tried again by the next attempt that asks; a good one is kept.
-    if (!it->second->done || it->second->digest.ok()) return it->second;
+    if (!it->second->done || it->second->result.ok()) return it->second;
     if (it->second->thread.joinable()) it->second->thread.join();
     pulls_.erase(it);
   }
   auto pull = std::make_shared<Pull>();
   pulls_[key] = pull;
   pull->thread = std::thread([this, pull, reference] {
-    absl::StatusOr<std::string> digest = Run(reference);
+    absl::StatusOr<Pulled> result = Run(reference);
+    if (result.ok()) Evict(result->id);
     std::lock_guard<std::mutex> lock(mu_);
-    pull->digest = std::move(digest);
+    if (result.ok()) last_used_[result->id] = Clock::now();
+    pull->result = std::move(result);
     pull->done = true;
     pull->done_at = Clock::now();
     changed_.notify_all();
@@ -154,7 +201,9 @@ absl::StatusOr<std::string> ImagePuller::Wait(const std::string& reference,
     return absl::UnavailableError(
         absl::StrCat("image ", reference, " is still being pulled on this worker"));
   }
-  return pull->digest;
+  if (!pull->result.ok()) return pull->result.status();
+  last_used_[pull->result->id] = Clock::now();
+  return pull->result->digest;
 }
 
 }  // namespace ringmaster::worker

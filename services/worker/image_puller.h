@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,9 @@ struct ImagePullerOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   // The runtime's environment (PATH, and REGISTRY_AUTH_FILE where credentials are kept).
   std::map<std::string, std::string> env;
+  // The image store's disk bound: after a pull, the least recently used images go until the
+  // store is within it (core/image_cache.h); 0: no bound.
+  int64_t cache_bytes = 0;
 };
 
 class ImagePuller {
@@ -51,13 +55,20 @@ class ImagePuller {
                                    std::chrono::milliseconds wait);
 
  private:
+  struct Pulled {
+    std::string digest;
+    std::string id;  // the runtime's image id
+  };
   struct Pull {
     bool done = false;
     std::chrono::steady_clock::time_point done_at;
-    absl::StatusOr<std::string> digest = std::string();
+    absl::StatusOr<Pulled> result = Pulled{};
     std::thread thread;
   };
-  absl::StatusOr<std::string> Run(const std::string& reference);
+  absl::StatusOr<Pulled> Run(const std::string& reference);
+  // Removes least recently used images until the store is within cache_bytes, keeping `id`.
+  // Skipped while another pull is under way (it may be writing layers an image shares).
+  void Evict(const std::string& id) ABSL_LOCKS_EXCLUDED(mu_);
   std::shared_ptr<Pull> StartLocked(const std::string& key, const std::string& reference)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -65,6 +76,8 @@ class ImagePuller {
   std::mutex mu_;
   std::condition_variable changed_;
   std::map<std::string, std::shared_ptr<Pull>> pulls_ ABSL_GUARDED_BY(mu_);
+  // When a rank last started in each image (by id).
+  std::map<std::string, std::chrono::steady_clock::time_point> last_used_ ABSL_GUARDED_BY(mu_);
 };
 
 // The runtime's own words on a failed pull, cut to what a user needs: the last line that says

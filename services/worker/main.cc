@@ -122,6 +122,9 @@ ringmaster::Flags MakeFlags() {
             "extra arguments of every image `pull`, space-separated (e.g. --tls-verify=false "
             "for a plain-HTTP registry on loopback)");
   flags.Add("image-pull-timeout-s", "600", "time limit of one image pull, 1..86400");
+  flags.Add("image-cache-gib", "100",
+            "disk bound of the image store: after a pull, the least recently used images are "
+            "removed until it is within it; 0: no bound");
   flags.Add("kill-grace-ms", "5000", "SIGTERM to SIGKILL when stopping a job's processes");
   flags.Add("checkpoint-root", "/tmp/ringmaster-checkpoints",
             "ranks get RINGMASTER_CHECKPOINT_DIR=<this>/<job id>, kept across attempts (a "
@@ -258,6 +261,13 @@ int main(int argc, char** argv) {
         flags.Get("image-pull-timeout-s"), "\"")));
   }
   options.image_pull_timeout = std::chrono::seconds(pull_timeout);
+  int64_t cache_gib = 0;
+  if (!absl::SimpleAtoi(flags.Get("image-cache-gib"), &cache_gib) || cache_gib < 0 ||
+      cache_gib > (int64_t{1} << 20)) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--image-cache-gib: must be 0..1048576, got \"", flags.Get("image-cache-gib"), "\"")));
+  }
+  options.image_cache_bytes = cache_gib << 30;
   for (auto& [name, value] : CurrentEnvironment()) {
     if (name.rfind("RINGMASTER_", 0) != 0) options.runtime_env.emplace(name, value);
   }

@@ -1,6 +1,7 @@
 // core/container.h: image references, volume paths, what enters a container, the runtime's
 // command line.
 #include "core/container.h"
+#include "core/image_cache.h"
 
 #include <algorithm>
 
@@ -153,6 +154,23 @@ TEST(ContainerRunArgvTest, HostNamespacesNoPrivilegesAndTheProgramLast) {
   const auto image = std::find(argv.begin(), argv.end(), run.image);
   ASSERT_NE(image, argv.end());
   EXPECT_EQ(std::vector<std::string>(image + 1, argv.end()), run.program);
+}
+
+TEST(ImageCacheTest, EvictsTheLeastRecentlyUsedUntilWithinTheBoundKeepingTheNewest) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  std::vector<CachedImage> images = {
+      {"new", 400, t0 + std::chrono::seconds(30)},
+      {"old", 300, t0},
+      {"mid", 300, t0 + std::chrono::seconds(10)},
+      {"unknown", 100, std::nullopt},
+  };
+  // 1100 bytes against a bound of 500: the image of unknown use goes first, then the oldest.
+  EXPECT_THAT(ImagesToEvict(images, 500, {"new"}), ElementsAre("unknown", "old", "mid"));
+  EXPECT_THAT(ImagesToEvict(images, 800, {"new"}), ElementsAre("unknown", "old"));
+  EXPECT_THAT(ImagesToEvict(images, 2000, {}), ::testing::IsEmpty());
+  // What is kept stays even when the bound cannot be met without it.
+  EXPECT_THAT(ImagesToEvict(images, 0, {"new", "mid"}), ElementsAre("unknown", "old"));
 }
 
 }  // namespace
