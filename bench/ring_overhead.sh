@@ -13,6 +13,9 @@
 # two agents, including their housekeeping and gRPC), which is where the platform's own cost
 # shows on a machine whose cores the ranks share with it.
 # Uses the quickstart cluster (starting it if it is not up).
+# With RINGMASTER_BENCH_IMAGE=1 the platform's ranks run in containers (docs/environments.md):
+# the test image (docker/make-job-image.sh) with mpi_ring.py added, localhost/ringmaster/bench,
+# against the same bare mpirun on the host: the cost of containers, measured.
 # Usage: bench/ring_overhead.sh [ROUNDS] [MB] [RING_ROUNDS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,6 +36,15 @@ if ! "$ringctl" workers >/dev/null 2>&1; then
   "$root/scripts/quickstart" >/dev/null
 fi
 program=("$python" "$root/bench/mpi_ring.py" "$mb" "$ring_rounds")
+platform_program=("${program[@]}")
+image_flags=()
+if [ "${RINGMASTER_BENCH_IMAGE:-0}" = 1 ]; then
+  source "$root/bench/lib/bench_image.sh"
+  image=$(make_bench_image)
+  image_flags=(--image "$image")
+  platform_program=(/usr/bin/python3 /opt/ringmaster/bench/mpi_ring.py "$mb" "$ring_rounds")
+  echo "platform side: ranks in containers of $image"
+fi
 
 # CPU seconds (user + system) each kind of process used during a run: every 0.2 s the
 # cumulative time of every live process is sampled from /proc; the last sample of each counts.
@@ -84,7 +96,7 @@ with_cpu() {
 platform_run() {
   local id
   id=$("$ringctl" submit --name ring-overhead --replicas 4 --gpus-per-replica 1 --gpu-type t4 \
-       -- "${program[@]}")
+       "${image_flags[@]}" -- "${platform_program[@]}")
   "$ringctl" watch "$id" >/dev/null
   mbs=$("$ringctl" logs "$id" --rank 0 | awk '/^ring MB\/s:/ {print $3}')
   [ -n "$mbs" ] || { echo "job $id printed no ring MB/s" >&2; "$ringctl" logs "$id" --rank 0 >&2; return 1; }

@@ -6,6 +6,8 @@
 # PATH), what the quickstart's own demo never ran:
 #   - a command job (`hostname` on 2 ranks), which runs ringmaster-check before the command;
 #   - an mpi4py ring of 4 ranks across both workers;
+#   - the line the quickstart prints for a job in its own image (as root with Podman): the test
+#     image made, and the same ring with every rank in a container of it, its digest shown;
 #   - `ringctl submit --wait -- true`;
 #   - the Python client, finding the scheduler and CA in the config file;
 #   - ringctl with no config at all: the untrusted certificate is named as such;
@@ -108,6 +110,21 @@ if id=$(submit_wait --name qs-mpi4py --replicas 4 --gpus-per-replica 1 --gpu-typ
   check "rank 0 saw a ring of 4" grep -q "of 4 on" "$tmp/mpi4py.log"
 else
   check "mpi4py job SUCCEEDED" false
+fi
+
+echo "== the line the quickstart prints for a job in its own image"
+if [ "$(id -u)" -eq 0 ] && command -v podman >/dev/null; then
+  check "docker/make-job-image.sh made the test image" "$clone/docker/make-job-image.sh"
+  if id=$(submit_wait --name qs-image --replicas 4 --image localhost/ringmaster/job:bookworm \
+    -- python3 -m mpi4py.bench helloworld); then
+    check "image job $id SUCCEEDED" true
+    fresh_shell ringctl logs "$id" --rank 0 >"$tmp/image.log"
+    check "rank 0 saw a ring of 4" grep -q "of 4 on" "$tmp/image.log"
+    fresh_shell ringctl get "$id" >"$tmp/image.get"
+    check "ringctl get shows the digest it ran" grep -q "sha256:" "$tmp/image.get"
+  else
+    check "image job SUCCEEDED" false
+  fi
 fi
 
 echo "== ringctl submit --wait -- true"
