@@ -188,7 +188,15 @@ void Agent::OnAssignment(const Assignment& assignment) {
     }
   }
   if (valid.ok() && assignment.image) {
-    if (options_.container_runtime.empty()) {
+    if (a->user) {
+      // The wrapper runs as the team's user, whose runtime would be rootless, with an image
+      // store of its own that this worker's pulls never fill.
+      valid = absl::FailedPreconditionError(absl::StrCat(
+          "job ", assignment.job_id, " runs in image ", assignment.image->reference,
+          ", but worker ", options_.inventory.worker_id,
+          " runs team '", assignment.team, "' as a Unix user (--run-as), and jobs with an image "
+          "do not run as teams' users yet (docs/environments.md)"));
+    } else if (options_.container_runtime.empty()) {
       valid = absl::FailedPreconditionError(absl::StrCat(
           "job ", assignment.job_id, " runs in image ", assignment.image->reference, ", but worker ",
           options_.inventory.worker_id, " runs no containers (start it with --container-runtime)"));
