@@ -61,7 +61,12 @@ void CommitWriter::Enqueue(Write write) {
         PruneCreatesInFlightLocked();
         prune_creates_at_ = std::max<size_t>(64, 2 * creates_in_flight_.size());
       }
-      creates_in_flight_.emplace_back(write.job_write.job.spec.queue, write.waiter);
+      const Job& job = write.job_write.job;
+      CreateInFlight& entry = creates_in_flight_.emplace_back();
+      entry.job_id = job.id;
+      entry.queue = job.spec.queue;
+      for (const Mount& m : job.spec.mounts) entry.volumes.push_back(m.volume);
+      entry.waiter = write.waiter;
     }
     (create ? creates_ : outbox_).push_back(std::move(write));
     ++enqueued_;
@@ -84,8 +89,17 @@ int64_t CommitWriter::CreatesInFlight(const std::string& queue) {
   std::lock_guard<std::mutex> lock(mu_);
   PruneCreatesInFlightLocked();
   int64_t n = 0;
-  for (const auto& [q, waiter] : creates_in_flight_) n += q == queue;
+  for (const CreateInFlight& c : creates_in_flight_) n += c.queue == queue;
   return n;
+}
+
+std::string CommitWriter::CreateInFlightMounting(const std::string& volume) {
+  std::lock_guard<std::mutex> lock(mu_);
+  PruneCreatesInFlightLocked();
+  for (const CreateInFlight& c : creates_in_flight_) {
+    if (std::find(c.volumes.begin(), c.volumes.end(), volume) != c.volumes.end()) return c.job_id;
+  }
+  return "";
 }
 
 // The writers. One stores every change of existing jobs and workers, in decision order (a
@@ -259,7 +273,7 @@ absl::Status CommitWriter::Flush(int64_t timeout_ms) {
 
 void CommitWriter::PruneCreatesInFlightLocked() {
   std::erase_if(creates_in_flight_, [](const auto& entry) {
-    std::shared_ptr<Waiter> waiter = entry.second.lock();
+    std::shared_ptr<Waiter> waiter = entry.waiter.lock();
     if (!waiter) return true;  // its write was dropped
     std::lock_guard<std::mutex> lock(waiter->mu);
     // Told (Settle's first step) comes after the hook put the job among the live jobs, where a

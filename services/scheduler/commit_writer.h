@@ -91,6 +91,8 @@ class CommitWriter {
   // New jobs of `queue` handed over and not settled yet (stored and live, or refused), also
   // those whose submit was answered for want of time.
   int64_t CreatesInFlight(const std::string& queue);
+  // The id of a new job handed over and not settled yet that mounts `volume`; empty: none.
+  std::string CreateInFlightMounting(const std::string& volume);
 
  private:
   void WriterLoop(bool creates);
@@ -122,10 +124,15 @@ class CommitWriter {
   uint64_t submit_nudges_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t recoveries_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // New jobs from their hand-over until settled, by queue: a delete of their queue waits for
-  // them. Pruned when it doubles.
-  std::vector<std::pair<std::string, std::weak_ptr<Waiter>>> creates_in_flight_
-      ABSL_GUARDED_BY(mu_);
+  // New jobs from their hand-over until settled: a delete of their queue, or of a volume they
+  // mount, waits for them. Pruned when it doubles.
+  struct CreateInFlight {
+    std::string job_id;
+    std::string queue;
+    std::vector<std::string> volumes;  // those its spec mounts
+    std::weak_ptr<Waiter> waiter;
+  };
+  std::vector<CreateInFlight> creates_in_flight_ ABSL_GUARDED_BY(mu_);
   size_t prune_creates_at_ ABSL_GUARDED_BY(mu_) = 64;
   std::atomic<bool> store_down_{false};
   std::atomic<bool> fenced_{false};

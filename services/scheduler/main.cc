@@ -26,6 +26,7 @@
 #include "rpc/authenticator.h"
 #include "rpc/queue_service.h"
 #include "rpc/services.h"
+#include "rpc/volume_service.h"
 #include "scheduler.h"
 #include "store/identity_store.h"
 #include "store/postgres_job_store.h"
@@ -383,6 +384,7 @@ int main(int argc, char** argv) {
   ClusterServiceImpl cluster_service(&scheduler, &authenticator);
   WorkerServiceImpl worker_service(&scheduler, /*verify_identity=*/!tls->insecure);
   QueueServiceImpl queue_service(&scheduler, &authenticator);
+  VolumeServiceImpl volume_service(&scheduler, &authenticator);
   AdminServiceImpl admin_service(&authenticator);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -405,6 +407,7 @@ int main(int argc, char** argv) {
   builder.RegisterService(&cluster_service);
   builder.RegisterService(&worker_service);
   builder.RegisterService(&queue_service);
+  builder.RegisterService(&volume_service);
   builder.RegisterService(&admin_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || bound_port == 0) {

@@ -79,6 +79,8 @@ absl::Status Scheduler::Start() {
   if (!workers.ok()) return workers.status();
   auto queues = store_->ListQueues();
   if (!queues.ok()) return queues.status();
+  auto volumes = store_->ListVolumes();
+  if (!volumes.ok()) return volumes.status();
   auto usage = store_->ListQueueUsage();
   if (!usage.ok()) return usage.status();
   auto baselines = store_->ListCheckBaselines();
@@ -88,6 +90,7 @@ absl::Status Scheduler::Start() {
     std::lock_guard<std::mutex> lock(mu_);
     const int64_t now = clock_->NowMs();
     for (Queue& q : *queues) queues_[q.name] = std::move(q);
+    for (Volume& v : *volumes) volumes_[v.name] = std::move(v);
     for (const QueueUsage& u : *usage) usage_ms_[{u.queue, u.resource}] = u.used_ms;
     for (CheckBaseline& b : *baselines) {
       if (metrics_) metrics_->check_baseline.Add({{"shape", b.shape}}).Set(b.busbw_gbps);
@@ -477,8 +480,20 @@ void Scheduler::PlaceLocked() {
     std::string why = absl::StrCat("placed on ", absl::StrJoin(names, ","));
     if (start.borrowing) absl::StrAppend(&why, ", borrowing from the cohort");
     if (start.backfilled) absl::StrAppend(&why, ", backfilled before a reservation");
-    JobInput input{JobInput::Kind::kPlaced, why, 0, start.ranks, NewToken()};
     claims_.erase(start.job_id);
+    if (auto job = jobs_.find(start.job_id); job != jobs_.end()) {
+      // A volume it mounts is gone (deleted outside the scheduler): it cannot run as asked,
+      // and must not run without it.
+      if (auto mounts = ResolveMounts(job->second.spec, volumes_); !mounts.ok()) {
+        if (auto s = CommitLocked(start.job_id, {JobInput::Kind::kUnrunnable,
+                                                 std::string(mounts.status().message())});
+            !s.ok()) {
+          RM_LOG(kError) << "failing " << start.job_id << ": " << s;
+        }
+        continue;
+      }
+    }
+    JobInput input{JobInput::Kind::kPlaced, why, 0, start.ranks, NewToken()};
     if (auto s = CommitLocked(start.job_id, input); !s.ok()) {
       RM_LOG(kError) << "placing " << start.job_id << ": " << s;
     }
@@ -622,12 +637,15 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
     std::shared_ptr<WorkerLink> link;
     std::shared_ptr<const Job> job;  // an assignment of this job; null: a stop
     CheckPlan plan;
+    std::vector<ResolvedMount> mounts;
     std::string job_id;
     int32_t attempt = 0;
     std::string reason;
     int64_t grace_ms = 0;
   };
   std::vector<Send> sends;
+  // Placed jobs whose volumes went away before their assignment was sent.
+  std::vector<std::pair<std::string, std::string>> unrunnable;
   size_t created_index = 0;
   bool woke = false;
   {
@@ -652,6 +670,12 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         mirror.emplace_back(stored.id, QueueEntry{stored.id, stored.spec.priority, stored.seq});
         events.push_back(w.job_write.event);
         woke = true;
+        continue;
+      }
+      if (w.job_write.kind == JobWrite::Kind::kImageDigest) {
+        if (auto s = stored_.find(job.id); s != stored_.end() && s->second.image_digest.empty()) {
+          s->second.image_digest = job.image_digest;
+        }
         continue;
       }
       if (w.job_write.kind == JobWrite::Kind::kCheckpoint) {
@@ -700,7 +724,11 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
           stop.grace_ms = w.stop_grace_ms;
         }
       }
-      if (w.assign) {
+      absl::StatusOr<std::vector<ResolvedMount>> mounts;
+      if (w.assign) mounts = ResolveMounts(job.spec, volumes_);
+      if (w.assign && !mounts.ok()) {
+        unrunnable.emplace_back(job.id, std::string(mounts.status().message()));
+      } else if (w.assign) {
         // One plan for the gang: every worker must agree on it.
         CheckPlan plan;
         plan.run = ChecksJob(job.spec, options_.health_check);
@@ -728,13 +756,22 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
           assignment.link = link->second;
           assignment.job = assigned;
           assignment.plan = plan;
+          assignment.mounts = *mounts;
         }
+      }
+    }
+  }
+  if (!unrunnable.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, why] : unrunnable) {
+      if (auto s = CommitLocked(id, {JobInput::Kind::kUnrunnable, why}); !s.ok()) {
+        RM_LOG(kError) << "failing " << id << ": " << s;
       }
     }
   }
   for (const Send& send : sends) {
     if (send.job) {
-      send.link->SendAssignmentWithCheck(*send.job, send.plan);
+      send.link->SendLaunch(*send.job, send.plan, send.mounts);
     } else {
       send.link->SendStop(send.job_id, send.attempt, send.reason, send.grace_ms);
     }
@@ -761,15 +798,15 @@ void Scheduler::ObserveSubmitWait(Waiter& waiter,
 absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
                                                   const std::string& request_id,
                                                   const std::string& team,
-                                                  std::optional<AuditRecord> audit) {
+                                                  std::optional<AuditRecord> audit, bool admin) {
   return AwaitAnswer<absl::StatusOr<CreateJobResult>>([&](SubmitDone done) {
-    SubmitAsync(spec, request_id, team, std::move(audit), std::move(done));
+    SubmitAsync(spec, request_id, team, std::move(audit), std::move(done), admin);
   });
 }
 
 void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
                             const std::string& team, std::optional<AuditRecord> audit,
-                            SubmitDone done) {
+                            SubmitDone done, bool admin) {
   if (auto s = ValidateRequestId(request_id); !s.ok()) return done(s);
   auto valid = ValidateJobSpec(spec);
   if (!valid.ok()) return done(valid.status());
@@ -799,12 +836,15 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
     std::shared_lock<std::shared_mutex> queue_guard(queue_writes_);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      refused = queues_.contains(job.spec.queue)
-                    ? ReserveLiveJobLocked(job.spec)
-                    : absl::NotFoundError(absl::StrCat(
-                          "queue: no queue '", job.spec.queue,
-                          "'; create it first (ringctl queue create) or submit to an existing "
-                          "one"));
+      if (!queues_.contains(job.spec.queue)) {
+        refused = absl::NotFoundError(absl::StrCat(
+            "queue: no queue '", job.spec.queue,
+            "'; create it first (ringctl queue create) or submit to an existing one"));
+      } else {
+        // Under the same hold as the queue: no volume it mounts is deleted meanwhile.
+        refused = CheckMountRights(job.spec, volumes_, team, admin);
+        if (refused.ok()) refused = ReserveLiveJobLocked(job.spec);
+      }
     }
     if (refused.ok()) {
       HandOver(create);
@@ -1157,6 +1197,31 @@ void Scheduler::RecordCheckpointLocked(const std::string& worker_id, const RankR
   writer_.Enqueue(std::move(write));
 }
 
+void Scheduler::RecordImageDigestLocked(const std::string& worker_id, const RankReport& report) {
+  auto it = jobs_.find(report.job_id);
+  // Only the current attempt's launcher resolves the image: a late report of an earlier
+  // attempt, or one from a worker that holds no rank 0 of it, pins nothing.
+  if (it == jobs_.end() || it->second.attempt != report.attempt) return;
+  Job& job = it->second;
+  if (job.spec.image.empty() || !job.image_digest.empty()) return;  // nothing to pin, or pinned
+  const bool launcher = std::any_of(job.placement.begin(), job.placement.end(),
+                                    [&](const RankPlacement& r) {
+                                      return r.rank == 0 && r.worker_id == worker_id;
+                                    });
+  if (!launcher) {
+    RM_LOG(kWarning) << "worker " << worker_id << " reported an image digest for " << job.id
+                     << " attempt " << report.attempt << ", whose launcher it is not; ignored";
+    return;
+  }
+  job.image_digest = report.image_digest;
+  RM_LOG(kInfo) << "job " << job.id << ": image " << job.spec.image << " pinned to "
+                << job.image_digest;
+  Write write;
+  write.job_write.kind = JobWrite::Kind::kImageDigest;
+  write.job_write.job = job;
+  writer_.Enqueue(std::move(write));
+}
+
 void Scheduler::ReportRank(const std::string& worker_id, const RankReport& report) {
   std::lock_guard<std::mutex> lock(mu_);
   HandleRankLocked(worker_id, report);
@@ -1170,6 +1235,10 @@ void Scheduler::ReportRanks(const std::string& worker_id, const std::vector<Rank
 void Scheduler::HandleRankLocked(const std::string& worker_id, const RankReport& report) {
   if (report.kind == RankReport::Kind::kCheckpoint) {
     RecordCheckpointLocked(worker_id, report);
+    return;
+  }
+  if (report.kind == RankReport::Kind::kImageResolved) {
+    RecordImageDigestLocked(worker_id, report);
     return;
   }
   if (auto d = draining_.find({report.job_id, report.attempt});
@@ -1251,6 +1320,7 @@ void Scheduler::HandleRankLocked(const std::string& worker_id, const RankReport&
                                              worker_id, ": ", Utf8Prefix(report.message, 512))});
       break;
     case RankReport::Kind::kCheckpoint:
+    case RankReport::Kind::kImageResolved:
       break;  // handled above
   }
   if (!s.ok()) RM_LOG(kError) << "rank report for " << report.job_id << ": " << s;
@@ -1578,6 +1648,100 @@ absl::Status Scheduler::DeleteQueue(const std::string& name) {
 std::map<std::string, Queue> Scheduler::QueuesSnapshot() {
   std::lock_guard<std::mutex> lock(mu_);
   return queues_;
+}
+
+absl::StatusOr<Volume> Scheduler::CreateVolume(const Volume& in) {
+  auto valid = ValidateVolume(in);
+  if (!valid.ok()) return valid.status();
+  if (writer_.fenced()) {
+    return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  }
+  Volume volume = *std::move(valid);
+  volume.created_at_ms = volume.updated_at_ms = clock_->NowMs();
+  std::unique_lock<std::shared_mutex> writes(queue_writes_);
+  auto stored = store_->CreateVolume(volume, epoch_);
+  if (!stored.ok()) return QueueWriteError(stored.status());
+  std::lock_guard<std::mutex> lock(mu_);
+  volumes_[stored->name] = *stored;
+  RM_LOG(kInfo) << "volume " << stored->name << " created at " << stored->host_path;
+  return *stored;
+}
+
+absl::StatusOr<Volume> Scheduler::UpdateVolume(const Volume& in) {
+  auto valid = ValidateVolume(in);
+  if (!valid.ok()) return valid.status();
+  if (writer_.fenced()) {
+    return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  }
+  Volume volume = *std::move(valid);
+  volume.updated_at_ms = clock_->NowMs();
+  std::unique_lock<std::shared_mutex> writes(queue_writes_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = volumes_.find(volume.name);
+    if (it == volumes_.end()) {
+      return absl::NotFoundError(absl::StrCat("no volume '", volume.name, "'"));
+    }
+    volume.created_at_ms = it->second.created_at_ms;
+  }
+  auto stored = store_->UpdateVolume(volume, epoch_);
+  if (!stored.ok()) return QueueWriteError(stored.status());
+  std::lock_guard<std::mutex> lock(mu_);
+  // Jobs placed from now on mount the new host path; running ones keep what they were given.
+  volumes_[stored->name] = *stored;
+  RM_LOG(kInfo) << "volume " << stored->name << " updated";
+  return *stored;
+}
+
+absl::StatusOr<Volume> Scheduler::GetVolume(const std::string& name, const std::string& team,
+                                            bool admin) {
+  if (auto s = ValidateVolumeName(name, "name"); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = volumes_.find(name);
+  // One not granted to the caller's team reads as one that does not exist.
+  if (it == volumes_.end() || !VolumeVisibleTo(it->second, team, admin)) {
+    return absl::NotFoundError(absl::StrCat("no volume '", name, "'"));
+  }
+  return it->second;
+}
+
+std::vector<Volume> Scheduler::ListVolumes(const std::string& team, bool admin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Volume> out;
+  for (const auto& [name, volume] : volumes_) {
+    if (VolumeVisibleTo(volume, team, admin)) out.push_back(volume);
+  }
+  return out;
+}
+
+absl::Status Scheduler::DeleteVolume(const std::string& name) {
+  if (auto s = ValidateVolumeName(name, "name"); !s.ok()) return s;
+  if (writer_.fenced()) {
+    return absl::UnavailableError("this scheduler is no longer the leader; retry");
+  }
+  std::unique_lock<std::shared_mutex> writes(queue_writes_);
+  // As for a queue (DeleteQueue): no submit is between its mount check and its hand-over now;
+  // those handed over are in flight until settled, and only then in jobs_, read after.
+  std::string mounting = writer_.CreateInFlightMounting(name);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!volumes_.contains(name)) return absl::NotFoundError(absl::StrCat("no volume '", name, "'"));
+    for (const auto& [id, job] : jobs_) {
+      if (!mounting.empty()) break;
+      if (!IsTerminal(job.state) && MountsVolume(job.spec, name)) mounting = id;
+    }
+  }
+  if (!mounting.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("volume ", name, " is mounted by job ", mounting,
+                     ", which is live (PENDING, STARTING or RUNNING); cancel it or wait for it "
+                     "to end first"));
+  }
+  if (auto s = store_->DeleteVolume(name, epoch_); !s.ok()) return QueueWriteError(s);
+  std::lock_guard<std::mutex> lock(mu_);
+  volumes_.erase(name);
+  RM_LOG(kInfo) << "volume " << name << " deleted";
+  return absl::OkStatus();
 }
 
 }  // namespace ringmaster::scheduler

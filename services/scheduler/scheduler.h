@@ -52,6 +52,18 @@
 //         outside mu_; 3. then apply it to queues_ under mu_. A delete is refused while a job of
 //         the queue is live in memory, waiting to be stored, or live in Postgres (the store checks
 //         in the delete's transaction). Submit to a queue not in queues_ is NOT_FOUND.
+// Volumes written as queues are (under queue_writes_, stored outside mu_, then applied to
+//         volumes_). A submit checks its mounts against volumes_ (core/environment.h) under the
+//         same shared hold as its queue; a delete is refused while a job that mounts the volume
+//         is live in memory, waiting to be stored, or live in Postgres.
+// Images  1. a job with an image and no pinned digest is assigned without one; 2. its
+//         launcher resolves the image and reports KIND_IMAGE_RESOLVED for the current attempt;
+//         3. the first such report pins Job::image_digest (a JobWrite::kImageDigest, no event,
+//         no change of state); later reports are ignored; 4. every later assignment carries
+//         the digest, also after a restart of the scheduler (it is loaded with the job).
+//         Each assignment's mounts are resolved from volumes_ when it is placed and sent; a
+//         volume gone by then fails the job (JobInput::kUnrunnable) instead of a launch
+//         without it.
 // Rebuild whenever the Redis queue mirror reports it lost its contents (a flush or restart),
 //         it is rebuilt from the stored pending jobs and connected workers' liveness is renewed.
 //
@@ -87,6 +99,7 @@
 #include "aside_writer.h"
 #include "commit_writer.h"
 #include "core/clock.h"
+#include "core/environment.h"
 #include "core/fair_share.h"
 #include "core/health_check.h"
 #include "core/job_list.h"
@@ -116,6 +129,13 @@ class WorkerLink {
     (void)plan;
     SendAssignment(job);
   }
+  // The same with the attempt's volume mounts (host paths resolved now, in spec order); links
+  // that do not carry them send the assignment with the check's settings.
+  virtual void SendLaunch(const Job& job, const CheckPlan& plan,
+                          const std::vector<ResolvedMount>& mounts) {
+    (void)mounts;
+    SendAssignmentWithCheck(job, plan);
+  }
   // `grace_ms`: SIGTERM to SIGKILL for these ranks; 0: the worker's own default.
   virtual void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason,
                         int64_t grace_ms) = 0;
@@ -138,7 +158,7 @@ struct HeldRank {
 };
 
 struct RankReport {
-  enum class Kind { kStarted, kExited, kLaunchFailed, kCheckpoint, kProgress };
+  enum class Kind { kStarted, kExited, kLaunchFailed, kCheckpoint, kProgress, kImageResolved };
   std::string job_id;
   int32_t attempt = 0;
   int32_t rank = 0;
@@ -150,6 +170,7 @@ struct RankReport {
   int64_t checkpoint_time_ms = 0;
   // kProgress only: the rank's cumulative counters.
   RankActivity activity;
+  std::string image_digest = "";  // kImageResolved: "sha256:..." (validated by the adapter)
 };
 
 struct WorkerView {
@@ -245,15 +266,17 @@ class Scheduler {
   // `team` is the submitter's (its token's), stored with the job; `audit`, the submit's entry
   // of the audit trail, is stored in the same transaction with the job's id as its resource
   // (and not at all when the request id names an earlier job).
+  // `admin`: the submitter may mount any volume; others only those granted to `team`.
   absl::StatusOr<CreateJobResult> Submit(const JobSpec& spec, const std::string& request_id,
                                          const std::string& team = "",
-                                         std::optional<AuditRecord> audit = std::nullopt);
+                                         std::optional<AuditRecord> audit = std::nullopt,
+                                         bool admin = false);
   // Submit without a thread waiting: `done` gets what Submit would return, exactly once: at
   // once for a call refused up front, else on the writer's thread after the commit (or on the
   // deadline thread when the write was not stored within write_wait_ms). It must not block.
   using SubmitDone = std::function<void(absl::StatusOr<CreateJobResult>)>;
   void SubmitAsync(const JobSpec& spec, const std::string& request_id, const std::string& team,
-                   std::optional<AuditRecord> audit, SubmitDone done);
+                   std::optional<AuditRecord> audit, SubmitDone done, bool admin = false);
   absl::StatusOr<Job> GetJob(const std::string& job_id);
   // The job as GetJob shows it when it is live (from memory, never waiting on Postgres);
   // nullopt when it is not, and only Postgres can say more.
@@ -319,6 +342,18 @@ class Scheduler {
   // A copy of the queues as the policy sees them (tests).
   std::map<std::string, Queue> QueuesSnapshot();
 
+  // Volumes (see "Volumes" above; core/environment.h). Create: ALREADY_EXISTS for a taken
+  // name; Update: NOT_FOUND for an unknown volume; Delete: NOT_FOUND, or FAILED_PRECONDITION
+  // naming a live job that mounts it. Get and List show a volume only where VolumeVisibleTo
+  // `team` (or `admin`); Get of one not shown is NOT_FOUND, as of one that does not exist.
+  // Every input is validated (INVALID_ARGUMENT naming the field).
+  absl::StatusOr<Volume> CreateVolume(const Volume& volume);
+  absl::StatusOr<Volume> UpdateVolume(const Volume& volume);
+  absl::StatusOr<Volume> GetVolume(const std::string& name, const std::string& team, bool admin);
+  // By name.
+  std::vector<Volume> ListVolumes(const std::string& team, bool admin);
+  absl::Status DeleteVolume(const std::string& name);
+
   const SchedulerOptions& options() const { return options_; }
 
  private:
@@ -382,6 +417,9 @@ class Scheduler {
   void HandleRankLocked(const std::string& worker_id, const RankReport& report)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordCheckpointLocked(const std::string& worker_id, const RankReport& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pins the job's image digest from its launcher's first report (see "Images").
+  void RecordImageDigestLocked(const std::string& worker_id, const RankReport& report)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The queues by name, for the policy; mu_ must be held.
@@ -455,6 +493,7 @@ class Scheduler {
   // is on probation (SchedulerOptions::unhealthy_recheck_ms) is cluster_'s to know.
   std::map<std::string, int64_t> unhealthy_since_ms_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Queue> queues_ ABSL_GUARDED_BY(mu_);  // as stored; loaded by Start()
+  std::map<std::string, Volume> volumes_ ABSL_GUARDED_BY(mu_);  // as stored; loaded by Start()
   std::map<std::string, std::shared_ptr<WorkerLink>> links_ ABSL_GUARDED_BY(mu_);
   ClusterState cluster_ ABSL_GUARDED_BY(mu_);
   // Incremental passes: only capacity that grew (a release, a worker joining) can let a job
@@ -484,8 +523,8 @@ class Scheduler {
   // what was decided since (the ends on their way to Postgres).
   UsageTotals usage_ms_ ABSL_GUARDED_BY(mu_);
 
-  // Queue writes hold it exclusively, Submit shared until its job is among the writer's creates
-  // in flight (see "Queues"). Taken before mu_, never while holding it.
+  // Queue and volume writes hold it exclusively, Submit shared until its job is among the
+  // writer's creates in flight (see "Queues"). Taken before mu_, never while holding it.
   std::shared_mutex queue_writes_;
 
   // What readers see: each live job as last stored (GetJob, ListJobs), under view_mu_.

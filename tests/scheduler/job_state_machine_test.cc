@@ -86,6 +86,25 @@ TEST(JobStateMachineTest, PreemptionsDoNotCountAgainstTheBackoffLimit) {
   EXPECT_FALSE(ApplyInput(pending, {Kind::kPreempted, "x"}, 1).ok());
 }
 
+TEST(JobStateMachineTest, AnUnrunnableJobFailsWithoutRestartFromPendingOrPlaced) {
+  Job pending = MakeJob(RestartPolicy::kOnFailure, 5);
+  auto t = ApplyInput(pending, {Kind::kUnrunnable, "volume 'data' no longer exists"}, 100);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(pending.state, JobState::kFailed);
+  EXPECT_EQ(pending.message, "volume 'data' no longer exists");
+  EXPECT_FALSE(t->stop_ranks);
+
+  Job placed = MakeJob(RestartPolicy::kOnFailure, 5);
+  ASSERT_TRUE(ApplyInput(placed, {Kind::kPlaced, "placed", 0, TwoRanks(), "tok"}, 100).ok());
+  t = ApplyInput(placed, {Kind::kUnrunnable, "gone"}, 200);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(placed.state, JobState::kFailed);
+  EXPECT_EQ(placed.attempt, 0);
+  EXPECT_TRUE(t->stop_ranks);
+  EXPECT_EQ(ApplyInput(placed, {Kind::kUnrunnable, "again"}, 300).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(JobStateMachineTest, NeverPolicyFailsAtFirstFailure) {
   Job job = MakeJob(RestartPolicy::kNever, 5);
   ASSERT_TRUE(ApplyInput(job, {Kind::kPlaced, "", 0, TwoRanks(), "t"}, 1).ok());

@@ -49,6 +49,17 @@ class RecordingLink : public WorkerLink {
     std::lock_guard<std::mutex> lock(mu_);
     plans_.back() = plan;
   }
+  void SendLaunch(const Job& job, const CheckPlan& plan,
+                  const std::vector<ResolvedMount>& mounts) override {
+    SendAssignmentWithCheck(job, plan);
+    std::lock_guard<std::mutex> lock(mu_);
+    mounts_.push_back(mounts);
+  }
+  // The mounts of each of assignments(), in the same order.
+  std::vector<std::vector<ResolvedMount>> mounts() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return mounts_;
+  }
   // The check plan of each of assignments(), in the same order.
   std::vector<CheckPlan> plans() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -79,6 +90,7 @@ class RecordingLink : public WorkerLink {
   std::mutex mu_;
   std::vector<Job> assignments_;
   std::vector<CheckPlan> plans_;
+  std::vector<std::vector<ResolvedMount>> mounts_;
   std::vector<std::pair<std::string, int32_t>> stops_;
   std::vector<int64_t> graces_;
   std::atomic<bool> closed_{false};
@@ -1355,6 +1367,163 @@ TEST_F(SchedulerTest, SubmitsInFlightCountAgainstTheLiveJobBound) {
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_TRUE(answers[1].ok()) << answers[1];
   EXPECT_TRUE(answers[2].ok()) << answers[2];
+}
+
+// --- Environments (core/environment.h) ---------------------------------------------------
+
+Volume DatasetVolume() {
+  Volume v;
+  v.name = "imagenet";
+  v.host_path = "/mnt/imagenet";
+  v.grants = {{"vision", true}, {"audio", false}};
+  return v;
+}
+
+JobSpec ImageSpec(int replicas) {
+  JobSpec spec = CommandSpec(replicas);
+  spec.image = "registry.example.com/vision/train:v1";
+  spec.mounts = {{"imagenet", "/data", true}};
+  return spec;
+}
+
+TEST_F(SchedulerTest, MountsNeedAGrantToTheSubmittersTeamAndAdminsMountAnyVolume) {
+  RM_ASSERT_OK(scheduler_->CreateVolume(DatasetVolume()));
+  JobSpec spec = ImageSpec(1);
+  RM_EXPECT_OK(scheduler_->Submit(spec, "", "vision"));
+  RM_EXPECT_OK(scheduler_->Submit(spec, "", "audio"));
+  auto other = scheduler_->Submit(spec, "", "speech");
+  EXPECT_THAT(other, StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(std::string(other.status().message()), HasSubstr("mounts[0].volume"));
+  spec.mounts[0].read_only = false;
+  auto rw = scheduler_->Submit(spec, "", "vision");
+  EXPECT_THAT(rw, StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(std::string(rw.status().message()), HasSubstr("read-only"));
+  RM_EXPECT_OK(scheduler_->Submit(spec, "", "audio"));
+  RM_EXPECT_OK(scheduler_->Submit(spec, "", "ops", std::nullopt, /*admin=*/true));
+  spec.mounts[0].volume = "secret";  // unknown: the same answer as not granted
+  EXPECT_THAT(scheduler_->Submit(spec, "", "vision"), StatusIs(absl::StatusCode::kPermissionDenied));
+  // A spec error is INVALID_ARGUMENT before any right is looked at.
+  spec.image.clear();
+  EXPECT_THAT(scheduler_->Submit(spec, "", "speech"), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(SchedulerTest, AnAssignmentCarriesHostPathsAndTheDigestPinnedByTheFirstLaunch) {
+  RM_ASSERT_OK(scheduler_->CreateVolume(DatasetVolume()));
+  auto link = Register(CpuWorker("w1", 4));
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created,
+                          scheduler_->Submit(ImageSpec(1), "", "vision"));
+  const std::string id = created.job.id;
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_THAT(link->assignments(), SizeIs(1));
+  Job first = link->assignments()[0];
+  EXPECT_EQ(first.image_digest, "");  // the launcher resolves it
+  ASSERT_THAT(link->mounts(), SizeIs(1));
+  EXPECT_THAT(link->mounts()[0],
+              ElementsAre(ResolvedMount{"imagenet", "/mnt/imagenet", "/data", true}));
+
+  // The first report of the current attempt's launcher pins it; no event, no change of state.
+  const std::string digest = "sha256:" + std::string(64, 'c');
+  RankReport resolved;
+  resolved.job_id = id;
+  resolved.attempt = first.attempt;
+  resolved.kind = RankReport::Kind::kImageResolved;
+  resolved.image_digest = digest;
+  scheduler_->ReportRank("w1", resolved);
+  RankReport later = resolved;
+  later.image_digest = "sha256:" + std::string(64, 'd');
+  scheduler_->ReportRank("w1", later);
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(Job stored, memory_.GetJob(id));
+  EXPECT_EQ(stored.image_digest, digest);
+  EXPECT_EQ(stored.state, JobState::kStarting);
+  EXPECT_EQ(stored.last_event_seq, 2);
+  RM_ASSERT_OK_AND_ASSIGN(Job shown, scheduler_->GetJob(id));
+  EXPECT_EQ(shown.image_digest, digest);
+
+  // The next attempt, after a failure, runs the same bytes; so does one after a restart of
+  // the scheduler (the digest is loaded with the job).
+  Report("w1", first, 0, RankReport::Kind::kExited, 1);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_THAT(link->assignments(), SizeIs(2));
+  EXPECT_EQ(link->assignments()[1].attempt, 1);
+  EXPECT_EQ(link->assignments()[1].image_digest, digest);
+  EXPECT_THAT(link->mounts()[1], SizeIs(1));
+
+  scheduler_.reset();
+  Start();
+  RM_ASSERT_OK_AND_ASSIGN(Job reloaded, scheduler_->GetJob(id));
+  EXPECT_EQ(reloaded.image_digest, digest);
+}
+
+TEST_F(SchedulerTest, AnImageReportOfAnotherAttemptOrWorkerPinsNothing) {
+  auto link = Register(CpuWorker("w1", 4));
+  Register(CpuWorker("w2", 4));
+  JobSpec spec = CommandSpec(1);
+  spec.image = "train:v1";
+  const std::string id = SubmitAndPlace(spec);
+  RM_ASSERT_OK_AND_ASSIGN(Job placed, scheduler_->GetJob(id));
+  ASSERT_THAT(placed.placement, SizeIs(1));
+  const std::string launcher = placed.placement[0].worker_id;
+  const std::string other = launcher == "w1" ? "w2" : "w1";
+  RankReport report;
+  report.job_id = id;
+  report.attempt = placed.attempt + 1;
+  report.kind = RankReport::Kind::kImageResolved;
+  report.image_digest = "sha256:" + std::string(64, 'e');
+  scheduler_->ReportRank(launcher, report);  // an attempt that is not the current one
+  report.attempt = placed.attempt;
+  scheduler_->ReportRank(other, report);  // not its launcher
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(Job stored, memory_.GetJob(id));
+  EXPECT_EQ(stored.image_digest, "");
+  scheduler_->ReportRank(launcher, report);
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(stored, memory_.GetJob(id));
+  EXPECT_EQ(stored.image_digest, report.image_digest);
+}
+
+TEST_F(SchedulerTest, AVolumeMountedByALiveJobCannotBeDeletedUntilTheJobEnds) {
+  RM_ASSERT_OK(scheduler_->CreateVolume(DatasetVolume()));
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created,
+                          scheduler_->Submit(ImageSpec(1), "", "vision"));
+  absl::Status refused = scheduler_->DeleteVolume("imagenet");
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(std::string(refused.message()), HasSubstr(created.job.id));
+  RM_ASSERT_OK(scheduler_->Cancel(created.job.id, "done"));
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_EXPECT_OK(scheduler_->DeleteVolume("imagenet"));
+  EXPECT_THAT(scheduler_->GetVolume("imagenet", "", true),
+              StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(scheduler_->DeleteVolume("imagenet"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(SchedulerTest, VolumesAreShownToTheirTeamsAndAdminsOnly) {
+  RM_ASSERT_OK_AND_ASSIGN(Volume created, scheduler_->CreateVolume(DatasetVolume()));
+  EXPECT_EQ(created.grants[0].team, "audio");  // sorted
+  EXPECT_GT(created.created_at_ms, 0);
+  Volume scratch;
+  scratch.name = "scratch";
+  scratch.host_path = "/scratch";
+  RM_ASSERT_OK(scheduler_->CreateVolume(scratch));
+  EXPECT_THAT(scheduler_->CreateVolume(scratch), StatusIs(absl::StatusCode::kAlreadyExists));
+  EXPECT_THAT(scheduler_->ListVolumes("", true), SizeIs(2));
+  ASSERT_THAT(scheduler_->ListVolumes("vision", false), SizeIs(1));
+  EXPECT_THAT(scheduler_->ListVolumes("speech", false), IsEmpty());
+  RM_EXPECT_OK(scheduler_->GetVolume("imagenet", "vision", false));
+  EXPECT_THAT(scheduler_->GetVolume("imagenet", "speech", false),
+              StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(scheduler_->GetVolume("Bad", "", true), StatusIs(absl::StatusCode::kInvalidArgument));
+  scratch.host_path = "/etc";
+  EXPECT_THAT(scheduler_->UpdateVolume(scratch), StatusIs(absl::StatusCode::kInvalidArgument));
+  scratch.host_path = "/scratch2";
+  scratch.grants = {{"speech", false}};
+  RM_ASSERT_OK_AND_ASSIGN(Volume updated, scheduler_->UpdateVolume(scratch));
+  EXPECT_EQ(updated.created_at_ms, created.created_at_ms);
+  EXPECT_THAT(scheduler_->ListVolumes("speech", false), SizeIs(1));
+  scratch.name = "nothing";
+  EXPECT_THAT(scheduler_->UpdateVolume(scratch), StatusIs(absl::StatusCode::kNotFound));
 }
 
 }  // namespace

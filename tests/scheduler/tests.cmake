@@ -3,6 +3,7 @@ ringmaster_test(scheduler_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/placement_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/job_state_machine_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/validation_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/environment_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/fair_share_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/job_list_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/run_watch_test.cc

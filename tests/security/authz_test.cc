@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "ringmaster/v1/admin.grpc.pb.h"
 #include "ringmaster/v1/queue.grpc.pb.h"
+#include "ringmaster/v1/volume.grpc.pb.h"
 #include "scheduler/harness.h"
 #include "support/test_certs.h"
 #include "support/test_tokens.h"
@@ -251,6 +252,39 @@ class AuthzTest : public ::testing::Test {
            grpc::ClientContext ctx;
            return v1::QueueService::NewStub(c)->DeleteQueue(Deadline(&ctx), req, &resp);
          }},
+        {"CreateVolume",
+         [](Ch c) {
+           v1::CreateVolumeRequest req;
+           req.mutable_volume()->set_name("v-authz");
+           req.mutable_volume()->set_host_path("/mnt/authz");
+           v1::Volume resp;
+           grpc::ClientContext ctx;
+           return v1::VolumeService::NewStub(c)->CreateVolume(Deadline(&ctx), req, &resp);
+         }},
+        {"UpdateVolume",
+         [](Ch c) {
+           v1::UpdateVolumeRequest req;
+           req.mutable_volume()->set_name("v-authz");
+           req.mutable_volume()->set_host_path("/mnt/authz2");
+           v1::Volume resp;
+           grpc::ClientContext ctx;
+           return v1::VolumeService::NewStub(c)->UpdateVolume(Deadline(&ctx), req, &resp);
+         }},
+        {"ListVolumes",
+         [](Ch c) {
+           v1::ListVolumesResponse resp;
+           grpc::ClientContext ctx;
+           return v1::VolumeService::NewStub(c)->ListVolumes(Deadline(&ctx),
+                                                             v1::ListVolumesRequest(), &resp);
+         }},
+        {"DeleteVolume",
+         [](Ch c) {
+           v1::DeleteVolumeRequest req;
+           req.set_name("v-authz");
+           v1::DeleteVolumeResponse resp;
+           grpc::ClientContext ctx;
+           return v1::VolumeService::NewStub(c)->DeleteVolume(Deadline(&ctx), req, &resp);
+         }},
         {"CreateToken",
          [](Ch c) {
            v1::CreateTokenRequest req;
@@ -336,7 +370,8 @@ TEST_F(AuthzTest, WrongRoleIsPermissionDeniedNamingTheRightAndStoresNothing) {
       {"CreateQueue", "queues.admin"}, {"UpdateQueue", "queues.admin"},
       {"DeleteQueue", "queues.admin"}, {"CreateToken", "tokens.admin"},
       {"ListTokens", "tokens.admin"},  {"RevokeToken", "tokens.admin"},
-      {"ListAudit", "audit.read"}};
+      {"ListAudit", "audit.read"},     {"CreateVolume", "volumes.admin"},
+      {"UpdateVolume", "volumes.admin"}, {"DeleteVolume", "volumes.admin"}};
   const auto before = Counts();
   for (const Rpc& rpc : AllRpcs()) {
     auto it = viewer_refused.find(rpc.name);
@@ -385,6 +420,73 @@ TEST_F(AuthzTest, OtherTeamsJobsAreNotFoundAndUnlisted) {
   bool seen = false;
   for (const v1::Job& job : all.jobs()) seen |= job.id() == job_a_;
   EXPECT_TRUE(seen) << "an admin lists every team's jobs";
+}
+
+TEST_F(AuthzTest, VolumesOfOtherTeamsAreNotFoundAndUnlisted) {
+  v1::CreateVolumeRequest create;
+  create.mutable_volume()->set_name("v-team-a");
+  create.mutable_volume()->set_host_path("/mnt/team-a");
+  v1::VolumeGrant* grant = create.mutable_volume()->add_grants();
+  grant->set_team("team-a");
+  grant->set_read_only(true);
+  v1::Volume created;
+  grpc::ClientContext create_ctx;
+  grpc::Status s =
+      v1::VolumeService::NewStub(admin_)->CreateVolume(Deadline(&create_ctx), create, &created);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  auto get = [&](const std::shared_ptr<grpc::Channel>& channel, const std::string& name) {
+    v1::GetVolumeRequest req;
+    req.set_name(name);
+    v1::Volume volume;
+    grpc::ClientContext ctx;
+    return v1::VolumeService::NewStub(channel)->GetVolume(Deadline(&ctx), req, &volume);
+  };
+  auto list = [&](const std::shared_ptr<grpc::Channel>& channel) {
+    v1::ListVolumesResponse resp;
+    grpc::ClientContext ctx;
+    EXPECT_TRUE(v1::VolumeService::NewStub(channel)
+                    ->ListVolumes(Deadline(&ctx), v1::ListVolumesRequest(), &resp)
+                    .ok());
+    std::vector<std::string> names;
+    for (const v1::Volume& v : resp.volumes()) names.push_back(v.name());
+    return names;
+  };
+  EXPECT_TRUE(get(viewer_a_, "v-team-a").ok());
+  EXPECT_TRUE(get(admin_, "v-team-a").ok());
+  grpc::Status other = get(member_b_, "v-team-a");
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::NOT_FOUND) << other.error_message();
+  // The same answer as for a volume that does not exist.
+  EXPECT_EQ(other.error_message(), "no volume 'v-team-a'");
+  grpc::Status unknown = get(member_b_, "v-nothing");
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(unknown.error_message(), "no volume 'v-nothing'");
+  EXPECT_THAT(list(member_a_), ::testing::Contains("v-team-a"));
+  EXPECT_THAT(list(member_b_), Not(::testing::Contains("v-team-a")));
+
+  // A member of team-b cannot mount it (PERMISSION_DENIED, as for an unknown volume); team-a
+  // must mount it read-only.
+  v1::SubmitJobRequest submit;
+  v1::JobSpec* spec = submit.mutable_spec();
+  spec->set_name("mounts");
+  spec->set_replicas(1);
+  spec->mutable_command()->add_argv("true");
+  spec->set_image("train:v1");
+  v1::Mount* mount = spec->add_mounts();
+  mount->set_volume("v-team-a");
+  mount->set_path("/data");
+  mount->set_read_only(true);
+  auto submit_as = [&](const std::shared_ptr<grpc::Channel>& channel) {
+    v1::SubmitJobResponse resp;
+    grpc::ClientContext ctx;
+    return v1::JobService::NewStub(channel)->SubmitJob(Deadline(&ctx), submit, &resp);
+  };
+  grpc::Status denied = submit_as(member_b_);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED) << denied.error_message();
+  EXPECT_THAT(denied.error_message(), HasSubstr("mounts[0].volume"));
+  mount->set_read_only(false);
+  grpc::Status rw = submit_as(member_a_);
+  EXPECT_EQ(rw.error_code(), grpc::StatusCode::PERMISSION_DENIED) << rw.error_message();
+  EXPECT_THAT(rw.error_message(), HasSubstr("read-only"));
 }
 
 TEST_F(AuthzTest, MembersAndAdminsGetPastTheChecksOfReadJobLogs) {

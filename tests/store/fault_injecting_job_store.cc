@@ -158,4 +158,29 @@ absl::StatusOr<std::vector<QueueUsage>> FaultInjectingJobStore::ListQueueUsage()
   return store_->ListQueueUsage();
 }
 
+absl::StatusOr<Volume> FaultInjectingJobStore::CreateVolume(const Volume& volume, int64_t epoch) {
+  if (auto s = Enter(Call::kCreateVolume); !s.ok()) return s;
+  return store_->CreateVolume(volume, epoch);
+}
+
+absl::StatusOr<Volume> FaultInjectingJobStore::UpdateVolume(const Volume& volume, int64_t epoch) {
+  if (auto s = Enter(Call::kUpdateVolume); !s.ok()) return s;
+  return store_->UpdateVolume(volume, epoch);
+}
+
+absl::StatusOr<Volume> FaultInjectingJobStore::GetVolume(const std::string& name) {
+  if (auto s = Enter(Call::kGetVolume); !s.ok()) return s;
+  return store_->GetVolume(name);
+}
+
+absl::StatusOr<std::vector<Volume>> FaultInjectingJobStore::ListVolumes() {
+  if (auto s = Enter(Call::kListVolumes); !s.ok()) return s;
+  return store_->ListVolumes();
+}
+
+absl::Status FaultInjectingJobStore::DeleteVolume(const std::string& name, int64_t epoch) {
+  if (auto s = Enter(Call::kDeleteVolume); !s.ok()) return s;
+  return store_->DeleteVolume(name, epoch);
+}
+
 }  // namespace ringmaster::scheduler

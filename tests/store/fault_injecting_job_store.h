@@ -18,7 +18,8 @@ class FaultInjectingJobStore : public JobStore {
   enum class Call {
     kCreateJob, kGetJob, kListJobs, kListActiveJobs, kUpdateJob, kListEvents,
     kTakeLeadership, kCommit, kUpsertWorker, kListWorkers, kCreateQueue, kUpdateQueue,
-    kGetQueue, kListQueues, kDeleteQueue, kListQueueUsage,
+    kGetQueue, kListQueues, kDeleteQueue, kListQueueUsage, kCreateVolume, kUpdateVolume,
+    kGetVolume, kListVolumes, kDeleteVolume,
   };
 
   // `store` must outlive this object.
@@ -58,6 +59,11 @@ class FaultInjectingJobStore : public JobStore {
   absl::StatusOr<std::vector<Queue>> ListQueues() override;
   absl::Status DeleteQueue(const std::string& name, int64_t epoch) override;
   absl::StatusOr<std::vector<QueueUsage>> ListQueueUsage() override;
+  absl::StatusOr<Volume> CreateVolume(const Volume& volume, int64_t epoch) override;
+  absl::StatusOr<Volume> UpdateVolume(const Volume& volume, int64_t epoch) override;
+  absl::StatusOr<Volume> GetVolume(const std::string& name) override;
+  absl::StatusOr<std::vector<Volume>> ListVolumes() override;
+  absl::Status DeleteVolume(const std::string& name, int64_t epoch) override;
 
  private:
   struct Fault {

@@ -146,6 +146,7 @@ void ExpectSameJob(const Job& actual, const Job& expected) {
   EXPECT_EQ(actual.finished_at_ms, expected.finished_at_ms);
   EXPECT_EQ(actual.exit_code, expected.exit_code);
   EXPECT_EQ(actual.message, expected.message);
+  EXPECT_EQ(actual.image_digest, expected.image_digest);
 }
 
 // --- Create and get ----------------------------------------------------------------------
@@ -1056,6 +1057,68 @@ TEST_P(JobStoreConformanceTest, AMalformedCheckpointRefusesTheWholeBatch) {
   RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
   EXPECT_EQ(got.state, JobState::kPending);
   EXPECT_EQ(got.last_checkpoint_step, 0);
+}
+
+namespace {
+JobWrite DigestWrite(Job job, const std::string& digest) {
+  JobWrite w;
+  w.kind = JobWrite::Kind::kImageDigest;
+  job.image_digest = digest;
+  w.job = std::move(job);
+  return w;
+}
+}  // namespace
+
+TEST_P(JobStoreConformanceTest, TheFirstImageDigestIsPinnedAndKeptThroughUpdatesAndRestarts) {
+  const std::string first = "sha256:" + std::string(64, 'a');
+  const std::string second = "sha256:" + std::string(64, 'b');
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job job = MakeJob("j-1");
+  job.spec.image = "registry.example.com/team/train:v1";
+  job.spec.mounts = {{"imagenet", "/data", true}};
+  job.spec.shm_size_bytes = 8LL << 30;
+  job.spec.workdir = "/workspace";
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  RM_ASSERT_OK_AND_ASSIGN(Job created, store().GetJob("j-1"));
+  EXPECT_TRUE(created.spec == job.spec) << "the environment fields are part of the spec";
+  EXPECT_EQ(created.image_digest, "");
+
+  Job running = Started(job);
+  WriteBatch batch;
+  batch.jobs.push_back(UpdateWrite(running, 2, "placed", true));
+  batch.jobs.push_back(DigestWrite(running, first));
+  batch.jobs.push_back(DigestWrite(running, second));  // the first in a batch wins
+  RM_ASSERT_OK(store().Commit(batch, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
+  EXPECT_EQ(got.image_digest, first);
+  RM_ASSERT_OK_AND_ASSIGN(auto events, store().ListEvents("j-1", 0));
+  EXPECT_THAT(events, SizeIs(2));  // no event of its own
+
+  // A later report does not move it, a state change (whose copy has none) does not clear it,
+  // and the active list carries it to a new leader.
+  WriteBatch later;
+  Job pending = running;
+  pending.state = JobState::kPending;
+  pending.placement.clear();
+  later.jobs.push_back(UpdateWrite(pending, 3, "restarting", true));
+  later.jobs.push_back(DigestWrite(running, second));
+  RM_ASSERT_OK(store().Commit(later, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(auto active, store().ListActiveJobs());
+  ASSERT_THAT(active, SizeIs(1));
+  EXPECT_EQ(active[0].image_digest, first);
+  EXPECT_EQ(active[0].state, JobState::kPending);
+}
+
+TEST_P(JobStoreConformanceTest, AnEmptyImageDigestRefusesTheWholeBatch) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job job = MakeJob("j-1");
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  WriteBatch batch;
+  batch.jobs.push_back(UpdateWrite(Started(job), 2, "placed", true));
+  batch.jobs.push_back(DigestWrite(job, ""));
+  EXPECT_THAT(store().Commit(batch, epoch), StatusIs(absl::StatusCode::kInvalidArgument));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
+  EXPECT_EQ(got.state, JobState::kPending);
 }
 
 TEST_P(JobStoreConformanceTest, ACommitNamingAnUnknownJobOrARepeatedEventWritesNothing) {

@@ -7,6 +7,7 @@ ringmaster_test(scheduler_store_unit_test unit
           ${STORE_TEST_DIR}/fault_injecting_job_store.cc
           ${STORE_TEST_DIR}/job_store_conformance.cc
           ${STORE_TEST_DIR}/queue_store_conformance.cc
+          ${STORE_TEST_DIR}/volume_store_conformance.cc
           ${STORE_TEST_DIR}/coordination_conformance.cc
   LIBS ringmaster_scheduler_store ringmaster_test_support)
 ringmaster_test(scheduler_store_integration_test integration
@@ -14,5 +15,6 @@ ringmaster_test(scheduler_store_integration_test integration
           ${STORE_TEST_DIR}/redis_coordination_test.cc
           ${STORE_TEST_DIR}/job_store_conformance.cc
           ${STORE_TEST_DIR}/queue_store_conformance.cc
+          ${STORE_TEST_DIR}/volume_store_conformance.cc
           ${STORE_TEST_DIR}/coordination_conformance.cc
   LIBS ringmaster_scheduler_store ringmaster_test_support)

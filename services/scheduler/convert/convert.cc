@@ -48,6 +48,10 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
   }
   out.labels.insert(spec.labels().begin(), spec.labels().end());
   if (spec.has_health_check()) out.health_check = spec.health_check();
+  out.image = spec.image();
+  for (const v1::Mount& m : spec.mounts()) out.mounts.push_back({m.volume(), m.path(), m.read_only()});
+  out.shm_size_bytes = spec.shm_size_bytes();
+  out.workdir = spec.workdir();
   return out;
 }
 
@@ -82,6 +86,15 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   }
   out.mutable_labels()->insert(spec.labels.begin(), spec.labels.end());
   if (spec.health_check) out.set_health_check(*spec.health_check);
+  out.set_image(spec.image);
+  for (const Mount& m : spec.mounts) {
+    v1::Mount* mount = out.add_mounts();
+    mount->set_volume(m.volume);
+    mount->set_path(m.path);
+    mount->set_read_only(m.read_only);
+  }
+  out.set_shm_size_bytes(spec.shm_size_bytes);
+  out.set_workdir(spec.workdir);
   return out;
 }
 
@@ -146,6 +159,7 @@ v1::Job ToProto(const Job& job) {
   out.set_message(job.message);
   out.set_last_checkpoint_step(job.last_checkpoint_step);
   out.set_last_checkpoint_time_ms(job.last_checkpoint_time_ms);
+  out.set_image_digest(job.image_digest);
   return out;
 }
 

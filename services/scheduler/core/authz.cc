@@ -62,6 +62,16 @@ const char* ActionName(Action action) {
       return "ListAudit";
     case Action::kClearWorkerHealth:
       return "ClearWorkerHealth";
+    case Action::kGetVolume:
+      return "GetVolume";
+    case Action::kListVolumes:
+      return "ListVolumes";
+    case Action::kCreateVolume:
+      return "CreateVolume";
+    case Action::kUpdateVolume:
+      return "UpdateVolume";
+    case Action::kDeleteVolume:
+      return "DeleteVolume";
   }
   return "unknown";
 }
@@ -78,6 +88,8 @@ Level LevelOf(Action action) {
     case Action::kListWorkers:
     case Action::kGetQueue:
     case Action::kListQueues:
+    case Action::kGetVolume:
+    case Action::kListVolumes:
       return Level::kRead;
     case Action::kSubmitJob:
     case Action::kCancelJob:
@@ -91,6 +103,9 @@ Level LevelOf(Action action) {
     case Action::kRevokeToken:
     case Action::kListAudit:
     case Action::kClearWorkerHealth:
+    case Action::kCreateVolume:
+    case Action::kUpdateVolume:
+    case Action::kDeleteVolume:
       return Level::kAdmin;
   }
   return Level::kAdmin;
@@ -126,6 +141,13 @@ const char* RequiredRight(Action action) {
       return "audit.read";
     case Action::kClearWorkerHealth:
       return "workers.admin";
+    case Action::kGetVolume:
+    case Action::kListVolumes:
+      return "volumes.read";
+    case Action::kCreateVolume:
+    case Action::kUpdateVolume:
+    case Action::kDeleteVolume:
+      return "volumes.admin";
   }
   return "admin";
 }

@@ -48,6 +48,11 @@ enum class Action {
   kRevokeToken,
   kListAudit,
   kClearWorkerHealth,
+  kGetVolume,
+  kListVolumes,
+  kCreateVolume,
+  kUpdateVolume,
+  kDeleteVolume,
 };
 const char* ActionName(Action action);
 

@@ -69,6 +69,11 @@ absl::StatusOr<Transition> ApplyInput(Job& job, const JobInput& input, int64_t n
       ++job.preemptions;
       stop_ranks = true;
       break;
+    case Kind::kUnrunnable:
+      if (IsTerminal(job.state)) return NotIn(job, "fail it");
+      to = JobState::kFailed;
+      stop_ranks = live;
+      break;
     case Kind::kCancel:
       if (IsTerminal(job.state)) return NotIn(job, "cancel it");
       to = JobState::kCancelled;

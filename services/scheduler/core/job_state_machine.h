@@ -42,6 +42,9 @@ struct JobInput {
     kPreempted,
     kChecked,
     kCheckFailed,
+    // The job cannot run as it asks (a volume it mounts is gone): FAILED from any state that
+    // is not terminal, without a restart (the next attempt could not run either).
+    kUnrunnable,
   };
   Kind kind;
   std::string reason = {};

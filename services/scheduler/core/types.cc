@@ -39,6 +39,8 @@ int64_t SpecBytes(const JobSpec& spec) {
     for (const auto& [name, value] : spec.command->env) bytes += name.size() + value.size();
   }
   for (const auto& [key, value] : spec.labels) bytes += key.size() + value.size();
+  bytes += spec.image.size() + spec.workdir.size();
+  for (const Mount& m : spec.mounts) bytes += m.volume.size() + m.path.size();
   return static_cast<int64_t>(bytes);
 }
 

@@ -33,6 +33,14 @@ struct CommandWorkload {
   bool operator==(const CommandWorkload&) const = default;
 };
 
+// A cluster volume mounted into a job's containers (core/environment.h).
+struct Mount {
+  std::string volume;
+  std::string path;  // inside the container
+  bool read_only = false;
+  bool operator==(const Mount&) const = default;
+};
+
 struct JobSpec {
   std::string name;
   std::string queue;
@@ -52,6 +60,13 @@ struct JobSpec {
   std::optional<int64_t> progress_timeout_seconds;
   // The pre-run allreduce check (core/health_check.h); unset: on.
   std::optional<bool> health_check;
+  // The job's environment (core/environment.h): an OCI image every rank runs in, volumes, the
+  // size of /dev/shm (0: the runtime's default) and the working directory. Empty image: the
+  // ranks run on the worker hosts, and the rest must be empty too.
+  std::string image;
+  std::vector<Mount> mounts;
+  int64_t shm_size_bytes = 0;
+  std::string workdir;
   bool operator==(const JobSpec&) const = default;
 };
 
@@ -96,6 +111,10 @@ struct Job {
   // by the workers after a scheduler restart.
   int64_t last_checkpoint_step = 0;
   int64_t last_checkpoint_time_ms = 0;
+  // The digest spec.image resolved to ("sha256:..."), pinned by the first launcher's report
+  // (JobWrite::kImageDigest) so every later attempt runs the same bytes. Empty: no image, or
+  // not resolved yet.
+  std::string image_digest;
   // The attempt whose pre-run check must be ringmaster-check's own mpirun (CheckPlan::
   // separately): the one after an attempt whose in-session check blamed a worker. -1: none.
   // In memory only: a scheduler restart forgets it, and the next attempt is checked in its
@@ -185,6 +204,23 @@ struct QueueUsage {
   std::string resource;
   int64_t used_ms = 0;
   bool operator==(const QueueUsage&) const = default;
+};
+
+// Volumes: host paths the cluster's admins name and grant to teams (core/environment.h).
+struct VolumeGrant {
+  std::string team;
+  bool read_only = false;  // the team's jobs must mount it read-only
+  bool operator==(const VolumeGrant&) const = default;
+};
+
+struct Volume {
+  std::string name;
+  std::string host_path;
+  std::vector<VolumeGrant> grants;  // sorted by team after validation
+  std::string description;
+  int64_t created_at_ms = 0;
+  int64_t updated_at_ms = 0;
+  bool operator==(const Volume&) const = default;
 };
 
 enum class WorkerState { kReady, kLost };

@@ -22,7 +22,8 @@ inline constexpr int32_t kDefaultBatchSize = 64;
 inline constexpr int64_t kDefaultSteps = 100;
 
 // Returns `spec` with defaults applied (queue, trainer model/batch/steps, backoff_limit), or the
-// first problem found.
+// first problem found. The environment fields are checked by CheckEnvironment
+// (core/environment.h).
 absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec);
 
 // A queue name: the same rules as a job name. Errors name `field`.

@@ -100,6 +100,7 @@ void JobServiceImpl::StartSubmit(grpc::CallbackServerContext* ctx,
       auth_->Record(*who, *ctx, Action::kSubmitJob, "", absl::StrCat("queue=", queue));
   // Copied first: the callback below takes the principal.
   const std::string team = who->team;
+  const bool admin = who->role == Role::kAdmin;
   scheduler_->SubmitAsync(
       *spec, req->request_id(), team, std::move(record),
       [reactor, resp, caller = *std::move(who)](absl::StatusOr<CreateJobResult> result) {
@@ -110,7 +111,8 @@ void JobServiceImpl::StartSubmit(grpc::CallbackServerContext* ctx,
         *resp->mutable_job() = JobFor(caller, result->job);
         resp->set_existing(result->existing);
         reactor->Finish(grpc::Status::OK);
-      });
+      },
+      admin);
 }
 
 grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
@@ -561,6 +563,14 @@ absl::StatusOr<RankReport> FromProto(const v1::RankStatus& status) {
       report.checkpoint_step = status.checkpoint_step();
       report.checkpoint_time_ms = status.checkpoint_time_ms();
       break;
+    case v1::RankStatus::KIND_IMAGE_RESOLVED:
+      report.kind = RankReport::Kind::kImageResolved;
+      if (auto s = ValidateImageDigest(status.image_digest(), "rank_status.image_digest");
+          !s.ok()) {
+        return s;
+      }
+      report.image_digest = status.image_digest();
+      break;
     case v1::RankStatus::KIND_PROGRESS: {
       report.kind = RankReport::Kind::kProgress;
       if (!status.has_progress()) {
@@ -621,6 +631,10 @@ class WorkerStream final
 
   void SendAssignment(const Job& job) override { Enqueue(AssignmentOf(job)); }
   void SendAssignmentWithCheck(const Job& job, const CheckPlan& plan) override {
+    SendLaunch(job, plan, {});
+  }
+  void SendLaunch(const Job& job, const CheckPlan& plan,
+                  const std::vector<ResolvedMount>& mounts) override {
     v1::SchedulerMessage msg = AssignmentOf(job);
     v1::Assignment* a = msg.mutable_assignment();
     a->set_run_check(plan.run);
@@ -629,6 +643,13 @@ class WorkerStream final
     a->set_check_transport(plan.transport);
     a->set_check_separately(plan.separately);
     a->set_check_token(plan.token);
+    for (const ResolvedMount& m : mounts) {
+      v1::AssignedMount* mount = a->add_mounts();
+      mount->set_volume(m.volume);
+      mount->set_host_path(m.host_path);
+      mount->set_container_path(m.container_path);
+      mount->set_read_only(m.read_only);
+    }
     Enqueue(std::move(msg));
   }
   void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason,
@@ -701,6 +722,7 @@ class WorkerStream final
     for (const auto& r : job.placement) *a->add_placement() = ToProto(r);
     a->set_token(job.token);
     a->set_team(job.team);
+    a->set_image_digest(job.image_digest);
     return msg;
   }
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "core/environment.h"
 #include "store/store_checks.h"
 
 namespace ringmaster::scheduler {
@@ -142,7 +143,8 @@ absl::StatusOr<CommitResult> InMemoryJobStore::Commit(const WriteBatch& batch, i
       new_ids.insert(w.job.id);
       continue;
     }
-    if (w.kind == JobWrite::Kind::kCheckpoint) continue;  // a missing job's is dropped
+    // A missing job's checkpoint or digest is dropped.
+    if (w.kind == JobWrite::Kind::kCheckpoint || w.kind == JobWrite::Kind::kImageDigest) continue;
     RM_RETURN_IF_ERROR(SortedPlacement(w.job.placement).status());
     auto it = jobs_.find(w.job.id);
     if (it == jobs_.end() && !new_ids.contains(w.job.id)) {
@@ -201,6 +203,13 @@ absl::StatusOr<CommitResult> InMemoryJobStore::Commit(const WriteBatch& batch, i
       if (!w.job.request_id.empty()) ids_by_request_.emplace(w.job.request_id, w.job.id);
       result.created.push_back(CreateJobResult{stored.job, false});
       jobs_.emplace(w.job.id, std::move(stored));
+      continue;
+    }
+    if (w.kind == JobWrite::Kind::kImageDigest) {
+      auto it = jobs_.find(w.job.id);
+      if (it != jobs_.end() && it->second.job.image_digest.empty()) {
+        it->second.job.image_digest = w.job.image_digest;
+      }
       continue;
     }
     if (w.kind == JobWrite::Kind::kCheckpoint) {
@@ -331,6 +340,59 @@ absl::StatusOr<std::vector<QueueUsage>> InMemoryJobStore::ListQueueUsage() {
   std::vector<QueueUsage> out;
   for (const auto& [key, ms] : usage_) out.push_back({key.first, key.second, ms});
   return out;
+}
+
+absl::StatusOr<Volume> InMemoryJobStore::CreateVolume(const Volume& volume, int64_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (epoch != epoch_) return FencedError(epoch, epoch_);
+  if (!volumes_.emplace(volume.name, volume).second) {
+    return absl::AlreadyExistsError(absl::StrCat("volume ", volume.name, " already exists"));
+  }
+  return volume;
+}
+
+absl::StatusOr<Volume> InMemoryJobStore::UpdateVolume(const Volume& volume, int64_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (epoch != epoch_) return FencedError(epoch, epoch_);
+  auto it = volumes_.find(volume.name);
+  if (it == volumes_.end()) return absl::NotFoundError(absl::StrCat("no volume ", volume.name));
+  Volume stored = volume;
+  stored.created_at_ms = it->second.created_at_ms;
+  it->second = stored;
+  return stored;
+}
+
+absl::StatusOr<Volume> InMemoryJobStore::GetVolume(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = volumes_.find(name);
+  if (it == volumes_.end()) return absl::NotFoundError(absl::StrCat("no volume ", name));
+  return it->second;
+}
+
+absl::StatusOr<std::vector<Volume>> InMemoryJobStore::ListVolumes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Volume> out;
+  out.reserve(volumes_.size());
+  for (const auto& [name, volume] : volumes_) out.push_back(volume);
+  return out;
+}
+
+absl::Status InMemoryJobStore::DeleteVolume(const std::string& name, int64_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (epoch != epoch_) return FencedError(epoch, epoch_);
+  auto it = volumes_.find(name);
+  if (it == volumes_.end()) return absl::NotFoundError(absl::StrCat("no volume ", name));
+  // The oldest live job that mounts it, as Postgres picks it (by seq).
+  for (const auto& [seq, id] : ids_by_seq_) {
+    const Job& job = jobs_.at(id).job;
+    if (!IsTerminal(job.state) && MountsVolume(job.spec, name)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "volume ", name, " is mounted by job ", id, ", which is ", JobStateName(job.state),
+          "; cancel it or wait for it to end first"));
+    }
+  }
+  volumes_.erase(it);
+  return absl::OkStatus();
 }
 
 }  // namespace ringmaster::scheduler

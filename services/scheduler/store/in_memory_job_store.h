@@ -39,6 +39,11 @@ class InMemoryJobStore : public JobStore {
   absl::StatusOr<std::vector<Queue>> ListQueues() override;
   absl::Status DeleteQueue(const std::string& name, int64_t epoch) override;
   absl::StatusOr<std::vector<QueueUsage>> ListQueueUsage() override;
+  absl::StatusOr<Volume> CreateVolume(const Volume& volume, int64_t epoch) override;
+  absl::StatusOr<Volume> UpdateVolume(const Volume& volume, int64_t epoch) override;
+  absl::StatusOr<Volume> GetVolume(const std::string& name) override;
+  absl::StatusOr<std::vector<Volume>> ListVolumes() override;
+  absl::Status DeleteVolume(const std::string& name, int64_t epoch) override;
 
  private:
   struct StoredJob {
@@ -56,6 +61,7 @@ class InMemoryJobStore : public JobStore {
   std::map<std::pair<std::string, std::string>, int64_t> usage_;  // (queue, resource) -> ms
   std::map<std::string, CheckBaseline> baselines_;     // by shape
   std::map<std::string, Queue> queues_;                // by name
+  std::map<std::string, Volume> volumes_;              // by name
 };
 
 }  // namespace ringmaster::scheduler

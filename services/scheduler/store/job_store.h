@@ -1,4 +1,5 @@
-// JobStore: the system of record for jobs, their events and placements, workers, and queues.
+// JobStore: the system of record for jobs, their events and placements, workers, queues and
+// volumes.
 // Implementations: PostgresJobStore (production) and InMemoryJobStore (a real implementation
 // for unit tests). Both pass tests/store/job_store_conformance.h. Implementations are
 // thread-safe.
@@ -31,6 +32,9 @@ struct JobWrite {
     // Only the job's last checkpoint (Job::last_checkpoint_step and _time_ms), no event: kept
     // unless the stored one is newer, also for a job that has ended.
     kCheckpoint,
+    // Only the job's image_digest (Job::image_digest), no event: stored where the job has none
+    // yet (the first launcher's report pins it), also for a job that has ended.
+    kImageDigest,
   };
   Kind kind = Kind::kUpdate;
   Job job;
@@ -140,6 +144,21 @@ class JobStore {
   // NOT_FOUND when there is no such queue; FAILED_PRECONDITION for `default`, and while a job
   // of the queue is not terminal (checked in the same transaction as the delete).
   virtual absl::Status DeleteQueue(const std::string& name, int64_t epoch) = 0;
+
+  // Volumes (core/environment.h; docs/environments.md). Writes are fenced by `epoch` as queue
+  // writes are, and store the volume as given, times included: validation is the caller's.
+  // ALREADY_EXISTS when a volume of that name exists.
+  virtual absl::StatusOr<Volume> CreateVolume(const Volume& volume, int64_t epoch) = 0;
+  // Replaces host_path, grants, description and updated_at_ms of the volume volume.name, and
+  // returns the volume as stored. NOT_FOUND when there is no such volume.
+  virtual absl::StatusOr<Volume> UpdateVolume(const Volume& volume, int64_t epoch) = 0;
+  // NOT_FOUND when there is no such volume.
+  virtual absl::StatusOr<Volume> GetVolume(const std::string& name) = 0;
+  // Every volume, by name.
+  virtual absl::StatusOr<std::vector<Volume>> ListVolumes() = 0;
+  // NOT_FOUND when there is no such volume; FAILED_PRECONDITION naming a job while a job that
+  // is not terminal mounts it (checked in the same transaction as the delete).
+  virtual absl::Status DeleteVolume(const std::string& name, int64_t epoch) = 0;
 
   // Accounting stored by Commit (JobWrite::usage), summed per queue and resource, by queue then
   // resource. A deleted queue's usage is deleted with it.

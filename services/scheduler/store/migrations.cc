@@ -198,6 +198,24 @@ ALTER TABLE jobs
 -- schedulers before this version wrote, including an old leader's during a rolling upgrade.
 ALTER TABLE jobs ADD COLUMN placement json NOT NULL DEFAULT '[]';
 )sql"},
+    {12, "environments: the pinned image digest of a job, and volumes granted to teams", R"sql(
+-- The digest the job's image resolved to at its first launch ('' until then, and for jobs
+-- without an image); every later attempt runs it.
+ALTER TABLE jobs ADD COLUMN image_digest text NOT NULL DEFAULT '';
+
+-- Host paths that admins name and grant to teams, for jobs to mount (docs/environments.md).
+-- grant_teams[i] may mount it, read-only where grant_read_only[i]; by team.
+CREATE TABLE volumes (
+  name             text PRIMARY KEY,
+  host_path        text NOT NULL,
+  grant_teams      text[] NOT NULL DEFAULT '{}',
+  grant_read_only  boolean[] NOT NULL DEFAULT '{}'
+                     CHECK (cardinality(grant_read_only) = cardinality(grant_teams)),
+  description      text NOT NULL DEFAULT '',
+  created_at_ms    bigint NOT NULL,
+  updated_at_ms    bigint NOT NULL
+);
+)sql"},
 };
 
 // Strictly increasing from 1. Parallel branches reserve version numbers, so a gap may exist

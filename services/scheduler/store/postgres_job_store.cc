@@ -31,7 +31,7 @@ constexpr int kDefaultListLimit = 100;
   "id, seq, coalesce(request_id, '') AS request_id, spec::text AS spec, state, attempt, " \
   "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "  \
   "finished_at_ms, exit_code, message, preemptions, team, last_checkpoint_step, "        \
-  "last_checkpoint_time_ms"
+  "last_checkpoint_time_ms, image_digest"
 
 #define RM_QUEUE_SELECT                                                                     \
   "SELECT q.name, q.cohort, q.weight, q.within_queue, q.reclaim_within_cohort, "            \
@@ -39,6 +39,11 @@ constexpr int kDefaultListLimit = 100;
   "r.borrowing_limit, r.lending_limit, array_to_string(q.teams, ','), "                     \
   "q.progress_timeout_seconds, q.idle_timeout_seconds "                                     \
   "FROM queues q LEFT JOIN queue_quotas r ON r.queue = q.name"
+
+#define RM_VOLUME_SELECT                                                                    \
+  "SELECT name, host_path, array_to_string(grant_teams, ','), "                             \
+  "array_to_string(grant_read_only, ','), description, created_at_ms, updated_at_ms "       \
+  "FROM volumes"
 
 // New jobs and their first events in one round trip, whatever their number; rows whose id or
 // request id is taken are skipped (the caller finds out which from RETURNING). FENCE_FROM and
@@ -143,6 +148,11 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "UPDATE jobs SET last_checkpoint_step = v.step, last_checkpoint_time_ms = v.time_ms "
      "FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS v(id, step, time_ms) "
      "WHERE jobs.id = v.id AND v.time_ms >= jobs.last_checkpoint_time_ms"},
+    // The first digest only: every attempt after it runs the bytes it named.
+    {"update_image_digests",
+     "UPDATE jobs SET image_digest = v.digest "
+     "FROM unnest($1::text[], $2::text[]) AS v(id, digest) "
+     "WHERE jobs.id = v.id AND jobs.image_digest = ''"},
     {"insert_events",
      "INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
      "SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::integer[], $5::text[], "
@@ -202,6 +212,23 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "SELECT $1, v.resource, v.nominal, v.borrowing_limit, v.lending_limit "
      "FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) "
      "AS v(resource, nominal, borrowing_limit, lending_limit)"},
+    // Volumes; grants as "team,team" and "t,f" (team names have no commas).
+    {"select_volumes", RM_VOLUME_SELECT " ORDER BY name"},
+    {"select_volume", RM_VOLUME_SELECT " WHERE name = $1"},
+    {"insert_volume",
+     "INSERT INTO volumes (name, host_path, grant_teams, grant_read_only, description, "
+     "created_at_ms, updated_at_ms) VALUES ($1, $2, $3::text[], $4::boolean[], $5, $6, $7) "
+     "ON CONFLICT (name) DO NOTHING"},
+    {"update_volume",
+     "UPDATE volumes SET host_path = $2, grant_teams = $3::text[], "
+     "grant_read_only = $4::boolean[], description = $5, updated_at_ms = $6 "
+     "WHERE name = $1 RETURNING created_at_ms"},
+    {"lock_volume", "SELECT 1 FROM volumes WHERE name = $1 FOR UPDATE"},
+    {"live_job_mounting",
+     "SELECT id, state FROM jobs WHERE state IN ('PENDING', 'STARTING', 'RUNNING') "
+     "AND spec->'mounts' @> jsonb_build_array(jsonb_build_object('volume', $1::text)) "
+     "ORDER BY seq LIMIT 1"},
+    {"delete_volume", "DELETE FROM volumes WHERE name = $1"},
     // One row per GPU (or one with NULL GPU columns for a worker without any), in stored order.
     {"select_workers",
      "SELECT w.id, w.address, w.port, w.cpu_slots, w.state, w.registered_at_ms, "
@@ -308,6 +335,7 @@ absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
   job.team = row["team"].as<std::string>();
   job.last_checkpoint_step = row["last_checkpoint_step"].as<int64_t>();
   job.last_checkpoint_time_ms = row["last_checkpoint_time_ms"].as<int64_t>();
+  job.image_digest = row["image_digest"].as<std::string>();
   return job;
 }
 
@@ -959,6 +987,18 @@ absl::StatusOr<CommitResult> PostgresJobStore::CommitInTransaction(
       }
       tx.exec_prepared("update_checkpoints", rows.Array(0), rows.Array(1), rows.Array(2));
     }
+    std::map<std::string, const Job*> digests;  // the first of each job's
+    for (const JobWrite& w : batch.jobs) {
+      if (w.kind == JobWrite::Kind::kImageDigest) digests.try_emplace(w.job.id, &w.job);
+    }
+    if (!digests.empty()) {
+      Columns rows(2);
+      for (const auto& [id, job] : digests) {
+        rows.Add(0, id);
+        rows.Add(1, job->image_digest);
+      }
+      tx.exec_prepared("update_image_digests", rows.Array(0), rows.Array(1));
+    }
     if (!events.empty()) {
       tx.exec_prepared("insert_events", events.Array(0), events.Array(1), events.Array(2),
                        events.Array(3), events.Array(4), events.Array(5), events.Array(6));
@@ -1176,6 +1216,120 @@ absl::Status PostgresJobStore::PutCheckBaseline(const CheckBaseline& baseline) {
     pqxx::work tx(conn);
     tx.exec_prepared("upsert_check_baseline", baseline.shape, baseline.busbw_gbps, baseline.samples,
                      baseline.updated_at_ms);
+    tx.commit();
+    return absl::OkStatus();
+  });
+}
+
+namespace {
+
+// The volume's grants as the two array columns.
+std::pair<std::string, std::string> GrantArrays(const Volume& volume) {
+  std::vector<std::string> teams;
+  std::vector<std::string> read_only;
+  for (const VolumeGrant& g : volume.grants) {
+    teams.push_back(g.team);
+    read_only.push_back(g.read_only ? "true" : "false");
+  }
+  return {TextArrayLiteral(teams), absl::StrCat("{", absl::StrJoin(read_only, ","), "}")};
+}
+
+absl::StatusOr<std::vector<Volume>> VolumesFromResult(const pqxx::result& result) {
+  std::vector<Volume> volumes;
+  for (const auto& row : result) {
+    Volume v;
+    v.name = row[0].as<std::string>();
+    v.host_path = row[1].as<std::string>();
+    std::vector<std::string> teams =
+        absl::StrSplit(row[2].as<std::string>(), ',', absl::SkipEmpty());
+    std::vector<std::string> read_only =
+        absl::StrSplit(row[3].as<std::string>(), ',', absl::SkipEmpty());
+    if (teams.size() != read_only.size()) {
+      return absl::DataLossError(absl::StrCat("volume ", v.name, ": ", teams.size(),
+                                              " granted teams but ", read_only.size(),
+                                              " read-only flags"));
+    }
+    for (size_t i = 0; i < teams.size(); ++i) {
+      v.grants.push_back({teams[i], read_only[i] == "t" || read_only[i] == "true"});
+    }
+    v.description = row[4].as<std::string>();
+    v.created_at_ms = row[5].as<int64_t>();
+    v.updated_at_ms = row[6].as<int64_t>();
+    volumes.push_back(std::move(v));
+  }
+  return volumes;
+}
+
+}  // namespace
+
+absl::StatusOr<Volume> PostgresJobStore::CreateVolume(const Volume& volume, int64_t epoch) {
+  return pool_->Run<Volume>([&](pqxx::connection& conn) -> absl::StatusOr<Volume> {
+    pqxx::work tx(conn);
+    RM_RETURN_IF_ERROR(CheckFence(tx, epoch));
+    auto [teams, read_only] = GrantArrays(volume);
+    pqxx::result inserted =
+        tx.exec_prepared("insert_volume", volume.name, volume.host_path, teams, read_only,
+                         volume.description, volume.created_at_ms, volume.updated_at_ms);
+    if (inserted.affected_rows() == 0) {
+      return absl::AlreadyExistsError(absl::StrCat("volume ", volume.name, " already exists"));
+    }
+    tx.commit();
+    return volume;
+  });
+}
+
+absl::StatusOr<Volume> PostgresJobStore::UpdateVolume(const Volume& volume, int64_t epoch) {
+  return pool_->Run<Volume>([&](pqxx::connection& conn) -> absl::StatusOr<Volume> {
+    pqxx::work tx(conn);
+    RM_RETURN_IF_ERROR(CheckFence(tx, epoch));
+    auto [teams, read_only] = GrantArrays(volume);
+    pqxx::result updated = tx.exec_prepared("update_volume", volume.name, volume.host_path, teams,
+                                            read_only, volume.description, volume.updated_at_ms);
+    if (updated.empty()) return absl::NotFoundError(absl::StrCat("no volume ", volume.name));
+    tx.commit();
+    Volume stored = volume;
+    stored.created_at_ms = updated[0][0].as<int64_t>();
+    return stored;
+  });
+}
+
+absl::StatusOr<Volume> PostgresJobStore::GetVolume(const std::string& name) {
+  return pool_->Run<Volume>([&](pqxx::connection& conn) -> absl::StatusOr<Volume> {
+    ReadTransaction tx(conn);
+    RM_ASSIGN_OR_RETURN(std::vector<Volume> volumes,
+                        VolumesFromResult(tx.exec_prepared("select_volume", name)));
+    tx.commit();
+    if (volumes.empty()) return absl::NotFoundError(absl::StrCat("no volume ", name));
+    return std::move(volumes.front());
+  });
+}
+
+absl::StatusOr<std::vector<Volume>> PostgresJobStore::ListVolumes() {
+  return pool_->Run<std::vector<Volume>>(
+      [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<Volume>> {
+        ReadTransaction tx(conn);
+        RM_ASSIGN_OR_RETURN(
+            std::vector<Volume> volumes,
+            VolumesFromResult(tx.exec_prepared("select_volumes")));
+        tx.commit();
+        return volumes;
+      });
+}
+
+absl::Status PostgresJobStore::DeleteVolume(const std::string& name, int64_t epoch) {
+  return pool_->Run([&](pqxx::connection& conn) -> absl::Status {
+    pqxx::work tx(conn);
+    RM_RETURN_IF_ERROR(CheckFence(tx, epoch));
+    if (tx.exec_prepared("lock_volume", name).empty()) {
+      return absl::NotFoundError(absl::StrCat("no volume ", name));
+    }
+    pqxx::result mounting = tx.exec_prepared("live_job_mounting", name);
+    if (!mounting.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "volume ", name, " is mounted by job ", mounting[0][0].as<std::string>(), ", which is ",
+          mounting[0][1].as<std::string>(), "; cancel it or wait for it to end first"));
+    }
+    tx.exec_prepared("delete_volume", name);
     tx.commit();
     return absl::OkStatus();
   });

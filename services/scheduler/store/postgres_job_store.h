@@ -43,6 +43,11 @@ class PostgresJobStore : public JobStore {
   absl::StatusOr<std::vector<Queue>> ListQueues() override;
   absl::Status DeleteQueue(const std::string& name, int64_t epoch) override;
   absl::StatusOr<std::vector<QueueUsage>> ListQueueUsage() override;
+  absl::StatusOr<Volume> CreateVolume(const Volume& volume, int64_t epoch) override;
+  absl::StatusOr<Volume> UpdateVolume(const Volume& volume, int64_t epoch) override;
+  absl::StatusOr<Volume> GetVolume(const std::string& name) override;
+  absl::StatusOr<std::vector<Volume>> ListVolumes() override;
+  absl::Status DeleteVolume(const std::string& name, int64_t epoch) override;
 
   // How many migrations Connect applied (0 when the schema was already current).
   int migrations_applied() const { return migrations_applied_; }

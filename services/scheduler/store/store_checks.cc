@@ -37,6 +37,10 @@ absl::Status CheckBatch(const WriteBatch& batch, int64_t epoch) {
           "checkpoint of job ", w.job.id, " must have a step >= 0 and a time > 0, got step ",
           w.job.last_checkpoint_step, " at ", w.job.last_checkpoint_time_ms));
     }
+    if (w.kind == JobWrite::Kind::kImageDigest && w.job.image_digest.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("image digest of job ", w.job.id, " must not be empty"));
+    }
     if (w.usage && (w.kind != JobWrite::Kind::kUpdate || w.usage->queue.empty() ||
                     w.usage->resource.empty() || w.usage->used_ms < 0)) {
       return absl::InvalidArgumentError(absl::StrCat(
