@@ -151,16 +151,32 @@ class ContainerE2eTest : public ::testing::Test {
     return spec;
   }
 
+  // Every rank's log of the job's latest attempt, from whichever worker ran it (an ended job's
+  // placement is cleared, so every worker is asked).
   static std::string AllLogs(const v1::Job& job) {
     std::string logs;
-    for (const v1::RankPlacement& r : job.placement()) {
+    for (int rank = 0; rank < job.spec().replicas(); ++rank) {
       for (auto& w : cluster_->workers()) {
-        if (w->config().id != r.worker_id()) continue;
-        auto log = cluster_->RankLog(w->agent_addr(), job.id(), r.rank());
-        logs += log.ok() ? *log : std::string(log.status().message());
+        auto log = cluster_->RankLog(w->agent_addr(), job.id(), rank, job.attempt());
+        if (log.ok()) logs += *log;
       }
     }
     return logs;
+  }
+
+  // The workers the job's latest placement named, from its events.
+  static std::set<std::string> PlacedOn(const std::string& id) {
+    std::set<std::string> workers;
+    for (const v1::JobEvent& e : cluster_->Events(id)) {
+      const size_t at = e.reason().find("placed on ");
+      if (at == std::string::npos) continue;
+      workers.clear();
+      for (absl::string_view w : absl::StrSplit(e.reason().substr(at + 10), absl::ByAnyChar(", "),
+                                                absl::SkipEmpty())) {
+        if (absl::StartsWith(w, "ct")) workers.insert(std::string(w));
+      }
+    }
+    return workers;
   }
 
   static inline Cluster* cluster_ = nullptr;
@@ -184,9 +200,7 @@ TEST_F(ContainerE2eTest, AnMpi4pyRingRunsInTheImageAcrossTwoWorkers) {
   ASSERT_TRUE(id.ok()) << id.status();
   v1::Job job = cluster_->WaitState(*id, v1::JOB_STATE_SUCCEEDED, 180s);
   ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.message() << cluster_->Logs();
-  std::set<std::string> workers;
-  for (const auto& r : job.placement()) workers.insert(r.worker_id());
-  EXPECT_EQ(workers.size(), 2u) << "the ring must span both workers";
+  EXPECT_EQ(PlacedOn(*id).size(), 2u) << "the ring must span both workers";
   const std::string logs = AllLogs(job);
   for (int r = 0; r < 4; ++r) {
     EXPECT_THAT(logs, HasSubstr(absl::StrCat("rank ", r, " of 4 sum 6 container True"))) << logs;
@@ -220,7 +234,7 @@ TEST_F(ContainerE2eTest, ATorchStyleProgramRendezvousesWithoutMpi) {
   auto id = cluster_->Submit(ImageJob("torch-style", 3, {"python3", "-c", program}));
   ASSERT_TRUE(id.ok()) << id.status();
   v1::Job job = cluster_->WaitState(*id, v1::JOB_STATE_SUCCEEDED, 180s);
-  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.message() << cluster_->Logs();
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.message() << AllLogs(job);
   EXPECT_THAT(AllLogs(job), HasSubstr("rendezvous of 3 ranks: [1, 2]"));
 }
 
@@ -327,13 +341,15 @@ TEST_F(ContainerE2eTest, AWorkerKilledMidJobLeavesNoContainerAfterItRestarts) {
   WorkerProcess* victim = cluster_->workers().front().get();
   const std::string victim_id = victim->config().id;
   ASSERT_TRUE(WaitFor([&] { return ContainersOf(victim_id).size() == 2; }, 30s))
-      << absl::StrJoin(ContainersOf(victim_id), ",");
+      << absl::StrJoin(ContainersOf(victim_id), ",") << " "
+      << Sh("podman ps --all --format '{{.Names}} {{.Labels}}'").second;
   ASSERT_TRUE(victim->process().Kill(SIGKILL).ok());
   ASSERT_TRUE(victim->process().Wait(10s).ok());
   ASSERT_TRUE(cluster_->RestartWorker(victim_id).ok()) << cluster_->Logs();
   EXPECT_TRUE(WaitFor([&] { return ContainersOf(victim_id).empty(); }, 60s))
       << absl::StrJoin(ContainersOf(victim_id), ",") << cluster_->Logs();
-  EXPECT_TRUE(cluster_->Cancel(*id).ok());
+  // The job failed with its lost worker (restart_policy NEVER) or is still running elsewhere.
+  (void)cluster_->Cancel(*id);
   for (auto& w : cluster_->workers()) {
     const std::string wid = w->config().id;
     EXPECT_TRUE(WaitFor([&] { return ContainersOf(wid).empty(); }, 60s))

@@ -71,11 +71,13 @@ TEST(ContainerEnvTest, PassesTheRanksAndMpisVariablesButNotTheHosts) {
       {"PATH", "/usr/bin"},         {"HOME", "/root"},          {"LD_LIBRARY_PATH", "/opt"},
       {"TMPDIR", "/tmp/s"},         {"OMPI_COMM_WORLD_RANK", "1"}, {"PMIX_RANK", "1"},
       {"RINGMASTER_JOB_ID", "j-1"}, {"RANK", "1"},              {"MY_SETTING", "x"},
-      {"NCCL_DEBUG", "INFO"},       {"LD_PRELOAD", "/b/libringmaster_pmpi.so"}};
+      {"NCCL_DEBUG", "INFO"},       {"LD_PRELOAD", "/b/libringmaster_pmpi.so"},
+      {"MASTER_PORT", "29500"},     {"WORLD_SIZE", "4"}};
   const std::map<std::string, std::string> rank_env = {{"RANK", "1"}, {"MY_SETTING", "x"}};
   EXPECT_THAT(ContainerEnvNames(env, rank_env),
-              ElementsAre("LD_PRELOAD", "MY_SETTING", "NCCL_DEBUG", "OMPI_COMM_WORLD_RANK",
-                          "PMIX_RANK", "RANK", "RINGMASTER_JOB_ID"));
+              ElementsAre("LD_PRELOAD", "MASTER_PORT", "MY_SETTING", "NCCL_DEBUG",
+                          "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "RANK", "RINGMASTER_JOB_ID",
+                          "WORLD_SIZE"));
 }
 
 Assignment ImageAssignment() {

@@ -1,6 +1,7 @@
 #include "core/container.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/string_view.h"
@@ -140,12 +141,16 @@ absl::Status CheckVolumePath(const std::string& volume, const std::string& resol
 
 std::vector<std::string> ContainerEnvNames(const std::map<std::string, std::string>& env,
                                            const std::map<std::string, std::string>& rank_env) {
+  // mpirun's -x exports (core/launch.h) and the rank's own: what torch-style rendezvous reads.
+  static const std::set<std::string> kRendezvous = {
+      RM_ENV_MASTER_ADDR, RM_ENV_MASTER_PORT, RM_ENV_WORLD_SIZE,
+      RM_ENV_RANK,        RM_ENV_LOCAL_RANK,  RM_ENV_LOCAL_WORLD_SIZE};
   static constexpr absl::string_view kPrefixes[] = {"OMPI_", "OPAL_", "ORTE_", "PMIX_",
                                                    "RINGMASTER_", "CUDA_", "NCCL_"};
   std::vector<std::string> names;
   for (const auto& [name, value] : env) {
     const bool passed =
-        rank_env.count(name) > 0 || name == "LD_PRELOAD" ||
+        rank_env.count(name) > 0 || name == "LD_PRELOAD" || kRendezvous.count(name) > 0 ||
         std::any_of(std::begin(kPrefixes), std::end(kPrefixes),
                     [&](absl::string_view p) { return absl::StartsWith(name, p); });
     if (passed) names.push_back(name);

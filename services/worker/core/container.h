@@ -57,7 +57,8 @@ absl::Status CheckVolumePath(const std::string& volume, const std::string& resol
                              const std::vector<std::string>& protected_paths);
 
 // Which variables of a rank's environment enter its container: the rank's own (RANK,
-// MASTER_ADDR, a command's env: `rank_env`), Open MPI's and PMIx's (OMPI_*, OPAL_*, ORTE_*,
+// MASTER_ADDR, a command's env: `rank_env`), the rendezvous variables mpirun exports
+// (MASTER_PORT, WORLD_SIZE), Open MPI's and PMIx's (OMPI_*, OPAL_*, ORTE_*,
 // PMIX_*), the platform's (RINGMASTER_*), CUDA_* and NCCL_*, and LD_PRELOAD (the collective
 // counters, mounted at the same path). Never the host's PATH, HOME, LD_LIBRARY_PATH, TMPDIR and
 // the like: the image has its own. Sorted.
