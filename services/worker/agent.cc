@@ -156,6 +156,8 @@ void Agent::OnAssignment(const Assignment& assignment) {
     RM_LOG(kWarning) << "assignment with a malformed job id ignored";
     return;
   }
+  // Before the lock: it looks at the file system.
+  const absl::Status volumes = CheckVolumes(assignment);
   std::lock_guard<std::mutex> lock(table_.mu());
   const AttemptTable::Key key{assignment.job_id, assignment.attempt};
   std::vector<HeldAttempt> held;
@@ -188,7 +190,9 @@ void Agent::OnAssignment(const Assignment& assignment) {
     }
   }
   if (valid.ok() && assignment.image) {
-    if (a->user) {
+    if (!volumes.ok()) {
+      valid = volumes;
+    } else if (a->user) {
       // The wrapper runs as the team's user, whose runtime would be rootless, with an image
       // store of its own that this worker's pulls never fill.
       valid = absl::FailedPreconditionError(absl::StrCat(
@@ -471,6 +475,38 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
   return started;
 }
 
+absl::Status Agent::CheckVolumes(const Assignment& assignment) const {
+  if (!assignment.image) return absl::OkStatus();
+  const JobImage& image = *assignment.image;
+  // A volume's host path, symlinks followed, must be a directory here outside the worker's own.
+  std::vector<std::string> kept = options_.protected_paths;
+  for (const std::string& dir : {layout_.log_dir, layout_.session_root, options_.checkpoint_root,
+                                 options_.agent_socket}) {
+    kept.push_back(dir);
+  }
+  for (const auto& [name, value] : options_.tls_env) {
+    if (name != kInsecureEnv) kept.push_back(value);
+  }
+  // Compared as the kernel resolves them, as the volumes are.
+  for (std::string& path : kept) {
+    std::error_code ec;
+    if (path.empty()) continue;
+    const std::filesystem::path real = std::filesystem::canonical(path, ec);
+    if (!ec) path = real.string();
+  }
+  for (const AssignedMount& m : image.mounts) {
+    std::error_code ec;
+    const std::filesystem::path real = std::filesystem::canonical(m.host_path, ec);
+    if (ec || !std::filesystem::is_directory(real, ec)) {
+      return absl::FailedPreconditionError(absl::StrCat("volume ", m.volume, ": ", m.host_path,
+                                                        " is not a directory on worker ",
+                                                        options_.inventory.worker_id));
+    }
+    RM_RETURN_IF_ERROR(CheckVolumePath(m.volume, real.string(), kept));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ContainerRun> Agent::RankContainer(const Assignment& assignment, int32_t rank,
                                                   const std::string& reported_digest,
                                                   const std::optional<UnixUser>& user) {
@@ -516,25 +552,7 @@ absl::StatusOr<ContainerRun> Agent::RankContainer(const Assignment& assignment, 
     host.control_devices = driver.control_devices;
     for (const std::string& lib : driver.libraries) host.driver_mounts.push_back({lib, lib, true});
   }
-  // A volume's host path, symlinks followed, must be a directory here outside the worker's own.
-  std::vector<std::string> kept = options_.protected_paths;
-  for (const std::string& dir : {layout_.log_dir, layout_.session_root, options_.checkpoint_root,
-                                 options_.agent_socket}) {
-    kept.push_back(dir);
-  }
-  for (const auto& [name, value] : options_.tls_env) {
-    if (name != kInsecureEnv) kept.push_back(value);
-  }
-  for (const AssignedMount& m : image.mounts) {
-    std::error_code ec;
-    const std::filesystem::path real = std::filesystem::canonical(m.host_path, ec);
-    if (ec || !std::filesystem::is_directory(real, ec)) {
-      return absl::FailedPreconditionError(absl::StrCat("volume ", m.volume, ": ", m.host_path,
-                                                        " is not a directory on worker ",
-                                                        options_.inventory.worker_id));
-    }
-    RM_RETURN_IF_ERROR(CheckVolumePath(m.volume, real.string(), kept));
-  }
+  RM_RETURN_IF_ERROR(CheckVolumes(assignment));
   absl::StatusOr<ContainerRun> run = PlanRankContainer(assignment, rank, digest, host);
   if (!run.ok()) return run.status();
   // Mount the resolved paths: a symlink swapped after the check must not redirect the mount.

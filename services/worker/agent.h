@@ -291,6 +291,9 @@ class Agent {
   absl::StatusOr<ContainerRun> RankContainer(const Assignment& assignment, int32_t rank,
                                              const std::string& reported_digest,
                                              const std::optional<UnixUser>& user);
+  // Each of a job's volumes is, symlinks followed, a directory here that neither covers nor lies
+  // in what the worker keeps for itself (FAILED_PRECONDITION naming the volume otherwise).
+  absl::Status CheckVolumes(const Assignment& assignment) const;
   // Whether rank `rank` of the attempt may still write to its log (LogReader's question).
   bool RankMayWrite(const std::string& job_id, int32_t attempt, int32_t rank)
       ABSL_LOCKS_EXCLUDED(table_.mu());

@@ -6,6 +6,9 @@
 //     on the hosts, the ranks in containers), pinned to the digest the tag resolved to;
 //   - a torch.distributed-style program (plain sockets on MASTER_ADDR:MASTER_PORT, no MPI);
 //   - an image that does not exist ends FAILED naming it, and both workers stay healthy;
+//   - a volume granted to a team: read and written by its job (and refused writes where the
+//     mount is read-only); another team's job is refused the volume at submit; a volume whose
+//     host path leads (by a symlink) into a worker's own log directory fails the launch;
 //   - a preempted containerized job gets SIGTERM in its container, saves in its grace into the
 //     checkpoint directory (mounted from the host), and its next attempt resumes from it, in
 //     the same digest;
@@ -29,8 +32,13 @@
 #include "absl/strings/strip.h"
 #include "common/net.h"
 #include "gmock/gmock.h"
+#include "common/bearer_token.h"
+#include "common/tls.h"
 #include "gtest/gtest.h"
+#include "ringmaster/v1/admin.grpc.pb.h"
 #include "ringmaster/v1/queue.grpc.pb.h"
+#include "ringmaster/v1/volume.grpc.pb.h"
+#include "support/test_certs.h"
 #include "support/http_get.h"
 #include "support/wait_for.h"
 #include "worker/cluster.h"
@@ -89,7 +97,10 @@ class ContainerE2eTest : public ::testing::Test {
     ASSERT_EQ(made, 0) << made_out;
 
     // The registry: loopback only, plain HTTP (the workers pull with --tls-verify=false).
-    dir_ = new std::string(absl::StrCat(::testing::TempDir(), "/container-e2e-", getpid()));
+    dir_ = new std::string(
+        std::filesystem::path(absl::StrCat(::testing::TempDir(), "/container-e2e-", getpid()))
+            .lexically_normal()
+            .string());
     std::filesystem::create_directories(*dir_ + "/registry");
     auto port = PickFreePort();
     ASSERT_TRUE(port.ok()) << port.status();
@@ -252,6 +263,114 @@ TEST_F(ContainerE2eTest, AnImageThatDoesNotExistFailsNamingItAndNoWorkerIsBlamed
   ASSERT_TRUE(next.ok()) << next.status();
   v1::Job after = cluster_->WaitState(*next, v1::JOB_STATE_SUCCEEDED, 180s);
   EXPECT_EQ(after.state(), v1::JOB_STATE_SUCCEEDED) << after.message() << cluster_->Logs();
+}
+
+// A JobService stub that calls as a member of `team` (a token made by the admin).
+std::unique_ptr<v1::JobService::Stub> JobsOfTeam(Cluster& cluster, const std::string& team) {
+  v1::CreateTokenRequest req;
+  req.set_team(team);
+  req.set_role("member");
+  v1::CreateTokenResponse resp;
+  grpc::ClientContext ctx;
+  grpc::Status s =
+      v1::AdminService::NewStub(cluster.scheduler().channel())->CreateToken(&ctx, req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return v1::JobService::NewStub(CreateChannelWithToken(
+      cluster.scheduler().addr(), *MakeChannelCredentials(TestCerts::Get().CaOnly()), resp.token()));
+}
+
+grpc::Status SubmitAs(v1::JobService::Stub& jobs, const v1::JobSpec& spec, std::string* id) {
+  static int counter = 0;
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  req.set_request_id(absl::StrCat("container-e2e-", getpid(), "-", ++counter));
+  v1::SubmitJobResponse resp;
+  grpc::ClientContext ctx;
+  grpc::Status s = jobs.SubmitJob(&ctx, req, &resp);
+  *id = resp.job().id();
+  return s;
+}
+
+TEST_F(ContainerE2eTest, AVolumeIsReadAndWrittenByItsTeamAndRefusedToAnother) {
+  const std::string host = *dir_ + "/volume-data";
+  std::filesystem::create_directories(host);
+  std::ofstream(host + "/input.txt") << "hello from the host\n";
+  auto volumes = v1::VolumeService::NewStub(cluster_->scheduler().channel());
+  {
+    v1::CreateVolumeRequest req;
+    req.mutable_volume()->set_name("ct-data");
+    req.mutable_volume()->set_host_path(host);
+    v1::VolumeGrant* grant = req.mutable_volume()->add_grants();
+    grant->set_team("team-vol-a");
+    v1::Volume resp;
+    grpc::ClientContext ctx;
+    grpc::Status s = volumes->CreateVolume(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  auto team_a = JobsOfTeam(*cluster_, "team-vol-a");
+  auto team_b = JobsOfTeam(*cluster_, "team-vol-b");
+  auto with_volume = [&](const std::string& name, bool read_only, const std::string& program) {
+    v1::JobSpec spec = ImageJob(name, 2, {"python3", "-c", program});
+    v1::Mount* mount = spec.add_mounts();
+    mount->set_volume("ct-data");
+    mount->set_path("/data");
+    mount->set_read_only(read_only);
+    return spec;
+  };
+
+  std::string id;
+  grpc::Status s = SubmitAs(*team_a, with_volume("vol-rw", false,
+      "import os\nr = os.environ['RANK']\n"
+      "text = open('/data/input.txt').read().strip()\n"
+      "open('/data/out-' + r + '.txt', 'w').write(text + ' and back from rank ' + r)\n"), &id);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_SUCCEEDED, 120s);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.message() << AllLogs(job);
+  for (int r = 0; r < 2; ++r) {
+    std::ifstream out(absl::StrCat(host, "/out-", r, ".txt"));
+    std::string line;
+    std::getline(out, line);
+    EXPECT_EQ(line, absl::StrCat("hello from the host and back from rank ", r));
+  }
+
+  s = SubmitAs(*team_a, with_volume("vol-ro", true,
+      "import errno\ntry:\n    open('/data/x', 'w')\nexcept OSError as e:\n"
+      "    assert e.errno == errno.EROFS, e\n    print('read-only: refused', flush=True)\n"
+      "else:\n    raise SystemExit('a read-only mount took a write')\n"), &id);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  job = cluster_->WaitState(id, v1::JOB_STATE_SUCCEEDED, 120s);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.message() << AllLogs(job);
+  EXPECT_THAT(AllLogs(job), HasSubstr("read-only: refused"));
+  EXPECT_FALSE(std::filesystem::exists(host + "/x"));
+
+  s = SubmitAs(*team_b, with_volume("vol-other-team", false, "pass"), &id);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("ct-data"));
+
+  // A volume whose path is a symlink into a worker's own log directory: the worker resolves it
+  // and refuses the launch, naming the volume.
+  const std::string escape = *dir_ + "/escape";
+  std::filesystem::create_directory_symlink(cluster_->workers().front()->log_dir(), escape);
+  {
+    v1::CreateVolumeRequest req;
+    req.mutable_volume()->set_name("ct-escape");
+    req.mutable_volume()->set_host_path(escape);
+    req.mutable_volume()->add_grants()->set_team("team-vol-a");
+    v1::Volume resp;
+    grpc::ClientContext ctx;
+    grpc::Status created = volumes->CreateVolume(&ctx, req, &resp);
+    ASSERT_TRUE(created.ok()) << created.error_message();
+  }
+  v1::JobSpec escaping = ImageJob("vol-escape", 4, {"true"});
+  v1::Mount* mount = escaping.add_mounts();
+  mount->set_volume("ct-escape");
+  mount->set_path("/logs");
+  s = SubmitAs(*team_a, escaping, &id);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  job = cluster_->WaitState(id, v1::JOB_STATE_FAILED, 120s);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.message();
+  EXPECT_THAT(job.message(), HasSubstr("volume ct-escape"));
+  EXPECT_THAT(job.message(), HasSubstr("keeps for itself"));
 }
 
 TEST_F(ContainerE2eTest, APreemptedJobSavesOnSigtermInItsContainerAndResumes) {
