@@ -19,6 +19,7 @@
 #include "common/net.h"
 #include "common/status_macros.h"
 #include "config.h"
+#include "environment_flags.h"
 #include "study.h"
 
 namespace ringmaster::cli {
@@ -278,6 +279,14 @@ const std::vector<FlagSpec>& Flags() {
       {"backoff-limit", 0, {Verb::kSubmit}, "N", "restarts allowed under OnFailure"},
       {"max-runtime-seconds", 0, {Verb::kSubmit}, "N", "wall-clock limit per attempt (0: none)"},
       {"label", 0, {Verb::kSubmit, Verb::kStudy}, "K=V", "add a label (repeatable)"},
+      {"image", 0, {Verb::kSubmit}, "REF", "OCI image every rank runs in (docs/environments.md)"},
+      {"mount",
+       0,
+       {Verb::kSubmit},
+       "VOL:PATH[:ro|:rw]",
+       "mount a cluster volume into the containers (repeatable; needs --image)"},
+      {"shm-size", 0, {Verb::kSubmit}, "SIZE", "size of /dev/shm, e.g. 8Gi (needs --image)"},
+      {"workdir", 0, {Verb::kSubmit}, "PATH", "working directory in the container"},
       {"gpus",
        0,
        {Verb::kStudy},
@@ -478,6 +487,15 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
           absl::StrCat("--label: expected KEY=VALUE, got '", value, "'"));
     }
     o.labels[value.substr(0, eq)] = value.substr(eq + 1);
+  } else if (name == "image") {
+    o.image = value;
+  } else if (name == "mount") {
+    RM_ASSIGN_OR_RETURN(v1::Mount mount, ParseMountFlag(value));
+    o.mounts.push_back(std::move(mount));
+  } else if (name == "shm-size") {
+    RM_ASSIGN_OR_RETURN(o.shm_size_bytes, ParseByteSize(value, "--shm-size"));
+  } else if (name == "workdir") {
+    o.workdir = value;
   } else if (name == "request-id") {
     if (value.empty()) return absl::InvalidArgumentError("--request-id: must not be empty");
     cmd->request_id = value;

@@ -220,6 +220,22 @@ std::string FormatJob(const v1::Job& job) {
       {"Exit code:", absl::StrCat(job.exit_code())},
       {"Message:", OrDash(OneLine(job.message()))},
   };
+  if (!spec.image().empty()) {
+    // After "Workload:": what it runs in.
+    std::vector<std::string> mounts;
+    for (const v1::Mount& m : spec.mounts()) {
+      mounts.push_back(absl::StrCat(m.volume(), ":", m.path(), m.read_only() ? ":ro" : ":rw"));
+    }
+    const std::vector<std::vector<std::string>> environment = {
+        {"Image:", spec.image()},
+        {"Image digest:", job.image_digest().empty() ? "- (not resolved yet)" : job.image_digest()},
+        {"Mounts:", mounts.empty() ? "-" : absl::StrJoin(mounts, ", ")},
+        {"Shm size:",
+         spec.shm_size_bytes() == 0 ? "default" : absl::StrCat(spec.shm_size_bytes(), " bytes")},
+        {"Workdir:", spec.workdir().empty() ? "the image's" : spec.workdir()},
+    };
+    rest.insert(rest.begin() + 4, environment.begin(), environment.end());
+  }
   fields.insert(fields.end(), rest.begin(), rest.end());
   std::string out;
   for (const auto& field : fields) {

@@ -20,6 +20,13 @@ absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {
     spec->set_max_runtime_seconds(*overrides.max_runtime_seconds);
   }
   for (const auto& [key, value] : overrides.labels) (*spec->mutable_labels())[key] = value;
+  if (overrides.image) spec->set_image(*overrides.image);
+  if (!overrides.mounts.empty()) {
+    spec->clear_mounts();
+    for (const v1::Mount& m : overrides.mounts) *spec->add_mounts() = m;
+  }
+  if (overrides.shm_size_bytes) spec->set_shm_size_bytes(*overrides.shm_size_bytes);
+  if (overrides.workdir) spec->set_workdir(*overrides.workdir);
 
   if (overrides.command) {
     if (overrides.HasTrainerFields()) {

@@ -35,6 +35,12 @@ struct SpecOverrides {
   std::optional<int64_t> steps;
   std::optional<int32_t> batch_size;
   std::optional<int32_t> checkpoint_every;
+  // The environment (docs/environments.md): --image, --mount (repeatable; any replaces the
+  // file's mounts), --shm-size, --workdir.
+  std::optional<std::string> image;
+  std::vector<v1::Mount> mounts;
+  std::optional<int64_t> shm_size_bytes;
+  std::optional<std::string> workdir;
   // The argv after `--`: a command workload.
   std::optional<std::vector<std::string>> command;
 

@@ -21,12 +21,13 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/status_macros.h"
+#include "environment_flags.h"
 #include "job_spec.h"
 
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 14> kTopKeys = {"name",
+constexpr std::array<absl::string_view, 18> kTopKeys = {"name",
                                                         "queue",
                                                         "priority",
                                                         "replicas",
@@ -39,7 +40,11 @@ constexpr std::array<absl::string_view, 14> kTopKeys = {"name",
                                                         "labels",
                                                         "health_check",
                                                         "trainer",
-                                                        "command"};
+                                                        "command",
+                                                        "image",
+                                                        "mounts",
+                                                        "shm_size",
+                                                        "workdir"};
 }  // namespace
 
 // Declared in spec_yaml.h (queue_yaml.cc checks its strings with it too).
@@ -80,6 +85,7 @@ namespace {
 constexpr std::array<absl::string_view, 4> kTrainerKeys = {"model", "batch_size", "steps",
                                                            "checkpoint_every"};
 constexpr std::array<absl::string_view, 3> kCommandKeys = {"argv", "env", "check_in_mpi_init"};
+constexpr std::array<absl::string_view, 3> kMountKeys = {"volume", "path", "read_only"};
 
 // Past this many documents a YAML text is only "more than" that many.
 constexpr int kMaxDocumentsCounted = 2;
@@ -157,6 +163,22 @@ class SpecReader {
         } else {
           return Error(key, absl::StrCat("expected true or false, got ", Describe(value)));
         }
+      } else if (key == "image") {
+        RM_ASSIGN_OR_RETURN(*spec->mutable_image(), String(value, key));
+      } else if (key == "workdir") {
+        RM_ASSIGN_OR_RETURN(*spec->mutable_workdir(), String(value, key));
+      } else if (key == "shm_size") {
+        // "8Gi" or a number of bytes.
+        RM_ASSIGN_OR_RETURN(std::string text, String(value, key));
+        auto bytes = ParseByteSize(text, key);
+        if (!bytes.ok()) {
+          return Error(key, absl::StrCat("expected a size such as 8Gi, 512Mi, 1G or a number of "
+                                         "bytes, got ",
+                                         Describe(value)));
+        }
+        spec->set_shm_size_bytes(*bytes);
+      } else if (key == "mounts") {
+        RM_RETURN_IF_ERROR(Mounts(value, spec));
       } else if (key == "trainer") {
         RM_RETURN_IF_ERROR(Trainer(value, spec->mutable_trainer()));
       } else if (key == "command") {
@@ -167,6 +189,37 @@ class SpecReader {
   }
 
  private:
+  // mounts: [{volume: imagenet, path: /data, read_only: true}, ...]
+  absl::Status Mounts(const YAML::Node& node, v1::JobSpec* spec) {
+    if (!node.IsSequence()) {
+      return Error("mounts", absl::StrCat("expected a list, got ", Describe(node)));
+    }
+    for (size_t i = 0; i < node.size(); ++i) {
+      const std::string path = absl::StrCat("mounts[", i, "]");
+      const YAML::Node& item = node[i];
+      RM_RETURN_IF_ERROR(ExpectMap(item, path));
+      RM_RETURN_IF_ERROR(CheckKeys(item, path, kMountKeys));
+      v1::Mount* mount = spec->add_mounts();
+      for (const auto& entry : item) {
+        const std::string key = entry.first.Scalar();
+        const std::string key_path = absl::StrCat(path, ".", key);
+        if (key == "volume") {
+          RM_ASSIGN_OR_RETURN(*mount->mutable_volume(), String(entry.second, key_path));
+        } else if (key == "path") {
+          RM_ASSIGN_OR_RETURN(*mount->mutable_path(), String(entry.second, key_path));
+        } else if (key == "read_only") {
+          const std::string text = entry.second.IsScalar() ? entry.second.Scalar() : "";
+          if (text != "true" && text != "false") {
+            return Error(key_path,
+                         absl::StrCat("expected true or false, got ", Describe(entry.second)));
+          }
+          mount->set_read_only(text == "true");
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Trainer(const YAML::Node& node, v1::TrainerWorkload* trainer) {
     RM_RETURN_IF_ERROR(ExpectMap(node, "trainer"));
     RM_RETURN_IF_ERROR(CheckKeys(node, "trainer", kTrainerKeys));

@@ -45,7 +45,8 @@ _ringctl() {
     --scheduler | --name | --queue | --priority | --replicas | --gpus-per-replica | \
       --gpu-type | --model | --steps | --batch-size | --checkpoint-every | --backoff-limit | \
       --max-runtime-seconds | --label | --request-id | --retry-seconds | --limit | --page-size | \
-      -l | --selector | --reason | --rank | --attempt | --gpus)
+      -l | --selector | --reason | --rank | --attempt | --gpus | --image | --mount | --shm-size | \
+      --workdir)
       return 0 ;;
   esac
 
@@ -54,7 +55,8 @@ _ringctl() {
     submit)
       flags="--file -f --name --queue --priority --replicas --gpus-per-replica --gpu-type
              --model --steps --batch-size --checkpoint-every --restart-policy --backoff-limit
-             --max-runtime-seconds --label --request-id --retry-seconds --wait --follow" ;;
+             --max-runtime-seconds --label --image --mount --shm-size --workdir --request-id
+             --retry-seconds --wait --follow" ;;
     get) flags="" ;;
     list) flags="--state --queue --selector -l --limit --page-size" ;;
     cancel) flags="--reason" ;;

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple, Type
 import grpc
 
 from ringmaster.v1 import job_pb2, job_pb2_grpc
-from ringmaster.v1 import queue_pb2, queue_pb2_grpc, worker_pb2_grpc
+from ringmaster.v1 import queue_pb2, queue_pb2_grpc, volume_pb2, volume_pb2_grpc, worker_pb2_grpc
 
 from . import errors
 from .config import ClientConfig, load_config
@@ -143,6 +143,14 @@ def _queue_proto(name: str, settings: Mapping[str, Any]) -> "queue_pb2.Queue":
     return q
 
 
+def _volume_proto(name: str, host_path: str, grants: Optional[Mapping[str, bool]],
+                  description: str) -> "volume_pb2.Volume":
+    volume = volume_pb2.Volume(name=name, host_path=host_path, description=description)
+    for team, read_only in (grants or {}).items():
+        volume.grants.add(team=team, read_only=bool(read_only))
+    return volume
+
+
 def _label_selector(labels: Union[str, Mapping[str, str], None]) -> str:
     if labels is None:
         return ""
@@ -255,6 +263,7 @@ class Client:
         self._jobs = job_pb2_grpc.JobServiceStub(self._channel)
         self._cluster = worker_pb2_grpc.ClusterServiceStub(self._channel)
         self._queues = queue_pb2_grpc.QueueServiceStub(self._channel)
+        self._volumes = volume_pb2_grpc.VolumeServiceStub(self._channel)
 
     # -- life of the client --------------------------------------------------------------
 
@@ -296,7 +305,10 @@ class Client:
                 ``max_runtime_seconds``, ``labels`` (merged), ``command`` (a list of strings:
                 the program every rank runs), ``env`` (the command's environment), and the
                 built-in trainer's ``model``, ``steps``, ``batch_size``,
-                ``checkpoint_every``. Keywords alone
+                ``checkpoint_every``; the environment (docs/environments.md): ``image``,
+                ``mounts`` (a list of ``{"volume", "path", "read_only"}`` dicts or
+                ``"VOL:PATH[:ro|:rw]"`` strings; replaces the spec's), ``shm_size``
+                (``"8Gi"`` or bytes) and ``workdir``. Keywords alone
                 without ``command`` run the built-in trainer.
 
         Raises:
@@ -576,6 +588,58 @@ class Client:
             FailedPrecondition: The queue still has live jobs, or is ``default``.
         """
         self._call(self._queues.DeleteQueue, queue_pb2.DeleteQueueRequest(name=name))
+
+    # -- volumes (docs/environments.md) --------------------------------------------------
+
+    def create_volume(
+        self,
+        name: str,
+        host_path: str,
+        grants: Optional[Mapping[str, bool]] = None,
+        description: str = "",
+    ) -> "volume_pb2.Volume":
+        """Creates a volume (admins only); returns it as stored.
+
+        Args:
+            grants: Team name -> read_only: the teams whose jobs may mount it, read-only where
+                True.
+
+        Raises:
+            InvalidArgument: A field is out of range (the message names it).
+            AlreadyExists: A volume of that name exists.
+        """
+        request = volume_pb2.CreateVolumeRequest(
+            volume=_volume_proto(name, host_path, grants, description))
+        return self._call(self._volumes.CreateVolume, request)
+
+    def update_volume(
+        self,
+        name: str,
+        host_path: str,
+        grants: Optional[Mapping[str, bool]] = None,
+        description: str = "",
+    ) -> "volume_pb2.Volume":
+        """Replaces host_path, grants and description of volume ``name`` (admins only)."""
+        request = volume_pb2.UpdateVolumeRequest(
+            volume=_volume_proto(name, host_path, grants, description))
+        return self._call(self._volumes.UpdateVolume, request)
+
+    def get_volume(self, name: str) -> "volume_pb2.Volume":
+        """The volume; NotFound also for one not granted to your team."""
+        return self._call(self._volumes.GetVolume, volume_pb2.GetVolumeRequest(name=name))
+
+    def list_volumes(self) -> List["volume_pb2.Volume"]:
+        """By name: every volume for an admin, those granted to your team otherwise."""
+        return list(self._call(self._volumes.ListVolumes,
+                               volume_pb2.ListVolumesRequest()).volumes)
+
+    def delete_volume(self, name: str) -> None:
+        """Deletes a volume (admins only).
+
+        Raises:
+            FailedPrecondition: A live job mounts it (the message names one).
+        """
+        self._call(self._volumes.DeleteVolume, volume_pb2.DeleteVolumeRequest(name=name))
 
     # -- plumbing ------------------------------------------------------------------------
 

@@ -34,7 +34,12 @@ _TOP_KEYS = (
     "health_check",
     "trainer",
     "command",
+    "image",
+    "mounts",
+    "shm_size",
+    "workdir",
 )
+_MOUNT_KEYS = ("volume", "path", "read_only")
 _TRAINER_KEYS = ("model", "batch_size", "steps", "checkpoint_every")
 _COMMAND_KEYS = ("argv", "env", "check_in_mpi_init")
 _STRING_FIELDS = ("name", "queue", "gpu_type")
@@ -54,7 +59,15 @@ SPEC_KEYWORDS = _INT_FIELDS + _STRING_FIELDS + (
     "steps",
     "batch_size",
     "checkpoint_every",
+    "image",
+    "mounts",
+    "shm_size",
+    "workdir",
 )
+
+# shm_size: "8Gi" (Ki Mi Gi Ti binary; k K M G T decimal) or a number of bytes, as ringctl.
+_SIZE_UNITS = (("Ki", 1 << 10), ("Mi", 1 << 20), ("Gi", 1 << 30), ("Ti", 1 << 40), ("k", 10**3),
+               ("K", 10**3), ("M", 10**6), ("G", 10**9), ("T", 10**12))
 
 _RESTART = {
     "never": job_pb2.RESTART_POLICY_NEVER,
@@ -111,6 +124,54 @@ class _Walker:
             raise self.error(path, f'expected Never or OnFailure, got "{text}"')
         return policy
 
+    def byte_size(self, value: Any, path: str) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str):
+            text, factor = value.strip(), 1
+            for suffix, unit in _SIZE_UNITS:
+                if text.endswith(suffix):
+                    text, factor = text[: -len(suffix)], unit
+                    break
+            if not text.isdigit() or not text.isascii():
+                raise self.error(path, "expected a size such as 8Gi, 512Mi, 1G or a number of "
+                                       f"bytes, got {_describe(value)}")
+            number = int(text) * factor
+        else:
+            raise self.error(path, "expected a size such as 8Gi, 512Mi, 1G or a number of "
+                                   f"bytes, got {_describe(value)}")
+        if number < 0 or number >= 1 << 63:
+            raise self.error(path, f"{number} is out of range")
+        return number
+
+    def mounts(self, value: Any, path: str) -> list:
+        """[{volume, path, read_only}, ...] or "VOL:PATH[:ro|:rw]" strings, as ringctl's --mount."""
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            raise self.error(path, f"expected a list, got {_describe(value)}")
+        out = []
+        for i, item in enumerate(value):
+            item_path = f"{path}[{i}]"
+            mount = job_pb2.Mount()
+            if isinstance(item, str):
+                volume, sep, rest = item.partition(":")
+                read_only = rest.endswith(":ro")
+                if rest.endswith(":ro") or rest.endswith(":rw"):
+                    rest = rest[:-3]
+                if not volume or not sep or not rest:
+                    raise self.error(item_path, f'expected VOLUME:PATH[:ro|:rw], got "{item}"')
+                mount.volume, mount.path, mount.read_only = volume, rest, read_only
+            else:
+                for k, v in self.mapping(item, item_path, _MOUNT_KEYS).items():
+                    if k == "read_only":
+                        if not isinstance(v, bool):
+                            raise self.error(f"{item_path}.read_only",
+                                             f"expected true or false, got {_describe(v)}")
+                        mount.read_only = v
+                    else:
+                        setattr(mount, k, self.string(v, f"{item_path}.{k}"))
+            out.append(mount)
+        return out
+
     def set_int(self, message: Any, field: str, value: Any, path: str) -> None:
         number = self.integer(value, path)
         try:
@@ -139,6 +200,12 @@ class _Walker:
                 if not isinstance(value, bool):
                     raise self.error(key, f"expected true or false, got {_describe(value)}")
                 spec.health_check = value
+            elif key in ("image", "workdir"):
+                setattr(spec, key, self.string(value, key))
+            elif key == "mounts":
+                spec.mounts.extend(self.mounts(value, key))
+            elif key == "shm_size":
+                spec.shm_size_bytes = self.byte_size(value, key)
             elif key == "trainer":
                 trainer = spec.trainer
                 trainer.SetInParent()
@@ -240,6 +307,15 @@ def build_spec(spec: SpecLike, overrides: Mapping[str, Any]) -> job_pb2.JobSpec:
         message.restart_policy = w.restart_policy(o["restart_policy"], "restart_policy")
     if o.get("labels") is not None:
         message.labels.update(w.string_map(o["labels"], "labels"))
+    for key in ("image", "workdir"):
+        if o.get(key) is not None:
+            setattr(message, key, w.string(o[key], key))
+    if o.get("mounts") is not None:
+        # Replaces the file's list, as ringctl's --mount does.
+        del message.mounts[:]
+        message.mounts.extend(w.mounts(o["mounts"], "mounts"))
+    if o.get("shm_size") is not None:
+        message.shm_size_bytes = w.byte_size(o["shm_size"], "shm_size")
 
     trainer_fields = {k: o[k] for k in _TRAINER_KEYS if o.get(k) is not None}
     if o.get("command") is not None:
@@ -299,6 +375,15 @@ def spec_to_dict(spec: job_pb2.JobSpec) -> Dict[str, Any]:
         out["labels"] = dict(spec.labels)
     if spec.HasField("health_check"):
         out["health_check"] = spec.health_check
+    if spec.image:
+        out["image"] = spec.image
+    if spec.mounts:
+        out["mounts"] = [{"volume": m.volume, "path": m.path, "read_only": m.read_only}
+                         for m in spec.mounts]
+    if spec.shm_size_bytes:
+        out["shm_size"] = spec.shm_size_bytes
+    if spec.workdir:
+        out["workdir"] = spec.workdir
     workload = spec.WhichOneof("workload")
     if workload == "trainer":
         trainer: Dict[str, Any] = {}

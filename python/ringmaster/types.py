@@ -157,6 +157,12 @@ class Job:
     def labels(self) -> Dict[str, str]:
         return dict(self.spec.get("labels", {}))
 
+    @property
+    def image_digest(self) -> str:
+        """The digest the job's image is pinned to ("sha256:..."; docs/environments.md);
+        empty without an image and until the first launch resolved it."""
+        return self.proto.image_digest if self.proto is not None else ""
+
     @classmethod
     def from_proto(cls, job: job_pb2.Job, existing: bool = False) -> "Job":
         return cls(

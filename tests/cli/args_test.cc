@@ -1,5 +1,7 @@
 #include "args.h"
 
+#include "environment_flags.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -97,6 +99,48 @@ TEST(ArgsTest, SubmitReadsEveryFlag) {
   EXPECT_EQ(o.max_runtime_seconds, 60);
   EXPECT_EQ(o.labels, (std::map<std::string, std::string>{{"team", "vision"}, {"empty", ""}}));
   EXPECT_FALSE(o.command.has_value());
+}
+
+TEST(ArgsTest, SubmitReadsTheEnvironmentFlags) {
+  Command cmd = Parse({"submit", "--image", "nvcr.io/nvidia/pytorch:24.05-py3", "--mount",
+                       "imagenet:/data:ro", "--mount", "scratch:/scratch", "--mount",
+                       "logs:/var/log/x:rw", "--shm-size", "8Gi", "--workdir", "/workspace", "--",
+                       "torchrun", "train.py"});
+  const SpecOverrides& o = cmd.overrides;
+  EXPECT_EQ(o.image, "nvcr.io/nvidia/pytorch:24.05-py3");
+  ASSERT_EQ(o.mounts.size(), 3u);
+  EXPECT_EQ(o.mounts[0].volume(), "imagenet");
+  EXPECT_EQ(o.mounts[0].path(), "/data");
+  EXPECT_TRUE(o.mounts[0].read_only());
+  EXPECT_EQ(o.mounts[1].path(), "/scratch");
+  EXPECT_FALSE(o.mounts[1].read_only());
+  EXPECT_EQ(o.mounts[2].path(), "/var/log/x");
+  EXPECT_FALSE(o.mounts[2].read_only());
+  EXPECT_EQ(o.shm_size_bytes, 8LL << 30);
+  EXPECT_EQ(o.workdir, "/workspace");
+
+  v1::JobSpec spec;
+  spec.add_mounts()->set_volume("from-file");
+  ASSERT_TRUE(ApplyOverrides(o, &spec).ok());
+  EXPECT_EQ(spec.image(), "nvcr.io/nvidia/pytorch:24.05-py3");
+  ASSERT_EQ(spec.mounts_size(), 3);  // the flags' mounts replace the file's
+  EXPECT_EQ(spec.mounts(0).volume(), "imagenet");
+  EXPECT_EQ(spec.shm_size_bytes(), 8LL << 30);
+}
+
+TEST(ArgsTest, BadEnvironmentFlagsSayWhatIsExpected) {
+  EXPECT_THAT(ErrorOf({"submit", "--mount", "imagenet"}), HasSubstr("VOLUME:PATH[:ro|:rw]"));
+  EXPECT_THAT(ErrorOf({"submit", "--mount", ":/data"}), HasSubstr("VOLUME:PATH"));
+  EXPECT_THAT(ErrorOf({"submit", "--mount", "imagenet:"}), HasSubstr("VOLUME:PATH"));
+  EXPECT_THAT(ErrorOf({"submit", "--shm-size", "8GB"}), HasSubstr("--shm-size: expected a size"));
+  EXPECT_THAT(ErrorOf({"submit", "--shm-size", "99999999999Ti"}), HasSubstr("--shm-size"));
+  EXPECT_EQ(*ParseByteSize("512Mi", "x"), 512LL << 20);
+  EXPECT_EQ(*ParseByteSize("1G", "x"), 1'000'000'000);
+  EXPECT_EQ(*ParseByteSize("64Ki", "x"), 65536);
+  EXPECT_EQ(*ParseByteSize("1048576", "x"), 1048576);
+  EXPECT_FALSE(ParseByteSize("", "x").ok());
+  EXPECT_FALSE(ParseByteSize("Gi", "x").ok());
+  EXPECT_FALSE(ParseByteSize("1.5Gi", "x").ok());
 }
 
 TEST(ArgsTest, EverythingAfterDashDashIsTheCommand) {

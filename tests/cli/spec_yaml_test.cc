@@ -272,5 +272,47 @@ TEST(SpecYamlTest, HealthCheckIsABooleanThatStaysUnsetWhenAbsent) {
   EXPECT_THAT(bad.status().message(), HasSubstr("health_check: expected true or false"));
 }
 
+TEST(SpecYamlTest, ReadsTheEnvironmentKeys) {
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(R"(
+name: torch
+replicas: 2
+image: nvcr.io/nvidia/pytorch:24.05-py3
+mounts:
+  - {volume: imagenet, path: /data, read_only: true}
+  - volume: scratch
+    path: /scratch
+shm_size: 8Gi
+workdir: /workspace
+command: {argv: [torchrun, train.py]}
+)",
+                                                      "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->image(), "nvcr.io/nvidia/pytorch:24.05-py3");
+  ASSERT_EQ(spec->mounts_size(), 2);
+  EXPECT_EQ(spec->mounts(0).volume(), "imagenet");
+  EXPECT_EQ(spec->mounts(0).path(), "/data");
+  EXPECT_TRUE(spec->mounts(0).read_only());
+  EXPECT_EQ(spec->mounts(1).volume(), "scratch");
+  EXPECT_FALSE(spec->mounts(1).read_only());
+  EXPECT_EQ(spec->shm_size_bytes(), 8LL << 30);
+  EXPECT_EQ(spec->workdir(), "/workspace");
+
+  absl::StatusOr<v1::JobSpec> bytes =
+      ParseJobSpecYaml("name: x\nimage: a\nshm_size: 1048576\ncommand: {argv: [a]}\n", "j");
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(bytes->shm_size_bytes(), 1048576);
+}
+
+TEST(SpecYamlTest, BadEnvironmentKeysNameTheirPath) {
+  EXPECT_THAT(ErrorOf("image: a\nshm_size: eight\n"), HasSubstr("job.yaml: shm_size: expected a size"));
+  EXPECT_THAT(ErrorOf("image: a\nshm_size: -1Gi\n"), HasSubstr("shm_size"));
+  EXPECT_THAT(ErrorOf("image: a\nmounts: {volume: x}\n"), HasSubstr("mounts: expected a list"));
+  EXPECT_THAT(ErrorOf("image: a\nmounts: [{volume: x, size: 3}]\n"),
+              HasSubstr("mounts[0].size: unknown key"));
+  EXPECT_THAT(ErrorOf("image: a\nmounts: [{volume: x, path: /d, read_only: yes}]\n"),
+              HasSubstr("mounts[0].read_only: expected true or false"));
+  EXPECT_THAT(ErrorOf("image: [a]\n"), HasSubstr("image: expected a string"));
+}
+
 }  // namespace
 }  // namespace ringmaster::cli

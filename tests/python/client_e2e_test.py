@@ -231,6 +231,31 @@ class ClientE2eTest(unittest.TestCase):
         with self.assertRaises(ringmaster.FailedPrecondition):
             self.client.delete_queue("default")
 
+    def test_volumes_are_created_mounted_refused_while_mounted_and_deleted(self):
+        name = f"py-{uuid.uuid4().hex[:8]}"
+        created = self.client.create_volume(name, "/mnt/py", grants={"team-x": True},
+                                            description="e2e")
+        self.assertEqual(created.host_path, "/mnt/py")
+        self.assertIn(name, [v.name for v in self.client.list_volumes()])
+        with self.assertRaises(ringmaster.InvalidArgument) as bad:
+            self.client.update_volume(name, "/etc/ringmaster")
+        self.assertIn("host_path", str(bad.exception))
+        # A GPU type no worker has: the job waits, and its image is never pulled.
+        job = self.client.submit(name="mounts", replicas=1, gpus_per_replica=1, gpu_type="h900",
+                                 command=["true"], image="train:v1",
+                                 mounts=[f"{name}:/data:ro"], shm_size="1Gi", workdir="/w")
+        got = self.client.get(job.id)
+        self.assertEqual(got.spec["image"], "train:v1")
+        self.assertEqual(got.spec["shm_size"], 1 << 30)
+        self.assertEqual(got.image_digest, "")
+        with self.assertRaises(ringmaster.FailedPrecondition) as busy:
+            self.client.delete_volume(name)
+        self.assertIn(job.id, str(busy.exception))
+        self.client.cancel(job.id)
+        self.client.delete_volume(name)
+        with self.assertRaises(ringmaster.NotFound):
+            self.client.get_volume(name)
+
     def test_unknown_job_is_not_found(self):
         with self.assertRaises(errors.NotFound) as cm:
             self.client.get("j-000000000000")

@@ -26,6 +26,40 @@ class SpecTest(unittest.TestCase):
         self.assertEqual(spec.trainer.steps, 1000)
         self.assertEqual(spec_from_dict(spec_to_dict(spec)), spec)
 
+    def test_environment_keys_round_trip_and_keywords_replace_mounts(self):
+        data = {"name": "torch", "replicas": 2, "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                "mounts": [{"volume": "imagenet", "path": "/data", "read_only": True},
+                           "scratch:/scratch:rw"],
+                "shm_size": "8Gi", "workdir": "/workspace",
+                "command": {"argv": ["torchrun", "train.py"]}}
+        spec = spec_from_dict(data)
+        self.assertEqual(spec.image, "nvcr.io/nvidia/pytorch:24.05-py3")
+        self.assertEqual([(m.volume, m.path, m.read_only) for m in spec.mounts],
+                         [("imagenet", "/data", True), ("scratch", "/scratch", False)])
+        self.assertEqual(spec.shm_size_bytes, 8 << 30)
+        self.assertEqual(spec.workdir, "/workspace")
+        self.assertEqual(spec_from_dict(spec_to_dict(spec)), spec)
+
+        built = build_spec(data, {"mounts": ["logs:/logs:ro"], "shm_size": 1048576,
+                                  "image": "train:v2", "workdir": "/w"})
+        self.assertEqual([(m.volume, m.path, m.read_only) for m in built.mounts],
+                         [("logs", "/logs", True)])
+        self.assertEqual(built.shm_size_bytes, 1048576)
+        self.assertEqual(built.image, "train:v2")
+        self.assertEqual(built.workdir, "/w")
+
+    def test_bad_environment_values_name_their_key(self):
+        for data, where in [({"shm_size": "eight"}, "shm_size: expected a size"),
+                            ({"shm_size": -1}, "shm_size: -1 is out of range"),
+                            ({"mounts": "imagenet:/data"}, "mounts: expected a list"),
+                            ({"mounts": ["imagenet"]}, "mounts[0]: expected VOLUME:PATH"),
+                            ({"mounts": [{"volume": "a", "size": 1}]}, "mounts[0].size: unknown"),
+                            ({"mounts": [{"volume": "a", "read_only": "yes"}]},
+                             "mounts[0].read_only: expected true or false")]:
+            with self.assertRaises(errors.InvalidSpec) as raised:
+                spec_from_dict(dict(data, name="x"))
+            self.assertIn(where, str(raised.exception))
+
     def test_health_check_opts_out_and_round_trips(self):
         spec = spec_from_dict({"name": "x", "replicas": 2, "health_check": False,
                                "command": {"argv": ["true"]}})
@@ -105,7 +139,7 @@ class SpecTest(unittest.TestCase):
             ({"name": "x", "replica": 1}, "replica: unknown key (expected one of: name, queue, "
              "priority, replicas, gpus_per_replica, gpu_type, restart_policy, backoff_limit, "
              "max_runtime_seconds, progress_timeout_seconds, labels, health_check, trainer, "
-             "command)"),
+             "command, image, mounts, shm_size, workdir)"),
             ({"trainer": {"stepz": 1}}, "trainer.stepz: unknown key (expected one of: model, "
              "batch_size, steps, checkpoint_every)"),
             ({"command": {"argv": "hostname"}}, 'command.argv: expected a list of strings, got '

@@ -39,6 +39,7 @@
 #include "ringmaster/v1/job.pb.h"
 #include "ringmaster/v1/metrics.pb.h"
 #include "ringmaster/v1/queue.pb.h"
+#include "ringmaster/v1/volume.pb.h"
 #include "ringmaster/v1/worker.pb.h"
 #include "support/http_get.h"
 #include "support/proc_file.h"
@@ -484,7 +485,7 @@ TEST_F(HostileBytesTest, RandomMessagesIntoEveryRpcAreRefusedCleanly) {
   // Each file's descriptor is linked in through one of its messages.
   const std::vector<const pb::FileDescriptor*> files = {
       v1::SubmitJobRequest::descriptor()->file(), v1::CreateQueueRequest::descriptor()->file(),
-      v1::CreateTokenRequest::descriptor()->file(),
+      v1::CreateTokenRequest::descriptor()->file(), v1::CreateVolumeRequest::descriptor()->file(),
       v1::WorkerMessage::descriptor()->file(), v1::ExecRequest::descriptor()->file(),
       v1::SampleBatch::descriptor()->file()};
   const CertFiles client = TestCerts::Get().Client();
@@ -495,6 +496,7 @@ TEST_F(HostileBytesTest, RandomMessagesIntoEveryRpcAreRefusedCleanly) {
   const std::map<std::string, std::string> servers = {
       {"ringmaster.v1.JobService", cluster_->scheduler().addr()},
       {"ringmaster.v1.QueueService", cluster_->scheduler().addr()},
+      {"ringmaster.v1.VolumeService", cluster_->scheduler().addr()},
       {"ringmaster.v1.ClusterService", cluster_->scheduler().addr()},
       {"ringmaster.v1.AdminService", cluster_->scheduler().addr()},
       {"ringmaster.v1.WorkerService", cluster_->scheduler().addr()},
