@@ -14,6 +14,7 @@
 #include "format.h"
 #include "job_spec.h"
 #include "queue_command.h"
+#include "volume_command.h"
 #include "spec_yaml.h"
 #include "study_command.h"
 
@@ -56,6 +57,8 @@ class Invocation {
         return Logs();
       case Verb::kQueue:
         return RunQueueCommand(cmd_, client_, out_, err_);
+      case Verb::kVolume:
+        return RunVolumeCommand(cmd_, client_, out_, err_);
       case Verb::kStudy:
         return RunStudyCommand(cmd_, runtime_, client_, out_, err_);
       case Verb::kAdmin:

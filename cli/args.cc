@@ -32,7 +32,7 @@ struct VerbInfo {
   const char* summary;
 };
 
-constexpr std::array<VerbInfo, 10> kVerbs = {{
+constexpr std::array<VerbInfo, 11> kVerbs = {{
     {Verb::kSubmit, "submit", "submit [-f FILE] [FLAGS] [--wait | --follow] [-- CMD ARGS...]",
      "Submit a job; prints its id. --wait/--follow: exit 0 only if it SUCCEEDED."},
     {Verb::kGet, "get", "get ID", "Show one job: state, placement, times, exit code."},
@@ -56,6 +56,10 @@ constexpr std::array<VerbInfo, 10> kVerbs = {{
      "admin token create --team T --role R [--expires 30d] | token list [--all] | token revoke "
      "ID | audit [--limit N]",
      "Bearer tokens and the audit trail (needs an admin token)."},
+    {Verb::kVolume, "volume",
+     "volume create NAME --path P [--grant TEAM[:ro]]... [--description D] | update NAME ... | "
+     "get NAME | list | delete NAME",
+     "Cluster volumes that jobs mount (docs/environments.md); writes need an admin token."},
 }};
 
 absl::Status ParseAdminArgs(std::vector<std::string>& positional, Command* cmd) {
@@ -115,6 +119,50 @@ constexpr std::array<QueueActionInfo, 5> kQueueActions = {{
     {QueueAction::kUpdate, "update"},
     {QueueAction::kDelete, "delete"},
 }};
+
+// `volume ACTION [NAME]` from the positional arguments (consumed).
+absl::Status ParseVolumeArgs(std::vector<std::string>& positional, Command* cmd) {
+  static constexpr std::array<std::pair<const char*, VolumeAction>, 5> kActions = {{
+      {"create", VolumeAction::kCreate},
+      {"get", VolumeAction::kGet},
+      {"list", VolumeAction::kList},
+      {"update", VolumeAction::kUpdate},
+      {"delete", VolumeAction::kDelete},
+  }};
+  if (positional.empty()) {
+    return absl::InvalidArgumentError(
+        "missing volume action: create, get, list, update or delete (see ringctl volume --help)");
+  }
+  const std::string action = positional.front();
+  positional.erase(positional.begin());
+  for (const auto& [name, value] : kActions) {
+    if (action == name) cmd->volume_action = value;
+  }
+  if (cmd->volume_action == VolumeAction::kNone) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown volume action '", action,
+        "' (expected create, get, list, update or delete; see ringctl volume --help)"));
+  }
+  const bool writes = cmd->volume_action == VolumeAction::kCreate ||
+                      cmd->volume_action == VolumeAction::kUpdate;
+  if (cmd->volume_action != VolumeAction::kList) {
+    if (positional.empty() || positional.front().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("missing volume NAME (usage: ringctl volume ", action, " NAME)"));
+    }
+    cmd->volume_name = positional.front();
+    positional.erase(positional.begin());
+  }
+  if (writes && cmd->volume_path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("volume ", action, " needs --path P"));
+  }
+  if (!writes && (!cmd->volume_path.empty() || !cmd->volume_grants.empty() ||
+                  !cmd->token_description.empty())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "volume ", action, " does not take --path, --grant or --description"));
+  }
+  return absl::OkStatus();
+}
 
 // `queue ACTION [NAME]` from the positional arguments (consumed).
 absl::Status ParseQueueArgs(std::vector<std::string>& positional, Command* cmd) {
@@ -342,7 +390,17 @@ const std::vector<FlagSpec>& Flags() {
        {Verb::kAdmin},
        "D",
        "admin token create: lifetime, e.g. 30d, 12h, 90m (default: never expires)"},
-      {"description", 0, {Verb::kAdmin}, "TEXT", "admin token create: what the token is for"},
+      {"description",
+       0,
+       {Verb::kAdmin, Verb::kVolume},
+       "TEXT",
+       "admin token create: what the token is for; volume create/update: what it holds"},
+      {"path", 0, {Verb::kVolume}, "PATH", "volume create/update: the directory on the workers"},
+      {"grant",
+       0,
+       {Verb::kVolume},
+       "TEAM[:ro]",
+       "volume create/update: a team that may mount it (:ro: read-only); repeatable"},
       {"all", 0, {Verb::kAdmin}, nullptr, "admin token list: revoked and expired tokens too"},
       {"page-size", 0, {Verb::kList}, "N", "jobs per ListJobs call (default 500, at most 1000)"},
       {"reason", 0, {Verb::kCancel}, "TEXT", "reason kept in the job's events"},
@@ -522,6 +580,10 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
     cmd->token_expires = value;
   } else if (name == "description") {
     cmd->token_description = value;
+  } else if (name == "path") {
+    cmd->volume_path = value;
+  } else if (name == "grant") {
+    cmd->volume_grants.push_back(value);
   } else if (name == "limit") {
     RM_ASSIGN_OR_RETURN(cmd->limit, ParseInt32(name, value));
   } else if (name == "selector") {
@@ -763,6 +825,9 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
       break;
     case Verb::kQueue:
       RM_RETURN_IF_ERROR(ParseQueueArgs(positional, &cmd));
+      break;
+    case Verb::kVolume:
+      RM_RETURN_IF_ERROR(ParseVolumeArgs(positional, &cmd));
       break;
     case Verb::kStudy:
       RM_RETURN_IF_ERROR(ParseStudyArgs(positional, &cmd));

@@ -26,7 +26,7 @@ inline constexpr const char* kDefaultScheduler = "localhost:7070";
 inline constexpr const char* kSchedulerEnv = "RINGMASTER_SCHEDULER";
 
 enum class Verb {
-  kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers, kLogs, kQueue, kStudy, kAdmin
+  kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers, kLogs, kQueue, kStudy, kAdmin, kVolume
 };
 
 // `ringctl admin ...`.
@@ -34,6 +34,9 @@ enum class AdminAction { kNone, kTokenCreate, kTokenList, kTokenRevoke, kAudit }
 
 // `ringctl queue ACTION`.
 enum class QueueAction { kNone, kCreate, kGet, kList, kUpdate, kDelete };
+
+// `ringctl volume ACTION`.
+enum class VolumeAction { kNone, kCreate, kGet, kList, kUpdate, kDelete };
 
 // `ringctl study ACTION`.
 enum class StudyAction { kNone, kScaling, kList, kGet, kCompare };
@@ -85,6 +88,13 @@ struct Command {
   // queue ACTION [NAME] (-f FILE goes to spec_file).
   QueueAction queue_action = QueueAction::kNone;
   std::string queue_name;
+
+  // volume create|update NAME --path P [--grant TEAM[:ro]]... [--description D] | get NAME |
+  // list | delete NAME (--description goes to token_description).
+  VolumeAction volume_action = VolumeAction::kNone;
+  std::string volume_name;
+  std::string volume_path;
+  std::vector<std::string> volume_grants;
 
   // study scaling --gpus, --parallel, --cpu, --chart (and the spec flags below); study get ID,
   // study compare A B.

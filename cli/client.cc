@@ -27,6 +27,7 @@ GrpcSchedulerClient::GrpcSchedulerClient(const std::string& address,
   jobs_ = v1::JobService::NewStub(channel_);
   cluster_ = v1::ClusterService::NewStub(channel_);
   queues_ = v1::QueueService::NewStub(channel_);
+  volumes_ = v1::VolumeService::NewStub(channel_);
 }
 
 void GrpcSchedulerClient::AwaitRetry(std::chrono::milliseconds wait,
@@ -244,6 +245,71 @@ std::string NewRequestId() {
   std::uniform_int_distribution<uint64_t> dist;
   return absl::StrCat(absl::Hex(dist(device), absl::kZeroPad16),
                       absl::Hex(dist(device), absl::kZeroPad16));
+}
+
+absl::StatusOr<v1::Volume> SchedulerClient::CreateVolume(const v1::CreateVolumeRequest&) {
+  return absl::UnimplementedError("this client does not serve volumes");
+}
+
+absl::StatusOr<v1::Volume> GrpcSchedulerClient::CreateVolume(const v1::CreateVolumeRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::Volume response;
+  grpc::Status status = volumes_->CreateVolume(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::StatusOr<v1::Volume> SchedulerClient::UpdateVolume(const v1::UpdateVolumeRequest&) {
+  return absl::UnimplementedError("this client does not serve volumes");
+}
+
+absl::StatusOr<v1::Volume> GrpcSchedulerClient::UpdateVolume(const v1::UpdateVolumeRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::Volume response;
+  grpc::Status status = volumes_->UpdateVolume(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::StatusOr<v1::Volume> SchedulerClient::GetVolume(const v1::GetVolumeRequest&) {
+  return absl::UnimplementedError("this client does not serve volumes");
+}
+
+absl::StatusOr<v1::Volume> GrpcSchedulerClient::GetVolume(const v1::GetVolumeRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::Volume response;
+  grpc::Status status = volumes_->GetVolume(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::StatusOr<v1::ListVolumesResponse> SchedulerClient::ListVolumes(const v1::ListVolumesRequest&) {
+  return absl::UnimplementedError("this client does not serve volumes");
+}
+
+absl::StatusOr<v1::ListVolumesResponse> GrpcSchedulerClient::ListVolumes(const v1::ListVolumesRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::ListVolumesResponse response;
+  grpc::Status status = volumes_->ListVolumes(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+absl::StatusOr<v1::DeleteVolumeResponse> SchedulerClient::DeleteVolume(const v1::DeleteVolumeRequest&) {
+  return absl::UnimplementedError("this client does not serve volumes");
+}
+
+absl::StatusOr<v1::DeleteVolumeResponse> GrpcSchedulerClient::DeleteVolume(const v1::DeleteVolumeRequest& request) {
+  grpc::ClientContext context;
+  PrepareUnary(&context);
+  v1::DeleteVolumeResponse response;
+  grpc::Status status = volumes_->DeleteVolume(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
 }
 
 }  // namespace ringmaster::cli

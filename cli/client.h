@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "ringmaster/v1/job.grpc.pb.h"
 #include "ringmaster/v1/queue.grpc.pb.h"
+#include "ringmaster/v1/volume.grpc.pb.h"
 #include "ringmaster/v1/worker.grpc.pb.h"
 
 namespace ringmaster::cli {
@@ -54,6 +55,14 @@ class SchedulerClient {
   virtual absl::StatusOr<v1::ListQueuesResponse> ListQueues(const v1::ListQueuesRequest& request);
   virtual absl::StatusOr<v1::DeleteQueueResponse> DeleteQueue(
       const v1::DeleteQueueRequest& request);
+  // VolumeService; UNIMPLEMENTED by default too.
+  virtual absl::StatusOr<v1::Volume> CreateVolume(const v1::CreateVolumeRequest& request);
+  virtual absl::StatusOr<v1::Volume> UpdateVolume(const v1::UpdateVolumeRequest& request);
+  virtual absl::StatusOr<v1::Volume> GetVolume(const v1::GetVolumeRequest& request);
+  virtual absl::StatusOr<v1::ListVolumesResponse> ListVolumes(
+      const v1::ListVolumesRequest& request);
+  virtual absl::StatusOr<v1::DeleteVolumeResponse> DeleteVolume(
+      const v1::DeleteVolumeRequest& request);
 };
 
 // Talks gRPC to one scheduler address with the given credentials (common/tls.h). Unary calls carry
@@ -86,6 +95,13 @@ class GrpcSchedulerClient : public SchedulerClient {
   absl::StatusOr<v1::ListQueuesResponse> ListQueues(const v1::ListQueuesRequest& request) override;
   absl::StatusOr<v1::DeleteQueueResponse> DeleteQueue(
       const v1::DeleteQueueRequest& request) override;
+  absl::StatusOr<v1::Volume> CreateVolume(const v1::CreateVolumeRequest& request) override;
+  absl::StatusOr<v1::Volume> UpdateVolume(const v1::UpdateVolumeRequest& request) override;
+  absl::StatusOr<v1::Volume> GetVolume(const v1::GetVolumeRequest& request) override;
+  absl::StatusOr<v1::ListVolumesResponse> ListVolumes(
+      const v1::ListVolumesRequest& request) override;
+  absl::StatusOr<v1::DeleteVolumeResponse> DeleteVolume(
+      const v1::DeleteVolumeRequest& request) override;
   // Not connected: watches the channel while it waits and returns once it connects, since a
   // channel with no call in flight is polled only every 5 s (gRPC's backup poller), and a plain
   // sleep left a retried submit waiting about 15 s past a failover. Connected (the scheduler
@@ -102,6 +118,7 @@ class GrpcSchedulerClient : public SchedulerClient {
   std::unique_ptr<v1::JobService::Stub> jobs_;
   std::unique_ptr<v1::ClusterService::Stub> cluster_;
   std::unique_ptr<v1::QueueService::Stub> queues_;
+  std::unique_ptr<v1::VolumeService::Stub> volumes_;
 };
 
 // How submits are retried: waiting `initial_backoff` after the first failure and twice as long

@@ -16,10 +16,15 @@ absl::StatusOr<int64_t> ParseByteSize(absl::string_view text, absl::string_view 
     int64_t factor;
   };
   // Longest suffixes first: "Gi" before "G".
-  static constexpr Unit kUnits[] = {
-      {"Ki", int64_t{1} << 10}, {"Mi", int64_t{1} << 20}, {"Gi", int64_t{1} << 30},
-      {"Ti", int64_t{1} << 40}, {"k", 1'000},             {"K", 1'000},
-      {"M", 1'000'000},         {"G", 1'000'000'000},     {"T", 1'000'000'000'000}};
+  static constexpr Unit kUnits[] = {{"Ki", int64_t{1} << 10},
+                                    {"Mi", int64_t{1} << 20},
+                                    {"Gi", int64_t{1} << 30},
+                                    {"Ti", int64_t{1} << 40},
+                                    {"k", 1'000},
+                                    {"K", 1'000},
+                                    {"M", 1'000'000},
+                                    {"G", 1'000'000'000},
+                                    {"T", 1'000'000'000'000}};
   absl::string_view digits = absl::StripAsciiWhitespace(text);
   int64_t factor = 1;
   for (const Unit& unit : kUnits) {
@@ -30,8 +35,9 @@ absl::StatusOr<int64_t> ParseByteSize(absl::string_view text, absl::string_view 
     }
   }
   int64_t count = 0;
-  const bool all_digits = !digits.empty() && std::all_of(digits.begin(), digits.end(),
-                                                         [](char c) { return absl::ascii_isdigit(c); });
+  const bool all_digits = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) {
+    return absl::ascii_isdigit(c);
+  });
   if (!all_digits || !absl::SimpleAtoi(digits, &count) ||
       count > std::numeric_limits<int64_t>::max() / factor) {
     return absl::InvalidArgumentError(

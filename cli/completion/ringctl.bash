@@ -16,7 +16,7 @@ _ringctl() {
     cword=$COMP_CWORD
   fi
 
-  local commands="submit get list cancel watch workers logs queue study admin help"
+  local commands="submit get list cancel watch workers logs queue volume study admin help"
   local global="--scheduler --output -o --tls-ca --tls-cert --tls-key --token --insecure --help -h"
   local cmd="" i scheduler=()
   for ((i = 1; i < cword; i++)); do
@@ -46,7 +46,7 @@ _ringctl() {
       --gpu-type | --model | --steps | --batch-size | --checkpoint-every | --backoff-limit | \
       --max-runtime-seconds | --label | --request-id | --retry-seconds | --limit | --page-size | \
       -l | --selector | --reason | --rank | --attempt | --gpus | --image | --mount | --shm-size | \
-      --workdir)
+      --workdir | --path | --grant | --description)
       return 0 ;;
   esac
 
@@ -64,6 +64,7 @@ _ringctl() {
     workers) flags="" ;;
     logs) flags="--rank --attempt --follow -f" ;;
     queue) flags="--file -f" ;;
+    volume) flags="--path --grant --description" ;;
     study)
       flags="--gpus --parallel --cpu --chart --queue --gpu-type --model --steps --batch-size
              --label" ;;
@@ -78,6 +79,10 @@ _ringctl() {
   case $cmd in
     queue)
       if [[ ${words[cword - 1]} == queue ]]; then
+        COMPREPLY=($(compgen -W "create get list update delete" -- "$cur"))
+      fi ;;
+    volume)
+      if [[ ${words[cword - 1]} == volume ]]; then
         COMPREPLY=($(compgen -W "create get list update delete" -- "$cur"))
       fi ;;
     study)

@@ -1,6 +1,7 @@
 #include "args.h"
 
 #include "environment_flags.h"
+#include "volume_command.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -143,6 +144,31 @@ TEST(ArgsTest, BadEnvironmentFlagsSayWhatIsExpected) {
   EXPECT_FALSE(ParseByteSize("1.5Gi", "x").ok());
 }
 
+TEST(ArgsTest, VolumeActionsTakeANameAndTheirFlags) {
+  Command create = Parse({"volume", "create", "imagenet", "--path", "/mnt/imagenet", "--grant",
+                          "vision:ro", "--grant", "audio", "--description", "ImageNet"});
+  EXPECT_EQ(create.verb, Verb::kVolume);
+  EXPECT_EQ(create.volume_action, VolumeAction::kCreate);
+  EXPECT_EQ(create.volume_name, "imagenet");
+  absl::StatusOr<v1::Volume> volume = VolumeFromFlags(create);
+  ASSERT_TRUE(volume.ok()) << volume.status();
+  EXPECT_EQ(volume->host_path(), "/mnt/imagenet");
+  ASSERT_EQ(volume->grants_size(), 2);
+  EXPECT_EQ(volume->grants(0).team(), "vision");
+  EXPECT_TRUE(volume->grants(0).read_only());
+  EXPECT_EQ(volume->grants(1).team(), "audio");
+  EXPECT_FALSE(volume->grants(1).read_only());
+  EXPECT_EQ(volume->description(), "ImageNet");
+  EXPECT_EQ(Parse({"volume", "list"}).volume_action, VolumeAction::kList);
+  EXPECT_EQ(Parse({"volume", "delete", "x"}).volume_name, "x");
+  EXPECT_THAT(ErrorOf({"volume", "create", "x"}), HasSubstr("needs --path"));
+  EXPECT_THAT(ErrorOf({"volume", "get"}), HasSubstr("missing volume NAME"));
+  EXPECT_THAT(ErrorOf({"volume", "get", "x", "--path", "/p"}), HasSubstr("does not take --path"));
+  EXPECT_THAT(ErrorOf({"volume", "rename", "x"}), HasSubstr("unknown volume action 'rename'"));
+  Command bad = Parse({"volume", "update", "x", "--path", "/p", "--grant", "a:rw"});
+  EXPECT_EQ(VolumeFromFlags(bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ArgsTest, EverythingAfterDashDashIsTheCommand) {
   Command cmd = Parse({"submit", "--name", "x", "--", "mpirun", "--np", "2", "-x", "--name"});
   ASSERT_TRUE(cmd.overrides.command.has_value());
@@ -257,7 +283,8 @@ TEST(ArgsTest, ShellCompletionsKnowEveryFlagOfEveryCommand) {
     text << file.rdbuf();
     const std::string script = text.str();
     for (const char* verb :
-         {"submit", "get", "list", "cancel", "watch", "workers", "logs", "queue", "study"}) {
+         {"submit", "get", "list", "cancel", "watch", "workers", "logs", "queue", "volume",
+          "study"}) {
       SCOPED_TRACE(verb);
       EXPECT_THAT(script, HasSubstr(absl::StrCat(" ", verb, " ")));  // in the command list
       const std::string start = absl::StrCat("    ", verb, ")");

@@ -47,13 +47,31 @@ TEST(EnvironmentTest, AcceptsTheReferenceForms) {
 }
 
 TEST(EnvironmentTest, RefusesHostileImageReferences) {
-  for (const std::string& bad : std::vector<std::string>{
-           std::string(kMaxImageBytes + 1, 'a'), "Ubuntu", "ubuntu:", ":latest", "ubuntu:-x",
-           "ubuntu:" + std::string(129, 'a'), "ubuntu@sha256:abc", "ubuntu@sha256:" +
-           std::string(64, 'A'), "ubuntu@md5:" + std::string(64, 'a'), "../etc/passwd",
-           "a//b", "/abs", "trailing/", "-leading", "x/..", "reg.io:0/x", "reg.io:99999/x",
-           "reg.io:http/x", "-reg.io/x", "ubuntu latest", "ubuntu;rm -rf /", "ub\nuntu",
-           std::string("ub\0untu", 7), "ubuntu:tag@", "a/b:c/d"}) {
+  for (const std::string& bad : std::vector<std::string>{std::string(kMaxImageBytes + 1, 'a'),
+                                                         "Ubuntu",
+                                                         "ubuntu:",
+                                                         ":latest",
+                                                         "ubuntu:-x",
+                                                         "ubuntu:" + std::string(129, 'a'),
+                                                         "ubuntu@sha256:abc",
+                                                         "ubuntu@sha256:" + std::string(64, 'A'),
+                                                         "ubuntu@md5:" + std::string(64, 'a'),
+                                                         "../etc/passwd",
+                                                         "a//b",
+                                                         "/abs",
+                                                         "trailing/",
+                                                         "-leading",
+                                                         "x/..",
+                                                         "reg.io:0/x",
+                                                         "reg.io:99999/x",
+                                                         "reg.io:http/x",
+                                                         "-reg.io/x",
+                                                         "ubuntu latest",
+                                                         "ubuntu;rm -rf /",
+                                                         "ub\nuntu",
+                                                         std::string("ub\0untu", 7),
+                                                         "ubuntu:tag@",
+                                                         "a/b:c/d"}) {
     JobSpec spec = ImageSpec();
     spec.image = bad;
     ExpectInvalid(spec, "image", "");
@@ -142,7 +160,8 @@ TEST(EnvironmentTest, WorkdirIsAContainerPath) {
   JobSpec spec = ImageSpec();
   spec.workdir = "/workspace/run";
   EXPECT_TRUE(ValidateJobSpec(spec).ok());
-  for (const std::string& bad : std::vector<std::string>{"work", "/", "/w/", "/w/../x", "/proc/1"}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"work", "/", "/w/", "/w/../x", "/proc/1"}) {
     spec.workdir = bad;
     ExpectInvalid(spec, "workdir", "");
   }
@@ -150,11 +169,10 @@ TEST(EnvironmentTest, WorkdirIsAContainerPath) {
 
 TEST(EnvironmentTest, ImageDigestIsSha256AndLowerCaseHex) {
   EXPECT_TRUE(ValidateImageDigest("sha256:" + std::string(64, 'f'), "d").ok());
-  for (const std::string& bad :
-       std::vector<std::string>{"", "sha256:", "sha256:" + std::string(63, 'a'),
-                                "sha256:" + std::string(65, 'a'), "sha256:" + std::string(64, 'A'),
-                                "sha512:" + std::string(64, 'a'), "sha256:" + std::string(64, 'g'),
-                                std::string(71, 'a')}) {
+  for (const std::string& bad : std::vector<std::string>{
+           "", "sha256:", "sha256:" + std::string(63, 'a'), "sha256:" + std::string(65, 'a'),
+           "sha256:" + std::string(64, 'A'), "sha512:" + std::string(64, 'a'),
+           "sha256:" + std::string(64, 'g'), std::string(71, 'a')}) {
     EXPECT_EQ(ValidateImageDigest(bad, "image_digest").code(), absl::StatusCode::kInvalidArgument)
         << bad;
   }
@@ -192,10 +210,10 @@ TEST(EnvironmentTest, RefusesHostileVolumes) {
     v.name = name;
     ExpectVolumeInvalid(v, "name", "volume name");
   }
-  for (const std::string& path : std::vector<std::string>{
-           "", "data", "/", "/mnt/", "/mnt//x", "/mnt/../etc", "/etc", "/etc/ssl", "/boot",
-           "/run/secrets", "/var/lib/ringmaster", "/var/lib/ringmaster/certs", "/proc/1",
-           "/sys", "/dev/sda"}) {
+  for (const std::string& path :
+       std::vector<std::string>{"", "data", "/", "/mnt/", "/mnt//x", "/mnt/../etc", "/etc",
+                                "/etc/ssl", "/boot", "/run/secrets", "/var/lib/ringmaster",
+                                "/var/lib/ringmaster/certs", "/proc/1", "/sys", "/dev/sda"}) {
     Volume v = MakeVolume();
     v.host_path = path;
     ExpectVolumeInvalid(v, "host_path", "");

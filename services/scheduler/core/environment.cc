@@ -41,13 +41,12 @@ absl::Status CheckPath(const std::string& path, const std::string& field,
                                        " bytes; got ", path.size(), " bytes"));
   }
   if (path.front() != '/') {
-    return Invalid(field, absl::StrCat("must be an absolute path (start with '/'); got ",
-                                       Shown(path)));
+    return Invalid(field,
+                   absl::StrCat("must be an absolute path (start with '/'); got ", Shown(path)));
   }
   for (unsigned char c : path) {
     if (c < 0x20 || c == 0x7f) {
-      return Invalid(field, absl::StrCat("must not contain control characters; got ",
-                                         Shown(path)));
+      return Invalid(field, absl::StrCat("must not contain control characters; got ", Shown(path)));
     }
   }
   if (path == "/") return Invalid(field, "must not be '/' (the whole file system)");
@@ -59,8 +58,8 @@ absl::Status CheckPath(const std::string& path, const std::string& field,
       return Invalid(field, absl::StrCat("must be normalised (no '//'); got ", Shown(path)));
     }
     if (part == "." || part == "..") {
-      return Invalid(field, absl::StrCat("must be normalised (no '.' or '..' components); got ",
-                                         Shown(path)));
+      return Invalid(
+          field, absl::StrCat("must be normalised (no '.' or '..' components); got ", Shown(path)));
     }
   }
   for (const std::string& dir : forbidden) {
@@ -104,8 +103,8 @@ absl::Status CheckRegistry(absl::string_view registry, const std::string& field,
 }
 
 absl::Status CheckTag(absl::string_view tag, const std::string& field, const std::string& image) {
-  bool ok = !tag.empty() && tag.size() <= 128 &&
-            (absl::ascii_isalnum(tag.front()) || tag.front() == '_');
+  bool ok =
+      !tag.empty() && tag.size() <= 128 && (absl::ascii_isalnum(tag.front()) || tag.front() == '_');
   for (char c : tag) ok = ok && (absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '-');
   if (!ok) {
     return Invalid(field, absl::StrCat("tag must match [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; got ",
@@ -154,8 +153,8 @@ absl::Status ValidateImageReference(const std::string& image, const std::string&
   size_t first = 0;
   // As Docker reads a reference: a first component with '.' or ':', or "localhost", names a
   // registry.
-  if (parts.size() > 1 && (absl::StrContains(parts[0], '.') ||
-                           absl::StrContains(parts[0], ':') || parts[0] == "localhost")) {
+  if (parts.size() > 1 && (absl::StrContains(parts[0], '.') || absl::StrContains(parts[0], ':') ||
+                           parts[0] == "localhost")) {
     if (auto s = CheckRegistry(parts[0], field, image); !s.ok()) return s;
     first = 1;
   }
@@ -199,8 +198,8 @@ absl::Status CheckEnvironment(const JobSpec& spec) {
   }
   if (auto s = ValidateImageReference(spec.image, "image"); !s.ok()) return s;
   if (spec.mounts.size() > kMaxMounts) {
-    return Invalid("mounts", absl::StrCat("at most ", kMaxMounts, " allowed, got ",
-                                          spec.mounts.size()));
+    return Invalid("mounts",
+                   absl::StrCat("at most ", kMaxMounts, " allowed, got ", spec.mounts.size()));
   }
   std::map<std::string, size_t> paths;
   for (size_t i = 0; i < spec.mounts.size(); ++i) {
@@ -217,9 +216,8 @@ absl::Status CheckEnvironment(const JobSpec& spec) {
   if (spec.shm_size_bytes != 0 &&
       (spec.shm_size_bytes < kMinShmBytes || spec.shm_size_bytes > kMaxShmBytes)) {
     return Invalid("shm_size_bytes",
-                   absl::StrCat("must be 0 (the runtime's default, 64 MiB) or ", kMinShmBytes,
-                                "..", kMaxShmBytes, " (1 MiB..64 GiB), got ",
-                                spec.shm_size_bytes));
+                   absl::StrCat("must be 0 (the runtime's default, 64 MiB) or ", kMinShmBytes, "..",
+                                kMaxShmBytes, " (1 MiB..64 GiB), got ", spec.shm_size_bytes));
   }
   if (!spec.workdir.empty()) {
     if (auto s = ValidateContainerPath(spec.workdir, "workdir"); !s.ok()) return s;
@@ -245,9 +243,9 @@ absl::StatusOr<Volume> ValidateVolume(const Volume& in) {
     if (auto s = ValidateTeamName(volume.grants[i].team, field); !s.ok()) return s;
     auto [it, fresh] = teams.emplace(volume.grants[i].team, i);
     if (!fresh) {
-      return Invalid(field, absl::StrCat("team '", volume.grants[i].team,
-                                         "' is also granted by grants[", it->second,
-                                         "]; grant each team once"));
+      return Invalid(field,
+                     absl::StrCat("team '", volume.grants[i].team, "' is also granted by grants[",
+                                  it->second, "]; grant each team once"));
     }
   }
   std::sort(volume.grants.begin(), volume.grants.end(),

@@ -6,8 +6,7 @@
 namespace ringmaster::scheduler {
 
 grpc::Status VolumeServiceImpl::CreateVolume(grpc::ServerContext* ctx,
-                                             const v1::CreateVolumeRequest* req,
-                                             v1::Volume* resp) {
+                                             const v1::CreateVolumeRequest* req, v1::Volume* resp) {
   auto who = auth_->Check(*ctx, Action::kCreateVolume);
   if (!who.ok()) return ToGrpcStatus(who.status());
   if (!req->has_volume()) return ToGrpcStatus(absl::InvalidArgumentError("volume: is required"));
@@ -19,8 +18,7 @@ grpc::Status VolumeServiceImpl::CreateVolume(grpc::ServerContext* ctx,
 }
 
 grpc::Status VolumeServiceImpl::UpdateVolume(grpc::ServerContext* ctx,
-                                             const v1::UpdateVolumeRequest* req,
-                                             v1::Volume* resp) {
+                                             const v1::UpdateVolumeRequest* req, v1::Volume* resp) {
   auto who = auth_->Check(*ctx, Action::kUpdateVolume);
   if (!who.ok()) return ToGrpcStatus(who.status());
   if (!req->has_volume()) return ToGrpcStatus(absl::InvalidArgumentError("volume: is required"));
@@ -31,8 +29,8 @@ grpc::Status VolumeServiceImpl::UpdateVolume(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status VolumeServiceImpl::GetVolume(grpc::ServerContext* ctx,
-                                          const v1::GetVolumeRequest* req, v1::Volume* resp) {
+grpc::Status VolumeServiceImpl::GetVolume(grpc::ServerContext* ctx, const v1::GetVolumeRequest* req,
+                                          v1::Volume* resp) {
   auto who = auth_->Check(*ctx, Action::kGetVolume);
   if (!who.ok()) return ToGrpcStatus(who.status());
   auto volume = scheduler_->GetVolume(req->name(), who->team, who->role == Role::kAdmin);
@@ -41,8 +39,7 @@ grpc::Status VolumeServiceImpl::GetVolume(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status VolumeServiceImpl::ListVolumes(grpc::ServerContext* ctx,
-                                            const v1::ListVolumesRequest*,
+grpc::Status VolumeServiceImpl::ListVolumes(grpc::ServerContext* ctx, const v1::ListVolumesRequest*,
                                             v1::ListVolumesResponse* resp) {
   auto who = auth_->Check(*ctx, Action::kListVolumes);
   if (!who.ok()) return ToGrpcStatus(who.status());
