@@ -26,7 +26,6 @@ constexpr size_t kMaxReasonBytes = 256;
 Scheduler::Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness,
                      const Clock* clock, SchedulerOptions options, prometheus::Registry* registry)
     : store_(store),
-      queue_(queue),
       liveness_(liveness),
       clock_(clock),
       options_(std::move(options)),

@@ -449,7 +449,6 @@ class Scheduler {
   std::string NewToken();
 
   JobStore* store_;
-  PendingQueue* queue_;
   Liveness* liveness_;
   const Clock* clock_;
   SchedulerOptions options_;

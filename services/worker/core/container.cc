@@ -148,7 +148,8 @@ std::vector<std::string> ContainerEnvNames(const std::map<std::string, std::stri
   static constexpr absl::string_view kPrefixes[] = {"OMPI_", "OPAL_", "ORTE_", "PMIX_",
                                                    "RINGMASTER_", "CUDA_", "NCCL_"};
   std::vector<std::string> names;
-  for (const auto& [name, value] : env) {
+  for (const auto& entry : env) {
+    const std::string& name = entry.first;  // not a structured binding: clang 14 cannot capture one
     const bool passed =
         rank_env.count(name) > 0 || name == "LD_PRELOAD" || kRendezvous.count(name) > 0 ||
         std::any_of(std::begin(kPrefixes), std::end(kPrefixes),
