@@ -8,6 +8,9 @@
 # By hand: `mpirun` with the same placement (two ranks on each of the workers' two loopback
 # hosts) and MPI flags, until its output shows step 1. Both sides run on the same cores.
 # Uses the quickstart cluster (starting it if it is not up). Usage: bench/platform_overhead.sh [ROUNDS] [STEPS]
+# With RINGMASTER_BENCH_IMAGE=1 the platform's ranks run in containers (docs/environments.md) of
+# localhost/ringmaster/bench:train: the test image with this build's trainer and the libraries
+# it links (bench/lib/bench_image.sh); the by-hand side stays on the host.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RINGMASTER_BUILD_DIR:-$root/build}
@@ -22,6 +25,13 @@ export RINGMASTER_TLS_CERT=${RINGMASTER_TLS_CERT:-$certs/client/tls.crt}
 export RINGMASTER_TLS_KEY=${RINGMASTER_TLS_KEY:-$certs/client/tls.key}
 if ! "$ringctl" workers >/dev/null 2>&1; then
   "$root/scripts/quickstart" >/dev/null
+fi
+image_flags=()
+if [ "${RINGMASTER_BENCH_IMAGE:-0}" = 1 ]; then
+  source "$root/bench/lib/bench_image.sh"
+  image=$(make_trainer_image "$build")
+  image_flags=(--image "$image")
+  echo "platform side: ranks in containers of $image"
 fi
 trainer_flags=(--device cpu --model mlp-small --batch-size 64 --steps "$steps")
 now() { date +%s.%N; }
@@ -39,7 +49,7 @@ platform_run() {
   local start id out
   start=$(now)
   id=$("$ringctl" submit --name overhead --replicas 4 --gpus-per-replica 1 --gpu-type t4 \
-       --model mlp-small --batch-size 64 --steps "$steps")
+       --model mlp-small --batch-size 64 --steps "$steps" "${image_flags[@]}")
   first=$(wait_first_step "$start" "$ringctl" logs "$id" --rank 0)
   "$ringctl" watch "$id" >/dev/null
   out=$("$ringctl" logs "$id" --rank 0)

@@ -11,3 +11,30 @@ COPY mpi_ring.py /opt/ringmaster/bench/mpi_ring.py
 CONTAINERFILE
   echo "$tag"
 }
+
+# The test image with this build's ringmaster-train at /usr/local/bin (the trainer a job with an
+# image runs: the image's own, docs/environments.md) and every library it links that the image
+# lacks (gRPC, OpenBLAS, the CUDA toolkit's cuBLAS and NCCL: about 850 MB) under
+# /opt/ringmaster/lib. The CUDA libraries come from the host's toolkit because Debian 12 has no
+# package of them; an NGC image would carry its own. make_trainer_image BUILD prints the name.
+make_trainer_image() {
+  local build=$1 tag=localhost/ringmaster/bench:train ctx libs missing
+  "$root/docker/make-job-image.sh" >/dev/null
+  ctx=$(mktemp -d /tmp/ringmaster-train-image.XXXXXX)
+  mkdir -p "$ctx/lib"
+  cp "$build/trainer/ringmaster-train" "$ctx/ringmaster-train"
+  libs=$(ldd "$build/trainer/ringmaster-train" | awk '$3 ~ /^\// {print $3}')
+  # Only what the image does not have at the same path: its own libc and Open MPI stay.
+  # shellcheck disable=SC2086
+  missing=$(podman run --rm --network=none --pull=never localhost/ringmaster/job:bookworm \
+    sh -c 'for f; do [ -e "$f" ] || echo "$f"; done' sh $libs)
+  for lib in $missing; do cp -L "$lib" "$ctx/lib/"; done
+  podman build --quiet --pull=never --network=none -t "$tag" -f - "$ctx" >/dev/null <<'CONTAINERFILE'
+FROM localhost/ringmaster/job:bookworm
+COPY lib/ /opt/ringmaster/lib/
+COPY ringmaster-train /usr/local/bin/ringmaster-train
+ENV LD_LIBRARY_PATH=/opt/ringmaster/lib
+CONTAINERFILE
+  rm -rf "$ctx"
+  echo "$tag"
+}

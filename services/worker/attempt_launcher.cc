@@ -91,27 +91,6 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
       master_ports_.Acquire(absl::StrCat(assignment.job_id, "/", assignment.attempt));
   if (!master_port.ok()) return fail(master_port.status());
 
-  // A job with an image: this worker's pull resolves its tag (the first attempt), and every
-  // rank runs that digest, which the scheduler stores so that later attempts run it too.
-  std::string image_digest;
-  if (assignment.image) {
-    absl::StatusOr<std::string> digest = images_.Wait(
-        ImageToPull(*assignment.image), assignment.job_id, options_.image_pull_timeout);
-    if (!digest.ok()) return fail(digest.status());
-    image_digest = *digest;
-    RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
-                  << ": image " << assignment.image->reference << " is " << image_digest;
-    if (assignment.image->digest.empty()) {
-      RankStatus resolved;
-      resolved.job_id = assignment.job_id;
-      resolved.attempt = assignment.attempt;
-      resolved.kind = RankStatus::Kind::kImageResolved;
-      resolved.image_digest = image_digest;
-      std::lock_guard<std::mutex> lock(table_.mu());
-      table_.Push(std::move(resolved));
-    }
-  }
-
   MpirunOptions mpirun;
   mpirun.mpirun = options_.mpirun;
   mpirun.hostfile_path = hostfile;
@@ -126,11 +105,6 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
   spawn.env = MpirunEnvironment(ProcessEnvironment(env_, *a), assignment, hosts, *master_port);
   spawn.user = a->user;
   spawn.env["TMPDIR"] = session_dir;
-  if (assignment.image) {
-    mpirun.extra_exports.push_back(kImageDigestEnv);
-    spawn.argv = MpirunArgv(mpirun, static_cast<int32_t>(assignment.placement.size()), *workload);
-    spawn.env[kImageDigestEnv] = image_digest;
-  }
   if (assignment.run_check && ChecksInSession(assignment)) {
     // The ranks run the check in their MPI_Init; a result left by nothing must not be read.
     if (a->user) {
@@ -143,6 +117,30 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
              !CheckBeforeLaunch(a, mpirun, spawn.env, session_dir, hosts, *master_port)) {
     return;
   }
+  // A job with an image: this worker's pull resolves its tag (the first attempt), and every
+  // rank runs that digest, which the scheduler stores so that later attempts run it too. The
+  // pull started when the assignment arrived; waited for only now, so that it overlaps the
+  // pre-run check (on the hosts: it needs no image).
+  if (assignment.image) {
+    absl::StatusOr<std::string> digest = images_.Wait(
+        ImageToPull(*assignment.image), assignment.job_id, options_.image_pull_timeout);
+    if (!digest.ok()) return fail(digest.status());
+    RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
+                  << ": image " << assignment.image->reference << " is " << *digest;
+    if (assignment.image->digest.empty()) {
+      RankStatus resolved;
+      resolved.job_id = assignment.job_id;
+      resolved.attempt = assignment.attempt;
+      resolved.kind = RankStatus::Kind::kImageResolved;
+      resolved.image_digest = *digest;
+      std::lock_guard<std::mutex> lock(table_.mu());
+      table_.Push(std::move(resolved));
+    }
+    mpirun.extra_exports.push_back(kImageDigestEnv);
+    spawn.argv = MpirunArgv(mpirun, static_cast<int32_t>(assignment.placement.size()), *workload);
+    spawn.env[kImageDigestEnv] = *digest;
+  }
+
   spawn.new_session = true;
   spawn.parent_death_signal = SIGKILL;  // this thread waits for mpirun for its whole life
   spawn.output_fd =

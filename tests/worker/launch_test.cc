@@ -97,6 +97,16 @@ TEST(LaunchTest, TrainerWorkloadPassesOnlyTheFieldsSet) {
   EXPECT_EQ(WorkloadArgv(a, "t").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(LaunchTest, TheTrainerOfAJobWithAnImageIsTheImagesOwn) {
+  Assignment a = TwoWorkers();
+  a.command.reset();
+  a.trainer = TrainerWorkload{"mlp-small", 0, 20, std::nullopt};
+  a.image = JobImage{};
+  a.image->reference = "registry.local:5000/team/train:1";
+  EXPECT_THAT(*WorkloadArgv(a, "/opt/ringmaster/bin/ringmaster-train"),
+              ElementsAre("ringmaster-train", "--model", "mlp-small", "--steps", "20"));
+}
+
 TEST(LaunchTest, MpirunOnLoopbackUsesTheRshAgentAndTcpOverLo) {
   MpirunOptions o;
   o.mpirun = "/usr/bin/mpirun";

@@ -118,7 +118,7 @@ absl::StatusOr<int32_t> AgentPortOf(const std::string& agent_ports, const std::s
 absl::StatusOr<std::vector<std::string>> WorkloadArgv(const Assignment& assignment,
                                                       const std::string& train_binary) {
   if (assignment.trainer) {
-    std::vector<std::string> argv = {train_binary};
+    std::vector<std::string> argv = {assignment.image ? kImageTrainBinary : train_binary};
     const TrainerWorkload& t = *assignment.trainer;
     if (!t.model.empty()) argv.insert(argv.end(), {"--model", t.model});
     if (t.batch_size > 0) argv.insert(argv.end(), {"--batch-size", absl::StrCat(t.batch_size)});

@@ -49,8 +49,11 @@ std::string AgentPortsValue(const std::vector<GangHost>& hosts);
 // when the value is malformed.
 absl::StatusOr<int32_t> AgentPortOf(const std::string& agent_ports, const std::string& host);
 
-// What every rank runs: the trainer with the spec's flags, or the command's argv.
+// What every rank runs: the trainer with the spec's flags, or the command's argv. The trainer
+// of a job with an image is the image's own (kImageTrainBinary on its PATH): the worker's
+// binary and the libraries it links are not in the container.
 // INVALID_ARGUMENT when the assignment has neither or an empty command.
+inline constexpr char kImageTrainBinary[] = "ringmaster-train";
 absl::StatusOr<std::vector<std::string>> WorkloadArgv(const Assignment& assignment,
                                                       const std::string& train_binary);
 
