@@ -18,17 +18,19 @@ CONTAINERFILE
 # /opt/ringmaster/lib. The CUDA libraries come from the host's toolkit because Debian 12 has no
 # package of them; an NGC image would carry its own. make_trainer_image BUILD prints the name.
 make_trainer_image() {
-  local build=$1 tag=localhost/ringmaster/bench:train ctx libs missing
+  local build=$1 tag=localhost/ringmaster/bench:train ctx lib
   "$root/docker/make-job-image.sh" >/dev/null
   ctx=$(mktemp -d /tmp/ringmaster-train-image.XXXXXX)
   mkdir -p "$ctx/lib"
   cp "$build/trainer/ringmaster-train" "$ctx/ringmaster-train"
-  libs=$(ldd "$build/trainer/ringmaster-train" | awk '$3 ~ /^\// {print $3}')
-  # Only what the image does not have at the same path: its own libc and Open MPI stay.
-  # shellcheck disable=SC2086
-  missing=$(podman run --rm --network=none --pull=never localhost/ringmaster/job:bookworm \
-    sh -c 'for f; do [ -e "$f" ] || echo "$f"; done' sh $libs)
-  for lib in $missing; do cp -L "$lib" "$ctx/lib/"; done
+  # Not the C and C++ runtimes nor Open MPI: the image's own (Debian 12's, as the host's) stay.
+  for lib in $(ldd "$build/trainer/ringmaster-train" | awk '$3 ~ /^\// {print $3}'); do
+    case "${lib##*/}" in
+      libc.so* | libm.so* | libdl.so* | librt.so* | libpthread.so* | ld-linux* | libstdc++* | \
+        libgcc_s* | libmpi* | libopen-* | libpmix* | libhwloc* | libevent*) ;;
+      *) cp -L "$lib" "$ctx/lib/" ;;
+    esac
+  done
   podman build --quiet --pull=never --network=none -t "$tag" -f - "$ctx" >/dev/null <<'CONTAINERFILE'
 FROM localhost/ringmaster/job:bookworm
 COPY lib/ /opt/ringmaster/lib/
