@@ -5,7 +5,7 @@
  * environment as RINGMASTER_RANK_CHANNEL. Writers map it too and update its counters with
  * relaxed atomic adds and stores:
  *   - libringmaster_pmpi.so (preloaded into every rank) counts MPI collectives entered and
- *     completed;
+ *     completed, and keeps `mpi_state`: which blocking MPI call the rank is inside, if any;
  *   - ringmaster-progress and the trainer report the step (and images/sec).
  * The wrapper reads the counters every 50 ms and reports changes to its worker. Readers may
  * see a counter a moment late; none is ever lost, since each is cumulative.
@@ -17,6 +17,7 @@
 
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -44,6 +45,11 @@ struct rm_rank_channel {
   uint64_t images_per_second_bits;
   uint64_t has_images_per_second;
   uint64_t progress_reports;
+  uint64_t pad2[4];
+  /* Written by the PMPI library at every blocking MPI call (rm_mpi_enter), on a line of its
+   * own: the counters above change far less often. */
+  uint64_t mpi_state;
+  uint64_t pad3[7];
 };
 
 struct rm_rank_snapshot {
@@ -53,7 +59,40 @@ struct rm_rank_snapshot {
   uint64_t progress_reports;
   int has_images_per_second;
   double images_per_second;
+  uint64_t mpi_state;
 };
+
+/* The blocking MPI calls libringmaster_pmpi.so tracks, by the number it stores in mpi_state. The
+ * numbers are part of the channel's format: append, never renumber (at most 127). */
+/* clang-format off */
+#define RM_MPI_CALLS(X)                                                                          \
+  X(1, MPI_Send) X(2, MPI_Recv) X(3, MPI_Sendrecv) X(4, MPI_Sendrecv_replace) X(5, MPI_Ssend)   \
+  X(6, MPI_Bsend) X(7, MPI_Rsend) X(8, MPI_Probe) X(9, MPI_Mprobe) X(10, MPI_Mrecv)             \
+  X(11, MPI_Wait) X(12, MPI_Waitall) X(13, MPI_Waitany) X(14, MPI_Waitsome)                     \
+  X(15, MPI_Allreduce) X(16, MPI_Reduce) X(17, MPI_Bcast) X(18, MPI_Barrier)                    \
+  X(19, MPI_Allgather) X(20, MPI_Allgatherv) X(21, MPI_Alltoall) X(22, MPI_Alltoallv)           \
+  X(23, MPI_Reduce_scatter) X(24, MPI_Reduce_scatter_block) X(25, MPI_Gather)                   \
+  X(26, MPI_Gatherv) X(27, MPI_Scatter) X(28, MPI_Scatterv) X(29, MPI_Scan) X(30, MPI_Exscan)
+/* clang-format on */
+
+#define RM_MPI_CALL_ENUM(n, name) RM_CALL_##name = n,
+enum rm_mpi_call { RM_CALL_NONE = 0, RM_MPI_CALLS(RM_MPI_CALL_ENUM) };
+#undef RM_MPI_CALL_ENUM
+
+/* "MPI_Recv" for RM_CALL_MPI_Recv; "MPI call N" for a number this build does not know. */
+static inline const char* rm_mpi_call_name(unsigned call, char* buffer, size_t size) {
+  switch (call) {
+#define RM_MPI_CALL_CASE(n, name) \
+  case n:                         \
+    return #name;
+    RM_MPI_CALLS(RM_MPI_CALL_CASE)
+#undef RM_MPI_CALL_CASE
+    default:
+      break;
+  }
+  snprintf(buffer, size, "MPI call %u", call);
+  return buffer;
+}
 
 /* Maps the channel at `path` (RINGMASTER_RANK_CHANNEL when NULL). NULL when there is none or it
  * is not a channel. The mapping lives until the process ends. */
@@ -94,6 +133,31 @@ static inline void rm_rank_channel_report_progress(struct rm_rank_channel* ch, u
   __atomic_fetch_add(&ch->progress_reports, 1, __ATOMIC_RELEASE);
 }
 
+/* Where the rank's program is with respect to MPI. The PMPI library stores it on entry to and
+ * exit from every blocking MPI call it defines (point-to-point, waits, probes, collectives),
+ * one relaxed store each and no clock read: the wrapper, which polls the word, times how long
+ * it stays the same. Bit 0: inside the call; bits 1-7: the call (rm_mpi_call); bits 8-63: how
+ * many such calls the rank entered, which makes every entry a new value. With several threads
+ * in MPI at once, the last one to enter or leave wins. */
+static inline uint64_t rm_mpi_state_inside(uint64_t state) { return state & 1; }
+static inline unsigned rm_mpi_state_call(uint64_t state) { return (unsigned)(state >> 1) & 0x7f; }
+static inline uint64_t rm_mpi_state_calls(uint64_t state) { return state >> 8; }
+
+/* On entry: returns the value rm_mpi_leave needs. */
+static inline uint64_t rm_mpi_enter(struct rm_rank_channel* ch, unsigned call) {
+  const uint64_t calls = rm_mpi_state_calls(__atomic_load_n(&ch->mpi_state, __ATOMIC_RELAXED));
+  const uint64_t state = ((calls + 1) << 8) | ((uint64_t)(call & 0x7f) << 1) | 1;
+  __atomic_store_n(&ch->mpi_state, state, __ATOMIC_RELAXED);
+  return state;
+}
+static inline void rm_mpi_leave(struct rm_rank_channel* ch, uint64_t entered) {
+  __atomic_store_n(&ch->mpi_state, entered & ~(uint64_t)1, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t rm_rank_channel_mpi_state(const struct rm_rank_channel* ch) {
+  return __atomic_load_n(&ch->mpi_state, __ATOMIC_RELAXED);
+}
+
 static inline struct rm_rank_snapshot rm_rank_channel_read(const struct rm_rank_channel* ch) {
   struct rm_rank_snapshot s;
   s.progress_reports = __atomic_load_n(&ch->progress_reports, __ATOMIC_ACQUIRE);
@@ -106,6 +170,7 @@ static inline struct rm_rank_snapshot rm_rank_channel_read(const struct rm_rank_
      exceed entered, which the agent would refuse. */
   s.collectives_completed = __atomic_load_n(&ch->collectives_completed, __ATOMIC_ACQUIRE);
   s.collectives_entered = __atomic_load_n(&ch->collectives_entered, __ATOMIC_RELAXED);
+  s.mpi_state = rm_rank_channel_mpi_state(ch);
   return s;
 }
 

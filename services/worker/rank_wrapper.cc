@@ -101,8 +101,36 @@ bool operator==(const rm_rank_snapshot& a, const rm_rank_snapshot& b) {
          a.collectives_completed == b.collectives_completed && a.progress_step == b.progress_step &&
          a.progress_reports == b.progress_reports &&
          a.has_images_per_second == b.has_images_per_second &&
-         (!a.has_images_per_second || a.images_per_second == b.images_per_second);
+         (!a.has_images_per_second || a.images_per_second == b.images_per_second) &&
+         a.mpi_state == b.mpi_state;
 }
+
+// Times the channel's MPI state (rank_channel.h): the PMPI library reads no clock, so how long
+// the rank has been inside a call, or out of MPI, is how long the word stayed the same here.
+class MpiStateClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+  void Observe(uint64_t state, Clock::time_point now) {
+    if (state == state_ && seen_) return;
+    state_ = state;
+    since_ = now;
+    seen_ = true;
+  }
+  // The position as of `now` (no call before the rank's first blocking MPI call).
+  void Fill(Clock::time_point now, v1::MpiPosition* out) const {
+    char unknown[32];
+    out->set_inside(rm_mpi_state_inside(state_) != 0);
+    const unsigned call = rm_mpi_state_call(state_);
+    if (call != RM_CALL_NONE) out->set_call(rm_mpi_call_name(call, unknown, sizeof(unknown)));
+    out->set_for_ms(std::chrono::duration_cast<std::chrono::milliseconds>(now - since_).count());
+    out->set_calls_entered(rm_mpi_state_calls(state_));
+  }
+
+ private:
+  uint64_t state_ = 0;
+  bool seen_ = false;
+  Clock::time_point since_;
+};
 
 // The runtime's command line that runs the program in the container the worker planned
 // (docs/environments.md): the rank's environment by name (the runtime passes the values on),
@@ -211,6 +239,7 @@ int RunRank(const std::vector<std::string>& program) {
   const std::optional<std::string> host_preload =
       spawn.env.count("LD_PRELOAD") > 0 ? std::optional(spawn.env["LD_PRELOAD"]) : std::nullopt;
   std::unique_ptr<RankChannelFile> channel;
+  bool tracks_mpi = false;  // the PMPI library, which shows MPI calls, is preloaded
   if (auto created =
           RankChannelFile::Create(RankChannelDir(), absl::StrCat(job_id, "-", attempt, "-", rank));
       created.ok()) {
@@ -219,6 +248,7 @@ int RunRank(const std::vector<std::string>& program) {
     // MPI collectives (PMPI) and NCCL collectives, counted into the same channel.
     const std::string pmpi = CounterLibrary(own_dir, RM_ENV_PMPI_LIBRARY, "libringmaster_pmpi.so");
     const std::string nccl = CounterLibrary(own_dir, RM_ENV_NCCL_LIBRARY, "libringmaster_nccl.so");
+    tracks_mpi = !pmpi.empty();
     for (const std::string& library : {pmpi, nccl}) {
       if (library.empty()) continue;
       spawn.env["LD_PRELOAD"] = AppendPreload(spawn.env["LD_PRELOAD"], library);
@@ -287,8 +317,11 @@ int RunRank(const std::vector<std::string>& program) {
   bool reported_stopped = false;
   Clock::time_point last_progress;
   Clock::time_point last_check;
+  MpiStateClock mpi_clock;
   auto maybe_report_progress = [&](bool force) {
     if (!channel) return;
+    // Every pass (50 ms): one load, so that the time in or out of MPI is measured closely.
+    mpi_clock.Observe(channel->MpiState(), Clock::now());
     // Looked at four times a second (reading /proc costs a few system calls), sent at most once.
     if (!force && Clock::now() - last_check < std::chrono::milliseconds(250)) return;
     last_check = Clock::now();
@@ -308,6 +341,7 @@ int RunRank(const std::vector<std::string>& program) {
     p->set_progress_reports(now.progress_reports);
     if (now.has_images_per_second) p->set_images_per_second(now.images_per_second);
     p->set_stopped(stopped);
+    if (tracks_mpi) mpi_clock.Fill(Clock::now(), p->mutable_mpi());
     if (last_value) sample.set_images_per_second(*last_value);
     (void)agent.ReportRank(sample, std::chrono::seconds(2));
     reported_progress = now;

@@ -127,6 +127,32 @@ TEST(PmpiLibraryTest, AWaitallOfManyNonblockingCollectivesCompletesEveryOne) {
   EXPECT_EQ(s.collectives_completed, s.collectives_entered);
 }
 
+// The MPI position: each blocking call (here the Waitall of every round and the final Barrier)
+// is counted as entered, and after the last one returns the rank shows as out of MPI, having
+// left MPI_Barrier. The nonblocking collectives themselves are not blocking calls.
+TEST(PmpiLibraryTest, BlockingCallsAreCountedAndTheLastOneShowsAsLeft) {
+  auto channel = RankChannelFile::Create(::testing::TempDir(), "position");
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  EXPECT_EQ((*channel)->MpiState(), 0u);
+  constexpr int kInFlight = 2, kRounds = 3;
+  const std::string command = absl::StrCat(
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun -np 1 -x ",
+      "LD_PRELOAD=", RINGMASTER_PMPI_LIBRARY,
+      " -x ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 -x ", RM_RANK_CHANNEL_ENV, "=",
+      (*channel)->path(), " ", RINGMASTER_NONBLOCKING_COLLECTIVES, " ", kInFlight, " ", kRounds,
+      " > /dev/null 2>&1");
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << command;
+  const uint64_t state = (*channel)->MpiState();
+  EXPECT_EQ(rm_mpi_state_inside(state), 0u);
+  EXPECT_EQ(rm_mpi_state_call(state), static_cast<unsigned>(RM_CALL_MPI_Barrier));
+  EXPECT_EQ(rm_mpi_state_calls(state), static_cast<uint64_t>(kRounds + 1));
+  char unknown[32];
+  EXPECT_STREQ(rm_mpi_call_name(rm_mpi_state_call(state), unknown, sizeof(unknown)), "MPI_Barrier");
+  EXPECT_STREQ(rm_mpi_call_name(99, unknown, sizeof(unknown)), "MPI call 99");
+}
+
 // A rank in a container whose MPI is of another Open MPI release series than the workers'
 // mpirun is stopped in MPI_Init with a message that says so; the same series passes.
 TEST(PmpiLibraryTest, AnMpiInitOfAnotherOpenMpiSeriesThanTheWorkersIsRefusedSayingSo) {

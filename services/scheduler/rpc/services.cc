@@ -586,6 +586,17 @@ absl::StatusOr<RankReport> FromProto(const v1::RankStatus& status) {
       report.activity.step = p.step();
       report.activity.progress_reports = p.progress_reports();
       report.activity.stopped = p.stopped();
+      if (p.has_mpi()) {
+        if (p.mpi().for_ms() < 0 || p.mpi().call().size() > kMaxMpiCallBytes) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("rank_status.progress.mpi: for_ms must be >= 0 and call at most ",
+                           kMaxMpiCallBytes, " bytes"));
+        }
+        report.activity.mpi = MpiPosition{.inside = p.mpi().inside(),
+                                          .call = p.mpi().call(),
+                                          .for_ms = p.mpi().for_ms(),
+                                          .calls_entered = p.mpi().calls_entered()};
+      }
       // The printed images/sec, else the one reported with the step.
       if (status.has_images_per_second()) {
         report.activity.images_per_second = status.images_per_second();

@@ -5,11 +5,25 @@
 #ifndef RINGMASTER_SERVICES_WORKER_CORE_PROGRESS_H_
 #define RINGMASTER_SERVICES_WORKER_CORE_PROGRESS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 
 namespace ringmaster::worker {
+
+// MpiPosition.call longer than this is refused (the wire contract, proto/.../agent.proto).
+inline constexpr size_t kMaxMpiCallBytes = 64;
+
+// Whether the rank is inside a blocking MPI call (MpiPosition on the wire).
+struct MpiPosition {
+  bool inside = false;
+  std::string call;    // inside: this call; else the last one left; empty: none yet
+  int64_t for_ms = 0;  // inside `call`, or out of MPI since leaving it, as of the report
+  uint64_t calls_entered = 0;
+  bool operator==(const MpiPosition&) const = default;
+};
 
 struct RankProgress {
   uint64_t collectives_entered = 0;
@@ -19,6 +33,7 @@ struct RankProgress {
   std::optional<double> step_images_per_second;  // came with the last progress report
   std::optional<double> images_per_second;       // last images/sec line the rank printed
   bool stopped = false;                          // the program is stopped (SIGSTOP, a tracer)
+  std::optional<MpiPosition> mpi;                // absent: not known (no PMPI library)
   bool operator==(const RankProgress&) const = default;
 };
 

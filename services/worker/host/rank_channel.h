@@ -23,6 +23,7 @@ class RankChannelFile {
 
   const std::string& path() const { return path_; }
   rm_rank_snapshot Read() const { return rm_rank_channel_read(channel_); }
+  uint64_t MpiState() const { return rm_rank_channel_mpi_state(channel_); }
 
  private:
   RankChannelFile(std::string path, rm_rank_channel* channel)

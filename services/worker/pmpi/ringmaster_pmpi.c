@@ -1,11 +1,16 @@
-/* libringmaster_pmpi.so: counts the MPI collectives a rank enters and completes, for hang
- * detection (docs/health.md). The rank wrapper preloads it (LD_PRELOAD) into every rank.
+/* libringmaster_pmpi.so: counts the MPI collectives a rank enters and completes, and shows
+ * which blocking MPI call (point-to-point, wait, probe, collective) the rank is inside, if any,
+ * for hang detection (docs/health.md). The rank wrapper preloads it (LD_PRELOAD) into every rank.
  *
  * Each MPI_<collective> defined here bumps `collectives_entered`, calls PMPI_<collective> and
  * bumps `collectives_completed` when it returns; a nonblocking I<collective> is entered at its
  * call and completed when a Wait/Test call sees its request finish (set to MPI_REQUEST_NULL).
  * The counters live in the rank channel (rank_channel.h): one relaxed atomic add each, no
- * system call.
+ * system call. Every blocking call defined here also stores the call's number in the channel's
+ * mpi_state on entry and clears its inside bit on exit (rm_mpi_enter/rm_mpi_leave: a load and
+ * two plain stores, no clock read, no atomic read-modify-write), so that a hang verdict can tell
+ * the rank that is not in MPI from those that wait inside it. Nonblocking calls (Isend, Test,
+ * Iprobe) are not shown: a rank that polls MPI_Test shows as outside MPI between its polls.
  *
  * Harmless elsewhere: every reference to Open MPI's symbols is weak, so the library loads into
  * programs without MPI (nothing here is ever called there), and a statically linked program
@@ -71,6 +76,16 @@
 #pragma weak PMPI_Testany
 #pragma weak PMPI_Waitsome
 #pragma weak PMPI_Testsome
+#pragma weak PMPI_Send
+#pragma weak PMPI_Ssend
+#pragma weak PMPI_Bsend
+#pragma weak PMPI_Rsend
+#pragma weak PMPI_Recv
+#pragma weak PMPI_Sendrecv
+#pragma weak PMPI_Sendrecv_replace
+#pragma weak PMPI_Probe
+#pragma weak PMPI_Mprobe
+#pragma weak PMPI_Mrecv
 /* The in-session check's. Open MPI's predefined handles are addresses of these objects. */
 #pragma weak PMPI_Comm_rank
 #pragma weak PMPI_Comm_size
@@ -201,12 +216,26 @@ static void Settle(const MPI_Request* requests, struct Watched* w) {
   if (done > 0) Completed(done);
 }
 
-#define RM_BLOCKING(call) \
-  do {                    \
-    Entered();            \
-    int rc_ = (call);     \
-    Completed(1);         \
-    return rc_;           \
+/* A blocking collective: counted, and the rank shown inside it while it runs. */
+#define RM_BLOCKING(id, call)                                             \
+  do {                                                                    \
+    struct rm_rank_channel* ch_ = Channel();                              \
+    const uint64_t state_ = rm_mpi_enter(ch_, (id));                      \
+    __atomic_fetch_add(&ch_->collectives_entered, 1, __ATOMIC_RELAXED);   \
+    int rc_ = (call);                                                     \
+    __atomic_fetch_add(&ch_->collectives_completed, 1, __ATOMIC_RELAXED); \
+    rm_mpi_leave(ch_, state_);                                            \
+    return rc_;                                                           \
+  } while (0)
+
+/* Any other blocking call (point-to-point, a wait, a probe): only shown, not counted. */
+#define RM_INSIDE(id, call)                          \
+  do {                                               \
+    struct rm_rank_channel* ch_ = Channel();         \
+    const uint64_t state_ = rm_mpi_enter(ch_, (id)); \
+    int rc_ = (call);                                \
+    rm_mpi_leave(ch_, state_);                       \
+    return rc_;                                      \
   } while (0)
 
 #define RM_NONBLOCKING(call, request) \
@@ -218,61 +247,61 @@ static void Settle(const MPI_Request* requests, struct Watched* w) {
   } while (0)
 
 RM_EXPORT int MPI_Allreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
-  RM_BLOCKING(PMPI_Allreduce(s, r, n, t, op, c));
+  RM_BLOCKING(RM_CALL_MPI_Allreduce, PMPI_Allreduce(s, r, n, t, op, c));
 }
 RM_EXPORT int MPI_Reduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, int root,
                          MPI_Comm c) {
-  RM_BLOCKING(PMPI_Reduce(s, r, n, t, op, root, c));
+  RM_BLOCKING(RM_CALL_MPI_Reduce, PMPI_Reduce(s, r, n, t, op, root, c));
 }
 RM_EXPORT int MPI_Bcast(void* b, int n, MPI_Datatype t, int root, MPI_Comm c) {
-  RM_BLOCKING(PMPI_Bcast(b, n, t, root, c));
+  RM_BLOCKING(RM_CALL_MPI_Bcast, PMPI_Bcast(b, n, t, root, c));
 }
-RM_EXPORT int MPI_Barrier(MPI_Comm c) { RM_BLOCKING(PMPI_Barrier(c)); }
+RM_EXPORT int MPI_Barrier(MPI_Comm c) { RM_BLOCKING(RM_CALL_MPI_Barrier, PMPI_Barrier(c)); }
 RM_EXPORT int MPI_Allgather(const void* s, int sn, MPI_Datatype st, void* r, int rn,
                             MPI_Datatype rt, MPI_Comm c) {
-  RM_BLOCKING(PMPI_Allgather(s, sn, st, r, rn, rt, c));
+  RM_BLOCKING(RM_CALL_MPI_Allgather, PMPI_Allgather(s, sn, st, r, rn, rt, c));
 }
 RM_EXPORT int MPI_Allgatherv(const void* s, int sn, MPI_Datatype st, void* r, const int rn[],
                              const int d[], MPI_Datatype rt, MPI_Comm c) {
-  RM_BLOCKING(PMPI_Allgatherv(s, sn, st, r, rn, d, rt, c));
+  RM_BLOCKING(RM_CALL_MPI_Allgatherv, PMPI_Allgatherv(s, sn, st, r, rn, d, rt, c));
 }
 RM_EXPORT int MPI_Alltoall(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt,
                            MPI_Comm c) {
-  RM_BLOCKING(PMPI_Alltoall(s, sn, st, r, rn, rt, c));
+  RM_BLOCKING(RM_CALL_MPI_Alltoall, PMPI_Alltoall(s, sn, st, r, rn, rt, c));
 }
 RM_EXPORT int MPI_Alltoallv(const void* s, const int sn[], const int sd[], MPI_Datatype st, void* r,
                             const int rn[], const int rd[], MPI_Datatype rt, MPI_Comm c) {
-  RM_BLOCKING(PMPI_Alltoallv(s, sn, sd, st, r, rn, rd, rt, c));
+  RM_BLOCKING(RM_CALL_MPI_Alltoallv, PMPI_Alltoallv(s, sn, sd, st, r, rn, rd, rt, c));
 }
 RM_EXPORT int MPI_Reduce_scatter(const void* s, void* r, const int rn[], MPI_Datatype t, MPI_Op op,
                                  MPI_Comm c) {
-  RM_BLOCKING(PMPI_Reduce_scatter(s, r, rn, t, op, c));
+  RM_BLOCKING(RM_CALL_MPI_Reduce_scatter, PMPI_Reduce_scatter(s, r, rn, t, op, c));
 }
 RM_EXPORT int MPI_Reduce_scatter_block(const void* s, void* r, int rn, MPI_Datatype t, MPI_Op op,
                                        MPI_Comm c) {
-  RM_BLOCKING(PMPI_Reduce_scatter_block(s, r, rn, t, op, c));
+  RM_BLOCKING(RM_CALL_MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block(s, r, rn, t, op, c));
 }
 RM_EXPORT int MPI_Gather(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt,
                          int root, MPI_Comm c) {
-  RM_BLOCKING(PMPI_Gather(s, sn, st, r, rn, rt, root, c));
+  RM_BLOCKING(RM_CALL_MPI_Gather, PMPI_Gather(s, sn, st, r, rn, rt, root, c));
 }
 RM_EXPORT int MPI_Gatherv(const void* s, int sn, MPI_Datatype st, void* r, const int rn[],
                           const int d[], MPI_Datatype rt, int root, MPI_Comm c) {
-  RM_BLOCKING(PMPI_Gatherv(s, sn, st, r, rn, d, rt, root, c));
+  RM_BLOCKING(RM_CALL_MPI_Gatherv, PMPI_Gatherv(s, sn, st, r, rn, d, rt, root, c));
 }
 RM_EXPORT int MPI_Scatter(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt,
                           int root, MPI_Comm c) {
-  RM_BLOCKING(PMPI_Scatter(s, sn, st, r, rn, rt, root, c));
+  RM_BLOCKING(RM_CALL_MPI_Scatter, PMPI_Scatter(s, sn, st, r, rn, rt, root, c));
 }
 RM_EXPORT int MPI_Scatterv(const void* s, const int sn[], const int d[], MPI_Datatype st, void* r,
                            int rn, MPI_Datatype rt, int root, MPI_Comm c) {
-  RM_BLOCKING(PMPI_Scatterv(s, sn, d, st, r, rn, rt, root, c));
+  RM_BLOCKING(RM_CALL_MPI_Scatterv, PMPI_Scatterv(s, sn, d, st, r, rn, rt, root, c));
 }
 RM_EXPORT int MPI_Scan(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
-  RM_BLOCKING(PMPI_Scan(s, r, n, t, op, c));
+  RM_BLOCKING(RM_CALL_MPI_Scan, PMPI_Scan(s, r, n, t, op, c));
 }
 RM_EXPORT int MPI_Exscan(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
-  RM_BLOCKING(PMPI_Exscan(s, r, n, t, op, c));
+  RM_BLOCKING(RM_CALL_MPI_Exscan, PMPI_Exscan(s, r, n, t, op, c));
 }
 
 RM_EXPORT int MPI_Iallreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
@@ -329,10 +358,52 @@ RM_EXPORT int MPI_Iscatterv(const void* s, const int sn[], const int d[], MPI_Da
   RM_NONBLOCKING(PMPI_Iscatterv(s, sn, d, st, r, rn, rt, root, c, q), q);
 }
 
+/* Blocking point-to-point calls and probes: the rank is shown inside them while they run (a rank
+ * waiting on a peer that stopped calling MPI waits here, e.g. in mpi4py's object allreduce). */
+RM_EXPORT int MPI_Send(const void* b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c) {
+  RM_INSIDE(RM_CALL_MPI_Send, PMPI_Send(b, n, t, dest, tag, c));
+}
+RM_EXPORT int MPI_Ssend(const void* b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c) {
+  RM_INSIDE(RM_CALL_MPI_Ssend, PMPI_Ssend(b, n, t, dest, tag, c));
+}
+RM_EXPORT int MPI_Bsend(const void* b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c) {
+  RM_INSIDE(RM_CALL_MPI_Bsend, PMPI_Bsend(b, n, t, dest, tag, c));
+}
+RM_EXPORT int MPI_Rsend(const void* b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c) {
+  RM_INSIDE(RM_CALL_MPI_Rsend, PMPI_Rsend(b, n, t, dest, tag, c));
+}
+RM_EXPORT int MPI_Recv(void* b, int n, MPI_Datatype t, int source, int tag, MPI_Comm c,
+                       MPI_Status* st) {
+  RM_INSIDE(RM_CALL_MPI_Recv, PMPI_Recv(b, n, t, source, tag, c, st));
+}
+RM_EXPORT int MPI_Sendrecv(const void* s, int sn, MPI_Datatype st, int dest, int stag, void* r,
+                           int rn, MPI_Datatype rt, int source, int rtag, MPI_Comm c,
+                           MPI_Status* status) {
+  RM_INSIDE(RM_CALL_MPI_Sendrecv,
+            PMPI_Sendrecv(s, sn, st, dest, stag, r, rn, rt, source, rtag, c, status));
+}
+RM_EXPORT int MPI_Sendrecv_replace(void* b, int n, MPI_Datatype t, int dest, int stag, int source,
+                                   int rtag, MPI_Comm c, MPI_Status* status) {
+  RM_INSIDE(RM_CALL_MPI_Sendrecv_replace,
+            PMPI_Sendrecv_replace(b, n, t, dest, stag, source, rtag, c, status));
+}
+RM_EXPORT int MPI_Probe(int source, int tag, MPI_Comm c, MPI_Status* st) {
+  RM_INSIDE(RM_CALL_MPI_Probe, PMPI_Probe(source, tag, c, st));
+}
+RM_EXPORT int MPI_Mprobe(int source, int tag, MPI_Comm c, MPI_Message* m, MPI_Status* st) {
+  RM_INSIDE(RM_CALL_MPI_Mprobe, PMPI_Mprobe(source, tag, c, m, st));
+}
+RM_EXPORT int MPI_Mrecv(void* b, int n, MPI_Datatype t, MPI_Message* m, MPI_Status* st) {
+  RM_INSIDE(RM_CALL_MPI_Mrecv, PMPI_Mrecv(b, n, t, m, st));
+}
+
 RM_EXPORT int MPI_Wait(MPI_Request* q, MPI_Status* st) {
   struct Watched w;
   Watch(1, q, &w);
+  struct rm_rank_channel* ch = Channel();
+  const uint64_t state = rm_mpi_enter(ch, RM_CALL_MPI_Wait);
   int rc = PMPI_Wait(q, st);
+  rm_mpi_leave(ch, state);
   Settle(q, &w);
   return rc;
 }
@@ -346,7 +417,10 @@ RM_EXPORT int MPI_Test(MPI_Request* q, int* flag, MPI_Status* st) {
 RM_EXPORT int MPI_Waitall(int n, MPI_Request q[], MPI_Status st[]) {
   struct Watched w;
   Watch(n, q, &w);
+  struct rm_rank_channel* ch = Channel();
+  const uint64_t state = rm_mpi_enter(ch, RM_CALL_MPI_Waitall);
   int rc = PMPI_Waitall(n, q, st);
+  rm_mpi_leave(ch, state);
   Settle(q, &w);
   return rc;
 }
@@ -360,7 +434,10 @@ RM_EXPORT int MPI_Testall(int n, MPI_Request q[], int* flag, MPI_Status st[]) {
 RM_EXPORT int MPI_Waitany(int n, MPI_Request q[], int* index, MPI_Status* st) {
   struct Watched w;
   Watch(n, q, &w);
+  struct rm_rank_channel* ch = Channel();
+  const uint64_t state = rm_mpi_enter(ch, RM_CALL_MPI_Waitany);
   int rc = PMPI_Waitany(n, q, index, st);
+  rm_mpi_leave(ch, state);
   Settle(q, &w);
   return rc;
 }
@@ -374,7 +451,10 @@ RM_EXPORT int MPI_Testany(int n, MPI_Request q[], int* index, int* flag, MPI_Sta
 RM_EXPORT int MPI_Waitsome(int n, MPI_Request q[], int* out, int idx[], MPI_Status st[]) {
   struct Watched w;
   Watch(n, q, &w);
+  struct rm_rank_channel* ch = Channel();
+  const uint64_t state = rm_mpi_enter(ch, RM_CALL_MPI_Waitsome);
   int rc = PMPI_Waitsome(n, q, out, idx, st);
+  rm_mpi_leave(ch, state);
   Settle(q, &w);
   return rc;
 }

@@ -197,6 +197,16 @@ grpc::Status AgentServiceImpl::ReportRank(grpc::ServerContext* ctx,
       progress.stopped = p.stopped();
       if (p.has_images_per_second()) progress.step_images_per_second = p.images_per_second();
       if (req->has_images_per_second()) progress.images_per_second = req->images_per_second();
+      if (p.has_mpi()) {
+        if (p.mpi().for_ms() < 0 || p.mpi().call().size() > kMaxMpiCallBytes) {
+          return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+              "progress.mpi: for_ms must be >= 0 and call at most ", kMaxMpiCallBytes, " bytes")));
+        }
+        progress.mpi = MpiPosition{.inside = p.mpi().inside(),
+                                   .call = p.mpi().call(),
+                                   .for_ms = p.mpi().for_ms(),
+                                   .calls_entered = p.mpi().calls_entered()};
+      }
       return ToGrpcStatus(agent_->ReportProgress(req->job_id(), req->attempt(), req->token(),
                                                  req->rank(), progress));
     }

@@ -101,6 +101,13 @@ v1::RankStatus ToProto(const RankStatus& status) {
       p->set_step(status.progress.step);
       p->set_progress_reports(status.progress.progress_reports);
       p->set_stopped(status.progress.stopped);
+      if (status.progress.mpi) {
+        v1::MpiPosition* mpi = p->mutable_mpi();
+        mpi->set_inside(status.progress.mpi->inside);
+        mpi->set_call(status.progress.mpi->call);
+        mpi->set_for_ms(status.progress.mpi->for_ms);
+        mpi->set_calls_entered(status.progress.mpi->calls_entered);
+      }
       if (status.progress.step_images_per_second) {
         p->set_images_per_second(*status.progress.step_images_per_second);
       }
