@@ -1,8 +1,9 @@
 // End to end: the run watch (docs/health.md) with real rings. A plain MPI program whose rank 1
-// never joins an allreduce while the others block in it, and a trainer rank stopped with
-// SIGSTOP, are found hung within progress_timeout_seconds and the event names the rank; an idle
-// job is cancelled after its queue's idle_timeout_seconds; a command that reports progress with
-// ringmaster-progress is left alone. Real scheduler, Postgres, Redis, workers and mpirun.
+// stops calling MPI while the others block in an allreduce or in point-to-point calls waiting
+// for it, and a trainer rank stopped with SIGSTOP, are found hung within
+// progress_timeout_seconds and the event names the rank; an idle job is cancelled after its
+// queue's idle_timeout_seconds; a command that reports progress with ringmaster-progress is
+// left alone. Real scheduler, Postgres, Redis, workers and mpirun.
 #include <unistd.h>
 
 #include <chrono>
@@ -81,15 +82,41 @@ TEST_F(RunWatchE2eTest, RankThatNeverJoinsTheAllreduceIsNamedWithinTheTimeout) {
   const double waited = std::chrono::duration<double>(Clock::now() - running).count();
   ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.ShortDebugString();
   const std::string reason = FinalReason(id);
-  EXPECT_TRUE(absl::StrContains(reason, "hung: no collective completed")) << reason;
-  EXPECT_TRUE(absl::StrContains(reason,
-                                "waiting for rank 1 (entered 1 collectives; the others "
-                                "entered up to 2)"))
+  EXPECT_TRUE(absl::StrContains(reason, "hung: no collective or MPI call completed")) << reason;
+  // Rank 1 is out of MPI while ranks 0 and 2 wait in the allreduce it never joined.
+  EXPECT_TRUE(absl::StrContains(reason, "waiting for rank 1 (not in MPI: left MPI_Allreduce "))
+      << reason;
+  EXPECT_TRUE(absl::StrContains(reason, "; waiting in MPI: ranks 0,2 in MPI_Allreduce for "))
       << reason;
   // The timeout, plus up to a second for the last counts to arrive, a pass and the poll.
   EXPECT_LT(waited, kTimeoutSeconds + 4.0) << reason;
   std::cout << "hang detected " << waited << " s after RUNNING (timeout " << kTimeoutSeconds
             << " s): " << reason << "\n";
+}
+
+// Issue 35: rank 1 stops calling MPI after the first allreduce while the others make the next
+// reduction of point-to-point calls (as mpi4py's object allreduce does), so every rank entered
+// the same collectives and the counts cannot tell who is stuck: rank 0 waits in MPI_Recv for
+// rank 1, ranks 2 and 3 in MPI_Recv for rank 0. The verdict names rank 1 as the one not in MPI.
+TEST_F(RunWatchE2eTest, RankOutsideMpiIsNamedWhileTheOthersWaitInPointToPointCalls) {
+  v1::JobSpec spec = Command("stalled-p2p", 4, {RINGMASTER_STALLED_ALLREDUCE});
+  spec.set_progress_timeout_seconds(kTimeoutSeconds);
+  (*spec.mutable_command()->mutable_env())["STALL_RANK"] = "1";
+  (*spec.mutable_command()->mutable_env())["STALL_P2P"] = "1";
+  const std::string id = SubmitOk(spec);
+  ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  const auto running = Clock::now();
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_FAILED, 30s);
+  const double waited = std::chrono::duration<double>(Clock::now() - running).count();
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.ShortDebugString();
+  const std::string reason = FinalReason(id);
+  EXPECT_TRUE(absl::StrContains(reason, "waiting for rank 1 (not in MPI: left MPI_Allreduce "))
+      << reason;
+  EXPECT_TRUE(absl::StrContains(reason, "; waiting in MPI: ranks 0,2,3 in MPI_Recv for "))
+      << reason;
+  EXPECT_LT(waited, kTimeoutSeconds + 4.0) << reason;
+  std::cout << "point-to-point hang detected " << waited << " s after RUNNING (timeout "
+            << kTimeoutSeconds << " s): " << reason << "\n";
 }
 
 TEST_F(RunWatchE2eTest, TrainerRankStoppedWithSigstopIsFoundHung) {
