@@ -1,5 +1,6 @@
 #include "core/placement.h"
 
+#include <random>
 #include <set>
 
 #include "gmock/gmock.h"
@@ -185,6 +186,49 @@ TEST(PlacementTest, ReRegistrationKeepsAllocations) {
   PlacementDecision d = cluster.Place({1, 1, "t4"});
   ASSERT_EQ(d.kind, Kind::kPlaced);
   EXPECT_THAT(d.ranks[0].gpu_indices, ElementsAre(0));
+}
+
+// Fits is the fast answer a reservation's search asks many times: it must agree with Place
+// on every state, through allocations, releases, lost and probation workers, any-type and CPU
+// requests.
+TEST(PlacementTest, FitsAgreesWithPlaceOnRandomStates) {
+  std::mt19937 rng(7);
+  ClusterState cluster;
+  for (int i = 1; i <= 12; ++i) {
+    cluster.UpsertWorker(
+        MakeWorker("w" + std::to_string(i), i % 3 == 0 ? 4 : 8, i % 4 == 0 ? "a100" : "t4", i % 5));
+  }
+  std::vector<std::vector<RankPlacement>> held;
+  int compared = 0, placed = 0;
+  for (int step = 0; step < 3000; ++step) {
+    const int op = static_cast<int>(rng() % 10);
+    const std::string worker = "w" + std::to_string(1 + rng() % 12);
+    if (op == 0 && !held.empty()) {
+      const size_t k = rng() % held.size();
+      cluster.Release(held[k]);
+      held.erase(held.begin() + static_cast<long>(k));
+    } else if (op == 1) {
+      cluster.SetWorkerHealthy(worker, rng() % 3 != 0);
+      cluster.SetWorkerProbation(worker, rng() % 2 == 0);
+    } else if (op == 2) {
+      cluster.SetWorkerState(worker, rng() % 4 == 0 ? WorkerState::kLost : WorkerState::kReady);
+    }
+    const char* types[] = {"t4", "a100", "", "v100"};
+    GangRequest request{static_cast<int32_t>(1 + rng() % 6), static_cast<int32_t>(rng() % 9),
+                        types[rng() % 4], rng() % 2 == 0};
+    PlacementDecision d = cluster.Place(request);
+    ASSERT_EQ(cluster.Fits(request), d.kind == Kind::kPlaced)
+        << "step " << step << ": " << request.replicas << " x " << request.gpus_per_replica << " '"
+        << request.gpu_type << "' checked " << request.checked << ": " << d.reason;
+    ++compared;
+    if (d.kind == Kind::kPlaced && rng() % 2 == 0) {
+      ASSERT_TRUE(cluster.Allocate(d.ranks).ok());
+      held.push_back(d.ranks);
+      ++placed;
+    }
+  }
+  EXPECT_GT(placed, 100) << "the states never filled up: the test compares little";
+  EXPECT_EQ(compared, 3000);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -64,45 +65,83 @@ Demand HeldDemand(const Job& job, const ClusterState& cluster) {
   return {"", amount};
 }
 
-QuotaLedger::QuotaLedger(const std::map<std::string, Queue>& queues) : queues_(queues) {
-  for (const auto& [name, queue] : queues_) {
-    if (queue.unlimited() || queue.cohort.empty()) continue;
+QuotaLedger::QuotaLedger(const std::map<std::string, Queue>& queues) {
+  queues_.reserve(queues.size());
+  for (const auto& [name, queue] : queues) {
+    names_.push_back(name);
+    QueueAccounts& q = queues_[name];
+    q.known = true;
+    q.unlimited = queue.unlimited();
+    q.cohort = queue.cohort;
+    q.weight = queue.weight;
     for (const auto& [resource, quota] : queue.quotas) {
-      pools_[{queue.cohort, resource}].total += AccountOf(queue, resource).lendable;
+      Account a;
+      a.resource = resource;
+      a.nominal = quota.nominal;
+      a.lendable = std::min(quota.lending_limit.value_or(a.nominal), a.nominal);
+      if (quota.borrowing_limit) a.borrow_cap = a.nominal + *quota.borrowing_limit;
+      if (queue.cohort.empty()) a.lendable = a.nominal;  // a pool of its own
+      a.guaranteed = a.nominal - a.lendable;
+      if (!q.unlimited && !queue.cohort.empty()) {
+        a.pool = PoolOf(queue.cohort, resource, true);
+        pools_[a.pool].total += a.lendable;
+      }
+      q.accounts.push_back(std::move(a));
     }
   }
 }
 
-const Queue* QuotaLedger::QueueOf(const std::string& name) const {
-  auto it = queues_.find(name);
+int QuotaLedger::PoolOf(const std::string& cohort, const std::string& resource, bool create) {
+  auto it = pool_index_.find({cohort, resource});
+  if (it != pool_index_.end()) return it->second;
+  if (!create) return -1;
+  pools_.emplace_back();
+  pool_index_[{cohort, resource}] = static_cast<int>(pools_.size()) - 1;
+  return static_cast<int>(pools_.size()) - 1;
+}
+
+int QuotaLedger::FindPool(const std::string& cohort, const std::string& resource) const {
+  auto it = pool_index_.find({cohort, resource});
+  return it == pool_index_.end() ? -1 : it->second;
+}
+
+const QuotaLedger::QueueAccounts* QuotaLedger::Find(const std::string& queue) const {
+  auto it = queues_.find(queue);
   return it == queues_.end() ? nullptr : &it->second;
 }
 
-QuotaLedger::Account QuotaLedger::AccountOf(const Queue& queue, const std::string& resource) const {
-  Account a;
-  auto q = queue.quotas.find(resource);
-  if (q != queue.quotas.end()) {
-    a.nominal = q->second.nominal;
-    a.lendable = std::min(q->second.lending_limit.value_or(a.nominal), a.nominal);
-    if (q->second.borrowing_limit) a.borrow_cap = a.nominal + *q->second.borrowing_limit;
+const QuotaLedger::Account* QuotaLedger::FindAccount(const QueueAccounts& q,
+                                                     std::string_view resource) {
+  for (const Account& a : q.accounts) {
+    if (a.resource == resource) return &a;
   }
-  if (queue.cohort.empty()) a.lendable = a.nominal;  // a pool of its own
-  a.guaranteed = a.nominal - a.lendable;
-  auto u = used_.find({queue.name, resource});
-  a.used = u == used_.end() ? 0 : u->second;
+  return nullptr;
+}
+
+QuotaLedger::Account QuotaLedger::Unquoted(const QueueAccounts& q,
+                                           const std::string& resource) const {
+  Account a;
+  a.resource = resource;
+  if (!q.unlimited && !q.cohort.empty()) a.pool = FindPool(q.cohort, resource);
   return a;
 }
 
 void QuotaLedger::Change(const std::string& queue_name, const Demand& demand, int sign) {
-  int64_t& used = used_[{queue_name, demand.resource}];
-  const Queue* queue = QueueOf(queue_name);
-  if (queue != nullptr && !queue->unlimited() && !queue->cohort.empty()) {
-    Account a = AccountOf(*queue, demand.resource);
-    const int64_t before = std::max<int64_t>(0, a.used - a.guaranteed);
-    const int64_t after = std::max<int64_t>(0, a.used + sign * demand.amount - a.guaranteed);
-    pools_[{queue->cohort, demand.resource}].used += after - before;
+  QueueAccounts& q = queues_[queue_name];
+  Account* a = const_cast<Account*>(FindAccount(q, demand.resource));
+  if (a == nullptr) {
+    q.accounts.push_back(Unquoted(q, demand.resource));
+    a = &q.accounts.back();
+    if (q.known && !q.unlimited && !q.cohort.empty() && a->pool < 0) {
+      a->pool = PoolOf(q.cohort, demand.resource, true);
+    }
   }
-  used += sign * demand.amount;
+  if (q.known && !q.unlimited && a->pool >= 0) {
+    const int64_t before = std::max<int64_t>(0, a->used - a->guaranteed);
+    const int64_t after = std::max<int64_t>(0, a->used + sign * demand.amount - a->guaranteed);
+    pools_[a->pool].used += after - before;
+  }
+  a->used += sign * demand.amount;
 }
 
 void QuotaLedger::Add(const std::string& queue, const Demand& demand) { Change(queue, demand, 1); }
@@ -111,40 +150,42 @@ void QuotaLedger::Remove(const std::string& queue, const Demand& demand) {
   Change(queue, demand, -1);
 }
 
-QuotaLedger::Check QuotaLedger::CanAdmit(const std::string& queue_name,
-                                         const Demand& demand) const {
+QuotaLedger::Check QuotaLedger::CanAdmit(const std::string& queue_name, const Demand& demand,
+                                         bool explain) const {
   Check check;
-  const Queue* queue = QueueOf(queue_name);
-  if (queue == nullptr || queue->unlimited()) {
+  const QueueAccounts* q = Find(queue_name);
+  if (q == nullptr || !q->known || q->unlimited) {
     check.fit = Fit::kWithinNominal;
     check.within_nominal = true;
     return check;
   }
-  const Account a = AccountOf(*queue, demand.resource);
+  const Account* found = FindAccount(*q, demand.resource);
+  const Account a = found != nullptr ? *found : Unquoted(*q, demand.resource);
   const int64_t next = a.used + demand.amount;
   check.within_nominal = next <= a.nominal;
   auto refuse = [&](const std::string& why) {
     check.fit = Fit::kNo;
+    if (!explain) return check;
     check.reason = absl::StrCat("queue ", queue_name, ": needs ", Describe(demand), ", nominal ",
                                 a.nominal, ", in use ", a.used, why);
     return check;
   };
   if (a.borrow_cap >= 0 && next > a.borrow_cap) {
-    return refuse(absl::StrCat(", borrowing limit ", a.borrow_cap - a.nominal));
+    return refuse(explain ? absl::StrCat(", borrowing limit ", a.borrow_cap - a.nominal) : "");
   }
-  if (queue->cohort.empty()) {
+  if (q->cohort.empty()) {
     if (next > a.nominal) return refuse(", no cohort to borrow from");
   } else {
-    auto p = pools_.find({queue->cohort, demand.resource});
-    const Pool pool = p == pools_.end() ? Pool{} : p->second;
+    const Pool pool = a.pool < 0 ? Pool{} : pools_[a.pool];
     const int64_t draw =
         std::max<int64_t>(0, next - a.guaranteed) - std::max<int64_t>(0, a.used - a.guaranteed);
     if (pool.used + draw > pool.total) {
       // What the cohort could still give this queue beyond its guaranteed part.
       const int64_t free = std::max<int64_t>(0, pool.total - pool.used);
+      if (!explain) return refuse("");
       return refuse(check.within_nominal
-                        ? absl::StrCat(", lent to borrowers in cohort ", queue->cohort)
-                        : absl::StrCat(", cohort ", queue->cohort, " has ", free, " to lend"));
+                        ? absl::StrCat(", lent to borrowers in cohort ", q->cohort)
+                        : absl::StrCat(", cohort ", q->cohort, " has ", free, " to lend"));
     }
   }
   check.fit = check.within_nominal ? Fit::kWithinNominal : Fit::kBorrowing;
@@ -152,67 +193,56 @@ QuotaLedger::Check QuotaLedger::CanAdmit(const std::string& queue_name,
 }
 
 bool QuotaLedger::Borrowing(const std::string& queue_name, const std::string& resource) const {
-  const Queue* queue = QueueOf(queue_name);
-  if (queue == nullptr || queue->unlimited()) return false;
-  const Account a = AccountOf(*queue, resource);
-  return a.used > a.nominal;
+  const QueueAccounts* q = Find(queue_name);
+  if (q == nullptr || !q->known || q->unlimited) return false;
+  const Account* a = FindAccount(*q, resource);
+  return a != nullptr && a->used > a->nominal;
 }
 
 int64_t QuotaLedger::Used(const std::string& queue, const std::string& resource) const {
-  auto it = used_.find({queue, resource});
-  return it == used_.end() ? 0 : it->second;
+  const QueueAccounts* q = Find(queue);
+  const Account* a = q == nullptr ? nullptr : FindAccount(*q, resource);
+  return a == nullptr ? 0 : a->used;
 }
 
 double QuotaLedger::Share(const std::string& queue_name) const {
-  const Queue* queue = QueueOf(queue_name);
-  if (queue == nullptr || queue->unlimited() || queue->cohort.empty()) return 0;
+  const QueueAccounts* q = Find(queue_name);
+  if (q == nullptr || !q->known || q->unlimited || q->cohort.empty()) return 0;
   double share = 0;
-  for (auto it = used_.lower_bound({queue_name, ""});
-       it != used_.end() && it->first.first == queue_name; ++it) {
-    const Account a = AccountOf(*queue, it->first.second);
+  for (const Account& a : q->accounts) {
     if (a.used <= a.nominal) continue;
-    auto p = pools_.find({queue->cohort, it->first.second});
-    const int64_t total = p == pools_.end() ? 0 : p->second.total;
+    const int64_t total = a.pool < 0 ? 0 : pools_[a.pool].total;
     share = std::max(share, total > 0 ? static_cast<double>(a.used - a.nominal) / total : 1.0);
   }
-  return share / std::max(queue->weight, 1);
+  return share / std::max(q->weight, 1);
 }
 
 std::map<std::string, QuotaLedger::Usage> QuotaLedger::UsageOf(
     const std::string& queue_name) const {
   std::map<std::string, Usage> out;
-  const Queue* queue = QueueOf(queue_name);
-  std::set<std::string> resources;
-  if (queue != nullptr) {
-    for (const auto& [resource, quota] : queue->quotas) resources.insert(resource);
-  }
-  for (auto it = used_.lower_bound({queue_name, ""});
-       it != used_.end() && it->first.first == queue_name; ++it) {
-    resources.insert(it->first.second);
-  }
-  for (const std::string& resource : resources) {
-    Usage& u = out[resource];
-    if (queue == nullptr || queue->unlimited()) {
-      auto it = used_.find({queue_name, resource});
-      u.used = it == used_.end() ? 0 : it->second;
-      continue;
-    }
-    const Account a = AccountOf(*queue, resource);
-    u.nominal = a.nominal;
+  const QueueAccounts* q = Find(queue_name);
+  if (q == nullptr) return out;
+  for (const Account& a : q->accounts) {
+    Usage& u = out[a.resource];
     u.used = a.used;
+    if (!q->known || q->unlimited) continue;
+    u.nominal = a.nominal;
     u.borrowed = std::max<int64_t>(0, a.used - a.nominal);
-    if (queue->cohort.empty()) continue;
+    if (q->cohort.empty()) continue;
     // The cohort's borrowing, charged to lenders in name order.
     int64_t borrowed = 0;
-    for (const auto& [name, other] : queues_) {
-      if (other.cohort != queue->cohort || other.unlimited()) continue;
-      const Account b = AccountOf(other, resource);
-      borrowed += std::max<int64_t>(0, b.used - b.nominal);
+    for (const std::string& name : names_) {
+      const QueueAccounts& other = *Find(name);
+      if (other.cohort != q->cohort || other.unlimited) continue;
+      const Account* b = FindAccount(other, a.resource);
+      if (b != nullptr) borrowed += std::max<int64_t>(0, b->used - b->nominal);
     }
-    for (const auto& [name, other] : queues_) {
-      if (other.cohort != queue->cohort || other.unlimited()) continue;
-      const Account b = AccountOf(other, resource);
-      const int64_t idle = std::max<int64_t>(0, std::min(b.lendable, b.nominal - b.used));
+    for (const std::string& name : names_) {
+      const QueueAccounts& other = *Find(name);
+      if (other.cohort != q->cohort || other.unlimited) continue;
+      const Account* b = FindAccount(other, a.resource);
+      const int64_t idle =
+          b == nullptr ? 0 : std::max<int64_t>(0, std::min(b->lendable, b->nominal - b->used));
       const int64_t lent = std::min(idle, borrowed);
       borrowed -= lent;
       if (name == queue_name) u.lent = lent;
@@ -384,7 +414,9 @@ const std::vector<Pass::Holding>& Pass::Holdings() {
 
 bool Pass::NeedsBorrowing(const Job& job) const {
   for (const Demand& d : CandidateDemands(job.spec, cluster_)) {
-    if (result_.ledger.CanAdmit(job.spec.queue, d).fit == Fit::kWithinNominal) return false;
+    if (result_.ledger.CanAdmit(job.spec.queue, d, false).fit == Fit::kWithinNominal) {
+      return false;
+    }
   }
   return true;
 }
@@ -412,8 +444,8 @@ Pass::Attempt Pass::TryStart(const Job& job) {
     }
     GangRequest request = RequestOf(job.spec);
     if (request.gpus_per_replica > 0) request.gpu_type = d.resource;
-    auto key = std::make_tuple(d.resource, request.replicas, request.gpus_per_replica,
-                               may_backfill, request.checked);
+    auto key = std::make_tuple(d.resource, request.replicas, request.gpus_per_replica, may_backfill,
+                               request.checked);
     if (auto memo = no_room_.find(key); memo != no_room_.end()) {
       a.reason = memo->second;
       continue;
@@ -456,7 +488,7 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
   const Demand demand = attempt.quota_ok ? attempt.demand : demands.front();
   const bool reclaim = queue->reclaim_within_cohort != ReclaimWithinCohort::kNever &&
                        !queue->cohort.empty() &&
-                       result_.ledger.CanAdmit(job.spec.queue, demand).within_nominal;
+                       result_.ledger.CanAdmit(job.spec.queue, demand, false).within_nominal;
   const bool within = queue->within_queue != PreemptWithinQueue::kNever;
   if (!reclaim && !within) return false;
 
@@ -532,7 +564,7 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
   GangRequest request = RequestOf(job.spec);
   if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
   auto fits = [&]() {
-    return ledger.CanAdmit(job.spec.queue, demand).fit != Fit::kNo &&
+    return ledger.CanAdmit(job.spec.queue, demand, false).fit != Fit::kNo &&
            cluster.Place(request).kind == PlacementDecision::Kind::kPlaced;
   };
   auto take = [&](const Holding& h) {
@@ -600,8 +632,8 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
   const auto& ends = ends_;
   GangRequest request = RequestOf(job.spec);
   if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
-  const auto shape = std::make_tuple(demand.resource, request.replicas, request.gpus_per_replica,
-                                     request.checked);
+  const auto shape =
+      std::make_tuple(demand.resource, request.replicas, request.gpus_per_replica, request.checked);
   if (no_reservation_.count(shape) > 0) return;
   ClusterState future = Hard();
   std::vector<RankPlacement> reserved;
@@ -614,7 +646,10 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
     for (; i < ends.size() && std::max(ends[i].first, in_.now_ms) == t; ++i) {
       future.Release(*holdings_[ends[i].second].ranks);
     }
-    (void)future.Allocate(future.FreePart(reserved));
+    // Ended jobs may free reserved GPUs: take them again. Fits first: Place builds a
+    // placement or a reason, and most steps of the search fail.
+    if (!reserved.empty()) (void)future.Allocate(future.FreePart(reserved));
+    if (!future.Fits(request)) continue;
     PlacementDecision p = future.Place(request);
     if (p.kind != PlacementDecision::Kind::kPlaced) continue;
     std::set<std::string> workers;
@@ -649,10 +684,17 @@ PassResult Pass::Run() {
     }
   }
   const bool any_claims = !in_.claims.empty();
+  // Jobs with a claim, looked up once each rather than once per comparison.
+  absl::flat_hash_set<const Job*> claimed;
+  if (any_claims) {
+    for (const Job* job : in_.pending) {
+      if (in_.claims.count(job->id) > 0) claimed.insert(job);
+    }
+  }
   for (QueueJobs& q : by_queue) {
-    std::sort(q.jobs.begin(), q.jobs.end(), [this, any_claims](const Job* a, const Job* b) {
+    std::sort(q.jobs.begin(), q.jobs.end(), [&claimed, any_claims](const Job* a, const Job* b) {
       if (any_claims) {
-        const bool na = in_.claims.count(a->id) > 0, nb = in_.claims.count(b->id) > 0;
+        const bool na = claimed.count(a) > 0, nb = claimed.count(b) > 0;
         if (na != nb) return na;
       }
       if (a->spec.priority != b->spec.priority) return a->spec.priority > b->spec.priority;
@@ -667,7 +709,7 @@ PassResult Pass::Run() {
     const QueueJobs& queue = by_queue[q];
     if (queue.head >= queue.jobs.size()) return;
     const Job& job = *queue.jobs[queue.head];
-    heap.push({!any_claims || in_.claims.count(job.id) == 0, NeedsBorrowing(job),
+    heap.push({!any_claims || claimed.count(&job) == 0, NeedsBorrowing(job),
                result_.ledger.Share(*queue.name), -job.spec.priority, job.seq, q});
   };
   for (size_t q = 0; q < by_queue.size(); ++q) push(q);

@@ -15,10 +15,10 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-
 #include "core/placement.h"
 #include "core/types.h"
 #include "core/validation.h"
@@ -55,7 +55,9 @@ class QuotaLedger {
     bool within_nominal = false;
     std::string reason;  // when kNo: "queue vision: needs 8 x t4, nominal 16, in use 12, ..."
   };
-  Check CanAdmit(const std::string& queue, const Demand& demand) const;
+  // explain = false leaves Check::reason empty: for callers that only need the verdict (a
+  // busy pass asks thousands of times, and the reasons were most of the cost).
+  Check CanAdmit(const std::string& queue, const Demand& demand, bool explain = true) const;
 
   // The queue's weighted dominant share: max over resources of (use above nominal) / (what
   // its cohort can lend), divided by weight. 0 for a queue within nominal or unknown.
@@ -75,24 +77,41 @@ class QuotaLedger {
   std::map<std::string, Usage> UsageOf(const std::string& queue) const;
 
  private:
+  // A queue's account of one resource. Accounts and pools are looked up by name once per call
+  // (a hash of the queue's name, then a short scan of its resources): a busy pass asks
+  // thousands of times, and ordered maps of string pairs were a fifth of it.
   struct Account {
+    std::string resource;
     int64_t nominal = 0;
     int64_t guaranteed = 0;
     int64_t lendable = 0;
     int64_t borrow_cap = -1;  // -1: no limit
     int64_t used = 0;
+    int pool = -1;  // index in pools_; -1: the queue has no cohort, or no limits
   };
   struct Pool {
     int64_t total = 0;
     int64_t used = 0;
   };
-  const Queue* QueueOf(const std::string& name) const;
-  Account AccountOf(const Queue& queue, const std::string& resource) const;
+  struct QueueAccounts {
+    bool known = false;      // a queue of the snapshot (else: no limits, use only counted)
+    bool unlimited = false;  // no quotas at all
+    std::string cohort;
+    int32_t weight = 1;
+    std::vector<Account> accounts;  // by resource, in the order first seen
+  };
+  const QueueAccounts* Find(const std::string& queue) const;
+  static const Account* FindAccount(const QueueAccounts& q, std::string_view resource);
+  // The account with nominal 0 that a known queue has for a resource it has no quota for.
+  Account Unquoted(const QueueAccounts& q, const std::string& resource) const;
+  int PoolOf(const std::string& cohort, const std::string& resource, bool create);
+  int FindPool(const std::string& cohort, const std::string& resource) const;
   void Change(const std::string& queue, const Demand& demand, int sign);
 
-  std::map<std::string, Queue> queues_;
-  std::map<std::pair<std::string, std::string>, int64_t> used_;  // (queue, resource)
-  std::map<std::pair<std::string, std::string>, Pool> pools_;    // (cohort, resource)
+  absl::flat_hash_map<std::string, QueueAccounts> queues_;
+  std::vector<std::string> names_;  // queues_' keys in name order (for UsageOf's lenders)
+  std::vector<Pool> pools_;
+  std::map<std::pair<std::string, std::string>, int> pool_index_;  // (cohort, resource)
 };
 
 struct PolicyOptions {

@@ -23,6 +23,8 @@ int32_t ClusterState::TypeId(const std::string& type) {
     totals_.total_by_type.push_back(0);
     probation_totals_.free_by_type.push_back(0);
     probation_totals_.total_by_type.push_back(0);
+    totals_.nodes_by_free.emplace_back();
+    probation_totals_.nodes_by_free.emplace_back();
     for (Node& node : nodes_) {
       node.free_by_type.push_back(0);
       node.total_by_type.push_back(0);
@@ -46,6 +48,11 @@ void ClusterState::Contribute(const Node& node, int sign) {
   for (size_t t = 0; t < node.free_by_type.size(); ++t) {
     totals->free_by_type[t] += sign * node.free_by_type[t];
     totals->total_by_type[t] += sign * node.total_by_type[t];
+    if (node.total_by_type[t] == 0) continue;
+    auto& hist = totals->nodes_by_free[t];
+    const size_t k = static_cast<size_t>(node.free_by_type[t]);
+    if (hist.size() <= k) hist.resize(k + 1, 0);
+    hist[k] += sign;
   }
   totals->cpu_free += sign * (node.worker->cpu_slots - node.cpu_used);
   totals->cpu_total += sign * node.worker->cpu_slots;
@@ -69,14 +76,20 @@ int64_t ClusterState::TotalFor(const GangRequest& request, int32_t type_id) cons
   return total;
 }
 
+ClusterState::Index& ClusterState::MutableIndex() {
+  // A state used only by its owner: use_count cannot grow without access to this object.
+  if (index_.use_count() > 1) index_ = std::make_shared<Index>(*index_);
+  return *index_;
+}
+
 void ClusterState::UpsertWorker(const Worker& worker) {
-  auto it = index_.find(worker.id);
+  auto it = index().find(worker.id);
   size_t n;
   std::set<int32_t> used;
   int32_t cpu_used = 0;
-  if (it == index_.end()) {
+  if (it == index().end()) {
     n = nodes_.size();
-    index_[worker.id] = n;
+    MutableIndex()[worker.id] = n;
     nodes_.emplace_back();
   } else {
     n = it->second;
@@ -88,7 +101,7 @@ void ClusterState::UpsertWorker(const Worker& worker) {
     }
     cpu_used = old.cpu_used;
   }
-  std::vector<int32_t> type_ids;
+  absl::InlinedVector<int32_t, 8> type_ids;
   for (const Gpu& gpu : worker.gpus) type_ids.push_back(TypeId(gpu.type));
   Node& node = nodes_[n];
   node.worker = std::make_shared<const Worker>(worker);
@@ -106,8 +119,8 @@ void ClusterState::UpsertWorker(const Worker& worker) {
 }
 
 void ClusterState::SetWorkerState(const std::string& worker_id, WorkerState state) {
-  auto it = index_.find(worker_id);
-  if (it == index_.end()) return;
+  auto it = index().find(worker_id);
+  if (it == index().end()) return;
   Node& node = nodes_[it->second];
   Contribute(node, -1);
   node.state = state;
@@ -115,8 +128,8 @@ void ClusterState::SetWorkerState(const std::string& worker_id, WorkerState stat
 }
 
 void ClusterState::SetWorkerHealthy(const std::string& worker_id, bool healthy) {
-  auto it = index_.find(worker_id);
-  if (it == index_.end()) return;
+  auto it = index().find(worker_id);
+  if (it == index().end()) return;
   Node& node = nodes_[it->second];
   Contribute(node, -1);
   node.healthy = healthy;
@@ -124,8 +137,8 @@ void ClusterState::SetWorkerHealthy(const std::string& worker_id, bool healthy) 
 }
 
 void ClusterState::SetWorkerProbation(const std::string& worker_id, bool probation) {
-  auto it = index_.find(worker_id);
-  if (it == index_.end()) return;
+  auto it = index().find(worker_id);
+  if (it == index().end()) return;
   Node& node = nodes_[it->second];
   Contribute(node, -1);
   node.probation = probation;
@@ -133,22 +146,26 @@ void ClusterState::SetWorkerProbation(const std::string& worker_id, bool probati
 }
 
 bool ClusterState::OnProbation(const std::string& worker_id) const {
-  auto it = index_.find(worker_id);
-  return it != index_.end() && nodes_[it->second].probation;
+  auto it = index().find(worker_id);
+  return it != index().end() && nodes_[it->second].probation;
 }
 
 absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
-  // Check everything first so a failed call changes nothing.
-  std::set<std::pair<size_t, size_t>> gpus;
-  std::unordered_map<size_t, int32_t> cpus;
+  // Check everything first so a failed call changes nothing. Flat lists, not sets: a pass
+  // allocates once per start and per claim, and node-based containers were most of that.
+  std::vector<std::pair<size_t, size_t>> gpus;   // (node, slot)
+  std::vector<std::pair<size_t, int32_t>> cpus;  // (node, slots)
   for (const RankPlacement& rank : ranks) {
-    auto it = index_.find(rank.worker_id);
-    if (it == index_.end()) {
+    auto it = index().find(rank.worker_id);
+    if (it == index().end()) {
       return absl::FailedPreconditionError(absl::StrCat("unknown worker ", rank.worker_id));
     }
     const Node& node = nodes_[it->second];
     if (rank.gpu_indices.empty()) {
-      if (node.cpu_used + (++cpus[it->second]) > node.worker->cpu_slots) {
+      auto c = std::find_if(cpus.begin(), cpus.end(),
+                            [&](const auto& p) { return p.first == it->second; });
+      if (c == cpus.end()) c = cpus.insert(cpus.end(), {it->second, 0});
+      if (node.cpu_used + (++c->second) > node.worker->cpu_slots) {
         return absl::FailedPreconditionError(absl::StrCat("no free CPU slot on ", rank.worker_id));
       }
       continue;
@@ -161,15 +178,25 @@ absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
             absl::StrCat("worker ", rank.worker_id, " has no GPU ", index));
       }
       size_t slot = pos - node.worker->gpus.begin();
-      if (node.gpu_used[slot] || !gpus.insert({it->second, slot}).second) {
+      if (node.gpu_used[slot]) {
         return absl::FailedPreconditionError(
             absl::StrCat("GPU ", index, " of ", rank.worker_id, " is already allocated"));
       }
+      gpus.emplace_back(it->second, slot);
     }
   }
-  std::set<size_t> touched;
-  for (const auto& [node_index, slot] : gpus) touched.insert(node_index);
-  for (const auto& [node_index, n] : cpus) touched.insert(node_index);
+  std::sort(gpus.begin(), gpus.end());
+  if (auto dup = std::adjacent_find(gpus.begin(), gpus.end()); dup != gpus.end()) {
+    const Node& node = nodes_[dup->first];
+    return absl::FailedPreconditionError(absl::StrCat("GPU ", node.worker->gpus[dup->second].index,
+                                                      " of ", node.worker->id,
+                                                      " is already allocated"));
+  }
+  std::vector<size_t> touched;
+  for (const auto& [node_index, slot] : gpus) touched.push_back(node_index);
+  for (const auto& [node_index, n] : cpus) touched.push_back(node_index);
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
   for (size_t node_index : touched) Contribute(nodes_[node_index], -1);
   for (const auto& [node_index, slot] : gpus) {
     Node& node = nodes_[node_index];
@@ -183,8 +210,8 @@ absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
 
 void ClusterState::Release(const std::vector<RankPlacement>& ranks) {
   for (const RankPlacement& rank : ranks) {
-    auto it = index_.find(rank.worker_id);
-    if (it == index_.end()) continue;
+    auto it = index().find(rank.worker_id);
+    if (it == index().end()) continue;
     Node& node = nodes_[it->second];
     Contribute(node, -1);
     if (rank.gpu_indices.empty()) {
@@ -215,17 +242,20 @@ PlacementDecision ClusterState::PlaceType(const GangRequest& request, int32_t ty
   const bool cpu = request.gpus_per_replica == 0;
   const int32_t units = cpu ? 1 : request.gpus_per_replica;
   const int64_t needed = static_cast<int64_t>(request.replicas) * units;
-  const std::string what = cpu ? "CPU slots" : absl::StrCat("x ", type_names_[type_id]);
+  // Built only for a reason: most calls in a busy pass fail, and fast.
+  auto what = [&] {
+    return cpu ? std::string("CPU slots") : absl::StrCat("x ", type_names_[type_id]);
+  };
   const int64_t total = TotalFor(request, type_id);
   const int64_t free = FreeFor(request, type_id);
   PlacementDecision decision;
   if (needed > total) {
     decision.kind = PlacementDecision::Kind::kInfeasible;
-    decision.reason = absl::StrCat("needs ", needed, " ", what, ", the cluster has ", total);
+    decision.reason = absl::StrCat("needs ", needed, " ", what(), ", the cluster has ", total);
     return decision;
   }
   if (needed > free) {
-    decision.reason = absl::StrCat("needs ", needed, " ", what, ", ", free, " free");
+    decision.reason = absl::StrCat("needs ", needed, " ", what(), ", ", free, " free");
     return decision;
   }
 
@@ -249,7 +279,7 @@ PlacementDecision ClusterState::PlaceType(const GangRequest& request, int32_t ty
     for (size_t i : nodes_by_type_[type_id]) consider(i);
   }
   if (fitting_ranks < request.replicas) {
-    decision.reason = absl::StrCat("needs ", request.replicas, " ranks of ", units, " ", what,
+    decision.reason = absl::StrCat("needs ", request.replicas, " ranks of ", units, " ", what(),
                                    " on one worker each, ", fitting_ranks, " fit");
     return decision;
   }
@@ -289,6 +319,42 @@ PlacementDecision ClusterState::PlaceType(const GangRequest& request, int32_t ty
     }
   }
   return decision;
+}
+
+bool ClusterState::FitsType(const GangRequest& request, int32_t type_id) const {
+  const bool cpu = request.gpus_per_replica == 0;
+  const int64_t needed =
+      static_cast<int64_t>(request.replicas) * (cpu ? 1 : request.gpus_per_replica);
+  if (needed > FreeFor(request, type_id)) return false;
+  int64_t fitting_ranks = 0;
+  if (!cpu) {
+    auto count = [&](const Totals& totals) {
+      const auto& hist = totals.nodes_by_free[type_id];
+      for (size_t k = request.gpus_per_replica; k < hist.size(); ++k) {
+        fitting_ranks += int64_t{hist[k]} * (static_cast<int64_t>(k) / request.gpus_per_replica);
+      }
+    };
+    count(totals_);
+    if (request.checked) count(probation_totals_);
+    return fitting_ranks >= request.replicas;
+  }
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    fitting_ranks += std::max(0, Capacity(nodes_[i], request, type_id));
+    if (fitting_ranks >= request.replicas) return true;
+  }
+  return false;
+}
+
+bool ClusterState::Fits(const GangRequest& request) const {
+  if (request.gpus_per_replica == 0) return FitsType(request, 0);
+  if (!request.gpu_type.empty()) {
+    auto it = type_ids_.find(request.gpu_type);
+    return it != type_ids_.end() && FitsType(request, it->second);
+  }
+  for (int32_t t = 0; t < static_cast<int32_t>(type_names_.size()); ++t) {
+    if (FitsType(request, t)) return true;
+  }
+  return false;
 }
 
 PlacementDecision ClusterState::Place(const GangRequest& request) const {
@@ -345,8 +411,9 @@ std::map<std::string, ClusterState::TypeTotals> ClusterState::GpuTotals() const 
   std::map<std::string, TypeTotals> out;
   for (size_t t = 0; t < type_names_.size(); ++t) {
     if (totals_.total_by_type[t] == 0) continue;
-    out[type_names_[t]] = {static_cast<int32_t>(totals_.total_by_type[t]),
-                           static_cast<int32_t>(totals_.total_by_type[t] - totals_.free_by_type[t])};
+    out[type_names_[t]] = {
+        static_cast<int32_t>(totals_.total_by_type[t]),
+        static_cast<int32_t>(totals_.total_by_type[t] - totals_.free_by_type[t])};
   }
   return out;
 }
@@ -358,8 +425,8 @@ ClusterState::TypeTotals ClusterState::CpuTotals() const {
 
 std::vector<int32_t> ClusterState::AllocatedGpus(const std::string& worker_id) const {
   std::vector<int32_t> out;
-  auto it = index_.find(worker_id);
-  if (it == index_.end()) return out;
+  auto it = index().find(worker_id);
+  if (it == index().end()) return out;
   const Node& node = nodes_[it->second];
   for (size_t i = 0; i < node.worker->gpus.size(); ++i) {
     if (node.gpu_used[i]) out.push_back(node.worker->gpus[i].index);
@@ -368,13 +435,13 @@ std::vector<int32_t> ClusterState::AllocatedGpus(const std::string& worker_id) c
 }
 
 int32_t ClusterState::CpuSlotsUsed(const std::string& worker_id) const {
-  auto it = index_.find(worker_id);
-  return it == index_.end() ? 0 : nodes_[it->second].cpu_used;
+  auto it = index().find(worker_id);
+  return it == index().end() ? 0 : nodes_[it->second].cpu_used;
 }
 
 std::string ClusterState::GpuTypeOf(const std::string& worker_id, int32_t gpu_index) const {
-  auto it = index_.find(worker_id);
-  if (it == index_.end()) return "";
+  auto it = index().find(worker_id);
+  if (it == index().end()) return "";
   for (const Gpu& gpu : nodes_[it->second].worker->gpus) {
     if (gpu.index == gpu_index) return gpu.type;
   }
@@ -385,8 +452,8 @@ std::vector<RankPlacement> ClusterState::FreePart(const std::vector<RankPlacemen
   std::vector<RankPlacement> out;
   std::unordered_map<size_t, int32_t> cpus_taken;
   for (const RankPlacement& rank : ranks) {
-    auto it = index_.find(rank.worker_id);
-    if (it == index_.end()) continue;
+    auto it = index().find(rank.worker_id);
+    if (it == index().end()) continue;
     const Node& node = nodes_[it->second];
     RankPlacement part = rank;
     part.gpu_indices.clear();

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "core/types.h"
 
@@ -61,6 +62,9 @@ class ClusterState {
   void Release(const std::vector<RankPlacement>& ranks);
 
   PlacementDecision Place(const GangRequest& request) const;
+  // Whether Place would place the gang, without choosing GPUs or explaining: for searches that
+  // ask many times (a reservation's, over the ends of running jobs).
+  bool Fits(const GangRequest& request) const;
 
   struct TypeTotals {
     int32_t total = 0;
@@ -84,10 +88,11 @@ class ClusterState {
     WorkerState state = WorkerState::kReady;
     bool healthy = true;
     bool probation = false;
-    std::vector<bool> gpu_used;        // parallel to worker.gpus
-    std::vector<int32_t> gpu_type_id;  // parallel to worker.gpus
-    std::vector<int32_t> free_by_type;   // by type id
-    std::vector<int32_t> total_by_type;  // by type id
+    // Inline: a pass copies every node, and heap vectors made that copy most of a pass.
+    absl::InlinedVector<bool, 8> gpu_used;          // parallel to worker.gpus
+    absl::InlinedVector<int32_t, 8> gpu_type_id;    // parallel to worker.gpus
+    absl::InlinedVector<int32_t, 2> free_by_type;   // by type id
+    absl::InlinedVector<int32_t, 2> total_by_type;  // by type id
     int32_t cpu_used = 0;
     bool ready() const { return state == WorkerState::kReady && healthy; }
     bool on_probation() const { return state == WorkerState::kReady && !healthy && probation; }
@@ -97,6 +102,9 @@ class ClusterState {
   struct Totals {
     std::vector<int64_t> free_by_type;
     std::vector<int64_t> total_by_type;
+    // Per type: how many nodes have k free GPUs of it, at [k]. Whether a gang fits is then a
+    // sum over k, not a scan of the nodes (a reservation asks once per ending job).
+    std::vector<absl::InlinedVector<int32_t, 9>> nodes_by_free;
     int64_t cpu_free = 0;
     int64_t cpu_total = 0;
   };
@@ -111,9 +119,16 @@ class ClusterState {
   int64_t TotalFor(const GangRequest& request, int32_t type_id) const;
   int32_t Capacity(const Node& node, const GangRequest& request, int32_t type_id) const;
   PlacementDecision PlaceType(const GangRequest& request, int32_t type_id) const;
+  bool FitsType(const GangRequest& request, int32_t type_id) const;
+
+  // The node of a worker id. Shared between copies and copied before it changes (a new
+  // worker): passes copy the state thousands of times, workers join rarely.
+  using Index = std::unordered_map<std::string, size_t>;
+  const Index& index() const { return *index_; }
+  Index& MutableIndex();
 
   std::vector<Node> nodes_;
-  std::unordered_map<std::string, size_t> index_;
+  std::shared_ptr<Index> index_ = std::make_shared<Index>();
   std::vector<std::string> type_names_;
   std::unordered_map<std::string, int32_t> type_ids_;
   std::vector<std::vector<size_t>> nodes_by_type_;  // nodes that have (had) a GPU of the type

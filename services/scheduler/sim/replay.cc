@@ -177,10 +177,13 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
   using Event = std::tuple<int64_t, int, size_t, int32_t>;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   std::set<size_t> pending, placed;
-  std::set<std::string> stopping;
+  PassInput input;
+  input.queues = &queues;
+  // The pass's own input holds the jobs stopping and the claims: no copy of them each pass.
+  std::set<std::string>& stopping = input.stopping;
   std::map<std::string, std::set<std::string>> preempting;  // preemptor -> victims stopping
   // Where each preemptor will start; `ripe`: its victims are gone, one more pass to start it.
-  std::map<std::string, std::vector<RankPlacement>> claims;
+  std::map<std::string, std::vector<RankPlacement>>& claims = input.claims;
   std::set<std::string> ripe;
   std::vector<double> jct, queued;
   int64_t longest_32 = 0;
@@ -219,8 +222,6 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
     pending.insert(i);
   };
 
-  PassInput input;
-  input.queues = &queues;
   while (next_arrival < jobs.size() || !events.empty()) {
     int64_t now = next_arrival < jobs.size() ? source[next_arrival]->submit_s : INT64_MAX;
     if (!events.empty()) now = std::min(now, std::get<0>(events.top()));
@@ -253,13 +254,17 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
       }
     }
 
+    // Nothing waits: a pass could only say so (the service runs it anyway; here it is most
+    // of the replay's passes at a light load).
+    if (pending.empty()) {
+      refused_since.clear();
+      continue;
+    }
     input.now_ms = now * 1000;
     input.pending.clear();
     input.placed.clear();
     for (size_t i : pending) input.pending.push_back(&jobs[i]);
     for (size_t i : placed) input.placed.push_back(&jobs[i]);
-    input.stopping = stopping;
-    input.claims = claims;
     PassResult r = SchedulePass(input, cluster, options.policy);
     for (const std::string& id : ripe) claims.erase(id);  // started now, or never on these GPUs
     ripe.clear();
