@@ -51,7 +51,7 @@ std::string RunWatch::DescribeMpi(const std::vector<int32_t>& ranks, int64_t now
 }
 
 RunWatch::RunWatch(int32_t world_size, int64_t since_ms)
-    : world_size_(world_size), since_ms_(since_ms), last_busy_ms_(since_ms) {}
+    : world_size_(world_size), last_busy_ms_(since_ms) {}
 
 void RunWatch::OnReport(int32_t rank, const RankActivity& activity, int64_t now_ms) {
   if (rank < 0 || rank >= world_size_) return;

@@ -91,10 +91,9 @@ class RunWatch {
   };
   std::string DescribeMpi(const std::vector<int32_t>& ranks, int64_t now_ms, bool inside) const;
   int32_t world_size_;
-  int64_t since_ms_;
   std::optional<int64_t> life_ms_;
   int64_t last_advance_ms_ = 0;  // any rank
-  int64_t last_busy_ms_ = 0;     // last non-zero throughput, or since_ms_
+  int64_t last_busy_ms_ = 0;     // last non-zero throughput, or when first seen RUNNING
   std::map<int32_t, Rank> ranks_;
 };
 
