@@ -17,6 +17,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/net.h"
@@ -95,6 +96,11 @@ ringmaster::Flags MakeFlags() {
   flags.Add("reservations", "4",
             "waiting gangs that get a reservation; jobs behind them backfill only when their "
             "max_runtime_seconds ends before it (0: no reservations)");
+  flags.Add("queue-order", "submit",
+            "order of a queue's pending jobs of equal priority: submit, or shortest-limit "
+            "(shortest max_runtime_seconds first, no limit last; docs/scheduler.md)");
+  flags.Add("starve-hours", "6",
+            "with --queue-order shortest-limit, a job pending this long goes first (0.01..8760)");
   flags.Add("reservation-window-hours", "168",
             "how far ahead a reservation may lie (1..8760); a gang that cannot start sooner "
             "waits without one");
@@ -221,6 +227,18 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError("--reservations must be 0..1000"));
   }
   options.reservations = static_cast<int32_t>(reservations);
+  if (flags.Get("queue-order") == "shortest-limit") {
+    options.queue_order = PolicyOptions::Order::kShortestLimit;
+  } else if (flags.Get("queue-order") != "submit") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--queue-order must be submit or shortest-limit, got '", flags.Get("queue-order"), "'")));
+  }
+  double starve_hours = 0;
+  if (auto s = flags.GetDouble("starve-hours", &starve_hours); !s.ok()) return Fail(s);
+  if (!(starve_hours >= 0.01 && starve_hours <= 8760)) {
+    return Fail(absl::InvalidArgumentError("--starve-hours must be 0.01..8760"));
+  }
+  options.starve_after_ms = static_cast<int64_t>(starve_hours * 3600 * 1000);
   if (window_hours < 1 || window_hours > 8760) {
     return Fail(absl::InvalidArgumentError("--reservation-window-hours must be 1..8760"));
   }

@@ -441,6 +441,8 @@ void Scheduler::PlaceLocked() {
   PolicyOptions policy;
   policy.reservations = options_.reservations;
   policy.reservation_window_ms = options_.reservation_window_ms;
+  policy.order = options_.queue_order;
+  policy.starve_after_ms = options_.starve_after_ms;
   PassResult r = SchedulePass(in, cluster_, policy);
   // Why each job waits: derived state, recomputed every pass and served from memory, never
   // stored. Set before the commits below change jobs_, whose jobs the keys point to (non-const

@@ -222,6 +222,10 @@ struct SchedulerOptions {
   // again restarts the wait). 0: only an admin clears it.
   int64_t unhealthy_recheck_ms = 600'000;
   int32_t reservations = 4;
+  // The order of a queue's pending jobs of equal priority (PolicyOptions::order) and when a
+  // waiting job goes first of all under the shortest-limit order.
+  PolicyOptions::Order queue_order = PolicyOptions::Order::kSubmit;
+  int64_t starve_after_ms = 6LL * 3600 * 1000;
   // Concurrent watches (Watch calls and feeds); more are RESOURCE_EXHAUSTED. A watch on the
   // callback API holds no thread, but its call's memory; a bound keeps a client that opens
   // watches in a loop from growing the scheduler without end.
@@ -491,7 +495,7 @@ class Scheduler {
   // Unhealthy workers: since when (this process's clock; a restart starts the wait again). Who
   // is on probation (SchedulerOptions::unhealthy_recheck_ms) is cluster_'s to know.
   std::map<std::string, int64_t> unhealthy_since_ms_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, Queue> queues_ ABSL_GUARDED_BY(mu_);  // as stored; loaded by Start()
+  std::map<std::string, Queue> queues_ ABSL_GUARDED_BY(mu_);    // as stored; loaded by Start()
   std::map<std::string, Volume> volumes_ ABSL_GUARDED_BY(mu_);  // as stored; loaded by Start()
   std::map<std::string, std::shared_ptr<WorkerLink>> links_ ABSL_GUARDED_BY(mu_);
   ClusterState cluster_ ABSL_GUARDED_BY(mu_);

@@ -467,5 +467,51 @@ TEST(FairShareTest, ALargeGangIsNotStarvedByAStreamOfSmallJobs) {
   EXPECT_LE(minutes, 60);  // the reservation: every small job ends within its 1 h limit
 }
 
+// Shortest runtime limit first within a queue (no durations needed), but a job that has waited
+// past starve_after_ms goes first of all; submit order is the default.
+TEST(FairShareTest, ShortestLimitOrderRunsShortJobsFirstUntilALongOneStarves) {
+  auto run = [](PolicyOptions options, int64_t waited_ms) {
+    World w(1, 1);  // one GPU
+    w.AddQueue(MakeQueue("a", "", 1));
+    Job& long_job = w.Submit("a", 1, 1, 0, 36000);
+    long_job.created_at_ms = w.now_ms - waited_ms;
+    Job& unlimited = w.Submit("a", 1, 1, 0, 0);
+    unlimited.created_at_ms = w.now_ms;
+    Job& short_job = w.Submit("a", 1, 1, 0, 600);
+    short_job.created_at_ms = w.now_ms;
+    PassResult r = w.Pass(options);
+    EXPECT_EQ(r.starts.size(), 1u);
+    return r.starts.empty() ? std::string() : r.starts[0].job_id;
+  };
+  PolicyOptions submit;
+  EXPECT_EQ(run(submit, 0), "j1") << "submit order is the default";
+  PolicyOptions by_limit;
+  by_limit.order = PolicyOptions::Order::kShortestLimit;
+  by_limit.starve_after_ms = 3600'000;
+  EXPECT_EQ(run(by_limit, 0), "j3") << "the shortest limit first";
+  EXPECT_EQ(run(by_limit, 3599'000), "j3");
+  EXPECT_EQ(run(by_limit, 3600'000), "j1") << "a job pending past starve_after_ms goes first";
+}
+
+// explain = false: the same decisions, no reasons written.
+TEST(FairShareTest, WithoutExplainTheDecisionsAreTheSameAndNoReasonIsWritten) {
+  World w(1, 2);
+  w.AddQueue(MakeQueue("a", "", 2));
+  for (int i = 0; i < 5; ++i) w.Submit("a", 1, 1);
+  PassInput in;
+  in.queues = &w.queues;
+  in.now_ms = w.now_ms;
+  for (auto& [id, job] : w.jobs) in.pending.push_back(&job);
+  PolicyOptions quiet;
+  quiet.explain = false;
+  PassResult a = SchedulePass(in, w.cluster, {});
+  PassResult b = SchedulePass(in, w.cluster, quiet);
+  ASSERT_EQ(a.starts.size(), 2u);
+  ASSERT_EQ(b.starts.size(), 2u);
+  for (size_t i = 0; i < a.starts.size(); ++i) EXPECT_EQ(a.starts[i].job_id, b.starts[i].job_id);
+  EXPECT_EQ(a.waiting.size(), 3u);
+  EXPECT_TRUE(b.waiting.empty());
+}
+
 }  // namespace
 }  // namespace ringmaster::scheduler

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sim/baselines.h"
 #include "sim/replay.h"
 
 namespace ringmaster::scheduler::sim {
@@ -74,6 +75,46 @@ TEST(SimTest, FairShareKeepsItsPromisesUnderContentionAndBeatsFifoPerVc) {
       "preemptions; longest refused %lld s\n",
       static_cast<long long>(r.jobs), base.avg_queue_s, r.avg_queue_s,
       static_cast<long long>(r.preemptions), static_cast<long long>(r.longest_refused_s));
+}
+
+// The research baselines on the same slice: every job ends, nothing is over-allocated, SRTF
+// preempts and loses work to it, pooling helps it, and 2D-LAS demotes (and so preempts) jobs.
+TEST(SimTest, BaselinesFinishEveryJobAndPoolingHelpsSrtf) {
+  Slice s = Load(kSpeedup, kShrink);
+  BaselineOptions o;
+  SimReport vc = ReplayBaseline(s.jobs, s.vcs, o);
+  o.pooled = true;
+  SimReport pooled = ReplayBaseline(s.jobs, s.vcs, o);
+  o.policy = Baseline::kLas;
+  SimReport las = ReplayBaseline(s.jobs, s.vcs, o);
+  for (const SimReport* r : {&vc, &pooled, &las}) {
+    EXPECT_EQ(r->jobs, static_cast<int64_t>(s.jobs.size()));
+    EXPECT_EQ(r->over_allocations, 0);
+    EXPECT_GT(r->preemptions, 0);
+    EXPECT_GT(r->lost_gpu_seconds, 0);
+    EXPECT_GT(r->utilisation, 0);
+    EXPECT_LE(r->utilisation, 1.0);
+    int64_t preempted = 0;
+    for (const auto& [name, q] : r->queues) preempted += q.preempted;
+    EXPECT_EQ(preempted, r->preemptions);
+  }
+  EXPECT_LT(pooled.avg_queue_s, vc.avg_queue_s);
+  std::printf("slice: avg queueing SRTF per VC %.0f s, pooled %.0f s, 2D-LAS pooled %.0f s\n",
+              vc.avg_queue_s, pooled.avg_queue_s, las.avg_queue_s);
+}
+
+// With a checkpoint every second a preemption loses nothing; with none, it loses everything the
+// preempted run did.
+TEST(SimTest, LostWorkFollowsTheCheckpointInterval) {
+  Slice s = Load(kSpeedup, kShrink);
+  BaselineOptions o;
+  o.checkpoint_interval_s = 1;
+  SimReport often = ReplayBaseline(s.jobs, s.vcs, o);
+  o.checkpoint_interval_s = 0;
+  SimReport never = ReplayBaseline(s.jobs, s.vcs, o);
+  EXPECT_EQ(often.lost_gpu_seconds, 0);
+  EXPECT_GT(never.lost_gpu_seconds, 0);
+  EXPECT_GT(never.avg_jct_s, often.avg_jct_s);
 }
 
 TEST(SimTest, TraceErrorsNameTheLineAndColumn) {

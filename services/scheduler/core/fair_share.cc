@@ -608,7 +608,9 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
   result_.claims[job.id] = std::move(planned);
   std::vector<std::string> names;
   for (const Candidate* c : kept) names.push_back(c->holding->job->id);
-  result_.waiting[&job] = absl::StrCat("preempting ", absl::StrJoin(names, ","));
+  if (options_.explain) {
+    result_.waiting[&job] = absl::StrCat("preempting ", absl::StrJoin(names, ","));
+  }
   return true;
 }
 
@@ -654,10 +656,12 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
     if (p.kind != PlacementDecision::Kind::kPlaced) continue;
     std::set<std::string> workers;
     for (const RankPlacement& r : p.ranks) workers.insert(r.worker_id);
-    result_.waiting[&job] = absl::StrCat(
-        "reserved: starts by ",
-        absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(t), absl::UTCTimeZone()),
-        " on ", absl::StrJoin(workers, ","));
+    if (options_.explain) {
+      result_.waiting[&job] = absl::StrCat(
+          "reserved: starts by ",
+          absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(t), absl::UTCTimeZone()),
+          " on ", absl::StrJoin(workers, ","));
+    }
     Mask(p.ranks, /*hard=*/false);
     result_.reservations.push_back({job.id, t, std::move(p.ranks)});
     return;
@@ -666,7 +670,7 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
 }
 
 PassResult Pass::Run() {
-  result_.waiting.reserve(in_.pending.size());
+  if (options_.explain) result_.waiting.reserve(in_.pending.size());
   // Pending jobs per queue in priority, then submit order. Queues by number, in name order:
   // the loop below takes a job per step, and looking queues up by name each step cost more than
   // deciding about most jobs.
@@ -691,13 +695,24 @@ PassResult Pass::Run() {
       if (in_.claims.count(job->id) > 0) claimed.insert(job);
     }
   }
+  const bool by_limit = options_.order == PolicyOptions::Order::kShortestLimit;
+  const int64_t starved_before = in_.now_ms - options_.starve_after_ms;
+  auto limit = [](const Job* j) {
+    return j->spec.max_runtime_seconds > 0 ? j->spec.max_runtime_seconds
+                                           : std::numeric_limits<int64_t>::max();
+  };
   for (QueueJobs& q : by_queue) {
-    std::sort(q.jobs.begin(), q.jobs.end(), [&claimed, any_claims](const Job* a, const Job* b) {
+    std::sort(q.jobs.begin(), q.jobs.end(), [&](const Job* a, const Job* b) {
       if (any_claims) {
         const bool na = claimed.count(a) > 0, nb = claimed.count(b) > 0;
         if (na != nb) return na;
       }
       if (a->spec.priority != b->spec.priority) return a->spec.priority > b->spec.priority;
+      if (by_limit) {
+        const bool sa = a->created_at_ms <= starved_before, sb = b->created_at_ms <= starved_before;
+        if (sa != sb) return sa;
+        if (!sa && limit(a) != limit(b)) return limit(a) < limit(b);
+      }
       return a->seq < b->seq;
     });
   }
@@ -733,7 +748,7 @@ PassResult Pass::Run() {
         fresh_.push_back({&job, &started_ranks_.back(), d, in_.now_ms, true});
         if (holdings_built_) holdings_.push_back(fresh_.back());
       } else {
-        result_.waiting[&job] = "waiting for preempted jobs to stop";
+        if (options_.explain) result_.waiting[&job] = "waiting for preempted jobs to stop";
       }
       push(q);
       continue;
@@ -749,7 +764,7 @@ PassResult Pass::Run() {
       push(q);
       continue;
     }
-    result_.waiting[&job] = a.reason;
+    if (options_.explain) result_.waiting[&job] = a.reason;
     const bool preempted = options_.preemption && TryPreempt(job, a);
     if (!preempted && options_.backfill && a.quota_ok &&
         job.spec.replicas * std::max(job.spec.gpus_per_replica, 1) > 1 &&
@@ -759,8 +774,9 @@ PassResult Pass::Run() {
     }
     if (options_.strict_fifo) {
       // The queue waits for its head: the rest of it waits too.
-      for (size_t i = queue.head; i < jobs.size(); ++i) {
-        result_.waiting[jobs[i]] = absl::StrCat("behind ", job.id, " (FIFO)");
+      const std::string behind = absl::StrCat("behind ", job.id, " (FIFO)");
+      for (size_t i = queue.head; options_.explain && i < jobs.size(); ++i) {
+        result_.waiting[jobs[i]] = behind;
       }
       queue.head = jobs.size();
       continue;

@@ -123,6 +123,16 @@ struct PolicyOptions {
   // cluster), and how far ahead a reservation may lie.
   int32_t reservations = 4;
   int64_t reservation_window_ms = 7LL * 24 * 3600 * 1000;
+  // The order of a queue's pending jobs of equal priority: submit order, or the shortest
+  // max_runtime_seconds first (no limit: last), an estimate of job length that needs nothing but
+  // the limits users set. A job pending for `starve_after_ms` since its submit goes ahead of
+  // those, oldest first, so long and large jobs are not passed over for ever.
+  enum class Order { kSubmit, kShortestLimit };
+  // false: PassResult::waiting stays empty. For the simulator, which reads no reasons and
+  // would spend most of a deep backlog's pass writing them.
+  bool explain = true;
+  Order order = Order::kSubmit;
+  int64_t starve_after_ms = 6LL * 3600 * 1000;
 };
 
 struct PassInput {

@@ -28,8 +28,9 @@ double Mean(const std::vector<double>& values) {
   return values.empty() ? 0 : sum / values.size();
 }
 
-// A trace job as a gang: ranks of up to one node's GPUs each.
-void Shape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_replica) {
+}  // namespace
+
+void GangShape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_replica) {
   *per_replica = 1;
   for (int32_t g = per_node; g >= 1; --g) {
     if (gpus % g == 0) {
@@ -40,7 +41,15 @@ void Shape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_repli
   *replicas = gpus / *per_replica;
 }
 
-}  // namespace
+void Summarize(const std::vector<double>& jct, const std::vector<double>& queued, SimReport* r) {
+  r->jobs = static_cast<int64_t>(jct.size());
+  r->avg_jct_s = Mean(jct);
+  r->p50_jct_s = Percentile(jct, 0.5);
+  r->p99_jct_s = Percentile(jct, 0.99);
+  r->avg_queue_s = Mean(queued);
+  r->p50_queue_s = Percentile(queued, 0.5);
+  r->p99_queue_s = Percentile(queued, 0.99);
+}
 
 absl::StatusOr<int64_t> ParseTime(const std::string& text) {
   absl::Time t;
@@ -157,8 +166,9 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
     Job job;
     job.id = absl::StrCat(jobs.size());
     job.seq = static_cast<int64_t>(jobs.size());
+    job.created_at_ms = t.submit_s * 1000;
     job.spec.queue = t.vc;
-    Shape(t.gpus, options.gpus_per_node, &job.spec.replicas, &job.spec.gpus_per_replica);
+    GangShape(t.gpus, options.gpus_per_node, &job.spec.replicas, &job.spec.gpus_per_replica);
     job.spec.gpu_type = "gpu";
     if (options.runtime_limit_round_s > 0) {
       const int64_t r = options.runtime_limit_round_s;
@@ -179,6 +189,8 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
   std::set<size_t> pending, placed;
   PassInput input;
   input.queues = &queues;
+  PolicyOptions policy = options.policy;
+  policy.explain = false;  // nobody reads the reasons here
   // The pass's own input holds the jobs stopping and the claims: no copy of them each pass.
   std::set<std::string>& stopping = input.stopping;
   std::map<std::string, std::set<std::string>> preempting;  // preemptor -> victims stopping
@@ -217,6 +229,7 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
                              ? ran / options.checkpoint_interval_s * options.checkpoint_interval_s
                              : 0;
     s.remaining_s -= std::min(kept, s.remaining_s - 1);
+    report.lost_gpu_seconds += static_cast<double>((ran - kept) * gpus);
     jobs[i].state = JobState::kPending;
     s.pending_since_s = now;
     pending.insert(i);
@@ -265,7 +278,7 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
     input.placed.clear();
     for (size_t i : pending) input.pending.push_back(&jobs[i]);
     for (size_t i : placed) input.placed.push_back(&jobs[i]);
-    PassResult r = SchedulePass(input, cluster, options.policy);
+    PassResult r = SchedulePass(input, cluster, policy);
     for (const std::string& id : ripe) claims.erase(id);  // started now, or never on these GPUs
     ripe.clear();
     for (auto& [id, ranks] : r.claims) claims[id] = std::move(ranks);
@@ -335,13 +348,7 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
     refused_since = std::move(still_refused);
   }
 
-  report.jobs = static_cast<int64_t>(jct.size());
-  report.avg_jct_s = Mean(jct);
-  report.p50_jct_s = Percentile(jct, 0.5);
-  report.p99_jct_s = Percentile(jct, 0.99);
-  report.avg_queue_s = Mean(queued);
-  report.p50_queue_s = Percentile(queued, 0.5);
-  report.p99_queue_s = Percentile(queued, 0.99);
+  Summarize(jct, queued, &report);
   report.longest_wait_32plus_s = longest_32;
   const double span = static_cast<double>(std::max<int64_t>(1, last_end - first_submit));
   report.utilisation = static_cast<double>(used_gpu_seconds) / (report.total_gpus * span);

@@ -61,6 +61,8 @@ struct SimReport {
   double utilisation = 0;  // GPU-seconds used / (GPUs x makespan)
   int64_t longest_wait_32plus_s = 0;
   int64_t preemptions = 0;
+  // Work preempted jobs lost: GPU-seconds run after their last checkpoint, grace included.
+  double lost_gpu_seconds = 0;
   int64_t passes = 0;
   int64_t over_allocations = 0;   // starts the cluster refused: must stay 0
   int64_t partial_gangs = 0;      // starts with fewer ranks than replicas: must stay 0
@@ -68,6 +70,12 @@ struct SimReport {
   int64_t total_gpus = 0;
   std::map<std::string, QueueOutcome> queues;
 };
+
+// A trace job's gang: ranks of up to one node's GPUs each (the largest divisor of `gpus` that
+// fits a node, so 16 GPUs are 2 x 8 and 6 are 1 x 6).
+void GangShape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_replica);
+// Sets the report's JCT and queueing averages and percentiles from per-job figures.
+void Summarize(const std::vector<double>& jct, const std::vector<double>& queued, SimReport* r);
 
 // Replays `jobs` (sorted by submit time) on a cluster of sum(vc nodes) x gpus_per_node GPUs,
 // one queue per VC with the VC's GPUs as its nominal quota.
