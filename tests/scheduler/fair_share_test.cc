@@ -3,6 +3,7 @@
 
 #include <deque>
 #include <map>
+#include <random>
 #include <set>
 
 #include "gmock/gmock.h"
@@ -511,6 +512,65 @@ TEST(FairShareTest, WithoutExplainTheDecisionsAreTheSameAndNoReasonIsWritten) {
   for (size_t i = 0; i < a.starts.size(); ++i) EXPECT_EQ(a.starts[i].job_id, b.starts[i].job_id);
   EXPECT_EQ(a.waiting.size(), 3u);
   EXPECT_TRUE(b.waiting.empty());
+}
+
+// Without reasons the pass skips jobs whose shape already waited this pass: on random backlogs
+// with borrowing, reclaim, priorities and reservations, the decisions are exactly the same.
+TEST(FairShareTest, SkippingRepeatedWaitsChangesNoDecision) {
+  std::mt19937 rng(11);
+  size_t preemptions = 0, reservations = 0;
+  for (int round = 0; round < 30; ++round) {
+    World w(4, 8);
+    for (const char* name : {"a", "b", "c"}) {
+      Queue q = MakeQueue(name, "c", 8 + static_cast<int64_t>(rng() % 9));
+      q.reclaim_within_cohort = ReclaimWithinCohort::kAny;
+      q.within_queue = PreemptWithinQueue::kLowerPriority;
+      w.AddQueue(q);
+    }
+    const char* names[] = {"a", "b", "c"};
+    for (int i = 0; i < 12; ++i) {
+      w.Submit(names[rng() % 3], 1 + static_cast<int32_t>(rng() % 2), 1 + rng() % 4, 0,
+               3600 * (1 + rng() % 4));
+    }
+    w.Pass();  // some run, some borrowing
+    w.now_ms += 600'000;
+    for (int i = 0; i < 200; ++i) {
+      w.Submit(names[rng() % 3], 1 + static_cast<int32_t>(rng() % 4), 1 + rng() % 8,
+               static_cast<int32_t>(rng() % 3), 3600 * static_cast<int64_t>(rng() % 3));
+    }
+    PassInput in;
+    in.queues = &w.queues;
+    in.now_ms = w.now_ms;
+    for (auto& [id, job] : w.jobs) {
+      if (job.state == JobState::kPending) in.pending.push_back(&job);
+      if (job.state == JobState::kRunning) in.placed.push_back(&job);
+    }
+    for (PolicyOptions::Order order :
+         {PolicyOptions::Order::kSubmit, PolicyOptions::Order::kShortestLimit}) {
+      PolicyOptions loud, quiet;
+      loud.order = quiet.order = order;
+      quiet.explain = false;
+      PassResult a = SchedulePass(in, w.cluster, loud);
+      PassResult b = SchedulePass(in, w.cluster, quiet);
+      ASSERT_EQ(a.starts.size(), b.starts.size()) << "round " << round;
+      for (size_t i = 0; i < a.starts.size(); ++i) {
+        EXPECT_EQ(a.starts[i].job_id, b.starts[i].job_id) << "round " << round;
+      }
+      ASSERT_EQ(a.preemptions.size(), b.preemptions.size()) << "round " << round;
+      for (size_t i = 0; i < a.preemptions.size(); ++i) {
+        EXPECT_EQ(a.preemptions[i].job_id, b.preemptions[i].job_id) << "round " << round;
+      }
+      ASSERT_EQ(a.reservations.size(), b.reservations.size()) << "round " << round;
+      for (size_t i = 0; i < a.reservations.size(); ++i) {
+        EXPECT_EQ(a.reservations[i].job_id, b.reservations[i].job_id) << "round " << round;
+      }
+      EXPECT_EQ(a.claims.size(), b.claims.size()) << "round " << round;
+      preemptions += a.preemptions.size();
+      reservations += a.reservations.size();
+    }
+  }
+  EXPECT_GT(preemptions, 0u) << "the backlogs never preempted: the test compares little";
+  EXPECT_GT(reservations, 0u) << "the backlogs never reserved: the test compares little";
 }
 
 }  // namespace

@@ -718,6 +718,26 @@ PassResult Pass::Run() {
   }
   // Next queue: heads with a claim first, then heads that fit without borrowing, then the lowest
   // weighted share, then the head's priority and submit order, then the queue's name.
+  // Outcomes that only repeat within a pass. A job that could not start, preempt or reserve
+  // leaves its key here; a later job of the same queue with the same key meets a cluster and
+  // ledger that only filled up since, so it would wait too. Without reasons to write, such
+  // jobs are not tried: a deep backlog then costs a pass a heap step per job, not a placement.
+  // (With reasons, every job is tried, so each reason says what is true for it.) They still take
+  // their turn in the order, so the decisions are exactly those of trying them.
+  using Shape = std::tuple<size_t, int32_t, int32_t, std::string_view, bool, bool, int32_t>;
+  absl::flat_hash_set<Shape> waits;
+  const bool skip_waits = !options_.explain && !options_.strict_fifo;
+  auto shape_of = [&](size_t q, const Job& job) {
+    const int64_t runtime_ms = job.spec.max_runtime_seconds * 1000;
+    const bool may_backfill = runtime_ms > 0 && in_.now_ms + runtime_ms <= EarliestReservation();
+    return Shape{q,
+                 job.spec.replicas,
+                 job.spec.gpus_per_replica,
+                 job.spec.gpu_type,
+                 job.spec.health_check.value_or(true),
+                 may_backfill,
+                 job.spec.priority};
+  };
   using Key = std::tuple<bool, bool, double, int32_t, int64_t, size_t>;
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
   auto push = [&](size_t q) {
@@ -753,6 +773,11 @@ PassResult Pass::Run() {
       push(q);
       continue;
     }
+    const Shape shape = skip_waits ? shape_of(q, job) : Shape{};
+    if (skip_waits && waits.count(shape) > 0) {
+      push(q);
+      continue;
+    }
     Attempt a = TryStart(job);
     if (a.placed) {
       Allocate(a.ranks);
@@ -766,12 +791,14 @@ PassResult Pass::Run() {
     }
     if (options_.explain) result_.waiting[&job] = a.reason;
     const bool preempted = options_.preemption && TryPreempt(job, a);
+    const size_t reserved = result_.reservations.size();
     if (!preempted && options_.backfill && a.quota_ok &&
         job.spec.replicas * std::max(job.spec.gpus_per_replica, 1) > 1 &&
         static_cast<int32_t>(result_.reservations.size()) < options_.reservations &&
         a.reason.rfind("unschedulable", 0) != 0) {
       Reserve(job, a.demand);
     }
+    if (skip_waits && !preempted && result_.reservations.size() == reserved) waits.insert(shape);
     if (options_.strict_fifo) {
       // The queue waits for its head: the rest of it waits too.
       const std::string behind = absl::StrCat("behind ", job.id, " (FIFO)");
