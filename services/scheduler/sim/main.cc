@@ -1,6 +1,6 @@
 // ringmaster-sim: replays the Philly trace (or a slice of it) through Ringmaster's policy and the
 // research baselines in one run, on the same jobs and cluster, at one load or several, and
-// prints what each gives (docs/simulator.md).
+// prints what each gives (docs/fair-share.md, "What the simulator says").
 #include <time.h>
 
 #include <atomic>
