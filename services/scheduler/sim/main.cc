@@ -340,12 +340,13 @@ int Run(int argc, char** argv) {
         return 2;
       }
       // FIFO's queueing grows with the speed-up: bisect on it (each step one FIFO replay).
-      double lo = 1, hi = 64;
+      double lo = 1, hi = 32;
       for (int step = 0; step < 12 && hi / lo > 1.02; ++step) {
         const double mid = std::sqrt(lo * hi);
         SimReport r = RunPolicy("fifo", SpeedUp(window, *start, mid), *vcs, base, baseline);
         std::printf("load helios: x%.2f -> FIFO per VC queueing %.0f s (Helios' %.0f s)\n", mid,
                     r.avg_queue_s, ref.fifo_queue);
+        std::fflush(stdout);
         (r.avg_queue_s < ref.fifo_queue ? lo : hi) = mid;
       }
       speedup = std::sqrt(lo * hi);
