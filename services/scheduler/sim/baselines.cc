@@ -1,6 +1,7 @@
 #include "sim/baselines.h"
 
 #include <algorithm>
+#include <cmath>
 #include <queue>
 #include <tuple>
 
@@ -91,6 +92,7 @@ class BaselineReplay {
           EndRun(i, now, /*completed=*/false);
         } else {
           pools_[jobs_[i].pool].dirty = true;  // crossed a LAS threshold: its queue changed
+          PushThreshold(i, now);
         }
       }
       for (size_t p = 0; p < pools_.size(); ++p) {
@@ -216,15 +218,23 @@ class BaselineReplay {
       job.queued_s += now - job.pending_since_s;
       job.run_started_s = now;
       events_.push({now + job.remaining_s, kEnd, i, job.generation});
-      if (options_.policy == Baseline::kLas) {
-        for (int64_t t : options_.las_thresholds_gpu_s) {
-          if (t <= job.attained_gpu_s) continue;
-          const int64_t at =
-              now + static_cast<int64_t>((t - job.attained_gpu_s + job.gpus - 1) / job.gpus);
-          if (at < now + job.remaining_s) events_.push({at, kThreshold, i, job.generation});
-          break;
-        }
+      PushThreshold(i, now);
+    }
+  }
+
+  // LAS: when the running job's attained service next crosses a threshold, if before it ends.
+  void PushThreshold(size_t i, int64_t now) {
+    if (options_.policy != Baseline::kLas) return;
+    const SimJob& job = jobs_[i];
+    const double attained =
+        job.attained_gpu_s + static_cast<double>(now - job.run_started_s) * job.gpus;
+    for (int64_t t : options_.las_thresholds_gpu_s) {
+      if (t <= attained) continue;
+      const int64_t at = now + static_cast<int64_t>(std::ceil((t - attained) / job.gpus));
+      if (at < job.run_started_s + job.remaining_s) {
+        events_.push({at, kThreshold, i, job.generation});
       }
+      return;
     }
   }
 
