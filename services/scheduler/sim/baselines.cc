@@ -5,7 +5,6 @@
 #include <queue>
 #include <tuple>
 
-#include "absl/strings/str_cat.h"
 #include "core/placement.h"
 
 namespace ringmaster::scheduler::sim {
@@ -49,11 +48,7 @@ class BaselineReplay {
       Pool& pool = pools_.back();
       report_.queues[vc].nominal_gpus = nodes * options.gpus_per_node;
       for (int i = 0; i < nodes; ++i, ++node) {
-        Worker w;
-        w.id = absl::StrCat("n", node);
-        w.address = "10.0.0.1";
-        for (int g = 0; g < options.gpus_per_node; ++g) w.gpus.push_back(Gpu{g, "gpu", 0, true});
-        pool.cluster.UpsertWorker(w);
+        pool.cluster.UpsertWorker(SimNode(node, options.gpus_per_node));
       }
       pool.gpus += int64_t{nodes} * options.gpus_per_node;
       report_.total_gpus += int64_t{nodes} * options.gpus_per_node;
@@ -147,9 +142,7 @@ class BaselineReplay {
       last_end_ = std::max(last_end_, now);
       return;
     }
-    const int64_t kept = options_.checkpoint_interval_s > 0
-                             ? ran / options_.checkpoint_interval_s * options_.checkpoint_interval_s
-                             : 0;
+    const int64_t kept = WorkKept(ran, options_.checkpoint_interval_s);
     job.remaining_s -= std::min(kept, job.remaining_s - 1);
     report_.lost_gpu_seconds += static_cast<double>(ran - kept) * job.gpus;
     job.status = Status::kPending;

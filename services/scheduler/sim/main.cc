@@ -303,10 +303,10 @@ int Run(int argc, char** argv) {
     if (limit > 0 && static_cast<int64_t>(window.size()) >= limit) break;
     window.push_back(j);
   }
-  int64_t total_gpus = 0;
-  for (const auto& [vc, nodes] : *vcs) total_gpus += int64_t{nodes} * 8;
-
   SimOptions base;
+  int64_t total_gpus = 0;
+  for (const auto& [vc, nodes] : *vcs) total_gpus += int64_t{nodes} * base.gpus_per_node;
+
   base.checkpoint_interval_s = ckpt * 60;
   base.grace_s = grace;
   base.runtime_limit_round_s = round;

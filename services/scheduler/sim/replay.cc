@@ -68,6 +68,18 @@ void GangShape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_r
   *replicas = gpus / *per_replica;
 }
 
+Worker SimNode(int n, int32_t gpus_per_node) {
+  Worker w;
+  w.id = absl::StrCat("n", n);
+  w.address = "10.0.0.1";
+  for (int g = 0; g < gpus_per_node; ++g) w.gpus.push_back(Gpu{g, "gpu", 0, true});
+  return w;
+}
+
+int64_t WorkKept(int64_t ran, int64_t checkpoint_interval_s) {
+  return checkpoint_interval_s > 0 ? ran / checkpoint_interval_s * checkpoint_interval_s : 0;
+}
+
 void Summarize(const std::vector<double>& jct, const std::vector<double>& queued, SimReport* r) {
   r->jobs = static_cast<int64_t>(jct.size());
   r->avg_jct_s = Mean(jct);
@@ -167,13 +179,8 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
         options.sharing ? ReclaimWithinCohort::kAny : ReclaimWithinCohort::kNever;
     queues[vc] = q;
     report.queues[vc].nominal_gpus = nodes * options.gpus_per_node;
-    for (int i = 0; i < nodes; ++i, ++node) {
-      Worker w;
-      w.id = absl::StrCat("n", node);
-      w.address = "10.0.0.1";
-      for (int g = 0; g < options.gpus_per_node; ++g) w.gpus.push_back(Gpu{g, "gpu", 0, true});
-      cluster.UpsertWorker(w);
-    }
+    for (int i = 0; i < nodes; ++i, ++node)
+      cluster.UpsertWorker(SimNode(node, options.gpus_per_node));
     report.total_gpus += int64_t{nodes} * options.gpus_per_node;
   }
 
@@ -252,9 +259,7 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
       return;
     }
     // Preempted: keep the work up to the last checkpoint.
-    const int64_t kept = options.checkpoint_interval_s > 0
-                             ? ran / options.checkpoint_interval_s * options.checkpoint_interval_s
-                             : 0;
+    const int64_t kept = WorkKept(ran, options.checkpoint_interval_s);
     s.remaining_s -= std::min(kept, s.remaining_s - 1);
     report.lost_gpu_seconds += static_cast<double>((ran - kept) * gpus);
     jobs[i].state = JobState::kPending;

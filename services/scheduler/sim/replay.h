@@ -74,6 +74,11 @@ struct SimReport {
 // A trace job's gang: ranks of up to one node's GPUs each (the largest divisor of `gpus` that
 // fits a node, so 16 GPUs are 2 x 8 and 6 are 1 x 6).
 void GangShape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_replica);
+// Node `n` of a simulated cluster: `gpus_per_node` GPUs of the one type "gpu".
+Worker SimNode(int n, int32_t gpus_per_node);
+// The part of a preempted run of `ran` seconds that its checkpoints keep: up to the last one
+// (none with an interval of 0). The same cost model for every policy the simulator compares.
+int64_t WorkKept(int64_t ran, int64_t checkpoint_interval_s);
 // Sets the report's JCT and queueing averages and percentiles from per-job figures.
 void Summarize(const std::vector<double>& jct, const std::vector<double>& queued, SimReport* r);
 
