@@ -103,6 +103,22 @@ TEST(PmpiLibraryTest, LoadsIntoAProgramWithoutMpi) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// Runs tests/worker/programs' nonblocking_collectives as one rank under mpirun with the PMPI
+// library preloaded and reporting into `channel_path`; returns its exit status. As root, as the
+// CI machine runs it, with mpirun's consent. In a sanitizer build the program links
+// AddressSanitizer's runtime, which refuses a library preloaded ahead of it unless told (as the
+// rank wrapper tells it), and would count Open MPI's leaks as failures.
+int RunNonblockingCollectives(const std::string& channel_path, int in_flight, int rounds,
+                              std::string* command) {
+  *command = absl::StrCat(
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun -np 1 -x ",
+      "LD_PRELOAD=", RINGMASTER_PMPI_LIBRARY,
+      " -x ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 -x ", RM_RANK_CHANNEL_ENV, "=",
+      channel_path, " ", RINGMASTER_NONBLOCKING_COLLECTIVES, " ", in_flight, " ", rounds,
+      " > /dev/null 2>&1");
+  return std::system(command->c_str());
+}
+
 // Every nonblocking collective a Waitall completes counts as completed, however many it waits
 // on: with room for 64 only, a Waitall of 100 left 36 counted as never completed (and their
 // requests in the library's table for good).
@@ -110,16 +126,8 @@ TEST(PmpiLibraryTest, AWaitallOfManyNonblockingCollectivesCompletesEveryOne) {
   auto channel = RankChannelFile::Create(::testing::TempDir(), "nbc");
   ASSERT_TRUE(channel.ok()) << channel.status();
   constexpr int kInFlight = 100, kRounds = 3;
-  // One rank; as root, as the CI machine runs it, with mpirun's consent. In a sanitizer build
-  // the program links AddressSanitizer's runtime, which refuses a library preloaded ahead of it
-  // unless told (as the rank wrapper tells it), and would count Open MPI's leaks as failures.
-  const std::string command = absl::StrCat(
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun -np 1 -x ",
-      "LD_PRELOAD=", RINGMASTER_PMPI_LIBRARY,
-      " -x ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 -x ", RM_RANK_CHANNEL_ENV, "=",
-      (*channel)->path(), " ", RINGMASTER_NONBLOCKING_COLLECTIVES, " ", kInFlight, " ", kRounds,
-      " > /dev/null 2>&1");
-  const int status = std::system(command.c_str());
+  std::string command;
+  const int status = RunNonblockingCollectives((*channel)->path(), kInFlight, kRounds, &command);
   ASSERT_TRUE(WIFEXITED(status));
   ASSERT_EQ(WEXITSTATUS(status), 0) << command;
   const rm_rank_snapshot s = (*channel)->Read();
@@ -135,13 +143,8 @@ TEST(PmpiLibraryTest, BlockingCallsAreCountedAndTheLastOneShowsAsLeft) {
   ASSERT_TRUE(channel.ok()) << channel.status();
   EXPECT_EQ((*channel)->MpiState(), 0u);
   constexpr int kInFlight = 2, kRounds = 3;
-  const std::string command = absl::StrCat(
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun -np 1 -x ",
-      "LD_PRELOAD=", RINGMASTER_PMPI_LIBRARY,
-      " -x ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 -x ", RM_RANK_CHANNEL_ENV, "=",
-      (*channel)->path(), " ", RINGMASTER_NONBLOCKING_COLLECTIVES, " ", kInFlight, " ", kRounds,
-      " > /dev/null 2>&1");
-  const int status = std::system(command.c_str());
+  std::string command;
+  const int status = RunNonblockingCollectives((*channel)->path(), kInFlight, kRounds, &command);
   ASSERT_TRUE(WIFEXITED(status));
   ASSERT_EQ(WEXITSTATUS(status), 0) << command;
   const uint64_t state = (*channel)->MpiState();
