@@ -62,6 +62,30 @@ class RunWatchE2eTest : public ::testing::Test {
     return id.ok() ? *id : "";
   }
 
+  // Submits a job that hangs, waits for RUNNING and then for FAILED: how long the verdict took
+  // from RUNNING, and what it says.
+  struct Hang {
+    bool failed = false;
+    double waited = 0;
+    std::string reason;
+  };
+  Hang RunUntilHung(const v1::JobSpec& spec) {
+    Hang hang;
+    const std::string id = SubmitOk(spec);
+    v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_RUNNING);
+    if (job.state() != v1::JOB_STATE_RUNNING) {
+      ADD_FAILURE() << "never RUNNING: " << job.ShortDebugString();
+      return hang;
+    }
+    const auto running = Clock::now();
+    job = cluster_->WaitState(id, v1::JOB_STATE_FAILED, 30s);
+    hang.waited = std::chrono::duration<double>(Clock::now() - running).count();
+    hang.failed = job.state() == v1::JOB_STATE_FAILED;
+    EXPECT_TRUE(hang.failed) << job.ShortDebugString();
+    hang.reason = FinalReason(id);
+    return hang;
+  }
+
   // The reason of the job's terminal event.
   std::string FinalReason(const std::string& id) {
     std::vector<v1::JobEvent> events = cluster_->Events(id);
@@ -75,13 +99,10 @@ TEST_F(RunWatchE2eTest, RankThatNeverJoinsTheAllreduceIsNamedWithinTheTimeout) {
   v1::JobSpec spec = Command("stalled-allreduce", 3, {RINGMASTER_STALLED_ALLREDUCE});
   spec.set_progress_timeout_seconds(kTimeoutSeconds);
   (*spec.mutable_command()->mutable_env())["STALL_RANK"] = "1";
-  const std::string id = SubmitOk(spec);
-  ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
-  const auto running = Clock::now();
-  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_FAILED, 30s);
-  const double waited = std::chrono::duration<double>(Clock::now() - running).count();
-  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.ShortDebugString();
-  const std::string reason = FinalReason(id);
+  const Hang hang = RunUntilHung(spec);
+  ASSERT_TRUE(hang.failed);
+  const std::string& reason = hang.reason;
+  const double waited = hang.waited;
   EXPECT_TRUE(absl::StrContains(reason, "hung: no collective or MPI call completed")) << reason;
   // Rank 1 is out of MPI while ranks 0 and 2 wait in the allreduce it never joined.
   EXPECT_TRUE(absl::StrContains(reason, "waiting for rank 1 (not in MPI: left MPI_Allreduce "))
@@ -103,13 +124,10 @@ TEST_F(RunWatchE2eTest, RankOutsideMpiIsNamedWhileTheOthersWaitInPointToPointCal
   spec.set_progress_timeout_seconds(kTimeoutSeconds);
   (*spec.mutable_command()->mutable_env())["STALL_RANK"] = "1";
   (*spec.mutable_command()->mutable_env())["STALL_P2P"] = "1";
-  const std::string id = SubmitOk(spec);
-  ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
-  const auto running = Clock::now();
-  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_FAILED, 30s);
-  const double waited = std::chrono::duration<double>(Clock::now() - running).count();
-  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.ShortDebugString();
-  const std::string reason = FinalReason(id);
+  const Hang hang = RunUntilHung(spec);
+  ASSERT_TRUE(hang.failed);
+  const std::string& reason = hang.reason;
+  const double waited = hang.waited;
   EXPECT_TRUE(absl::StrContains(reason, "waiting for rank 1 (not in MPI: left MPI_Allreduce "))
       << reason;
   EXPECT_TRUE(absl::StrContains(reason, "; waiting in MPI: ranks 0,2,3 in MPI_Recv for "))
