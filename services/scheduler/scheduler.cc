@@ -483,6 +483,9 @@ void Scheduler::PlaceLocked() {
     if (start.backfilled) absl::StrAppend(&why, ", backfilled before a reservation");
     claims_.erase(start.job_id);
     if (auto job = jobs_.find(start.job_id); job != jobs_.end()) {
+      if (StartsDirectly(job->second.spec)) {
+        absl::StrAppend(&why, "; one rank, started without mpirun: no pre-run check");
+      }
       // A volume it mounts is gone (deleted outside the scheduler): it cannot run as asked,
       // and must not run without it.
       if (auto mounts = ResolveMounts(job->second.spec, volumes_); !mounts.ok()) {

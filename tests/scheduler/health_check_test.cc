@@ -156,6 +156,22 @@ TEST(CheckPlanTest, JobsAreCheckedUnlessTheyOrTheSchedulerOptOut) {
   EXPECT_TRUE(ChecksJob(spec, true));
 }
 
+TEST(CheckPlanTest, AOneRankJobIsNotCheckedUnlessItAsksForMpirun) {
+  JobSpec spec;
+  spec.replicas = 1;
+  EXPECT_TRUE(StartsDirectly(spec));
+  EXPECT_FALSE(ChecksJob(spec, true)) << "no ring to check";
+  spec.health_check = true;
+  EXPECT_FALSE(ChecksJob(spec, true));
+  spec.use_mpirun = true;
+  EXPECT_FALSE(StartsDirectly(spec));
+  EXPECT_TRUE(ChecksJob(spec, true));
+  spec.use_mpirun = false;
+  spec.replicas = 2;
+  EXPECT_FALSE(StartsDirectly(spec)) << "more than one rank always starts under mpirun";
+  EXPECT_TRUE(ChecksJob(spec, true));
+}
+
 TEST(CheckEventTest, SaysResultBandwidthBaselineAndShape) {
   CheckOutcome passed{"j-1", 0, true, true, 1.5, 0.42, "cpu", "", "", false};
   EXPECT_EQ(CheckEventText(passed, ShapeOf(Ranks({"a", "b"}), "cpu"), 1.6),

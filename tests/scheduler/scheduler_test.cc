@@ -31,6 +31,7 @@ using test::WaitFor;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 constexpr int64_t kHeartbeatTimeoutMs = 10'000;
@@ -652,6 +653,26 @@ TEST_F(SchedulerTest, AnInSessionCheckThatNamesAWorkerIsVerifiedBeforeTheWorkerI
   RM_ASSERT_OK(scheduler_->Flush(5'000));
   EXPECT_EQ(StoredState(id), JobState::kSucceeded);
   EXPECT_FALSE(unhealthy("w3"));
+}
+
+// A one-rank job starts without mpirun, so nothing checks a ring for it; its events say so.
+TEST_F(SchedulerTest, AOneRankJobIsPlacedWithoutACheckUnlessItAsksForMpirun) {
+  auto l1 = Register(CpuWorker("w1", 2));
+  const std::string id = SubmitAndPlace(CommandSpec(1));
+  EXPECT_FALSE(l1->plans().back().run);
+  EXPECT_TRUE(l1->plans().back().token.empty());
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(auto events, memory_.ListEvents(id, 0));
+  EXPECT_THAT(events.back().reason,
+              HasSubstr("; one rank, started without mpirun: no pre-run check"));
+
+  JobSpec under_mpirun = CommandSpec(1);
+  under_mpirun.use_mpirun = true;
+  const std::string checked = SubmitAndPlace(under_mpirun);
+  EXPECT_TRUE(l1->plans().back().run);
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(events, memory_.ListEvents(checked, 0));
+  EXPECT_THAT(events.back().reason, Not(HasSubstr("without mpirun")));
 }
 
 // ringmaster-check and a check inside MPI_Init time different things: each kind of check is

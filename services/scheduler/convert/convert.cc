@@ -48,6 +48,7 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
   }
   out.labels.insert(spec.labels().begin(), spec.labels().end());
   if (spec.has_health_check()) out.health_check = spec.health_check();
+  out.use_mpirun = spec.use_mpirun();
   out.image = spec.image();
   for (const v1::Mount& m : spec.mounts()) out.mounts.push_back({m.volume(), m.path(), m.read_only()});
   out.shm_size_bytes = spec.shm_size_bytes();
@@ -86,6 +87,7 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   }
   out.mutable_labels()->insert(spec.labels.begin(), spec.labels.end());
   if (spec.health_check) out.set_health_check(*spec.health_check);
+  out.set_use_mpirun(spec.use_mpirun);
   out.set_image(spec.image);
   for (const Mount& m : spec.mounts) {
     v1::Mount* mount = out.add_mounts();

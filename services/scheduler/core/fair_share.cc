@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "core/health_check.h"
 
 namespace ringmaster::scheduler {
 namespace {
@@ -734,7 +735,7 @@ PassResult Pass::Run() {
                  job.spec.replicas,
                  job.spec.gpus_per_replica,
                  job.spec.gpu_type,
-                 job.spec.health_check.value_or(true),
+                 ChecksJob(job.spec, /*enabled=*/true),
                  may_backfill,
                  job.spec.priority};
   };

@@ -67,7 +67,7 @@ CheckBaseline UpdateBaseline(const CheckBaseline& old, std::deque<double>& windo
 }
 
 bool ChecksJob(const JobSpec& spec, bool enabled) {
-  return enabled && spec.health_check.value_or(true);
+  return enabled && spec.health_check.value_or(true) && !StartsDirectly(spec);
 }
 
 std::string CheckEventText(const CheckOutcome& outcome, const CheckShape& shape,

@@ -103,7 +103,7 @@ struct CheckPlan {
 };
 
 // Whether a job's attempts are checked: the spec's health_check (unset: yes) and the
-// scheduler's --health-check.
+// scheduler's --health-check; never a job that starts without mpirun (StartsDirectly).
 bool ChecksJob(const JobSpec& spec, bool enabled);
 
 // A check result as the scheduler receives it (CheckResult on the wire).

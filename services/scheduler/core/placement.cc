@@ -4,14 +4,15 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "core/health_check.h"
 
 namespace ringmaster::scheduler {
 
 GangRequest RequestOf(const JobSpec& spec) {
-  // Unset health_check means checked; with the scheduler's --health-check off nobody is put on
-  // probation, so the flag then changes nothing.
+  // With the scheduler's --health-check off nobody is put on probation, so `enabled` does not
+  // matter here.
   return GangRequest{spec.replicas, spec.gpus_per_replica, spec.gpu_type,
-                     spec.health_check.value_or(true)};
+                     ChecksJob(spec, /*enabled=*/true)};
 }
 
 int32_t ClusterState::TypeId(const std::string& type) {

@@ -60,6 +60,8 @@ struct JobSpec {
   std::optional<int64_t> progress_timeout_seconds;
   // The pre-run allreduce check (core/health_check.h); unset: on.
   std::optional<bool> health_check;
+  // A one-rank job starts under mpirun only when this is set (StartsDirectly).
+  bool use_mpirun = false;
   // The job's environment (core/environment.h): an OCI image every rank runs in, volumes, the
   // size of /dev/shm (0: the runtime's default) and the working directory. Empty image: the
   // ranks run on the worker hosts, and the rest must be empty too.
@@ -69,6 +71,10 @@ struct JobSpec {
   std::string workdir;
   bool operator==(const JobSpec&) const = default;
 };
+
+// Whether the job's worker starts its one rank directly, without mpirun: one rank, and the spec
+// does not ask for mpirun. Such an attempt has no pre-run check (no ring to check).
+inline bool StartsDirectly(const JobSpec& spec) { return spec.replicas == 1 && !spec.use_mpirun; }
 
 // The bytes of a spec's variable-length fields (names, argv, env, labels): what a job's size
 // in memory grows with, beyond a fixed part of about 2 KiB.

@@ -734,6 +734,7 @@ class WorkerStream final
     a->set_token(job.token);
     a->set_team(job.team);
     a->set_image_digest(job.image_digest);
+    a->set_start_directly(StartsDirectly(job.spec));
     return msg;
   }
 
