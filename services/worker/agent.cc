@@ -179,6 +179,11 @@ void Agent::OnAssignment(const Assignment& assignment) {
   AttemptRecord* a = owned.get();
   table_.attempts()[key] = std::move(owned);
   absl::Status valid = ValidatePlacement(assignment.placement);
+  if (valid.ok() && assignment.start_directly && assignment.placement.size() != 1) {
+    valid = absl::InvalidArgumentError(
+        absl::StrCat("start_directly: the placement has ", assignment.placement.size(),
+                     " ranks; only a one-rank attempt starts without mpirun"));
+  }
   if (valid.ok()) a->mpi_to_rank = PlacedRankOfMpiRank(GangHosts(assignment.placement));
   if (valid.ok()) {
     absl::StatusOr<std::optional<UnixUser>> user = UserOfAttempt(

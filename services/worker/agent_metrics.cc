@@ -32,10 +32,12 @@ struct AgentMetrics::Families {
                 .Name("ringmaster_worker_exec_requests_total")
                 .Help("Exec calls from peers, by result (ok, denied, invalid, busy, error)")
                 .Register(r)),
-        launches(prometheus::BuildCounter()
-                     .Name("ringmaster_worker_launches_total")
-                     .Help("mpirun launches of job attempts on this worker, by result")
-                     .Register(r)),
+        launches(
+            prometheus::BuildCounter()
+                .Name("ringmaster_worker_launches_total")
+                .Help("launches of job attempts on this worker, by result and launcher (mpirun, or "
+                      "direct: a one-rank attempt without mpirun)")
+                .Register(r)),
         connected(prometheus::BuildGauge()
                       .Name("ringmaster_worker_scheduler_connected")
                       .Help("1 while the worker is registered with the scheduler")
@@ -90,8 +92,11 @@ void AgentMetrics::CountExec(const char* result) {
   if (families_) families_->exec_requests.Add({{"result", result}}).Increment();
 }
 
-void AgentMetrics::CountLaunch(const char* result) {
-  if (families_) families_->launches.Add({{"result", result}}).Increment();
+void AgentMetrics::CountLaunch(const char* result, bool direct) {
+  if (families_) {
+    families_->launches.Add({{"result", result}, {"launcher", direct ? "direct" : "mpirun"}})
+        .Increment();
+  }
 }
 
 void AgentMetrics::SetHeld(int assigned, int running, int ended, size_t attempts) {

@@ -44,8 +44,9 @@ class AgentMetrics {
   void CountRankExit(bool succeeded);
   // An Exec call's result: ok, denied, invalid, busy, error.
   void CountExec(const char* result);
-  // An mpirun launch's result: started, failed.
-  void CountLaunch(const char* result);
+  // A launch's result (started, failed), by mpirun or, `direct`, a one-rank attempt's
+  // ringmaster-rank started without it.
+  void CountLaunch(const char* result, bool direct);
   // Ranks of held attempts by phase, and how many attempts are held.
   void SetHeld(int assigned, int running, int ended, size_t attempts);
   void SetThroughput(const std::string& job_id, int32_t rank, double images_per_second);

@@ -23,11 +23,11 @@ namespace {
 
 constexpr size_t kLauncherTail = 1500;
 
-// The tail of mpirun's output for a failure message; a log that cannot be read says why.
+// The tail of the launcher's output for a failure message; a log that cannot be read says why.
 std::string LauncherTail(const std::string& path) {
   absl::StatusOr<std::string> tail = ReadFileTail(path, kLauncherTail);
   if (!tail.ok()) {
-    return absl::StrCat("(mpirun's output is unreadable: ", tail.status().message(), ")");
+    return absl::StrCat("(the launcher's output is unreadable: ", tail.status().message(), ")");
   }
   return *std::move(tail);
 }
@@ -66,10 +66,14 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
   const Assignment& assignment = a->assignment;
   const std::string dir = layout_.AttemptDir(assignment.job_id, assignment.attempt);
   const std::string hostfile = dir + "/hostfile";
-  const std::string log_path = dir + "/mpirun.log";
+  // A one-rank attempt without mpirun: the launcher runs ringmaster-rank itself, as MPI rank 0
+  // of 1, and there is no ring to check (the scheduler sends no check).
+  const bool direct = assignment.start_directly;
+  const std::string launcher_name = direct ? "ringmaster-rank" : "mpirun";
+  const std::string log_path = dir + (direct ? "/launcher.log" : "/mpirun.log");
   auto fail = [&](const absl::Status& why) {
     std::lock_guard<std::mutex> lock(table_.mu());
-    metrics_.CountLaunch("failed");
+    metrics_.CountLaunch("failed", direct);
     table_.Apply(*a, a->gang.OnLaunchFailed(std::string(why.message())));
     --a->in_flight;
   };
@@ -79,7 +83,9 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
       WorkloadArgv(assignment, options_.train_binary);
   if (!workload.ok()) return fail(workload.status());
   if (auto s = MakeAttemptDir(a->user, dir); !s.ok()) return fail(s);
-  if (auto s = WriteFileAtomically(hostfile, HostfileText(hosts)); !s.ok()) return fail(s);
+  if (!direct) {
+    if (auto s = WriteFileAtomically(hostfile, HostfileText(hosts)); !s.ok()) return fail(s);
+  }
   // mpirun's own Open MPI session directory (see WorkerLayout); TMPDIR, unlike
   // orte_tmpdir_base, is not passed on to the orteds.
   const std::string session_dir =
@@ -100,12 +106,20 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
   mpirun.allow_run_as_root = geteuid() == 0 && !a->user;
   mpirun.extra_args = options_.mpirun_args;
   mpirun.abort_on_rank_failure = false;
+  auto launch_argv = [&] {
+    return direct
+               ? DirectRankArgv(options_.rank_binary, *workload)
+               : MpirunArgv(mpirun, static_cast<int32_t>(assignment.placement.size()), *workload);
+  };
   SpawnOptions spawn;
-  spawn.argv = MpirunArgv(mpirun, static_cast<int32_t>(assignment.placement.size()), *workload);
+  spawn.argv = launch_argv();
   spawn.env = MpirunEnvironment(ProcessEnvironment(env_, *a), assignment, hosts, *master_port);
+  if (direct) spawn.env = DirectRankEnvironment(std::move(spawn.env));
   spawn.user = a->user;
   spawn.env["TMPDIR"] = session_dir;
-  if (assignment.run_check && ChecksInSession(assignment)) {
+  if (direct) {
+    // Nothing to check: the scheduler sends run_check only with mpirun.
+  } else if (assignment.run_check && ChecksInSession(assignment)) {
     // The ranks run the check in their MPI_Init; a result left by nothing must not be read.
     if (a->user) {
       if (auto s = MakeDirsFor(a->user, dir + "/check"); !s.ok()) return fail(s);
@@ -137,12 +151,12 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
       table_.Push(std::move(resolved));
     }
     mpirun.extra_exports.push_back(kImageDigestEnv);
-    spawn.argv = MpirunArgv(mpirun, static_cast<int32_t>(assignment.placement.size()), *workload);
+    spawn.argv = launch_argv();
     spawn.env[kImageDigestEnv] = *digest;
   }
 
   spawn.new_session = true;
-  spawn.parent_death_signal = SIGKILL;  // this thread waits for mpirun for its whole life
+  spawn.parent_death_signal = SIGKILL;  // this thread waits for it for its whole life
   spawn.output_fd =
       open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, a->user ? 0600 : 0644);
   if (spawn.output_fd < 0) {
@@ -160,21 +174,22 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
     absl::StatusOr<Spawned> spawned = Spawn(spawn);
     close(spawn.output_fd);
     if (!spawned.ok()) {
-      metrics_.CountLaunch("failed");
+      metrics_.CountLaunch("failed", direct);
       table_.Apply(*a, a->gang.OnLaunchFailed(std::string(spawned.status().message())));
       --a->in_flight;
       return;
     }
     pid = spawned->pid;
     a->sessions.insert(pid);
-    metrics_.CountLaunch("started");
+    metrics_.CountLaunch("started", direct);
   }
-  RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
-                << ": mpirun (pid " << pid << ") " << DescribeLaunch(spawn.argv, spawn.env);
+  RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt << ": "
+                << launcher_name << " (pid " << pid << ") "
+                << DescribeLaunch(spawn.argv, spawn.env);
   const ExitInfo info = WaitForExit(pid);
   const std::string tail = LauncherTail(log_path);
-  RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
-                << ": mpirun ended with " << ExitText(info);
+  RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt << ": "
+                << launcher_name << " ended with " << ExitText(info);
   std::lock_guard<std::mutex> lock(table_.mu());
   table_.Apply(*a, a->gang.OnLauncherExited(info.exit_code, info.signal, tail));
   --a->in_flight;  // last touch of `a`
@@ -253,7 +268,7 @@ bool AttemptLauncher::CheckBeforeLaunch(AttemptRecord* a, const MpirunOptions& m
     --a->in_flight;
     return false;
   }
-  metrics_.CountLaunch("failed");
+  metrics_.CountLaunch("failed", /*direct=*/false);
   table_.Apply(*a, a->gang.OnLaunchFailed(absl::StrCat("pre-run check: ", report.message)));
   --a->in_flight;
   return false;

@@ -51,7 +51,8 @@ struct AttemptRecord {
 
   AttemptRecord(Assignment a, std::vector<int32_t> local_ranks)
       : assignment(std::move(a)),
-        gang(assignment.job_id, assignment.attempt, std::move(local_ranks)) {}
+        gang(assignment.job_id, assignment.attempt, std::move(local_ranks),
+             assignment.start_directly ? "ringmaster-rank" : "mpirun") {}
 
   const Assignment assignment;  // never changes; readable without the lock
   // Whom its processes run as (--run-as); none: the worker's own user. Set once, at the

@@ -165,13 +165,14 @@ int RunRank(const std::vector<std::string>& program) {
   const std::string job_id = env(kJobIdEnv);
   const std::string token = env(kTokenEnv);
   int32_t attempt = 0, mpi_rank = 0;
+  // Started directly by its worker (a one-rank attempt): MPI rank 0 of 1.
+  const bool direct = env(kDirectStartEnv) == "1";
   if (agent_addr.empty() || job_id.empty() || token.empty() ||
       !absl::SimpleAtoi(env(kAttemptEnv), &attempt) ||
-      !absl::SimpleAtoi(env("OMPI_COMM_WORLD_RANK"), &mpi_rank)) {
+      (!direct && !absl::SimpleAtoi(env("OMPI_COMM_WORLD_RANK"), &mpi_rank))) {
     return Fail(absl::StrCat("needs ", kAgentAddrEnv, ", ", kJobIdEnv, ", ", kAttemptEnv, ", ",
-                             kTokenEnv,
-                             " and OMPI_COMM_WORLD_RANK: run it under mpirun as a "
-                             "Ringmaster worker launches it"));
+                             kTokenEnv, " and OMPI_COMM_WORLD_RANK (or ", kDirectStartEnv,
+                             "=1): run it as a Ringmaster worker launches it"));
   }
 
   // Signals arrive through a signalfd; block them before any thread (gRPC's) exists.
@@ -181,7 +182,8 @@ int RunRank(const std::vector<std::string>& program) {
   sigprocmask(SIG_BLOCK, &handled, nullptr);
   const int sig_fd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
   std::signal(SIGPIPE, SIG_IGN);
-  // orted gone: stop the workload cleanly (it gets SIGKILL if we die first).
+  // orted (or, started directly, the worker) gone: stop the workload cleanly (it gets SIGKILL if
+  // we die first).
   prctl(PR_SET_PDEATHSIG, SIGTERM);
 
   // The worker's certificate, from the environment it gave orted and mpirun; or, for a rank
@@ -226,6 +228,7 @@ int RunRank(const std::vector<std::string>& program) {
   SpawnOptions spawn;
   spawn.argv = program;
   spawn.env = CurrentEnvironment();
+  spawn.env.erase(kDirectStartEnv);  // the wrapper's word, not the workload's
   // The workload is a team's program: it may verify servers against the CA (the trainer's
   // metrics stream) but gets no path to the worker's own certificate and key.
   for (const auto& [name, value] : TlsEnvironment(tls, /*with_identity=*/true)) {

@@ -69,6 +69,14 @@ TEST_F(GangTest, MpirunEndingFailsTheRanksThatNeverStartedWithItsLastWords) {
   EXPECT_TRUE(d.stop_local);
 }
 
+TEST(GangStateTest, ADirectlyStartedRankNamesItsLauncherAsWhatRan) {
+  GangState gang("j-1", 0, {0}, "ringmaster-rank");
+  auto d = gang.OnLauncherExited(1, 0, "ringmaster-rank: worker refused MPI rank 0");
+  ASSERT_EQ(d.reports.size(), 1u);
+  EXPECT_THAT(d.reports[0].message, HasSubstr("ringmaster-rank exited with code 1 before rank 0"));
+  EXPECT_EQ(d.why, "ringmaster-rank exited with code 1");
+}
+
 TEST_F(GangTest, MpirunSucceedingAfterEveryRankEndedDecidesNothing) {
   gang_.OnStarted(0, 100);
   gang_.OnStarted(1, 101);

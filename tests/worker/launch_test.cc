@@ -344,5 +344,21 @@ TEST(AttemptEnvironmentTest, MpirunGetsTheLauncherEnvironmentAndYieldsUnlessTold
   EXPECT_THAT(env, Contains(Pair("OMPI_MCA_mpi_yield_when_idle", "0")));
 }
 
+TEST(DirectStartTest, TheWrapperRunsTheWorkloadItselfAsAnMpiSingletonWithoutADaemon) {
+  EXPECT_THAT(DirectRankArgv("/opt/rm/ringmaster-rank", {"python3", "eval.py", "--"}),
+              ElementsAre("/opt/rm/ringmaster-rank", "--", "python3", "eval.py", "--"));
+  const Assignment a = TwoWorkers();
+  std::map<std::string, std::string> env = DirectRankEnvironment(
+      MpirunEnvironment(AttemptEnvironment(EnvOptions(), a.job_id, a.attempt, std::nullopt), a,
+                        GangHosts(a.placement), 29500));
+  EXPECT_THAT(env, Contains(Pair(kDirectStartEnv, "1")));
+  EXPECT_THAT(env, Contains(Pair("OMPI_MCA_ess_singleton_isolated", "1")));
+  EXPECT_THAT(env, Contains(Pair("MASTER_PORT", "29500")));
+  EXPECT_THAT(env, Contains(Pair(kTokenEnv, "secret")));
+  // The operator's environment still decides.
+  env["OMPI_MCA_ess_singleton_isolated"] = "0";
+  EXPECT_THAT(DirectRankEnvironment(env), Contains(Pair("OMPI_MCA_ess_singleton_isolated", "0")));
+}
+
 }  // namespace
 }  // namespace ringmaster::worker

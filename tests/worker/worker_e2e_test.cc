@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rpc/agent_client.h"
+#include "support/proc_file.h"
 #include "support/wait_for.h"
 #include "worker/cluster.h"
 
@@ -466,6 +467,129 @@ TEST_F(WorkerE2eTest, ExecRunsNothingWithoutTheAttemptsTokenOrACertificateOfTheC
   }
   ASSERT_TRUE(cluster_->Cancel(id).ok());
   EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty());
+}
+
+// The programs of a job's processes on this machine (/proc/PID/comm).
+std::multiset<std::string> ProgramsOf(const std::string& job_id) {
+  std::multiset<std::string> programs;
+  for (pid_t pid : ProcessesWithEnv({{"RINGMASTER_JOB_ID", job_id}}, "")) {
+    std::string comm = ReadProcFile(absl::StrCat("/proc/", pid, "/comm"));
+    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    if (!comm.empty()) programs.insert(comm);
+  }
+  return programs;
+}
+
+TEST_F(WorkerE2eTest, OneRankJobStartsWithoutMpirunAndGetsWhatEveryRankGets) {
+  // An MPI program, a singleton: MPI_Init works without mpirun, the world is this rank.
+  const std::string id = SubmitOk(
+      CommandSpec("solo", 1,
+                  {"/usr/bin/python3", "-c",
+                   "from mpi4py import MPI\nimport os\nc = MPI.COMM_WORLD\ne = os.environ\n"
+                   "print(f\"rank {c.rank} of {c.size} allreduce={c.allreduce(5)} RANK={e['RANK']} "
+                   "WORLD_SIZE={e['WORLD_SIZE']} MASTER={e['MASTER_ADDR']}:{e['MASTER_PORT']} "
+                   "CKPT={'RINGMASTER_CHECKPOINT_DIR' in e}\", flush=True)\n"}));
+  auto placed = cluster_->WaitPlaced(id, 0);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.ShortDebugString();
+  auto log = cluster_->RankLog(AgentOf(*placed, 0), id, 0);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_THAT(*log, HasSubstr(absl::StrCat("rank 0 of 1 allreduce=5 RANK=0 WORLD_SIZE=1 MASTER=",
+                                           placed->placement(0).worker_address(), ":")));
+  EXPECT_THAT(*log, HasSubstr("CKPT=True"));
+  // The events say why there was no check; the launcher ran ringmaster-rank, not mpirun.
+  bool said = false;
+  for (const v1::JobEvent& e : cluster_->Events(id)) {
+    for (const char* checked : {"pre-run check passed", "pre-run check failed", "could not run"}) {
+      EXPECT_THAT(e.reason(), ::testing::Not(HasSubstr(checked)));
+    }
+    said = said || absl::StrContains(e.reason(), "started without mpirun: no pre-run check");
+  }
+  EXPECT_TRUE(said);
+  WorkerProcess* w = cluster_->worker(placed->placement(0).worker_id());
+  ASSERT_NE(w, nullptr);
+  const std::string dir = absl::StrCat(w->log_dir(), "/", id, "/0");
+  EXPECT_TRUE(std::filesystem::exists(dir + "/launcher.log"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/mpirun.log"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/hostfile"));
+  EXPECT_THAT(
+      cluster_->Metrics(*w),
+      HasSubstr("ringmaster_worker_launches_total{launcher=\"direct\",result=\"started\"}"));
+}
+
+TEST_F(WorkerE2eTest, OneRankJobWithoutMpirunFailsWithItsExitCodeAndStopsOnCancel) {
+  const std::string failing = SubmitOk(ShellSpec("solo-fails", 1, "echo failing; exit 7"));
+  v1::Job job = cluster_->WaitState(failing, v1::JOB_STATE_FAILED);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.ShortDebugString();
+  EXPECT_EQ(job.exit_code(), 7);
+
+  // Its processes: the wrapper, the shell and the sleep, and no launcher of MPI.
+  const std::string id =
+      SubmitOk(ShellSpec("solo-sleeps", 1, "setsid sleep 600 & echo started; sleep 600"));
+  ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  std::multiset<std::string> programs;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        programs = ProgramsOf(id);
+        return programs.count("sleep") == 2;
+      },
+      10s));
+  EXPECT_EQ(programs.count("ringmaster-rank"), 1u);
+  EXPECT_EQ(programs.count("mpirun"), 0u);
+  EXPECT_EQ(programs.count("orted"), 0u);
+  ASSERT_TRUE(cluster_->Cancel(id).ok());
+  EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty());
+  EXPECT_EQ(cluster_->WaitState(id, v1::JOB_STATE_CANCELLED).state(), v1::JOB_STATE_CANCELLED);
+}
+
+TEST_F(WorkerE2eTest, OneRankJobThatAsksForMpirunRunsUnderIt) {
+  v1::JobSpec spec = ShellSpec("solo-mpirun", 1, "sleep 600");
+  spec.set_use_mpirun(true);
+  spec.set_health_check(false);
+  const std::string id = SubmitOk(spec);
+  ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  EXPECT_TRUE(WaitFor([&] { return ProgramsOf(id).count("mpirun") == 1; }, 10s));
+  ASSERT_TRUE(cluster_->Cancel(id).ok());
+  EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty());
+}
+
+// A burst of one-rank jobs: every one succeeds, no mpirun is started for any, and every worker
+// is still there afterwards.
+TEST_F(WorkerE2eTest, BurstOfFiveHundredOneRankJobsSucceedsWithoutMpirun) {
+  constexpr int kJobs = 500;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> ids;
+  for (int i = 0; i < kJobs; ++i) {
+    auto id = cluster_->Submit(CommandSpec(absl::StrCat("burst-", i), 1, {"true"}));
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids.push_back(*id);
+  }
+  ASSERT_TRUE(WaitFor([&] { return cluster_->LiveJobs().empty(); }, 300s, 200ms))
+      << cluster_->LiveJobs().size() << " jobs still live";
+  std::cerr << kJobs << " one-rank jobs submitted and ended in " << MsSince(start) << " ms\n";
+  int succeeded = 0;
+  for (const std::string& id : ids) {
+    auto job = cluster_->GetJob(id);
+    ASSERT_TRUE(job.ok()) << job.status();
+    if (job->state() == v1::JOB_STATE_SUCCEEDED) {
+      ++succeeded;
+    } else {
+      ADD_FAILURE() << job->ShortDebugString();
+    }
+  }
+  EXPECT_EQ(succeeded, kJobs);
+  int direct = 0, mpirun = 0;
+  for (const auto& w : cluster_->workers()) {
+    EXPECT_TRUE(w->process().Running()) << w->config().id;
+    for (const std::string& id : ids) {
+      const std::string dir = absl::StrCat(w->log_dir(), "/", id, "/0");
+      direct += std::filesystem::exists(dir + "/launcher.log") ? 1 : 0;
+      mpirun += std::filesystem::exists(dir + "/mpirun.log") ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(direct, kJobs);
+  EXPECT_EQ(mpirun, 0);
 }
 
 TEST_F(WorkerE2eTest, RanksSurviveASchedulerRestartAndTheJobStillSucceeds) {

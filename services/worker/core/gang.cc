@@ -8,8 +8,9 @@ namespace {
 constexpr size_t kMaxMessage = 1024;
 }  // namespace
 
-GangState::GangState(std::string job_id, int32_t attempt, std::vector<int32_t> local_ranks)
-    : job_id_(std::move(job_id)), attempt_(attempt) {
+GangState::GangState(std::string job_id, int32_t attempt, std::vector<int32_t> local_ranks,
+                     std::string launcher)
+    : job_id_(std::move(job_id)), attempt_(attempt), launcher_(std::move(launcher)) {
   for (int32_t r : local_ranks) ranks_[r] = Rank{};
 }
 
@@ -76,13 +77,13 @@ GangState::Decision GangState::OnLauncherExited(int32_t exit_code, int32_t signa
     if (r.phase != Phase::kAssigned) continue;
     r.phase = Phase::kLaunchFailed;
     RankStatus s = Status(rank, RankStatus::Kind::kLaunchFailed);
-    s.message =
-        Utf8Prefix(absl::StrCat("mpirun ", how, " before rank ", rank, " started: ", output_tail),
-                   kMaxMessage);
+    s.message = Utf8Prefix(
+        absl::StrCat(launcher_, " ", how, " before rank ", rank, " started: ", output_tail),
+        kMaxMessage);
     d.reports.push_back(std::move(s));
   }
   d.stop_local = (exit_code != 0 || signal != 0 || !d.reports.empty()) && !stopping_;
-  if (d.stop_local) d.why = absl::StrCat("mpirun ", how);
+  if (d.stop_local) d.why = absl::StrCat(launcher_, " ", how);
   return d;
 }
 
@@ -96,7 +97,7 @@ GangState::Decision GangState::OnLaunchFailed(const std::string& why) {
     d.reports.push_back(std::move(s));
   }
   d.stop_local = !stopping_;
-  if (d.stop_local) d.why = absl::StrCat("mpirun could not be started: ", why);
+  if (d.stop_local) d.why = absl::StrCat(launcher_, " could not be started: ", why);
   return d;
 }
 

@@ -41,13 +41,17 @@ class GangState {
     std::string why;  // with stop_local: what failed, for the log and OnTornDown's reports
   };
 
-  GangState(std::string job_id, int32_t attempt, std::vector<int32_t> local_ranks);
+  // `launcher`: what the launcher runs, as its messages name it (mpirun, or ringmaster-rank for
+  // a one-rank attempt started directly).
+  GangState(std::string job_id, int32_t attempt, std::vector<int32_t> local_ranks,
+            std::string launcher = "mpirun");
 
   Decision OnStarted(int32_t rank, int32_t pid);
   Decision OnExited(int32_t rank, int32_t exit_code, int32_t signal, const std::string& message);
   // The wrapper's process is gone and it never reported an exit.
   Decision OnVanished(int32_t rank);
-  // Launcher only: mpirun ended (exit_code, or signal); `output_tail` explains failures.
+  // Launcher only: mpirun (or the directly started rank) ended (exit_code, or signal);
+  // `output_tail` explains failures.
   Decision OnLauncherExited(int32_t exit_code, int32_t signal, const std::string& output_tail);
   // Launcher only: mpirun could not even be started.
   Decision OnLaunchFailed(const std::string& why);
@@ -91,6 +95,7 @@ class GangState {
   int32_t attempt_;
   std::map<int32_t, Rank> ranks_;
   bool stopping_ = false;
+  std::string launcher_;
   std::string stop_why_;
 };
 

@@ -246,6 +246,20 @@ std::map<std::string, std::string> MpirunEnvironment(std::map<std::string, std::
   return env;
 }
 
+std::vector<std::string> DirectRankArgv(const std::string& rank_binary,
+                                        const std::vector<std::string>& workload) {
+  std::vector<std::string> argv = {rank_binary, "--"};
+  argv.insert(argv.end(), workload.begin(), workload.end());
+  return argv;
+}
+
+std::map<std::string, std::string> DirectRankEnvironment(
+    std::map<std::string, std::string> mpirun_env) {
+  mpirun_env[kDirectStartEnv] = "1";
+  mpirun_env.try_emplace("OMPI_MCA_ess_singleton_isolated", "1");
+  return mpirun_env;
+}
+
 bool ChecksInSession(const Assignment& assignment) {
   const bool calls_mpi_init = assignment.trainer.has_value() ||
                               (assignment.command && assignment.command->check_in_mpi_init);

@@ -88,6 +88,18 @@ struct MpirunOptions {
 // The digest the launcher resolved a job's image to, for every rank's wrapper.
 inline constexpr char kImageDigestEnv[] = "RINGMASTER_IMAGE_DIGEST";
 
+// A one-rank attempt started without mpirun (Assignment::start_directly): the launcher runs
+// `RANK_BINARY -- WORKLOAD...` itself, and the wrapper, seeing kDirectStartEnv, takes itself for
+// MPI rank 0 of 1 (there is no OMPI_COMM_WORLD_RANK).
+inline constexpr char kDirectStartEnv[] = "RINGMASTER_DIRECT_START";
+std::vector<std::string> DirectRankArgv(const std::string& rank_binary,
+                                        const std::vector<std::string>& workload);
+// `mpirun_env` (MpirunEnvironment) for that wrapper: kDirectStartEnv, and an MPI program in the
+// rank initialises as a singleton without the orted it would otherwise fork to serve it (which
+// only MPI_Comm_spawn needs; docs/workers.md).
+std::map<std::string, std::string> DirectRankEnvironment(
+    std::map<std::string, std::string> mpirun_env);
+
 // Variables mpirun exports to every rank with -x (their values are in LauncherEnvironment).
 std::vector<std::string> ExportedToRanks();
 

@@ -31,7 +31,8 @@ struct WorkerLayout {
   // Parent of each job's checkpoint directory; empty: none.
   std::string checkpoint_root;
 
-  // LOG_DIR/JOB/ATTEMPT: the hostfile, mpirun.log, check.log, check.result, rank-R.log.
+  // LOG_DIR/JOB/ATTEMPT: the hostfile, mpirun.log (launcher.log for a one-rank attempt started
+  // without mpirun), check.log, check.result, rank-R.log.
   std::string AttemptDir(const std::string& job_id, int32_t attempt) const;
   // LOG_DIR/JOB/ATTEMPT/rank-R.log.
   std::string RankLogPath(const std::string& job_id, int32_t attempt, int32_t rank) const;

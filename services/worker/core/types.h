@@ -77,6 +77,8 @@ struct Assignment {
   // Authorises the Exec calls of ringmaster-check's mpirun, which runs as the worker's own user
   // (Agent::CheckBeforeLaunch); empty from a scheduler that mints none.
   std::string check_token;
+  // Start the one rank directly with ringmaster-rank, without mpirun (AttemptLauncher).
+  bool start_directly = false;
   // The job's team: whose Unix user runs the attempt on a worker with --run-as.
   std::string team;
   // Set for a job with an image: every rank runs in a container of it.

@@ -38,6 +38,7 @@ Assignment FromProto(const v1::Assignment& proto) {
   a.check_on_gpus = proto.check_transport() == "gpu";
   a.check_separately = proto.check_separately();
   a.check_token = proto.check_token();
+  a.start_directly = proto.start_directly();
   if (!spec.image().empty()) {
     JobImage image;
     image.reference = spec.image();
