@@ -335,6 +335,11 @@ const std::vector<FlagSpec>& Flags() {
        "mount a cluster volume into the containers (repeatable; needs --image)"},
       {"shm-size", 0, {Verb::kSubmit}, "SIZE", "size of /dev/shm, e.g. 8Gi (needs --image)"},
       {"workdir", 0, {Verb::kSubmit}, "PATH", "working directory in the container"},
+      {"use-mpirun",
+       0,
+       {Verb::kSubmit},
+       nullptr,
+       "start a one-rank job under mpirun (default: directly, as an MPI singleton)"},
       {"gpus",
        0,
        {Verb::kStudy},
@@ -793,6 +798,8 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
         cmd.study_cpu = true;
       } else if (name == "all") {
         cmd.all_tokens = true;
+      } else if (name == "use-mpirun") {
+        cmd.overrides.use_mpirun = true;
       } else {
         cmd.follow = true;
       }

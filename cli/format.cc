@@ -200,6 +200,9 @@ std::string FormatJob(const v1::Job& job) {
       {"Replicas:", absl::StrCat(spec.replicas())},
       {"GPUs:", gpus},
       {"Workload:", WorkloadText(spec)},
+      {"Launch:", spec.replicas() == 1 && !spec.use_mpirun() ? "directly (one rank, no mpirun)"
+                  : spec.use_mpirun()                        ? "mpirun (use_mpirun)"
+                                                             : "mpirun"},
       {"Restart policy:", restart},
       {"Max runtime:",
        spec.max_runtime_seconds() == 0 ? "none" : absl::StrCat(spec.max_runtime_seconds(), "s")},

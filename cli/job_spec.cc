@@ -27,6 +27,7 @@ absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {
   }
   if (overrides.shm_size_bytes) spec->set_shm_size_bytes(*overrides.shm_size_bytes);
   if (overrides.workdir) spec->set_workdir(*overrides.workdir);
+  if (overrides.use_mpirun) spec->set_use_mpirun(true);
 
   if (overrides.command) {
     if (overrides.HasTrainerFields()) {

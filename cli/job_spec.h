@@ -41,6 +41,8 @@ struct SpecOverrides {
   std::vector<v1::Mount> mounts;
   std::optional<int64_t> shm_size_bytes;
   std::optional<std::string> workdir;
+  // --use-mpirun: start a one-rank job under mpirun.
+  bool use_mpirun = false;
   // The argv after `--`: a command workload.
   std::optional<std::vector<std::string>> command;
 

@@ -27,7 +27,7 @@
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 18> kTopKeys = {"name",
+constexpr std::array<absl::string_view, 19> kTopKeys = {"name",
                                                         "queue",
                                                         "priority",
                                                         "replicas",
@@ -39,6 +39,7 @@ constexpr std::array<absl::string_view, 18> kTopKeys = {"name",
                                                         "progress_timeout_seconds",
                                                         "labels",
                                                         "health_check",
+                                                        "use_mpirun",
                                                         "trainer",
                                                         "command",
                                                         "image",
@@ -154,14 +155,15 @@ class SpecReader {
         spec->set_restart_policy(*policy);
       } else if (key == "labels") {
         RM_RETURN_IF_ERROR(StringMap(value, key, spec->mutable_labels()));
-      } else if (key == "health_check") {
+      } else if (key == "health_check" || key == "use_mpirun") {
         const std::string text = value.IsScalar() ? value.Scalar() : "";
-        if (text == "true") {
-          spec->set_health_check(true);
-        } else if (text == "false") {
-          spec->set_health_check(false);
-        } else {
+        if (text != "true" && text != "false") {
           return Error(key, absl::StrCat("expected true or false, got ", Describe(value)));
+        }
+        if (key == "health_check") {
+          spec->set_health_check(text == "true");
+        } else {
+          spec->set_use_mpirun(text == "true");
         }
       } else if (key == "image") {
         RM_ASSIGN_OR_RETURN(*spec->mutable_image(), String(value, key));

@@ -56,7 +56,7 @@ _ringctl() {
       flags="--file -f --name --queue --priority --replicas --gpus-per-replica --gpu-type
              --model --steps --batch-size --checkpoint-every --restart-policy --backoff-limit
              --max-runtime-seconds --label --image --mount --shm-size --workdir --request-id
-             --retry-seconds --wait --follow" ;;
+             --use-mpirun --retry-seconds --wait --follow" ;;
     get) flags="" ;;
     list) flags="--state --queue --selector -l --limit --page-size" ;;
     cancel) flags="--reason" ;;

@@ -308,7 +308,8 @@ class Client:
                 ``checkpoint_every``; the environment (docs/environments.md): ``image``,
                 ``mounts`` (a list of ``{"volume", "path", "read_only"}`` dicts or
                 ``"VOL:PATH[:ro|:rw]"`` strings; replaces the spec's), ``shm_size``
-                (``"8Gi"`` or bytes) and ``workdir``. Keywords alone
+                (``"8Gi"`` or bytes) and ``workdir``; ``use_mpirun`` (start a one-rank job
+                under mpirun rather than directly: docs/workers.md). Keywords alone
                 without ``command`` run the built-in trainer.
 
         Raises:

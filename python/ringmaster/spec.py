@@ -32,6 +32,7 @@ _TOP_KEYS = (
     "progress_timeout_seconds",
     "labels",
     "health_check",
+    "use_mpirun",
     "trainer",
     "command",
     "image",
@@ -63,6 +64,7 @@ SPEC_KEYWORDS = _INT_FIELDS + _STRING_FIELDS + (
     "mounts",
     "shm_size",
     "workdir",
+    "use_mpirun",
 )
 
 # shm_size: "8Gi" (Ki Mi Gi Ti binary; k K M G T decimal) or a number of bytes, as ringctl.
@@ -196,10 +198,10 @@ class _Walker:
             elif key == "progress_timeout_seconds":
                 # Optional: set (0 turns hang detection off) or absent (the queue's default).
                 self.set_int(spec, key, value, key)
-            elif key == "health_check":
+            elif key in ("health_check", "use_mpirun"):
                 if not isinstance(value, bool):
                     raise self.error(key, f"expected true or false, got {_describe(value)}")
-                spec.health_check = value
+                setattr(spec, key, value)
             elif key in ("image", "workdir"):
                 setattr(spec, key, self.string(value, key))
             elif key == "mounts":
@@ -316,6 +318,10 @@ def build_spec(spec: SpecLike, overrides: Mapping[str, Any]) -> job_pb2.JobSpec:
         message.mounts.extend(w.mounts(o["mounts"], "mounts"))
     if o.get("shm_size") is not None:
         message.shm_size_bytes = w.byte_size(o["shm_size"], "shm_size")
+    if o.get("use_mpirun") is not None:
+        if not isinstance(o["use_mpirun"], bool):
+            raise w.error("use_mpirun", f"expected true or false, got {_describe(o['use_mpirun'])}")
+        message.use_mpirun = o["use_mpirun"]
 
     trainer_fields = {k: o[k] for k in _TRAINER_KEYS if o.get(k) is not None}
     if o.get("command") is not None:
@@ -375,6 +381,8 @@ def spec_to_dict(spec: job_pb2.JobSpec) -> Dict[str, Any]:
         out["labels"] = dict(spec.labels)
     if spec.HasField("health_check"):
         out["health_check"] = spec.health_check
+    if spec.use_mpirun:
+        out["use_mpirun"] = True
     if spec.image:
         out["image"] = spec.image
     if spec.mounts:

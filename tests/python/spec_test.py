@@ -138,8 +138,8 @@ class SpecTest(unittest.TestCase):
              "replicas: expected an integer, got a boolean (True)"),
             ({"name": "x", "replica": 1}, "replica: unknown key (expected one of: name, queue, "
              "priority, replicas, gpus_per_replica, gpu_type, restart_policy, backoff_limit, "
-             "max_runtime_seconds, progress_timeout_seconds, labels, health_check, trainer, "
-             "command, image, mounts, shm_size, workdir)"),
+             "max_runtime_seconds, progress_timeout_seconds, labels, health_check, use_mpirun, "
+             "trainer, command, image, mounts, shm_size, workdir)"),
             ({"trainer": {"stepz": 1}}, "trainer.stepz: unknown key (expected one of: model, "
              "batch_size, steps, checkpoint_every)"),
             ({"command": {"argv": "hostname"}}, 'command.argv: expected a list of strings, got '
