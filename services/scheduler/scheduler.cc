@@ -84,6 +84,23 @@ absl::Status Scheduler::Start() {
   if (!usage.ok()) return usage.status();
   auto baselines = store_->ListCheckBaselines();
   if (!baselines.ok()) return baselines.status();
+  // The ends of the jobs that live jobs wait for and that are not live themselves.
+  std::vector<std::pair<std::string, JobState>> named_ends;
+  {
+    std::set<std::string> live, read;
+    for (const Job& job : *active) live.insert(job.id);
+    for (const Job& job : *active) {
+      for (const Dependency& d : job.spec.after) {
+        if (live.contains(d.job_id) || !read.insert(d.job_id).second) continue;
+        auto named = store_->GetJob(d.job_id);
+        if (named.ok() && IsTerminal(named->state)) {
+          named_ends.emplace_back(d.job_id, named->state);
+        } else if (!named.ok() && !absl::IsNotFound(named.status())) {
+          return named.status();
+        }
+      }
+    }
+  }
   std::vector<std::string> beats;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -117,6 +134,7 @@ absl::Status Scheduler::Start() {
       if (job.state == JobState::kPending) pending_since_ms_[job.id] = now;
       SetJobLocked(job);
     }
+    for (const auto& [id, state] : named_ends) deps_.Remember(id, state);
     {
       std::lock_guard<std::mutex> view(view_mu_);
       for (const auto& [id, job] : jobs_) stored_[id] = job;
@@ -325,6 +343,7 @@ void Scheduler::SetJobLocked(const Job& job) {
     if (IsPlaced(before.state)) placed_ids_.erase(job.id);
     live_spec_bytes_ -= SpecBytes(before.spec);
   }
+  if (fresh && !job.spec.after.empty()) deps_.Add(job.id, job.spec.after);
   it->second = job;
   live_spec_bytes_ += SpecBytes(job.spec);
   ++live_counts_[{job.state, job.spec.queue}];
@@ -338,6 +357,7 @@ void Scheduler::EraseJobLocked(std::unordered_map<std::string, Job>::iterator it
   }
   placed_ids_.erase(job.id);
   live_spec_bytes_ -= SpecBytes(job.spec);
+  if (!job.spec.after.empty()) deps_.Remove(job.id, job.spec.after);
   jobs_.erase(it);
 }
 
@@ -414,6 +434,21 @@ void Scheduler::PlaceLocked() {
   in.now_ms = now;
   in.claims = claims_;
   in.stopping = stopping;
+  // A job that waits for others takes part only once they ended as it asks; one that never can
+  // is cancelled below.
+  std::vector<std::pair<std::string, std::string>> never;
+  auto may_run = [&](Job& job) {
+    if (job.spec.after.empty()) return true;
+    DependencyVerdict v =
+        JudgeDependencies(job.spec.after, [&](const std::string& id) { return StateOfLocked(id); });
+    if (v.kind == DependencyVerdict::Kind::kReady) return true;
+    if (v.kind == DependencyVerdict::Kind::kNever) {
+      never.emplace_back(job.id, std::move(v.reason));
+    } else {
+      job.pending_reason = std::move(v.reason);
+    }
+    return false;
+  };
   const bool incremental = !capacity_grew_ && now - last_full_pass_ms_ < 5000 && !reserved_ &&
                            claims_.empty() && ripe_claims_.empty();
   if (incremental) {
@@ -421,7 +456,8 @@ void Scheduler::PlaceLocked() {
     // last pass can fit.
     for (const std::string& id : newly_pending_) {
       auto it = jobs_.find(id);
-      if (it != jobs_.end() && it->second.state == JobState::kPending && !stopping.count(id)) {
+      if (it != jobs_.end() && it->second.state == JobState::kPending && !stopping.count(id) &&
+          may_run(it->second)) {
         in.pending.push_back(&it->second);
       }
     }
@@ -431,8 +467,10 @@ void Scheduler::PlaceLocked() {
   }
   for (const std::string& id : placed_ids_) in.placed.push_back(&jobs_.at(id));
   if (!incremental) {
-    for (const auto& [id, job] : jobs_) {
-      if (job.state == JobState::kPending && !stopping.count(id)) in.pending.push_back(&job);
+    for (auto& [id, job] : jobs_) {
+      if (job.state == JobState::kPending && !stopping.count(id) && may_run(job)) {
+        in.pending.push_back(&job);
+      }
     }
   }
   for (const auto& [key, d] : draining_) in.placed.push_back(&d.held);
@@ -506,6 +544,11 @@ void Scheduler::PlaceLocked() {
     auto it = jobs_.find(id);
     if (it != jobs_.end() && it->second.state == JobState::kPending) {
       it->second.pending_reason = "preempted: waiting for its ranks to stop";
+    }
+  }
+  for (const auto& [id, why] : never) {
+    if (auto s = CommitLocked(id, {JobInput::Kind::kCancel, why}); !s.ok()) {
+      RM_LOG(kError) << "cancelling " << id << ": " << s;
     }
   }
 }
@@ -621,6 +664,10 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
     }
     trackers_.erase(job_id);
     pending_since_ms_.erase(job_id);
+    // The jobs that wait for it are judged again in the next pass.
+    for (const std::string& waiting : deps_.Ended(job_id, next.state)) {
+      newly_pending_.insert(waiting);
+    }
     EraseJobLocked(it);
     Wake();  // capacity came back
   } else {
@@ -810,7 +857,8 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
 
 void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
                             const std::string& team, std::optional<AuditRecord> audit,
-                            SubmitDone done, bool admin) {
+                            SubmitDone done, bool admin,
+                            const std::function<void(std::function<void()>)>& aside) {
   if (auto s = ValidateRequestId(request_id); !s.ok()) return done(s);
   auto valid = ValidateJobSpec(spec);
   if (!valid.ok()) return done(valid.status());
@@ -833,6 +881,69 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
   job.last_event_seq = 1;
   create->audit = std::move(audit);
   create->done = std::move(done);
+  if (!job.spec.after.empty()) {
+    bool read = false;
+    absl::Status named;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      named = CheckLiveDependenciesLocked(job.spec, team, admin, &read);
+    }
+    if (!named.ok()) return create->done(named);
+    if (read) {
+      // Jobs that are not live: only Postgres knows whether they exist, whose they are and how
+      // they ended.
+      auto read_ends = [this, create, team, admin] {
+        for (const Dependency& d : create->job.spec.after) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (jobs_.contains(d.job_id)) continue;  // its team was checked
+          }
+          absl::StatusOr<Job> named_job = store_->GetJob(d.job_id);
+          if (named_job.ok() && !admin && named_job->team != team) {
+            named_job = absl::NotFoundError("");
+          }
+          if (absl::IsNotFound(named_job.status())) {
+            return create->done(absl::NotFoundError(
+                absl::StrCat("after: no job ", d.job_id, " (only your team's jobs can be named)")));
+          }
+          if (!named_job.ok()) return create->done(named_job.status());
+          if (IsTerminal(named_job->state)) {
+            std::lock_guard<std::mutex> lock(mu_);
+            deps_.Remember(d.job_id, named_job->state);
+          }
+        }
+        SubmitChecked(create, team, admin);
+      };
+      if (aside) return aside(std::move(read_ends));
+      return read_ends();
+    }
+  }
+  SubmitChecked(std::move(create), team, admin);
+}
+
+absl::Status Scheduler::CheckLiveDependenciesLocked(const JobSpec& spec, const std::string& team,
+                                                    bool admin, bool* read) {
+  for (const Dependency& d : spec.after) {
+    auto it = jobs_.find(d.job_id);
+    if (it == jobs_.end()) {
+      *read = true;  // whose it is, and its end
+      continue;
+    }
+    if (!admin && it->second.team != team) {
+      return absl::NotFoundError(
+          absl::StrCat("after: no job ", d.job_id, " (only your team's jobs can be named)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::optional<JobState> Scheduler::StateOfLocked(const std::string& id) const {
+  if (auto it = jobs_.find(id); it != jobs_.end()) return it->second.state;
+  return deps_.EndOf(id);
+}
+
+void Scheduler::SubmitChecked(std::shared_ptr<Create> create, const std::string& team, bool admin) {
+  const Job& job = create->job;
   absl::Status refused;
   {
     // Held until the job is among the writer's creates in flight: a queue is not deleted under

@@ -64,6 +64,13 @@
 //         Each assignment's mounts are resolved from volumes_ when it is placed and sent; a
 //         volume gone by then fails the job (JobInput::kUnrunnable) instead of a launch
 //         without it.
+// After   (JobSpec.after; core/dependency.h) 1. a submit names only jobs its team may see: live
+//         ones are checked in memory, the others read from the JobStore (on `aside` when given:
+//         never on gRPC's thread), NOT_FOUND otherwise; their ends go to deps_; 2. every pass
+//         judges each pending job that waits: waiting (its pending reason says for what),
+//         ready (placed as any other), or never (CANCELLED in that pass, saying why); 3. a job's
+//         end makes the jobs that wait for it pending again for the next pass, which it wakes;
+//         4. at Start() the ends of named jobs that are not live are read from the JobStore.
 // Rebuild whenever the Redis queue mirror reports it lost its contents (a flush or restart),
 //         it is rebuilt from the stored pending jobs and connected workers' liveness is renewed.
 //
@@ -99,6 +106,7 @@
 #include "aside_writer.h"
 #include "commit_writer.h"
 #include "core/clock.h"
+#include "core/dependency.h"
 #include "core/environment.h"
 #include "core/fair_share.h"
 #include "core/health_check.h"
@@ -278,9 +286,13 @@ class Scheduler {
   // Submit without a thread waiting: `done` gets what Submit would return, exactly once: at
   // once for a call refused up front, else on the writer's thread after the commit (or on the
   // deadline thread when the write was not stored within write_wait_ms). It must not block.
+  // A spec that names jobs it waits for (`after`) which are not live has their ends read from
+  // Postgres, in a task handed to `aside` when given (it must run it on a thread that may
+  // wait), else on the caller's thread.
   using SubmitDone = std::function<void(absl::StatusOr<CreateJobResult>)>;
   void SubmitAsync(const JobSpec& spec, const std::string& request_id, const std::string& team,
-                   std::optional<AuditRecord> audit, SubmitDone done, bool admin = false);
+                   std::optional<AuditRecord> audit, SubmitDone done, bool admin = false,
+                   const std::function<void(std::function<void()>)>& aside = nullptr);
   absl::StatusOr<Job> GetJob(const std::string& job_id);
   // The job as GetJob shows it when it is live (from memory, never waiting on Postgres);
   // nullopt when it is not, and only Postgres can say more.
@@ -361,6 +373,12 @@ class Scheduler {
   const SchedulerOptions& options() const { return options_; }
 
  private:
+  // Checks the jobs `spec` waits for; `read` is true when some must be read from Postgres.
+  absl::Status CheckLiveDependenciesLocked(const JobSpec& spec, const std::string& team, bool admin,
+                                           bool* read) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The state of job `id` as far as the scheduler knows it (live, or an end in deps_).
+  std::optional<JobState> StateOfLocked(const std::string& id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A submit on its way: what it retries with when its random job id was taken.
   struct Create {
     Job job;
@@ -370,6 +388,8 @@ class Scheduler {
     SubmitDone done;
   };
   using Write = CommitWriter::Write;
+  // SubmitAsync once the jobs its spec waits for are known to exist (and be visible to `team`).
+  void SubmitChecked(std::shared_ptr<Create> create, const std::string& team, bool admin);
 
   void Loop();
   // The writer's after-commit hook: takes a stored batch into the view and memory, sends what
@@ -525,6 +545,8 @@ class Scheduler {
   // Accounting (core/usage.h): what ended attempts used, by (queue, resource), as stored plus
   // what was decided since (the ends on their way to Postgres).
   UsageTotals usage_ms_ ABSL_GUARDED_BY(mu_);
+  // The ends of the jobs that live jobs wait for (JobSpec.after).
+  DependencyBook deps_ ABSL_GUARDED_BY(mu_);
 
   // Queue and volume writes hold it exclusively, Submit shared until its job is among the
   // writer's creates in flight (see "Queues"). Taken before mu_, never while holding it.

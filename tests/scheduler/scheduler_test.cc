@@ -675,6 +675,97 @@ TEST_F(SchedulerTest, AOneRankJobIsPlacedWithoutACheckUnlessItAsksForMpirun) {
   EXPECT_THAT(events.back().reason, Not(HasSubstr("without mpirun")));
 }
 
+// Dependencies (JobSpec.after): a job waits, saying for what, runs once what it names ended as
+// it asks, and is cancelled at once when that can no longer happen.
+TEST_F(SchedulerTest, AJobAfterAnotherWaitsForItsSuccessAndIsCancelledAtOnceWhenItFails) {
+  auto l1 = Register(CpuWorker("w1", 4));
+  JobSpec first = CommandSpec(1);
+  first.restart_policy = RestartPolicy::kNever;
+  const std::string a = SubmitAndPlace(first);
+  const std::string b = SubmitAndPlace(first);
+  JobSpec after_a = CommandSpec(1);
+  after_a.after = {{a, AfterCondition::kSucceeded}};
+  JobSpec after_both = CommandSpec(1);
+  after_both.after = {{a, AfterCondition::kSucceeded}, {b, AfterCondition::kSucceeded}};
+  JobSpec after_b_fails = CommandSpec(1);
+  after_b_fails.after = {{b, AfterCondition::kFailed}};
+  const std::string c = SubmitAndPlace(after_a);
+  const std::string d = SubmitAndPlace(after_both);
+  const std::string e = SubmitAndPlace(after_b_fails);
+  EXPECT_EQ(StoredState(c), JobState::kPending) << "one free slot is not what it waits for";
+  RM_ASSERT_OK_AND_ASSIGN(Job waiting, scheduler_->GetJob(d));
+  EXPECT_EQ(waiting.pending_reason, absl::StrCat("waiting for ", a, " to succeed (2 of 2 left)"));
+
+  auto finish = [&](const std::string& id, int exit_code) {
+    RM_ASSERT_OK_AND_ASSIGN(Job job, scheduler_->GetJob(id));
+    Report("w1", job, 0, RankReport::Kind::kStarted);
+    Report("w1", job, 0, RankReport::Kind::kExited, exit_code);
+  };
+  finish(a, 0);
+  ASSERT_TRUE(
+      WaitFor([&] { return StoredState(c) == JobState::kStarting; }, std::chrono::seconds(5)));
+  RM_ASSERT_OK_AND_ASSIGN(waiting, scheduler_->GetJob(d));
+  EXPECT_EQ(waiting.pending_reason, absl::StrCat("waiting for ", b, " to succeed"));
+  EXPECT_EQ(StoredState(e), JobState::kPending);
+
+  finish(b, 3);  // FAILED: d can never run, e can
+  ASSERT_TRUE(
+      WaitFor([&] { return StoredState(d) == JobState::kCancelled; }, std::chrono::seconds(5)));
+  RM_ASSERT_OK_AND_ASSIGN(Job cancelled, memory_.GetJob(d));
+  EXPECT_EQ(cancelled.message, absl::StrCat("dependency never satisfied: ", b,
+                                            " ended FAILED, and this job waits for it to succeed"));
+  EXPECT_TRUE(
+      WaitFor([&] { return StoredState(e) == JobState::kStarting; }, std::chrono::seconds(5)));
+}
+
+TEST_F(SchedulerTest, OnlyExistingJobsOfTheSubmittersTeamCanBeNamed) {
+  Register(CpuWorker("w1", 4));
+  JobSpec spec = CommandSpec(1);
+  RM_ASSERT_OK_AND_ASSIGN(auto theirs, scheduler_->Submit(spec, "", "team-b"));
+  spec.after = {{"j-0123456789ab", AfterCondition::kSucceeded}};
+  EXPECT_EQ(scheduler_->Submit(spec, "", "team-a").status().code(), absl::StatusCode::kNotFound);
+  spec.after = {{theirs.job.id, AfterCondition::kEnded}};
+  absl::Status live = scheduler_->Submit(spec, "", "team-a").status();
+  EXPECT_EQ(live.code(), absl::StatusCode::kNotFound) << live;
+  EXPECT_THAT(live.message(), HasSubstr("only your team's jobs can be named"));
+  // An admin names anyone's; the owner its own.
+  RM_EXPECT_OK(scheduler_->Submit(spec, "", "", std::nullopt, /*admin=*/true).status());
+  RM_EXPECT_OK(scheduler_->Submit(spec, "", "team-b").status());
+  // Ended: Postgres answers for it.
+  RM_ASSERT_OK(scheduler_->Cancel(theirs.job.id, "done with it").status());
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(scheduler_->Submit(spec, "", "team-a").status().code(), absl::StatusCode::kNotFound);
+  RM_ASSERT_OK_AND_ASSIGN(auto after_end, scheduler_->Submit(spec, "", "team-b"));
+  EXPECT_TRUE(WaitFor([&] { return StoredState(after_end.job.id) != JobState::kPending; },
+                      std::chrono::seconds(5)))
+      << "its dependency has ended: it runs";
+}
+
+TEST_F(SchedulerTest, DependenciesOnJobsThatEndedSurviveARestart) {
+  Register(CpuWorker("w1", 2));
+  JobSpec spec = CommandSpec(1);
+  RM_ASSERT_OK_AND_ASSIGN(auto first, scheduler_->Submit(spec, ""));
+  spec.after = {{first.job.id, AfterCondition::kFailed}};
+  RM_ASSERT_OK_AND_ASSIGN(auto waits_for_failure, scheduler_->Submit(spec, ""));
+  spec.after = {{first.job.id, AfterCondition::kSucceeded}};
+  RM_ASSERT_OK_AND_ASSIGN(auto waits_for_success, scheduler_->Submit(spec, ""));
+  // The scheduler goes away before anything runs; the first job is cancelled meanwhile (a write
+  // straight to the store, as another leader would have done).
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  scheduler_.reset();
+  RM_ASSERT_OK_AND_ASSIGN(Job stored, memory_.GetJob(first.job.id));
+  stored.state = JobState::kCancelled;
+  JobEvent event{stored.id, stored.last_event_seq + 1, JobState::kCancelled, 0, "gone", 0, 0};
+  stored.last_event_seq = event.seq;
+  RM_ASSERT_OK(memory_.UpdateJob(stored, event));
+  Start();
+  Register(CpuWorker("w1", 2));
+  EXPECT_TRUE(WaitFor([&] { return StoredState(waits_for_success.job.id) == JobState::kCancelled; },
+                      std::chrono::seconds(5)));
+  EXPECT_TRUE(WaitFor([&] { return StoredState(waits_for_failure.job.id) == JobState::kStarting; },
+                      std::chrono::seconds(5)));
+}
+
 // ringmaster-check and a check inside MPI_Init time different things: each kind of check is
 // sent the baseline its own kind learned.
 TEST_F(SchedulerTest, EachKindOfCheckIsSentTheBaselineOfItsOwnKind) {

@@ -1069,6 +1069,24 @@ JobWrite DigestWrite(Job job, const std::string& digest) {
 }
 }  // namespace
 
+// What a job waits for (JobSpec.after) and how it starts are part of its spec: stored with it,
+// and loaded with it by a new leader, whose first pass judges them again.
+TEST_P(JobStoreConformanceTest, DependenciesAndTheLaunchChoiceAreStoredWithTheSpec) {
+  RM_ASSERT_OK(store().TakeLeadership().status());
+  Job job = MakeJob("j-2");
+  job.spec.after = {{"j-1", AfterCondition::kSucceeded},
+                    {"j-0", AfterCondition::kEnded},
+                    {"j-3", AfterCondition::kFailed}};
+  job.spec.use_mpirun = true;
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-2"));
+  EXPECT_TRUE(got.spec == job.spec);
+  RM_ASSERT_OK_AND_ASSIGN(auto active, store().ListActiveJobs());
+  ASSERT_THAT(active, SizeIs(1));
+  EXPECT_EQ(active[0].spec.after, job.spec.after);
+  EXPECT_TRUE(active[0].spec.use_mpirun);
+}
+
 TEST_P(JobStoreConformanceTest, TheFirstImageDigestIsPinnedAndKeptThroughUpdatesAndRestarts) {
   const std::string first = "sha256:" + std::string(64, 'a');
   const std::string second = "sha256:" + std::string(64, 'b');

@@ -49,6 +49,26 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
   out.labels.insert(spec.labels().begin(), spec.labels().end());
   if (spec.has_health_check()) out.health_check = spec.health_check();
   out.use_mpirun = spec.use_mpirun();
+  for (int i = 0; i < spec.after_size(); ++i) {
+    const v1::JobDependency& d = spec.after(i);
+    Dependency dep{d.job_id()};
+    switch (d.condition()) {
+      case v1::DEPENDENCY_CONDITION_SUCCEEDED:
+        dep.condition = AfterCondition::kSucceeded;
+        break;
+      case v1::DEPENDENCY_CONDITION_ENDED:
+        dep.condition = AfterCondition::kEnded;
+        break;
+      case v1::DEPENDENCY_CONDITION_FAILED:
+        dep.condition = AfterCondition::kFailed;
+        break;
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat("after[", i, "].condition: must be SUCCEEDED, ENDED or FAILED, got ",
+                         static_cast<int>(d.condition())));
+    }
+    out.after.push_back(std::move(dep));
+  }
   out.image = spec.image();
   for (const v1::Mount& m : spec.mounts()) out.mounts.push_back({m.volume(), m.path(), m.read_only()});
   out.shm_size_bytes = spec.shm_size_bytes();
@@ -88,6 +108,14 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   out.mutable_labels()->insert(spec.labels.begin(), spec.labels.end());
   if (spec.health_check) out.set_health_check(*spec.health_check);
   out.set_use_mpirun(spec.use_mpirun);
+  for (const Dependency& d : spec.after) {
+    v1::JobDependency* dep = out.add_after();
+    dep->set_job_id(d.job_id);
+    dep->set_condition(d.condition == AfterCondition::kSucceeded
+                           ? v1::DEPENDENCY_CONDITION_SUCCEEDED
+                       : d.condition == AfterCondition::kEnded ? v1::DEPENDENCY_CONDITION_ENDED
+                                                               : v1::DEPENDENCY_CONDITION_FAILED);
+  }
   out.set_image(spec.image);
   for (const Mount& m : spec.mounts) {
     v1::Mount* mount = out.add_mounts();

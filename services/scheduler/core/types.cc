@@ -41,6 +41,7 @@ int64_t SpecBytes(const JobSpec& spec) {
   for (const auto& [key, value] : spec.labels) bytes += key.size() + value.size();
   bytes += spec.image.size() + spec.workdir.size();
   for (const Mount& m : spec.mounts) bytes += m.volume.size() + m.path.size();
+  for (const Dependency& d : spec.after) bytes += d.job_id.size();
   return static_cast<int64_t>(bytes);
 }
 

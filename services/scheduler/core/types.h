@@ -41,6 +41,15 @@ struct Mount {
   bool operator==(const Mount&) const = default;
 };
 
+// A job another waits for (JobSpec.after): its end must be SUCCEEDED (kSucceeded), anything
+// (kEnded), or FAILED or CANCELLED (kFailed).
+enum class AfterCondition { kSucceeded, kEnded, kFailed };
+struct Dependency {
+  std::string job_id;
+  AfterCondition condition = AfterCondition::kSucceeded;
+  bool operator==(const Dependency&) const = default;
+};
+
 struct JobSpec {
   std::string name;
   std::string queue;
@@ -62,6 +71,8 @@ struct JobSpec {
   std::optional<bool> health_check;
   // A one-rank job starts under mpirun only when this is set (StartsDirectly).
   bool use_mpirun = false;
+  // Jobs this one waits for (core/dependency.h).
+  std::vector<Dependency> after;
   // The job's environment (core/environment.h): an OCI image every rank runs in, volumes, the
   // size of /dev/shm (0: the runtime's default) and the working directory. Empty image: the
   // ranks run on the worker hosts, and the rest must be empty too.

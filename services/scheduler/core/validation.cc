@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/authz.h"
+#include "core/dependency.h"
 #include "core/environment.h"
 
 namespace ringmaster::scheduler {
@@ -221,6 +222,7 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& in) {
   }
   if (auto s = CheckLabels(spec.labels); !s.ok()) return s;
   if (auto s = CheckEnvironment(spec); !s.ok()) return s;
+  if (auto s = ValidateDependencies(spec.after); !s.ok()) return s;
   return spec;
 }
 

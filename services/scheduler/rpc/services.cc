@@ -112,7 +112,9 @@ void JobServiceImpl::StartSubmit(grpc::CallbackServerContext* ctx,
         resp->set_existing(result->existing);
         reactor->Finish(grpc::Status::OK);
       },
-      admin);
+      admin,
+      // Jobs named in `after` that are not live are read from Postgres: on the work threads.
+      [this](std::function<void()> task) { Post(std::move(task)); });
 }
 
 grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
