@@ -335,6 +335,11 @@ const std::vector<FlagSpec>& Flags() {
        "mount a cluster volume into the containers (repeatable; needs --image)"},
       {"shm-size", 0, {Verb::kSubmit}, "SIZE", "size of /dev/shm, e.g. 8Gi (needs --image)"},
       {"workdir", 0, {Verb::kSubmit}, "PATH", "working directory in the container"},
+      {"after",
+       0,
+       {Verb::kSubmit},
+       "JOB[:COND]",
+       "wait for JOB to end: COND succeeded (default), ended or failed; repeatable"},
       {"use-mpirun",
        0,
        {Verb::kSubmit},
@@ -559,6 +564,9 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
     RM_ASSIGN_OR_RETURN(o.shm_size_bytes, ParseByteSize(value, "--shm-size"));
   } else if (name == "workdir") {
     o.workdir = value;
+  } else if (name == "after") {
+    RM_ASSIGN_OR_RETURN(v1::JobDependency dependency, ParseDependency(value, "--after"));
+    o.after.push_back(std::move(dependency));
   } else if (name == "request-id") {
     if (value.empty()) return absl::InvalidArgumentError("--request-id: must not be empty");
     cmd->request_id = value;

@@ -185,6 +185,13 @@ std::string FormatJob(const v1::Job& job) {
                                   ? absl::StrCat(" (backoff limit ", spec.backoff_limit(), ")")
                                   : " (default backoff limit)");
   }
+  std::vector<std::string> after;
+  for (const v1::JobDependency& d : spec.after()) {
+    const char* condition = d.condition() == v1::DEPENDENCY_CONDITION_ENDED    ? "ended"
+                            : d.condition() == v1::DEPENDENCY_CONDITION_FAILED ? "failed"
+                                                                               : "succeeded";
+    after.push_back(absl::StrCat(d.job_id(), ":", condition));
+  }
   std::vector<std::vector<std::string>> fields = {
       {"ID:", job.id()},
       {"Name:", OrDash(spec.name())},
@@ -203,6 +210,7 @@ std::string FormatJob(const v1::Job& job) {
       {"Launch:", spec.replicas() == 1 && !spec.use_mpirun() ? "directly (one rank, no mpirun)"
                   : spec.use_mpirun()                        ? "mpirun (use_mpirun)"
                                                              : "mpirun"},
+      {"After:", after.empty() ? "-" : absl::StrJoin(after, ", ")},
       {"Restart policy:", restart},
       {"Max runtime:",
        spec.max_runtime_seconds() == 0 ? "none" : absl::StrCat(spec.max_runtime_seconds(), "s")},

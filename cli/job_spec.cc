@@ -3,9 +3,32 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 
 namespace ringmaster::cli {
+
+absl::StatusOr<v1::JobDependency> ParseDependency(absl::string_view text, absl::string_view field) {
+  v1::JobDependency dependency;
+  const size_t colon = text.rfind(':');
+  const absl::string_view condition =
+      colon == absl::string_view::npos ? "succeeded" : text.substr(colon + 1);
+  const absl::string_view job = colon == absl::string_view::npos ? text : text.substr(0, colon);
+  if (condition == "succeeded") {
+    dependency.set_condition(v1::DEPENDENCY_CONDITION_SUCCEEDED);
+  } else if (condition == "ended") {
+    dependency.set_condition(v1::DEPENDENCY_CONDITION_ENDED);
+  } else if (condition == "failed") {
+    dependency.set_condition(v1::DEPENDENCY_CONDITION_FAILED);
+  }
+  if (job.empty() || dependency.condition() == v1::DEPENDENCY_CONDITION_UNSPECIFIED) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": expected JOB[:succeeded|ended|failed] (e.g. j-3f9c2a41b7d0:succeeded), got \"",
+        text, "\""));
+  }
+  dependency.set_job_id(std::string(job));
+  return dependency;
+}
 
 absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {
   if (overrides.name) spec->set_name(*overrides.name);
@@ -28,6 +51,10 @@ absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {
   if (overrides.shm_size_bytes) spec->set_shm_size_bytes(*overrides.shm_size_bytes);
   if (overrides.workdir) spec->set_workdir(*overrides.workdir);
   if (overrides.use_mpirun) spec->set_use_mpirun(true);
+  if (!overrides.after.empty()) {
+    spec->clear_after();
+    for (const v1::JobDependency& d : overrides.after) *spec->add_after() = d;
+  }
 
   if (overrides.command) {
     if (overrides.HasTrainerFields()) {

@@ -43,11 +43,18 @@ struct SpecOverrides {
   std::optional<std::string> workdir;
   // --use-mpirun: start a one-rank job under mpirun.
   bool use_mpirun = false;
+  // --after (repeatable; any replaces the file's list).
+  std::vector<v1::JobDependency> after;
   // The argv after `--`: a command workload.
   std::optional<std::vector<std::string>> command;
 
   bool HasTrainerFields() const { return model || steps || batch_size || checkpoint_every; }
 };
+
+// "j-3f9c2a41b7d0:succeeded" (also ":ended", ":failed"; no condition: succeeded) -> a
+// dependency. INVALID_ARGUMENT naming `field` for anything else; the id is the scheduler's to
+// judge.
+absl::StatusOr<v1::JobDependency> ParseDependency(absl::string_view text, absl::string_view field);
 
 // Applies `overrides` to `spec`. A command after `--` replaces the file's workload (keeping the
 // file's command env when it had one). Trainer flags together with a command workload are

@@ -27,7 +27,7 @@
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 19> kTopKeys = {"name",
+constexpr std::array<absl::string_view, 20> kTopKeys = {"name",
                                                         "queue",
                                                         "priority",
                                                         "replicas",
@@ -40,6 +40,7 @@ constexpr std::array<absl::string_view, 19> kTopKeys = {"name",
                                                         "labels",
                                                         "health_check",
                                                         "use_mpirun",
+                                                        "after",
                                                         "trainer",
                                                         "command",
                                                         "image",
@@ -181,6 +182,8 @@ class SpecReader {
         spec->set_shm_size_bytes(*bytes);
       } else if (key == "mounts") {
         RM_RETURN_IF_ERROR(Mounts(value, spec));
+      } else if (key == "after") {
+        RM_RETURN_IF_ERROR(After(value, spec));
       } else if (key == "trainer") {
         RM_RETURN_IF_ERROR(Trainer(value, spec->mutable_trainer()));
       } else if (key == "command") {
@@ -218,6 +221,25 @@ class SpecReader {
           mount->set_read_only(text == "true");
         }
       }
+    }
+    return absl::OkStatus();
+  }
+
+  // after: ["j-3f9c2a41b7d0:succeeded", "j-0123456789ab"]  (as ringctl's --after)
+  absl::Status After(const YAML::Node& node, v1::JobSpec* spec) {
+    if (!node.IsSequence()) {
+      return Error("after",
+                   absl::StrCat("expected a list of JOB[:CONDITION], got ", Describe(node)));
+    }
+    for (size_t i = 0; i < node.size(); ++i) {
+      const std::string path = absl::StrCat("after[", i, "]");
+      RM_ASSIGN_OR_RETURN(std::string text, String(node[i], path));
+      absl::StatusOr<v1::JobDependency> dependency = ParseDependency(text, path);
+      if (!dependency.ok()) {
+        return Error(path,
+                     absl::StrCat("expected JOB[:succeeded|ended|failed], got \"", text, "\""));
+      }
+      *spec->add_after() = *std::move(dependency);
     }
     return absl::OkStatus();
   }

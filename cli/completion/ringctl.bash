@@ -45,7 +45,7 @@ _ringctl() {
     --scheduler | --name | --queue | --priority | --replicas | --gpus-per-replica | \
       --gpu-type | --model | --steps | --batch-size | --checkpoint-every | --backoff-limit | \
       --max-runtime-seconds | --label | --request-id | --retry-seconds | --limit | --page-size | \
-      -l | --selector | --reason | --rank | --attempt | --gpus | --image | --mount | --shm-size | \
+      -l | --selector | --reason | --rank | --attempt | --gpus | --image | --mount | --shm-size | --after | \
       --workdir | --path | --grant | --description)
       return 0 ;;
   esac
@@ -56,7 +56,7 @@ _ringctl() {
       flags="--file -f --name --queue --priority --replicas --gpus-per-replica --gpu-type
              --model --steps --batch-size --checkpoint-every --restart-policy --backoff-limit
              --max-runtime-seconds --label --image --mount --shm-size --workdir --request-id
-             --use-mpirun --retry-seconds --wait --follow" ;;
+             --use-mpirun --after --retry-seconds --wait --follow" ;;
     get) flags="" ;;
     list) flags="--state --queue --selector -l --limit --page-size" ;;
     cancel) flags="--reason" ;;

@@ -33,6 +33,7 @@ _TOP_KEYS = (
     "labels",
     "health_check",
     "use_mpirun",
+    "after",
     "trainer",
     "command",
     "image",
@@ -45,6 +46,13 @@ _TRAINER_KEYS = ("model", "batch_size", "steps", "checkpoint_every")
 _COMMAND_KEYS = ("argv", "env", "check_in_mpi_init")
 _STRING_FIELDS = ("name", "queue", "gpu_type")
 _INT_FIELDS = ("priority", "replicas", "gpus_per_replica", "backoff_limit", "max_runtime_seconds")
+
+_CONDITIONS = {
+    "succeeded": job_pb2.DEPENDENCY_CONDITION_SUCCEEDED,
+    "ended": job_pb2.DEPENDENCY_CONDITION_ENDED,
+    "failed": job_pb2.DEPENDENCY_CONDITION_FAILED,
+}
+_CONDITION_NAMES = {v: k for k, v in _CONDITIONS.items()}
 
 #: Keyword arguments ``Client.submit`` takes besides ``spec`` and ``request_id``. The spec
 #: fields replace the dict's or file's value (labels are merged, a keyword winning);
@@ -65,6 +73,7 @@ SPEC_KEYWORDS = _INT_FIELDS + _STRING_FIELDS + (
     "shm_size",
     "workdir",
     "use_mpirun",
+    "after",
 )
 
 # shm_size: "8Gi" (Ki Mi Gi Ti binary; k K M G T decimal) or a number of bytes, as ringctl.
@@ -118,6 +127,18 @@ class _Walker:
         if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
             raise self.error(path, f"expected a list of strings, got {_describe(value)}")
         return [self.string(a, f"{path}[{i}]") for i, a in enumerate(value)]
+
+    def after(self, value: Any, path: str) -> list:
+        """after: ["j-...:succeeded", "j-..."] (no condition: succeeded), as ringctl's --after."""
+        out = []
+        for i, text in enumerate(self.argv(value, path)):
+            job, _, condition = text.rpartition(":") if ":" in text else (text, "", "succeeded")
+            kind = _CONDITIONS.get(condition)
+            if not job or kind is None:
+                raise self.error(f"{path}[{i}]", "expected JOB[:succeeded|ended|failed], "
+                                                 f'got "{text}"')
+            out.append(job_pb2.JobDependency(job_id=job, condition=kind))
+        return out
 
     def restart_policy(self, value: Any, path: str) -> int:
         text = self.string(value, path)
@@ -206,6 +227,8 @@ class _Walker:
                 setattr(spec, key, self.string(value, key))
             elif key == "mounts":
                 spec.mounts.extend(self.mounts(value, key))
+            elif key == "after":
+                spec.after.extend(self.after(value, key))
             elif key == "shm_size":
                 spec.shm_size_bytes = self.byte_size(value, key)
             elif key == "trainer":
@@ -318,6 +341,10 @@ def build_spec(spec: SpecLike, overrides: Mapping[str, Any]) -> job_pb2.JobSpec:
         message.mounts.extend(w.mounts(o["mounts"], "mounts"))
     if o.get("shm_size") is not None:
         message.shm_size_bytes = w.byte_size(o["shm_size"], "shm_size")
+    if o.get("after") is not None:
+        # Replaces the spec's list, as ringctl's --after does.
+        del message.after[:]
+        message.after.extend(w.after(o["after"], "after"))
     if o.get("use_mpirun") is not None:
         if not isinstance(o["use_mpirun"], bool):
             raise w.error("use_mpirun", f"expected true or false, got {_describe(o['use_mpirun'])}")
@@ -383,6 +410,9 @@ def spec_to_dict(spec: job_pb2.JobSpec) -> Dict[str, Any]:
         out["health_check"] = spec.health_check
     if spec.use_mpirun:
         out["use_mpirun"] = True
+    if spec.after:
+        out["after"] = [f"{d.job_id}:{_CONDITION_NAMES.get(d.condition, 'succeeded')}"
+                        for d in spec.after]
     if spec.image:
         out["image"] = spec.image
     if spec.mounts:

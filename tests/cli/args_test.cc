@@ -129,6 +129,27 @@ TEST(ArgsTest, SubmitReadsTheEnvironmentFlags) {
   EXPECT_EQ(spec.shm_size_bytes(), 8LL << 30);
 }
 
+TEST(ArgsTest, SubmitReadsAfterAndUseMpirun) {
+  Command cmd = Parse({"submit", "--after", "j-0123456789ab", "--after", "j-0123456789ac:failed",
+                       "--after", "j-0123456789ad:ended", "--use-mpirun", "--", "true"});
+  const SpecOverrides& o = cmd.overrides;
+  EXPECT_TRUE(o.use_mpirun);
+  ASSERT_EQ(o.after.size(), 3u);
+  EXPECT_EQ(o.after[0].job_id(), "j-0123456789ab");
+  EXPECT_EQ(o.after[0].condition(), v1::DEPENDENCY_CONDITION_SUCCEEDED);
+  EXPECT_EQ(o.after[1].condition(), v1::DEPENDENCY_CONDITION_FAILED);
+  EXPECT_EQ(o.after[2].condition(), v1::DEPENDENCY_CONDITION_ENDED);
+  v1::JobSpec spec;
+  spec.add_after()->set_job_id("j-from-file");
+  ASSERT_TRUE(ApplyOverrides(o, &spec).ok());
+  ASSERT_EQ(spec.after_size(), 3);  // the flags' list replaces the file's
+  EXPECT_TRUE(spec.use_mpirun());
+  EXPECT_THAT(ErrorOf({"submit", "--after", "j-1:afterok"}),
+              HasSubstr("--after: expected JOB[:succeeded|ended|failed]"));
+  EXPECT_THAT(ErrorOf({"submit", "--after", ":ended"}), HasSubstr("--after: expected"));
+  EXPECT_THAT(ErrorOf({"submit", "--use-mpirun=yes"}), HasSubstr("--use-mpirun takes no value"));
+}
+
 TEST(ArgsTest, BadEnvironmentFlagsSayWhatIsExpected) {
   EXPECT_THAT(ErrorOf({"submit", "--mount", "imagenet"}), HasSubstr("VOLUME:PATH[:ro|:rw]"));
   EXPECT_THAT(ErrorOf({"submit", "--mount", ":/data"}), HasSubstr("VOLUME:PATH"));

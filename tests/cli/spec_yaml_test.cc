@@ -272,6 +272,24 @@ TEST(SpecYamlTest, HealthCheckIsABooleanThatStaysUnsetWhenAbsent) {
   EXPECT_THAT(bad.status().message(), HasSubstr("health_check: expected true or false"));
 }
 
+TEST(SpecYamlTest, ReadsAfterAndUseMpirun) {
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(
+      "name: x\nuse_mpirun: true\nafter: [j-0123456789ab, \"j-0123456789ac:ended\"]\n", "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->use_mpirun());
+  ASSERT_EQ(spec->after_size(), 2);
+  EXPECT_EQ(spec->after(0).condition(), v1::DEPENDENCY_CONDITION_SUCCEEDED);
+  EXPECT_EQ(spec->after(1).job_id(), "j-0123456789ac");
+  EXPECT_EQ(spec->after(1).condition(), v1::DEPENDENCY_CONDITION_ENDED);
+  absl::StatusOr<v1::JobSpec> bad = ParseJobSpecYaml("name: x\nafter: [\"j-1:ok\"]\n", "job.yaml");
+  ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("after[0]: expected JOB[:succeeded|ended|failed]"));
+  bad = ParseJobSpecYaml("name: x\nafter: j-1\n", "job.yaml");
+  EXPECT_THAT(bad.status().message(), HasSubstr("after: expected a list"));
+  bad = ParseJobSpecYaml("name: x\nuse_mpirun: 1\n", "job.yaml");
+  EXPECT_THAT(bad.status().message(), HasSubstr("use_mpirun: expected true or false"));
+}
+
 TEST(SpecYamlTest, ReadsTheEnvironmentKeys) {
   absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(R"(
 name: torch

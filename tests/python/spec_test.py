@@ -70,6 +70,22 @@ class SpecTest(unittest.TestCase):
         with self.assertRaisesRegex(errors.InvalidSpec, "health_check: expected true or false"):
             spec_from_dict({"name": "x", "health_check": "no"})
 
+    def test_after_and_use_mpirun_round_trip_and_name_what_is_wrong(self):
+        spec = spec_from_dict({"name": "x", "use_mpirun": True,
+                               "after": ["j-0123456789ab:failed", "j-0123456789ac"]})
+        self.assertTrue(spec.use_mpirun)
+        self.assertEqual([(d.job_id, d.condition) for d in spec.after],
+                         [("j-0123456789ab", job_pb2.DEPENDENCY_CONDITION_FAILED),
+                          ("j-0123456789ac", job_pb2.DEPENDENCY_CONDITION_SUCCEEDED)])
+        self.assertEqual(spec_from_dict(spec_to_dict(spec)), spec)
+        built = build_spec({"name": "x", "after": ["j-1"]}, {"after": ["j-2:ended"]})
+        self.assertEqual([d.job_id for d in built.after], ["j-2"])
+        with self.assertRaisesRegex(errors.InvalidSpec,
+                                    r"after\[0\]: expected JOB\[:succeeded\|ended\|failed\]"):
+            spec_from_dict({"name": "x", "after": ["j-1:afterok"]})
+        with self.assertRaisesRegex(errors.InvalidSpec, "use_mpirun: expected true or false"):
+            build_spec(None, {"use_mpirun": "yes"})
+
     def test_check_in_mpi_init_round_trips_and_must_be_a_bool(self):
         spec = spec_from_dict({"name": "x", "command": {"argv": ["./mpi-app"],
                                                         "check_in_mpi_init": True}})
@@ -139,7 +155,7 @@ class SpecTest(unittest.TestCase):
             ({"name": "x", "replica": 1}, "replica: unknown key (expected one of: name, queue, "
              "priority, replicas, gpus_per_replica, gpu_type, restart_policy, backoff_limit, "
              "max_runtime_seconds, progress_timeout_seconds, labels, health_check, use_mpirun, "
-             "trainer, command, image, mounts, shm_size, workdir)"),
+             "after, trainer, command, image, mounts, shm_size, workdir)"),
             ({"trainer": {"stepz": 1}}, "trainer.stepz: unknown key (expected one of: model, "
              "batch_size, steps, checkpoint_every)"),
             ({"command": {"argv": "hostname"}}, 'command.argv: expected a list of strings, got '

@@ -554,6 +554,61 @@ TEST_F(WorkerE2eTest, OneRankJobThatAsksForMpirunRunsUnderIt) {
   EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty());
 }
 
+TEST_F(WorkerE2eTest, AJobAfterAnotherRunsWhenItSucceedsAndIsCancelledAtOnceWhenItFails) {
+  auto after = [](v1::JobSpec spec, const std::string& id, v1::DependencyCondition condition) {
+    v1::JobDependency* d = spec.add_after();
+    d->set_job_id(id);
+    d->set_condition(condition);
+    return spec;
+  };
+  const std::string first = SubmitOk(ShellSpec("first", 2, "sleep 1"));
+  const std::string failing = SubmitOk(ShellSpec("failing", 1, "sleep 1; exit 4"));
+  const std::string next =
+      SubmitOk(after(ShellSpec("next", 2, "echo next"), first, v1::DEPENDENCY_CONDITION_SUCCEEDED));
+  const std::string doomed = SubmitOk(
+      after(ShellSpec("doomed", 1, "echo never"), failing, v1::DEPENDENCY_CONDITION_SUCCEEDED));
+  const std::string cleanup = SubmitOk(
+      after(ShellSpec("cleanup", 1, "echo cleanup"), failing, v1::DEPENDENCY_CONDITION_FAILED));
+  // The reason is the first pass's (right after the submit there may have been none yet).
+  v1::Job waiting;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto job = cluster_->GetJob(next);
+        if (job.ok()) waiting = *job;
+        return job.ok() && !job->pending_reason().empty();
+      },
+      5s, 5ms));
+  EXPECT_EQ(waiting.state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(waiting.pending_reason(), absl::StrCat("waiting for ", first, " to succeed"));
+
+  v1::Job ran = cluster_->WaitState(next, v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(ran.state(), v1::JOB_STATE_SUCCEEDED) << ran.ShortDebugString();
+  auto done = cluster_->GetJob(first);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_GE(ran.started_at_ms(), done->finished_at_ms());
+
+  v1::Job cancelled = cluster_->WaitState(doomed, v1::JOB_STATE_CANCELLED);
+  ASSERT_EQ(cancelled.state(), v1::JOB_STATE_CANCELLED) << cancelled.ShortDebugString();
+  EXPECT_EQ(cancelled.started_at_ms(), 0) << "it never ran";
+  EXPECT_THAT(cancelled.message(), HasSubstr(absl::StrCat(failing, " ended FAILED")));
+  auto failed = cluster_->GetJob(failing);
+  ASSERT_TRUE(failed.ok());
+  std::cerr << "cancelled " << cancelled.finished_at_ms() - failed->finished_at_ms()
+            << " ms after its dependency failed\n";
+  EXPECT_LT(cancelled.finished_at_ms() - failed->finished_at_ms(), 2000);
+  EXPECT_EQ(cluster_->WaitState(cleanup, v1::JOB_STATE_SUCCEEDED).state(), v1::JOB_STATE_SUCCEEDED);
+
+  // Only jobs that exist can be named.
+  auto unknown = cluster_->Submit(
+      after(ShellSpec("orphan", 1, "true"), "j-0123456789ab", v1::DEPENDENCY_CONDITION_ENDED));
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound) << unknown.status();
+  auto bad = cluster_->Submit(
+      after(ShellSpec("bad", 1, "true"), first, v1::DEPENDENCY_CONDITION_UNSPECIFIED));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
+  EXPECT_THAT(bad.status().message(), HasSubstr("after[0].condition"));
+}
+
 // A burst of one-rank jobs: every one succeeds, no mpirun is started for any, and every worker
 // is still there afterwards.
 TEST_F(WorkerE2eTest, BurstOfFiveHundredOneRankJobsSucceedsWithoutMpirun) {
