@@ -80,6 +80,12 @@ std::string CounterLibrary(const std::string& own_dir, const char* variable, con
   return access(path.c_str(), R_OK) == 0 ? path : "";
 }
 
+// This process's /proc/self/stat ("" when unreadable).
+std::string ReadProcSelfStat() {
+  absl::StatusOr<std::string> text = ReadFileToString("/proc/self/stat", 4096);
+  return text.ok() ? *std::move(text) : "";
+}
+
 // True when `pid` is stopped (state T: SIGSTOP, SIGTSTP) or stopped by a tracer (t).
 bool IsStopped(pid_t pid) {
   char path[64];
@@ -433,14 +439,18 @@ int RunRank(const std::vector<std::string>& program) {
     auto it = started->env().find(name);
     if (it != started->env().end()) leftovers.env_tags[name] = it->second;
   }
+  // None can be older than this wrapper: the environments of older processes are not read.
+  leftovers.env_started_since_ticks = ProcStartTicks(ReadProcSelfStat()).value_or(0);
   kill(-child->pid, SIGTERM);
-  (void)SignalProcesses(leftovers, SIGTERM);
-  const auto give_up = Clock::now() + std::chrono::seconds(1);
-  while (!FindProcesses(leftovers).empty() && Clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // One scan of /proc when nothing was left (the usual end); else wait for them, then SIGKILL.
+  if (SignalProcesses(leftovers, SIGTERM) > 0) {
+    const auto give_up = Clock::now() + std::chrono::seconds(1);
+    while (!FindProcesses(leftovers).empty() && Clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    (void)SignalProcesses(leftovers, SIGKILL);
   }
   kill(-child->pid, SIGKILL);
-  (void)SignalProcesses(leftovers, SIGKILL);
   maybe_report(true);
 
   report.set_kind(v1::ReportRankRequest::KIND_EXITED);

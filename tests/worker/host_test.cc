@@ -171,6 +171,27 @@ TEST(ProcessTest, ParsesStatWhoseCommandNameHoldsSpacesAndParentheses) {
   EXPECT_FALSE(ParseProcStat("42 (x) S 1 2 notanumber", &state, &session));
 }
 
+TEST(ProcessTest, ReadsTheStartTimeOfAStatLineAndOfThisProcess) {
+  // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+  // cutime cstime priority nice threads itrealvalue starttime ...
+  EXPECT_EQ(ProcStartTicks("7 (a) b) S 1 7 7 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 123456 999"), 123456u);
+  EXPECT_EQ(ProcStartTicks("7 (a) S 1 7 7"), std::nullopt);
+  EXPECT_EQ(ProcStartTicks(""), std::nullopt);
+  std::ifstream self("/proc/self/stat");
+  std::string line;
+  std::getline(self, line);
+  std::optional<uint64_t> mine = ProcStartTicks(line);
+  ASSERT_TRUE(mine.has_value()) << line;
+  EXPECT_GT(*mine, 0u);
+  // A process started after this one is not older than it.
+  const pid_t child = StartSleeper();
+  std::ifstream child_stat(absl::StrCat("/proc/", child, "/stat"));
+  std::getline(child_stat, line);
+  kill(child, SIGKILL);
+  WaitForExit(child);
+  EXPECT_GE(ProcStartTicks(line).value_or(0), *mine);
+}
+
 TEST(ProcessTest, ProcessAliveIsFalseForAZombieAndAReapedProcess) {
   const pid_t pid = StartSleeper();
   ASSERT_GT(pid, 0);

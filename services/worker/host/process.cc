@@ -73,10 +73,11 @@ namespace {
 // Field 3 (state) and 6 (session) of /proc/PID/stat; false when unreadable, which includes a
 // process that exited between open() and read() (ESRCH): it is not alive, which is what the
 // callers need to know.
-bool ReadStat(pid_t pid, char* state, pid_t* session) {
+bool ReadStat(pid_t pid, char* state, pid_t* session, uint64_t* start_ticks = nullptr) {
   absl::StatusOr<std::string> text = ReadFileToString(absl::StrCat("/proc/", pid, "/stat"), 4096);
-  if (!text.ok()) return false;
-  return ParseProcStat(*text, state, session);
+  if (!text.ok() || !ParseProcStat(*text, state, session)) return false;
+  if (start_ticks != nullptr) *start_ticks = ProcStartTicks(*text).value_or(0);
+  return true;
 }
 
 bool EnvironMatches(pid_t pid, const ProcessSelector& selector) {
@@ -105,6 +106,17 @@ bool EnvironMatches(pid_t pid, const ProcessSelector& selector) {
 }
 
 }  // namespace
+
+std::optional<uint64_t> ProcStartTicks(const std::string& stat_text) {
+  const auto close = stat_text.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat_text.size()) return std::nullopt;
+  // Fields from 3 (state) on; starttime is field 22.
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(stat_text).substr(close + 2), ' ', absl::SkipEmpty());
+  uint64_t ticks = 0;
+  if (fields.size() < 20 || !absl::SimpleAtoi(fields[19], &ticks)) return std::nullopt;
+  return ticks;
+}
 
 bool ParseProcStat(const std::string& text, char* state, pid_t* session) {
   // The command name (field 2) is in parentheses and may hold spaces or ')'.
@@ -225,8 +237,10 @@ std::vector<pid_t> FindProcesses(const ProcessSelector& selector) {
     if (!absl::SimpleAtoi(entry->d_name, &pid) || pid == self) continue;
     char state = 0;
     pid_t session = 0;
-    if (!ReadStat(pid, &state, &session) || state == 'Z' || state == 'X') continue;
-    if (selector.sessions.count(session) || (by_env && EnvironMatches(pid, selector))) {
+    uint64_t started = 0;
+    if (!ReadStat(pid, &state, &session, &started) || state == 'Z' || state == 'X') continue;
+    if (selector.sessions.count(session) ||
+        (by_env && started >= selector.env_started_since_ticks && EnvironMatches(pid, selector))) {
       found.push_back(pid);
     }
   }

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -65,6 +66,8 @@ bool ProcessAlive(pid_t pid);
 
 // Fields 3 (state) and 6 (session) of the text of /proc/PID/stat; false when malformed.
 bool ParseProcStat(const std::string& text, char* state, pid_t* session);
+// Field 22: when the process started, in clock ticks after boot; nullopt when unparsable.
+std::optional<uint64_t> ProcStartTicks(const std::string& stat_text);
 
 // This process's environment.
 std::map<std::string, std::string> CurrentEnvironment();
@@ -76,6 +79,10 @@ struct ProcessSelector {
   std::set<pid_t> sessions;
   std::map<std::string, std::string> env_tags;
   std::set<std::string> env_names;
+  // Only processes started at or after this (ProcStartTicks) match by their environment: the
+  // leftovers of a program started then cannot be older, and an older process's environment is
+  // then never read (most of a machine's processes).
+  uint64_t env_started_since_ticks = 0;
 };
 
 // Live (non-zombie) processes matching `selector`, this process excluded.
