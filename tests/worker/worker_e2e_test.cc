@@ -543,6 +543,18 @@ TEST_F(WorkerE2eTest, OneRankJobWithoutMpirunFailsWithItsExitCodeAndStopsOnCance
   EXPECT_EQ(cluster_->WaitState(id, v1::JOB_STATE_CANCELLED).state(), v1::JOB_STATE_CANCELLED);
 }
 
+// A program that ends leaving a process in a session of its own: its rank's wrapper stops it
+// before reporting the exit (found by the rank's tags; it started after the wrapper).
+TEST_F(WorkerE2eTest, ARankThatEndsLeavingADaemonLeavesNothingRunning) {
+  for (int replicas : {1, 2}) {
+    const std::string id = SubmitOk(
+        ShellSpec(absl::StrCat("daemonizes-", replicas), replicas, "setsid sleep 600 & echo ok"));
+    v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_SUCCEEDED);
+    EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.ShortDebugString();
+    EXPECT_THAT(WaitNoProcesses(JobTag(id), "", 2s), IsEmpty()) << replicas << " rank(s)";
+  }
+}
+
 TEST_F(WorkerE2eTest, OneRankJobThatAsksForMpirunRunsUnderIt) {
   v1::JobSpec spec = ShellSpec("solo-mpirun", 1, "sleep 600");
   spec.set_use_mpirun(true);
