@@ -55,6 +55,14 @@ v1::JobSpec ShellSpec(const std::string& name, int replicas, const std::string& 
   return CommandSpec(name, replicas, {"/bin/sh", "-c", script});
 }
 
+// `spec` waiting for job `id` to end as `condition` says.
+v1::JobSpec After(v1::JobSpec spec, const std::string& id, v1::DependencyCondition condition) {
+  v1::JobDependency* d = spec.add_after();
+  d->set_job_id(id);
+  d->set_condition(condition);
+  return spec;
+}
+
 std::map<std::string, std::string> JobTag(const std::string& job_id) {
   return {{"RINGMASTER_JOB_ID", job_id}};
 }
@@ -567,20 +575,14 @@ TEST_F(WorkerE2eTest, OneRankJobThatAsksForMpirunRunsUnderIt) {
 }
 
 TEST_F(WorkerE2eTest, AJobAfterAnotherRunsWhenItSucceedsAndIsCancelledAtOnceWhenItFails) {
-  auto after = [](v1::JobSpec spec, const std::string& id, v1::DependencyCondition condition) {
-    v1::JobDependency* d = spec.add_after();
-    d->set_job_id(id);
-    d->set_condition(condition);
-    return spec;
-  };
   const std::string first = SubmitOk(ShellSpec("first", 2, "sleep 1"));
   const std::string failing = SubmitOk(ShellSpec("failing", 1, "sleep 1; exit 4"));
   const std::string next =
-      SubmitOk(after(ShellSpec("next", 2, "echo next"), first, v1::DEPENDENCY_CONDITION_SUCCEEDED));
+      SubmitOk(After(ShellSpec("next", 2, "echo next"), first, v1::DEPENDENCY_CONDITION_SUCCEEDED));
   const std::string doomed = SubmitOk(
-      after(ShellSpec("doomed", 1, "echo never"), failing, v1::DEPENDENCY_CONDITION_SUCCEEDED));
+      After(ShellSpec("doomed", 1, "echo never"), failing, v1::DEPENDENCY_CONDITION_SUCCEEDED));
   const std::string cleanup = SubmitOk(
-      after(ShellSpec("cleanup", 1, "echo cleanup"), failing, v1::DEPENDENCY_CONDITION_FAILED));
+      After(ShellSpec("cleanup", 1, "echo cleanup"), failing, v1::DEPENDENCY_CONDITION_FAILED));
   // The reason is the first pass's (right after the submit there may have been none yet).
   v1::Job waiting;
   EXPECT_TRUE(WaitFor(
@@ -613,12 +615,33 @@ TEST_F(WorkerE2eTest, AJobAfterAnotherRunsWhenItSucceedsAndIsCancelledAtOnceWhen
 
   // Only jobs that exist can be named.
   auto unknown = cluster_->Submit(
-      after(ShellSpec("orphan", 1, "true"), "j-0123456789ab", v1::DEPENDENCY_CONDITION_ENDED));
+      After(ShellSpec("orphan", 1, "true"), "j-0123456789ab", v1::DEPENDENCY_CONDITION_ENDED));
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound) << unknown.status();
   auto bad = cluster_->Submit(
-      after(ShellSpec("bad", 1, "true"), first, v1::DEPENDENCY_CONDITION_UNSPECIFIED));
+      After(ShellSpec("bad", 1, "true"), first, v1::DEPENDENCY_CONDITION_UNSPECIFIED));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
   EXPECT_THAT(bad.status().message(), HasSubstr("after[0].condition"));
+}
+
+// kill -9 of the scheduler while a job waits for another: the new leader loads it, still
+// waiting, and runs it once the other succeeded; the one that waits for a failure is cancelled.
+TEST_F(WorkerE2eTest, DependenciesSurviveAKilledScheduler) {
+  const std::string first = SubmitOk(ShellSpec("first", 1, "sleep 2"));
+  const std::string next =
+      SubmitOk(After(ShellSpec("next", 1, "true"), first, v1::DEPENDENCY_CONDITION_SUCCEEDED));
+  const std::string on_failure =
+      SubmitOk(After(ShellSpec("on-failure", 1, "true"), first, v1::DEPENDENCY_CONDITION_FAILED));
+  ASSERT_EQ(cluster_->WaitState(first, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  ASSERT_TRUE(cluster_->scheduler().Restart(SIGKILL).ok());
+  v1::Job ran = cluster_->WaitState(next, v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(ran.state(), v1::JOB_STATE_SUCCEEDED) << ran.ShortDebugString();
+  auto done = cluster_->GetJob(first);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_GE(ran.started_at_ms(), done->finished_at_ms());
+  v1::Job cancelled = cluster_->WaitState(on_failure, v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(cancelled.state(), v1::JOB_STATE_CANCELLED) << cancelled.ShortDebugString();
+  EXPECT_THAT(cancelled.message(), HasSubstr("ended SUCCEEDED, and this job waits for it to fail"));
 }
 
 // A burst of one-rank jobs: every one succeeds, no mpirun is started for any, and every worker
