@@ -1,5 +1,7 @@
 #include "attempt_table.h"
 
+#include <unistd.h>
+
 #include <csignal>
 
 #include "absl/strings/str_cat.h"
@@ -91,6 +93,11 @@ ProcessSelector AttemptTable::Selector(const AttemptRecord& attempt) const {
   selector.env_tags = {{kWorkerIdEnv, worker_id_},
                        {kJobIdEnv, attempt.assignment.job_id},
                        {kAttemptEnv, absl::StrCat(attempt.assignment.attempt)}};
+  // Older processes' environments are not read (a /proc scan per attempt in teardown read every
+  // process's). Two seconds of slack for the rounding of the two clocks.
+  const uint64_t slack = 2 * static_cast<uint64_t>(sysconf(_SC_CLK_TCK));
+  selector.env_started_since_ticks =
+      attempt.assigned_ticks > slack ? attempt.assigned_ticks - slack : 0;
   return selector;
 }
 

@@ -55,6 +55,8 @@ struct AttemptRecord {
              assignment.start_directly ? "ringmaster-rank" : "mpirun") {}
 
   const Assignment assignment;  // never changes; readable without the lock
+  // When the assignment arrived (BootTicksNow): none of the attempt's processes is older.
+  const uint64_t assigned_ticks = BootTicksNow();
   // Whom its processes run as (--run-as); none: the worker's own user. Set once, at the
   // assignment, before anything reads it.
   std::optional<UnixUser> user;

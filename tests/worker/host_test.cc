@@ -183,13 +183,17 @@ TEST(ProcessTest, ReadsTheStartTimeOfAStatLineAndOfThisProcess) {
   std::optional<uint64_t> mine = ProcStartTicks(line);
   ASSERT_TRUE(mine.has_value()) << line;
   EXPECT_GT(*mine, 0u);
-  // A process started after this one is not older than it.
+  EXPECT_GE(BootTicksNow(), *mine) << "the same clock";
+  // A process started after this one is not older than it, nor than the clock before its start
+  // (within a tick of rounding).
+  const uint64_t before = BootTicksNow();
   const pid_t child = StartSleeper();
   std::ifstream child_stat(absl::StrCat("/proc/", child, "/stat"));
   std::getline(child_stat, line);
   kill(child, SIGKILL);
   WaitForExit(child);
   EXPECT_GE(ProcStartTicks(line).value_or(0), *mine);
+  EXPECT_GE(ProcStartTicks(line).value_or(0) + 1, before);
 }
 
 TEST(ProcessTest, ProcessAliveIsFalseForAZombieAndAReapedProcess) {

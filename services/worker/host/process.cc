@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -116,6 +117,14 @@ std::optional<uint64_t> ProcStartTicks(const std::string& stat_text) {
   uint64_t ticks = 0;
   if (fields.size() < 20 || !absl::SimpleAtoi(fields[19], &ticks)) return std::nullopt;
   return ticks;
+}
+
+uint64_t BootTicksNow() {
+  timespec now{};
+  clock_gettime(CLOCK_BOOTTIME, &now);
+  const auto hz = static_cast<uint64_t>(sysconf(_SC_CLK_TCK));
+  return static_cast<uint64_t>(now.tv_sec) * hz +
+         static_cast<uint64_t>(now.tv_nsec) * hz / 1'000'000'000;
 }
 
 bool ParseProcStat(const std::string& text, char* state, pid_t* session) {

@@ -68,6 +68,8 @@ bool ProcessAlive(pid_t pid);
 bool ParseProcStat(const std::string& text, char* state, pid_t* session);
 // Field 22: when the process started, in clock ticks after boot; nullopt when unparsable.
 std::optional<uint64_t> ProcStartTicks(const std::string& stat_text);
+// Now on the clock of ProcStartTicks.
+uint64_t BootTicksNow();
 
 // This process's environment.
 std::map<std::string, std::string> CurrentEnvironment();
