@@ -7,18 +7,6 @@
 
 namespace ringmaster::scheduler {
 
-const char* AfterConditionName(AfterCondition condition) {
-  switch (condition) {
-    case AfterCondition::kSucceeded:
-      return "succeeded";
-    case AfterCondition::kEnded:
-      return "ended";
-    case AfterCondition::kFailed:
-      return "failed";
-  }
-  return "?";
-}
-
 absl::Status ValidateDependencies(const std::vector<Dependency>& after) {
   if (after.size() > kMaxDependencies) {
     return absl::InvalidArgumentError(

@@ -19,9 +19,6 @@ namespace ringmaster::scheduler {
 
 inline constexpr size_t kMaxDependencies = 64;
 
-// "succeeded", "ended", "failed".
-const char* AfterConditionName(AfterCondition condition);
-
 // INVALID_ARGUMENT naming the field: at most kMaxDependencies, every job id as the scheduler
 // mints them, no job twice.
 absl::Status ValidateDependencies(const std::vector<Dependency>& after);
