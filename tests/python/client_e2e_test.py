@@ -152,6 +152,32 @@ class ClientE2eTest(unittest.TestCase):
             self.client.submit({"name": "bad", "replicas": "two"})
         self.assertEqual(str(cm.exception), 'replicas: expected an integer, got "two"')
 
+    def test_a_job_after_another_runs_after_its_success_and_one_after_its_failure_is_cancelled(self):
+        first = self.client.submit(shell("first", 1, "sleep 1"))
+        after = self.client.submit(shell("after", 1, "true"), after=[first.id])
+        on_failure = self.client.submit(shell("on-failure", 1, "true"),
+                                        after=[f"{first.id}:failed"])
+        self.assertEqual([d.job_id for d in after.proto.spec.after], [first.id])
+        self.assertTrue(self.client.wait(after, timeout=30).succeeded)
+        first = self.client.get(first.id)
+        self.assertTrue(first.succeeded)
+        self.assertGreaterEqual(self.client.get(after.id).started_at, first.finished_at)
+        with self.assertRaises(errors.JobCancelled) as cm:
+            self.client.wait(on_failure, timeout=30)
+        self.assertIn(f"{first.id} ended SUCCEEDED, and this job waits for it to fail",
+                      cm.exception.job.message)
+        self.assertIsNone(cm.exception.job.started_at)
+        with self.assertRaises(errors.NotFound):
+            self.client.submit(shell("orphan", 1, "true"), after=["j-0123456789ab:ended"])
+
+    def test_a_one_rank_job_starts_without_mpirun_unless_it_asks(self):
+        probe = 'echo "world=$WORLD_SIZE ompi=${OMPI_COMM_WORLD_SIZE:-none}"'
+        direct = self.client.wait(self.client.submit(shell("direct", 1, probe)), timeout=30)
+        under = self.client.wait(self.client.submit(shell("under", 1, probe), use_mpirun=True),
+                                 timeout=60)
+        self.assertIn("world=1 ompi=none", "".join(self.client.logs(direct)))
+        self.assertIn("world=1 ompi=1", "".join(self.client.logs(under)))
+
     def test_resubmitting_with_the_same_request_id_returns_the_same_job(self):
         request_id = "python-e2e-" + uuid.uuid4().hex
         spec = shell("idempotent", 1, "true")
