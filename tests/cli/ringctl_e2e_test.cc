@@ -128,6 +128,30 @@ TEST_F(RingctlE2eTest, SubmitFollowStreamsRankZerosOutputThenExitsWithTheJobsSta
   EXPECT_THAT(r.output, HasSubstr("ended FAILED"));
 }
 
+// --after: the job waits, saying for what, and `ringctl get` shows what it waits for and how it
+// starts; a job after a failure of one that succeeds ends CANCELLED (exit 5), and a job no one
+// can see cannot be named.
+TEST_F(RingctlE2eTest, SubmitAfterWaitsForTheJobItNamesAndGetShowsIt) {
+  Result first = Ringctl({"submit", "--name", "first", "--", "/bin/sh", "-c", "sleep 1"});
+  ASSERT_EQ(first.code, 0) << first.output;
+  const std::string id(absl::StripSuffix(first.output, "\n"));
+  Result next = Ringctl({"submit", "--name", "next", "--after", id, "--", "true"});
+  ASSERT_EQ(next.code, 0) << next.output;
+  const std::string next_id(absl::StripSuffix(next.output, "\n"));
+  Result shown = Ringctl({"get", next_id});
+  EXPECT_THAT(shown.output, HasSubstr(absl::StrCat("After:           ", id, ":succeeded\n")));
+  EXPECT_THAT(shown.output, HasSubstr("Launch:          directly (one rank, no mpirun)\n"));
+  Result on_failure = Ringctl(
+      {"submit", "--name", "on-failure", "--after", id + ":failed", "--wait", "--", "true"});
+  EXPECT_EQ(on_failure.code, 5) << on_failure.output;
+  EXPECT_THAT(on_failure.output, HasSubstr("ended CANCELLED"));
+  EXPECT_THAT(on_failure.output, HasSubstr("dependency never satisfied"));
+  EXPECT_EQ(cluster_->WaitState(next_id, v1::JOB_STATE_SUCCEEDED).state(), v1::JOB_STATE_SUCCEEDED);
+  Result unknown = Ringctl({"submit", "--after", "j-0123456789ab", "--", "true"});
+  EXPECT_NE(unknown.code, 0);
+  EXPECT_THAT(unknown.output, HasSubstr("after: no job j-0123456789ab"));
+}
+
 TEST_F(RingctlE2eTest, SubmitWaitOfACancelledJobExitsFive) {
   std::vector<std::string> argv = {RINGMASTER_BINARY_DIR "/cli/ringctl",
                                    "--scheduler",
