@@ -219,6 +219,27 @@ TEST_F(ContainerE2eTest, AnMpi4pyRingRunsInTheImageAcrossTwoWorkers) {
   for (auto& w : cluster_->workers()) EXPECT_THAT(ContainersOf(w->config().id), ::testing::IsEmpty());
 }
 
+// A job of one rank with an image starts without mpirun, its container as any rank's: the
+// image's MPI initialises as a singleton, and the image is pinned as for a ring.
+TEST_F(ContainerE2eTest, AOneRankJobRunsInItsImageWithoutMpirun) {
+  auto id =
+      cluster_->Submit(ImageJob("solo", 1,
+                                {"python3", "-c",
+                                 "import os\nfrom mpi4py import MPI\nc = MPI.COMM_WORLD\n"
+                                 "print('rank', c.Get_rank(), 'of', c.Get_size(), 'container',"
+                                 " os.path.exists('/run/.containerenv'), flush=True)\n"}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  v1::Job job = cluster_->WaitState(*id, v1::JOB_STATE_SUCCEEDED, 180s);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.message() << AllLogs(job);
+  EXPECT_THAT(AllLogs(job), HasSubstr("rank 0 of 1 container True"));
+  EXPECT_THAT(job.image_digest(), ::testing::StartsWith("sha256:"));
+  for (const v1::JobEvent& e : cluster_->Events(*id)) {
+    EXPECT_THAT(e.reason(), ::testing::Not(HasSubstr("pre-run check passed")));
+  }
+  for (auto& w : cluster_->workers())
+    EXPECT_THAT(ContainersOf(w->config().id), ::testing::IsEmpty());
+}
+
 TEST_F(ContainerE2eTest, ATorchStyleProgramRendezvousesWithoutMpi) {
   // Rank 0 listens on MASTER_ADDR:MASTER_PORT; every other rank connects and sends its RANK;
   // rank 0 checks it heard from WORLD_SIZE - 1 distinct ranks. No MPI is imported.
