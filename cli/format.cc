@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "job_spec.h"
 
 namespace ringmaster::cli {
 namespace {
@@ -186,12 +187,7 @@ std::string FormatJob(const v1::Job& job) {
                                   : " (default backoff limit)");
   }
   std::vector<std::string> after;
-  for (const v1::JobDependency& d : spec.after()) {
-    const char* condition = d.condition() == v1::DEPENDENCY_CONDITION_ENDED    ? "ended"
-                            : d.condition() == v1::DEPENDENCY_CONDITION_FAILED ? "failed"
-                                                                               : "succeeded";
-    after.push_back(absl::StrCat(d.job_id(), ":", condition));
-  }
+  for (const v1::JobDependency& d : spec.after()) after.push_back(DependencyText(d));
   std::vector<std::vector<std::string>> fields = {
       {"ID:", job.id()},
       {"Name:", OrDash(spec.name())},

@@ -1,6 +1,7 @@
 #include "job_spec.h"
 
 #include <string>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -8,18 +9,24 @@
 
 namespace ringmaster::cli {
 
+namespace {
+
+constexpr std::pair<v1::DependencyCondition, absl::string_view> kConditionWords[] = {
+    {v1::DEPENDENCY_CONDITION_SUCCEEDED, "succeeded"},
+    {v1::DEPENDENCY_CONDITION_ENDED, "ended"},
+    {v1::DEPENDENCY_CONDITION_FAILED, "failed"},
+};
+
+}  // namespace
+
 absl::StatusOr<v1::JobDependency> ParseDependency(absl::string_view text, absl::string_view field) {
   v1::JobDependency dependency;
   const size_t colon = text.rfind(':');
   const absl::string_view condition =
       colon == absl::string_view::npos ? "succeeded" : text.substr(colon + 1);
   const absl::string_view job = colon == absl::string_view::npos ? text : text.substr(0, colon);
-  if (condition == "succeeded") {
-    dependency.set_condition(v1::DEPENDENCY_CONDITION_SUCCEEDED);
-  } else if (condition == "ended") {
-    dependency.set_condition(v1::DEPENDENCY_CONDITION_ENDED);
-  } else if (condition == "failed") {
-    dependency.set_condition(v1::DEPENDENCY_CONDITION_FAILED);
+  for (const auto& [value, word] : kConditionWords) {
+    if (condition == word) dependency.set_condition(value);
   }
   if (job.empty() || dependency.condition() == v1::DEPENDENCY_CONDITION_UNSPECIFIED) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -28,6 +35,14 @@ absl::StatusOr<v1::JobDependency> ParseDependency(absl::string_view text, absl::
   }
   dependency.set_job_id(std::string(job));
   return dependency;
+}
+
+std::string DependencyText(const v1::JobDependency& dependency) {
+  absl::string_view word = "succeeded";  // as ParseDependency takes a missing condition
+  for (const auto& [value, w] : kConditionWords) {
+    if (dependency.condition() == value) word = w;
+  }
+  return absl::StrCat(dependency.job_id(), ":", word);
 }
 
 absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {

@@ -55,6 +55,8 @@ struct SpecOverrides {
 // dependency. INVALID_ARGUMENT naming `field` for anything else; the id is the scheduler's to
 // judge.
 absl::StatusOr<v1::JobDependency> ParseDependency(absl::string_view text, absl::string_view field);
+// The other way: "j-3f9c2a41b7d0:succeeded".
+std::string DependencyText(const v1::JobDependency& dependency);
 
 // Applies `overrides` to `spec`. A command after `--` replaces the file's workload (keeping the
 // file's command env when it had one). Trainer flags together with a command workload are

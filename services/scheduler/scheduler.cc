@@ -855,6 +855,16 @@ absl::StatusOr<CreateJobResult> Scheduler::Submit(const JobSpec& spec,
   });
 }
 
+namespace {
+
+// Another team's job reads as one that does not exist: ids reveal nothing.
+absl::Status NoSuchDependency(const std::string& job_id) {
+  return absl::NotFoundError(
+      absl::StrCat("after: no job ", job_id, " (only your team's jobs can be named)"));
+}
+
+}  // namespace
+
 void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
                             const std::string& team, std::optional<AuditRecord> audit,
                             SubmitDone done, bool admin,
@@ -899,12 +909,9 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
             if (jobs_.contains(d.job_id)) continue;  // its team was checked
           }
           absl::StatusOr<Job> named_job = store_->GetJob(d.job_id);
-          if (named_job.ok() && !admin && named_job->team != team) {
-            named_job = absl::NotFoundError("");
-          }
-          if (absl::IsNotFound(named_job.status())) {
-            return create->done(absl::NotFoundError(
-                absl::StrCat("after: no job ", d.job_id, " (only your team's jobs can be named)")));
+          if (absl::IsNotFound(named_job.status()) ||
+              (named_job.ok() && !admin && named_job->team != team)) {
+            return create->done(NoSuchDependency(d.job_id));
           }
           if (!named_job.ok()) return create->done(named_job.status());
           if (IsTerminal(named_job->state)) {
@@ -929,10 +936,7 @@ absl::Status Scheduler::CheckLiveDependenciesLocked(const JobSpec& spec, const s
       *read = true;  // whose it is, and its end
       continue;
     }
-    if (!admin && it->second.team != team) {
-      return absl::NotFoundError(
-          absl::StrCat("after: no job ", d.job_id, " (only your team's jobs can be named)"));
-    }
+    if (!admin && it->second.team != team) return NoSuchDependency(d.job_id);
   }
   return absl::OkStatus();
 }

@@ -139,6 +139,8 @@ TEST(ArgsTest, SubmitReadsAfterAndUseMpirun) {
   EXPECT_EQ(o.after[0].condition(), v1::DEPENDENCY_CONDITION_SUCCEEDED);
   EXPECT_EQ(o.after[1].condition(), v1::DEPENDENCY_CONDITION_FAILED);
   EXPECT_EQ(o.after[2].condition(), v1::DEPENDENCY_CONDITION_ENDED);
+  EXPECT_EQ(DependencyText(o.after[0]), "j-0123456789ab:succeeded");
+  EXPECT_EQ(DependencyText(o.after[1]), "j-0123456789ac:failed");
   v1::JobSpec spec;
   spec.add_after()->set_job_id("j-from-file");
   ASSERT_TRUE(ApplyOverrides(o, &spec).ok());

@@ -83,8 +83,9 @@ void DependencyBook::Add(const std::string& job_id, const std::vector<Dependency
   for (const Dependency& d : after) {
     dependents_[d.job_id].insert(job_id);
     // Kept while named: the recent ends move on.
-    if (auto it = recent_index_.find(d.job_id); it != recent_index_.end())
+    if (auto it = recent_index_.find(d.job_id); it != recent_index_.end()) {
       ends_[d.job_id] = it->second;
+    }
   }
 }
 
@@ -101,10 +102,9 @@ void DependencyBook::Remove(const std::string& job_id, const std::vector<Depende
 }
 
 std::vector<std::string> DependencyBook::Ended(const std::string& job_id, JobState state) {
-  Remember(job_id, state);
+  Remember(job_id, state);  // and in ends_ while it is named
   auto it = dependents_.find(job_id);
   if (it == dependents_.end()) return {};
-  ends_[job_id] = state;
   return {it->second.begin(), it->second.end()};
 }
 
