@@ -64,13 +64,13 @@ TEST(LabelSelectorTest, EveryRequirementMustHold) {
 }
 
 TEST(PageTokenTest, RoundTripsTheCursorAndLooksOpaque) {
-  PageCursor cursor{12345, JobState::kRunning, "vision", "team=vision,!spot"};
+  PageCursor cursor{12345, JobState::kRunning, "vision", "team=vision,!spot", "j-0123456789ab"};
   std::string token = EncodePageToken(cursor);
   EXPECT_THAT(token, ::testing::Not(HasSubstr("vision")));
   auto decoded = DecodePageToken(token);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(*decoded, cursor);
-  PageCursor plain{7, std::nullopt, "", ""};
+  PageCursor plain{7, std::nullopt, "", "", ""};
   auto decoded_plain = DecodePageToken(EncodePageToken(plain));
   ASSERT_TRUE(decoded_plain.ok());
   EXPECT_EQ(*decoded_plain, plain);

@@ -10,6 +10,7 @@ ringmaster_test(scheduler_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/event_cursor_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/health_check_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/dependency_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/array_test.cc
   LIBS ringmaster_scheduler_core)
 
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)

@@ -15,10 +15,20 @@ bool IsLabelChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
 }
 
+// "j-" and lower-case hex, or a task of a job array: that, '-' and its index (1..5 digits).
 bool IsJobId(absl::string_view id) {
   if (id.size() < 3 || id.size() > 64 || id.substr(0, 2) != "j-") return false;
-  for (size_t i = 2; i < id.size(); ++i) {
-    if (!IsLowerHex(id[i])) return false;
+  const size_t dash = id.find('-', 2);
+  const absl::string_view hex = id.substr(2, dash == absl::string_view::npos ? id.npos : dash - 2);
+  if (hex.empty()) return false;
+  for (char c : hex) {
+    if (!IsLowerHex(c)) return false;
+  }
+  if (dash == absl::string_view::npos) return true;
+  const absl::string_view index = id.substr(dash + 1);
+  if (index.empty() || index.size() > 5 || (index.size() > 1 && index[0] == '0')) return false;
+  for (char c : index) {
+    if (c < '0' || c > '9') return false;
   }
   return true;
 }

@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/array.h"
 
 namespace ringmaster::scheduler {
 
@@ -69,6 +70,7 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
     }
     out.after.push_back(std::move(dep));
   }
+  if (spec.has_array()) out.array = ArraySpec{spec.array().count(), spec.array().parallelism()};
   out.image = spec.image();
   for (const v1::Mount& m : spec.mounts()) out.mounts.push_back({m.volume(), m.path(), m.read_only()});
   out.shm_size_bytes = spec.shm_size_bytes();
@@ -115,6 +117,10 @@ v1::JobSpec ToProto(const JobSpec& spec) {
                            ? v1::DEPENDENCY_CONDITION_SUCCEEDED
                        : d.condition == AfterCondition::kEnded ? v1::DEPENDENCY_CONDITION_ENDED
                                                                : v1::DEPENDENCY_CONDITION_FAILED);
+  }
+  if (spec.array) {
+    out.mutable_array()->set_count(spec.array->count);
+    out.mutable_array()->set_parallelism(spec.array->parallelism);
   }
   out.set_image(spec.image);
   for (const Mount& m : spec.mounts) {
@@ -190,6 +196,21 @@ v1::Job ToProto(const Job& job) {
   out.set_last_checkpoint_step(job.last_checkpoint_step);
   out.set_last_checkpoint_time_ms(job.last_checkpoint_time_ms);
   out.set_image_digest(job.image_digest);
+  if (const auto& a = job.array_status) {
+    v1::ArrayStatus* status = out.mutable_array_status();
+    status->set_count(a->count);
+    status->set_waiting(a->waiting);
+    status->set_pending(a->pending);
+    status->set_running(a->running);
+    status->set_succeeded(a->succeeded);
+    status->set_failed(a->failed);
+    status->set_cancelled(a->cancelled);
+    for (int32_t i : a->failed_indices) status->add_failed_indices(i);
+  }
+  if (auto task = ParseTaskId(job.id)) {
+    out.set_array_id(task->first);
+    out.set_array_index(task->second);
+  }
   return out;
 }
 

@@ -108,6 +108,12 @@ std::vector<std::string> DependencyBook::Ended(const std::string& job_id, JobSta
   return {it->second.begin(), it->second.end()};
 }
 
+std::vector<std::string> DependencyBook::WaitersOf(const std::string& job_id) const {
+  auto it = dependents_.find(job_id);
+  if (it == dependents_.end()) return {};
+  return {it->second.begin(), it->second.end()};
+}
+
 void DependencyBook::Remember(const std::string& job_id, JobState state) {
   if (dependents_.contains(job_id)) ends_[job_id] = state;
   if (recent_index_.insert_or_assign(job_id, state).second) recent_.emplace_back(job_id, state);

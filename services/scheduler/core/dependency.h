@@ -55,6 +55,8 @@ class DependencyBook {
   void Remove(const std::string& job_id, const std::vector<Dependency>& after);
   // A job ended in `state`: returns the live jobs that wait for it (to be judged again).
   std::vector<std::string> Ended(const std::string& job_id, JobState state);
+  // The live jobs that wait for `job_id` (an array whose task failed: judged again at once).
+  std::vector<std::string> WaitersOf(const std::string& job_id) const;
   // The end of a job known from elsewhere (Postgres, read for a submit or a restart).
   void Remember(const std::string& job_id, JobState state);
   // The end of `job_id` if it is known here.

@@ -14,8 +14,9 @@
 namespace ringmaster::scheduler {
 namespace {
 
+// p2: with the array filter; a p1 token from before is refused (clients start the list again).
 // Version tag of the token's encoding; a new layout gets a new tag.
-constexpr absl::string_view kTokenVersion = "p1";
+constexpr absl::string_view kTokenVersion = "p2";
 constexpr size_t kMaxSelectorBytes = 4096;
 constexpr size_t kMaxKeyLength = 63;
 
@@ -120,17 +121,17 @@ bool MatchesLabels(const std::vector<LabelRequirement>& requirements,
 std::string EncodePageToken(const PageCursor& cursor) {
   // Fields joined by '\n' (none of them can hold one: a state name, a validated queue name,
   // and a selector whose newline would fail to parse), then base64 so clients see no layout.
-  std::string plain = absl::StrCat(kTokenVersion, "\n", cursor.before_seq, "\n",
-                                   cursor.state ? JobStateName(*cursor.state) : "", "\n",
-                                   cursor.queue, "\n", cursor.label_selector);
+  std::string plain = absl::StrCat(
+      kTokenVersion, "\n", cursor.before_seq, "\n", cursor.state ? JobStateName(*cursor.state) : "",
+      "\n", cursor.queue, "\n", cursor.array_id, "\n", cursor.label_selector);
   return absl::WebSafeBase64Escape(plain);
 }
 
 absl::StatusOr<PageCursor> DecodePageToken(absl::string_view token) {
   std::string plain;
   if (!absl::WebSafeBase64Unescape(token, &plain)) return BadToken("not a page token");
-  std::vector<std::string> fields = absl::StrSplit(plain, absl::MaxSplits('\n', 4));
-  if (fields.size() != 5 || fields[0] != kTokenVersion) return BadToken("not a page token");
+  std::vector<std::string> fields = absl::StrSplit(plain, absl::MaxSplits('\n', 5));
+  if (fields.size() != 6 || fields[0] != kTokenVersion) return BadToken("not a page token");
   PageCursor cursor;
   if (!absl::SimpleAtoi(fields[1], &cursor.before_seq) || cursor.before_seq <= 0) {
     return BadToken("not a page token");
@@ -140,7 +141,8 @@ absl::StatusOr<PageCursor> DecodePageToken(absl::string_view token) {
     if (!cursor.state) return BadToken("not a page token");
   }
   cursor.queue = std::move(fields[3]);
-  cursor.label_selector = std::move(fields[4]);
+  cursor.array_id = std::move(fields[4]);
+  cursor.label_selector = std::move(fields[5]);
   return cursor;
 }
 

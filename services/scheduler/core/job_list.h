@@ -63,6 +63,7 @@ struct PageCursor {
   std::optional<JobState> state;
   std::string queue;
   std::string label_selector;
+  std::string array_id;
   bool operator==(const PageCursor&) const = default;
 };
 
@@ -73,6 +74,8 @@ struct JobListQuery {
   // Only this team's jobs (set from the caller's token, not by the caller); nullopt: any.
   std::optional<std::string> team;
   std::string label_selector;
+  // Only the tasks of this array; empty: no tasks of arrays.
+  std::string array_id;
   int32_t page_size = 0;
   std::string page_token;
 };

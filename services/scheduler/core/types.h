@@ -50,6 +50,27 @@ struct Dependency {
   bool operator==(const Dependency&) const = default;
 };
 
+// A job array (core/array.h): `count` tasks; at most `parallelism` created and not ended at
+// once (0: no limit of its own).
+struct ArraySpec {
+  int32_t count = 0;
+  int32_t parallelism = 0;
+  bool operator==(const ArraySpec&) const = default;
+};
+
+// Where an array's tasks are (v1::ArrayStatus).
+struct ArrayStatus {
+  int32_t count = 0;
+  int32_t waiting = 0;  // not created yet
+  int32_t pending = 0;
+  int32_t running = 0;  // STARTING or RUNNING
+  int32_t succeeded = 0;
+  int32_t failed = 0;
+  int32_t cancelled = 0;
+  std::vector<int32_t> failed_indices;  // the lowest, at most kShownFailedIndices
+  bool operator==(const ArrayStatus&) const = default;
+};
+
 struct JobSpec {
   std::string name;
   std::string queue;
@@ -73,6 +94,8 @@ struct JobSpec {
   bool use_mpirun = false;
   // Jobs this one waits for (core/dependency.h).
   std::vector<Dependency> after;
+  // Set: this job is an array of tasks (core/array.h), and never runs itself.
+  std::optional<ArraySpec> array;
   // The job's environment (core/environment.h): an OCI image every rank runs in, volumes, the
   // size of /dev/shm (0: the runtime's default) and the working directory. Empty image: the
   // ranks run on the worker hosts, and the rest must be empty too.
@@ -137,6 +160,8 @@ struct Job {
   // In memory only: a scheduler restart forgets it, and the next attempt is checked in its
   // MPI_Init again (a repeated blame is verified then).
   int32_t separate_check_attempt = -1;
+  // An array's tasks (spec.array): filled in for readers (GetJob, ListJobs), never stored.
+  std::optional<ArrayStatus> array_status;
 };
 
 struct JobEvent {

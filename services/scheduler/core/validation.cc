@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/array.h"
 #include "core/authz.h"
 #include "core/dependency.h"
 #include "core/environment.h"
@@ -17,10 +18,8 @@ namespace {
 constexpr size_t kMaxArgs = 256;
 constexpr size_t kMaxArgBytes = 4096;
 constexpr size_t kMaxArgvBytes = 64 * 1024;
-constexpr size_t kMaxEnv = 64;
 constexpr size_t kMaxEnvValueBytes = 4096;
 constexpr size_t kMaxEnvNameBytes = 256;
-constexpr size_t kMaxLabels = 64;
 constexpr size_t kMaxLabelKey = 63;
 constexpr size_t kMaxLabelValueBytes = 256;
 constexpr size_t kMaxGpuType = 32;
@@ -223,6 +222,7 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& in) {
   if (auto s = CheckLabels(spec.labels); !s.ok()) return s;
   if (auto s = CheckEnvironment(spec); !s.ok()) return s;
   if (auto s = ValidateDependencies(spec.after); !s.ok()) return s;
+  if (auto s = ValidateArray(spec); !s.ok()) return s;
   return spec;
 }
 
@@ -338,11 +338,19 @@ absl::Status ValidateRequestId(const std::string& request_id) {
 }
 
 absl::Status ValidateJobId(const std::string& job_id, const std::string& field) {
-  bool ok = job_id.size() > 2 && job_id.size() <= 64 && absl::StartsWith(job_id, "j-");
-  for (size_t i = 2; ok && i < job_id.size(); ++i) {
-    ok = absl::ascii_isxdigit(job_id[i]) && !absl::ascii_isupper(job_id[i]);
+  // "j-" and lower-case hex, or a task of an array: that, '-' and its index (core/array.h).
+  const size_t dash = job_id.find('-', 2);
+  const absl::string_view id = absl::string_view(job_id).substr(0, dash);
+  bool ok = id.size() > 2 && job_id.size() <= 64 && absl::StartsWith(job_id, "j-");
+  for (size_t i = 2; ok && i < id.size(); ++i) {
+    ok = absl::ascii_isxdigit(id[i]) && !absl::ascii_isupper(id[i]);
   }
-  if (!ok) return Invalid(field, absl::StrCat("must be a job id like j-3f9c2a41b7d0; got ", Shown(job_id)));
+  if (ok && dash != std::string::npos) ok = ParseTaskId(job_id).has_value();
+  if (!ok) {
+    return Invalid(field, absl::StrCat("must be a job id like j-3f9c2a41b7d0 (or j-3f9c2a41b7d0-17 "
+                                       "for task 17 of an array); got ",
+                                       Shown(job_id)));
+  }
   return absl::OkStatus();
 }
 

@@ -12,6 +12,8 @@
 namespace ringmaster::scheduler {
 
 inline constexpr int32_t kMaxReplicas = 4096;
+inline constexpr size_t kMaxEnv = 64;  // CommandWorkload.env entries
+inline constexpr size_t kMaxLabels = 64;
 inline constexpr int32_t kMaxGpusPerReplica = 16;
 inline constexpr int32_t kMaxPriority = 1000;
 inline constexpr int32_t kDefaultBackoffLimit = 6;

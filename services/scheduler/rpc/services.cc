@@ -141,6 +141,7 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJo
   }
   query.queue = req->queue();
   query.label_selector = req->label_selector();
+  query.array_id = req->array_id();
   query.page_size = req->page_size() != 0 ? req->page_size() : req->limit();
   if (req->page_size() == 0) {
     // The deprecated field is checked under its own name: an error must name what was sent.
