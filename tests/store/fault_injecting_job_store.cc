@@ -87,6 +87,10 @@ absl::StatusOr<std::vector<Job>> FaultInjectingJobStore::ListActiveJobs() {
   return store_->ListActiveJobs();
 }
 
+absl::StatusOr<ArrayTally> FaultInjectingJobStore::TallyArray(const std::string& array_id) {
+  return store_->TallyArray(array_id);  // no faults of its own: read only at start-up and by Get
+}
+
 absl::Status FaultInjectingJobStore::UpdateJob(const Job& job,
                                                const std::optional<JobEvent>& event) {
   if (auto s = Enter(Call::kUpdateJob); !s.ok()) return s;

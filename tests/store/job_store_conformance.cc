@@ -383,6 +383,46 @@ TEST_P(JobStoreConformanceTest, ListJobsSelectsByLabels) {
   EXPECT_THAT(select("team=vision' OR 'x"), IsEmpty());
 }
 
+// Arrays (core/array.h): a task's id names its array and index; a list without an array leaves
+// tasks out, a list of one array has only its tasks, and the tally counts them by state.
+TEST_P(JobStoreConformanceTest, ArraysAreListedAsOneJobAndTheirTasksTalliedApart) {
+  Job array = MakeJob("j-0a");
+  array.spec.array = ArraySpec{100, 4};
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult stored, store().CreateJob(array, FirstEvent(array)));
+  EXPECT_TRUE(stored.job.spec == array.spec) << "the array spec round-trips";
+  RM_ASSERT_OK_AND_ASSIGN(ArrayTally none, store().TallyArray("j-0a"));
+  EXPECT_EQ(none, ArrayTally{});
+  const JobState states[] = {JobState::kSucceeded, JobState::kFailed,  JobState::kCancelled,
+                             JobState::kRunning,   JobState::kPending, JobState::kFailed};
+  const int32_t indices[] = {0, 1, 2, 3, 4, 10};
+  for (int i = 0; i < 6; ++i) {
+    Job task = MakeJob(absl::StrCat("j-0a-", indices[i]));
+    RM_ASSERT_OK(store().CreateJob(task, FirstEvent(task)).status());
+    if (states[i] == JobState::kPending) continue;
+    task.state = states[i];
+    task.last_event_seq = 2;
+    RM_ASSERT_OK(store().UpdateJob(task, Event(task, 2, states[i])));
+  }
+  Job other_task = MakeJob("j-0b-0");
+  RM_ASSERT_OK(store().CreateJob(other_task, FirstEvent(other_task)).status());
+  Job plain = MakeJob("j-0c");
+  RM_ASSERT_OK(store().CreateJob(plain, FirstEvent(plain)).status());
+
+  RM_ASSERT_OK_AND_ASSIGN(ArrayTally tally, store().TallyArray("j-0a"));
+  EXPECT_EQ(tally, (ArrayTally{11, 1, 1, 1, 2, 1, {1, 10}}));
+  RM_ASSERT_OK_AND_ASSIGN(auto listed, store().ListJobs(JobFilter{}));
+  EXPECT_EQ(Ids(listed), (std::vector<std::string>{"j-0c", "j-0a"})) << "no tasks";
+  JobFilter tasks;
+  tasks.array_id = "j-0a";
+  tasks.limit = 4;
+  RM_ASSERT_OK_AND_ASSIGN(auto first, store().ListJobs(tasks));
+  EXPECT_EQ(Ids(first), (std::vector<std::string>{"j-0a-10", "j-0a-4", "j-0a-3", "j-0a-2"}));
+  tasks.before_seq = first.back().seq;
+  tasks.state = JobState::kFailed;
+  RM_ASSERT_OK_AND_ASSIGN(auto rest, store().ListJobs(tasks));
+  EXPECT_EQ(Ids(rest), (std::vector<std::string>{"j-0a-1"}));
+}
+
 TEST_P(JobStoreConformanceTest, ListJobsIncludesPlacements) {
   Job job = MakeJob("j-1");
   RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));

@@ -1,9 +1,11 @@
 #include "store/in_memory_job_store.h"
 
+#include <algorithm>
 #include <iterator>
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "core/environment.h"
@@ -89,6 +91,10 @@ absl::StatusOr<std::vector<Job>> InMemoryJobStore::ListJobs(const JobFilter& fil
     if (!filter.queue.empty() && job.spec.queue != filter.queue) continue;
     if (filter.team.has_value() && job.team != *filter.team) continue;
     if (!MatchesLabels(filter.labels, job.spec.labels)) continue;
+    auto task = ParseTaskId(job.id);
+    if (filter.array_id.empty() ? task.has_value() : !task || task->first != filter.array_id) {
+      continue;
+    }
     out.push_back(job);
   }
   return out;
@@ -102,6 +108,32 @@ absl::StatusOr<std::vector<Job>> InMemoryJobStore::ListActiveJobs() {
     if (!IsTerminal(job.state)) out.push_back(job);
   }
   return out;
+}
+
+absl::StatusOr<ArrayTally> InMemoryJobStore::TallyArray(const std::string& array_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ArrayTally tally;
+  // Tasks sort after their array ("j-..." then "j-...-N"): the map holds them from there.
+  for (auto it = jobs_.lower_bound(array_id + "-"); it != jobs_.end(); ++it) {
+    auto task = ParseTaskId(it->first);
+    if (!absl::StartsWith(it->first, array_id + "-")) break;
+    if (!task || task->first != array_id) continue;
+    const JobState state = it->second.job.state;
+    tally.next = std::max(tally.next, task->second + 1);
+    if (state == JobState::kPending) ++tally.pending;
+    if (state == JobState::kStarting || state == JobState::kRunning) ++tally.running;
+    if (state == JobState::kSucceeded) ++tally.succeeded;
+    if (state == JobState::kCancelled) ++tally.cancelled;
+    if (state == JobState::kFailed) {
+      ++tally.failed;
+      tally.failed_indices.push_back(task->second);
+    }
+  }
+  std::sort(tally.failed_indices.begin(), tally.failed_indices.end());
+  if (tally.failed_indices.size() > kShownFailedIndices) {
+    tally.failed_indices.resize(kShownFailedIndices);
+  }
+  return tally;
 }
 
 absl::Status InMemoryJobStore::UpdateJob(const Job& job, const std::optional<JobEvent>& event) {

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/array.h"
 #include "core/health_check.h"
 #include "core/job_list.h"
 #include "core/types.h"
@@ -80,6 +81,9 @@ struct JobFilter {
   std::optional<int64_t> before_seq;
   // Every requirement must hold (MatchesLabels).
   std::vector<LabelRequirement> labels;
+  // Only the tasks of this array (core/array.h: ids "<array_id>-<index>"); empty: no task of
+  // any array (jobs and arrays only).
+  std::string array_id;
 };
 
 class JobStore {
@@ -96,6 +100,8 @@ class JobStore {
   virtual absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter) = 0;
   // Every job not in a terminal state, with placements, in seq order (used at start-up).
   virtual absl::StatusOr<std::vector<Job>> ListActiveJobs() = 0;
+  // The tasks of array `array_id` stored so far, counted (all zero when there are none).
+  virtual absl::StatusOr<ArrayTally> TallyArray(const std::string& array_id) = 0;
 
   // Writes the job's mutable fields (state, attempt, pending_reason, placement, token,
   // last_event_seq, times, exit_code, message) and, when `event` is given, appends it, all in

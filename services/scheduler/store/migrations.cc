@@ -216,6 +216,18 @@ CREATE TABLE volumes (
   updated_at_ms    bigint NOT NULL
 );
 )sql"},
+    {13, "job arrays: the array and index of a task, derived from its id", R"sql(
+-- A task of an array has the id "<array id>-<index>" (core/array.h); other jobs have NULL here.
+-- Derived by Postgres, so no writer can store a task under the wrong array.
+ALTER TABLE jobs ADD COLUMN array_id text
+  GENERATED ALWAYS AS (substring(id from '^(j-[0-9a-f]+)-[0-9]+$')) STORED;
+ALTER TABLE jobs ADD COLUMN array_index integer
+  GENERATED ALWAYS AS (substring(id from '^j-[0-9a-f]+-([0-9]+)$')::integer) STORED;
+-- ListJobs of one array's tasks, and TallyArray.
+CREATE INDEX jobs_array_seq ON jobs (array_id, seq DESC) WHERE array_id IS NOT NULL;
+-- ListJobs without an array: arrays are one line each, their tasks left out.
+CREATE INDEX jobs_untasked_seq ON jobs (seq DESC) WHERE array_id IS NULL;
+)sql"},
 };
 
 // Strictly increasing from 1. Parallel branches reserve version numbers, so a gap may exist

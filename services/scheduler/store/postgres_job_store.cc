@@ -1,5 +1,6 @@
 #include "store/postgres_job_store.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -117,13 +118,20 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"take_fence",
      "UPDATE leader_fence SET epoch = epoch + 1, taken_at = now() WHERE id = 1 "
      "RETURNING epoch"},
+    // An array's tasks (core/array.h), by the columns Postgres derives from their ids.
+    {"tally_array",
+     "SELECT state, count(*)::integer, max(array_index) FROM jobs WHERE array_id = $1 "
+     "GROUP BY state"},
+    {"failed_array_tasks",
+     "SELECT array_index FROM jobs WHERE array_id = $1 AND state = 'FAILED' "
+     "ORDER BY array_index LIMIT $2::integer"},
     {"insert_new_jobs", "WITH " RM_INSERT_NEW_JOBS " SELECT id, seq FROM ins"},
     // The same as one statement of its own (no BEGIN, no COMMIT of its own round trip) for a
     // batch of new jobs only: the fence is checked in it, and its last row is the epoch found
     // (id NULL). A stale leader's statement inserts nothing.
     {"insert_new_jobs_fenced",
-     "WITH fence AS MATERIALIZED (SELECT epoch FROM leader_fence WHERE id = 1 FOR SHARE), "
-     RM_INSERT_NEW_JOBS_FENCED
+     "WITH fence AS MATERIALIZED (SELECT epoch FROM leader_fence WHERE id = 1 FOR "
+     "SHARE), " RM_INSERT_NEW_JOBS_FENCED
      " SELECT id, seq FROM ins UNION ALL SELECT NULL, epoch FROM fence"},
     {"select_jobs_by_request_or_id",
      "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE request_id = ANY($1::text[]) "
@@ -582,6 +590,12 @@ absl::StatusOr<std::vector<Job>> PostgresJobStore::ListJobs(const JobFilter& fil
     params.push_back(*filter.team);
     conditions.push_back(absl::StrCat("team = $", params.size()));
   }
+  if (filter.array_id.empty()) {
+    conditions.push_back("array_id IS NULL");
+  } else {
+    params.push_back(filter.array_id);
+    conditions.push_back(absl::StrCat("array_id = $", params.size()));
+  }
   if (filter.before_seq.has_value()) {
     params.push_back(std::to_string(*filter.before_seq));
     conditions.push_back(absl::StrCat("seq < $", params.size(), "::bigint"));
@@ -632,6 +646,31 @@ absl::StatusOr<std::vector<Job>> PostgresJobStore::ListActiveJobs() {
         tx.commit();
         return jobs;
       });
+}
+
+absl::StatusOr<ArrayTally> PostgresJobStore::TallyArray(const std::string& array_id) {
+  return pool_->Run<ArrayTally>([&](pqxx::connection& conn) -> absl::StatusOr<ArrayTally> {
+    ReadTransaction tx(conn);
+    ArrayTally tally;
+    for (const auto& row : tx.exec_prepared("tally_array", array_id)) {
+      RM_ASSIGN_OR_RETURN(JobState state, StateFromColumn(row[0], "task of " + array_id));
+      const int32_t n = row[1].as<int32_t>();
+      tally.next = std::max(tally.next, row[2].as<int32_t>() + 1);
+      if (state == JobState::kPending) tally.pending += n;
+      if (state == JobState::kStarting || state == JobState::kRunning) tally.running += n;
+      if (state == JobState::kSucceeded) tally.succeeded += n;
+      if (state == JobState::kFailed) tally.failed += n;
+      if (state == JobState::kCancelled) tally.cancelled += n;
+    }
+    if (tally.failed > 0) {
+      for (const auto& row : tx.exec_prepared("failed_array_tasks", array_id,
+                                              static_cast<int32_t>(kShownFailedIndices))) {
+        tally.failed_indices.push_back(row[0].as<int32_t>());
+      }
+    }
+    tx.commit();
+    return tally;
+  });
 }
 
 absl::Status PostgresJobStore::UpdateJob(const Job& job, const std::optional<JobEvent>& event) {

@@ -28,6 +28,7 @@ class PostgresJobStore : public JobStore {
   absl::StatusOr<Job> GetJob(const std::string& id) override;
   absl::StatusOr<std::vector<Job>> ListJobs(const JobFilter& filter) override;
   absl::StatusOr<std::vector<Job>> ListActiveJobs() override;
+  absl::StatusOr<ArrayTally> TallyArray(const std::string& array_id) override;
   absl::Status UpdateJob(const Job& job, const std::optional<JobEvent>& event) override;
   absl::StatusOr<std::vector<JobEvent>> ListEvents(const std::string& job_id,
                                                    int64_t after_seq) override;
