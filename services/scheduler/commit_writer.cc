@@ -52,8 +52,8 @@ void CommitWriter::Stop() {
 }
 
 void CommitWriter::Enqueue(Write write) {
-  const bool create =
-      !write.job_write.job.id.empty() && write.job_write.kind == JobWrite::Kind::kCreate;
+  const bool create = !write.job_write.job.id.empty() &&
+                      write.job_write.kind == JobWrite::Kind::kCreate && !write.in_order;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (create && write.waiter) {
@@ -147,7 +147,8 @@ bool CommitWriter::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
     if (w.worker) wb.workers.push_back(*w.worker);
   }
   const bool creates = !batch.empty() && !batch.front().job_write.job.id.empty() &&
-                       batch.front().job_write.kind == JobWrite::Kind::kCreate;
+                       batch.front().job_write.kind == JobWrite::Kind::kCreate &&
+                       !batch.front().in_order;
   int64_t backoff = options_.retry_min_ms;
   while (true) {
     const auto start = std::chrono::steady_clock::now();

@@ -48,6 +48,9 @@ class CommitWriter {
     int64_t stop_grace_ms = 0;
     bool assign = false;  // send the job's assignment to every worker of its placement
     std::shared_ptr<Waiter> waiter;
+    // A kCreate stored in decision order with the changes of existing jobs, not apart: a
+    // task of an array, created in index order (core/array.h).
+    bool in_order = false;
   };
 
   struct Options {

@@ -101,10 +101,19 @@ absl::Status Scheduler::Start() {
       }
     }
   }
+  // Where each live array's tasks are.
+  std::vector<std::pair<std::string, ArrayProgress>> arrays;
+  for (const Job& job : *active) {
+    if (!job.spec.array) continue;
+    auto tally = store_->TallyArray(job.id);
+    if (!tally.ok()) return tally.status();
+    arrays.emplace_back(job.id, ProgressOf(*job.spec.array, *tally));
+  }
   std::vector<std::string> beats;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const int64_t now = clock_->NowMs();
+    for (auto& [id, progress] : arrays) arrays_[id] = std::move(progress);
     for (Queue& q : *queues) queues_[q.name] = std::move(q);
     for (Volume& v : *volumes) volumes_[v.name] = std::move(v);
     for (const QueueUsage& u : *usage) usage_ms_[{u.queue, u.resource}] = u.used_ms;
@@ -347,7 +356,8 @@ void Scheduler::SetJobLocked(const Job& job) {
   it->second = job;
   live_spec_bytes_ += SpecBytes(job.spec);
   ++live_counts_[{job.state, job.spec.queue}];
-  if (IsPlaced(job.state)) placed_ids_.insert(job.id);
+  // A RUNNING array holds nothing: its tasks do.
+  if (IsPlaced(job.state) && !job.spec.array) placed_ids_.insert(job.id);
 }
 
 void Scheduler::EraseJobLocked(std::unordered_map<std::string, Job>::iterator it) {
@@ -439,6 +449,20 @@ void Scheduler::PlaceLocked() {
   std::vector<std::pair<std::string, std::string>> never;
   auto may_run = [&](Job& job) {
     if (job.spec.after.empty()) return true;
+    const ArrayProgress* array = nullptr;  // the first live array it waits for
+    for (const Dependency& d : job.spec.after) {
+      auto a = arrays_.find(d.job_id);
+      if (a == arrays_.end()) continue;
+      const ArrayProgress& p = a->second;
+      if (d.condition == AfterCondition::kSucceeded && p.failed + p.cancelled > 0) {
+        // Known before the array ends: it cannot succeed.
+        never.emplace_back(job.id, absl::StrCat("array ", d.job_id, " cannot succeed (", p.failed,
+                                                " tasks failed, ", p.cancelled,
+                                                " cancelled), but it waits for it to succeed"));
+        return false;
+      }
+      if (array == nullptr) array = &p;
+    }
     DependencyVerdict v =
         JudgeDependencies(job.spec.after, [&](const std::string& id) { return StateOfLocked(id); });
     if (v.kind == DependencyVerdict::Kind::kReady) return true;
@@ -446,9 +470,15 @@ void Scheduler::PlaceLocked() {
       never.emplace_back(job.id, std::move(v.reason));
     } else {
       job.pending_reason = std::move(v.reason);
+      if (array != nullptr) {
+        absl::StrAppend(&job.pending_reason, " (",
+                        array->count - array->succeeded - array->failed - array->cancelled, " of ",
+                        array->count, " tasks of the array left)");
+      }
     }
     return false;
   };
+  CreateTasksLocked(may_run);
   const bool incremental = !capacity_grew_ && now - last_full_pass_ms_ < 5000 && !reserved_ &&
                            claims_.empty() && ripe_claims_.empty();
   if (incremental) {
@@ -457,7 +487,7 @@ void Scheduler::PlaceLocked() {
     for (const std::string& id : newly_pending_) {
       auto it = jobs_.find(id);
       if (it != jobs_.end() && it->second.state == JobState::kPending && !stopping.count(id) &&
-          may_run(it->second)) {
+          !it->second.spec.array && may_run(it->second)) {
         in.pending.push_back(&it->second);
       }
     }
@@ -468,7 +498,8 @@ void Scheduler::PlaceLocked() {
   for (const std::string& id : placed_ids_) in.placed.push_back(&jobs_.at(id));
   if (!incremental) {
     for (auto& [id, job] : jobs_) {
-      if (job.state == JobState::kPending && !stopping.count(id) && may_run(job)) {
+      if (job.state == JobState::kPending && !stopping.count(id) && !job.spec.array &&
+          may_run(job)) {
         in.pending.push_back(&job);
       }
     }
@@ -674,7 +705,134 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
     SetJobLocked(next);
   }
   writer_.Enqueue(std::move(write));
+  // After the job's own write: an array's end is stored after its tasks' (see "Arrays"). By
+  // next.id: job_id may be the erased job's own id.
+  if (next.spec.array && IsTerminal(next.state)) {
+    CancelTasksLocked(next.id, next.state);
+  } else if (!next.spec.array) {
+    CountTaskLocked(next.id, from, next.state);
+  }
   return absl::OkStatus();
+}
+
+void Scheduler::CreateTasksLocked(const std::function<bool(Job&)>& may_run) {
+  const int64_t now = clock_->NowMs();
+  std::vector<std::pair<std::string, ArrayEnd>> ended;
+  for (auto& [id, p] : arrays_) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    Job& array = it->second;
+    if (auto end = EndOf(p)) {
+      ended.emplace_back(id, std::move(*end));
+      continue;
+    }
+    if (array.state == JobState::kPending && !may_run(array)) continue;
+    for (int32_t n = TasksToCreate(p); n > 0; --n) {
+      Job task = TaskOf(array, p.next, now);
+      task.last_event_seq = 1;
+      Write write;
+      write.job_write = {
+          JobWrite::Kind::kCreate,
+          task,
+          JobEvent{task.id, 1, JobState::kPending, 0,
+                   absl::StrCat("task ", p.next, " of array ", id, " created"), 0, now},
+          false,
+          std::nullopt,
+          std::nullopt};
+      write.in_order = true;
+      writer_.Enqueue(std::move(write));
+      ++p.next;
+      ++p.live;
+    }
+    if (array.state == JobState::kPending) array.pending_reason = ArraySummary(p);
+  }
+  for (const auto& [id, end] : ended) SetArrayStateLocked(id, end.state, end.reason);
+}
+
+void Scheduler::CountTaskLocked(const std::string& task_id, JobState from, JobState to) {
+  auto task = ParseTaskId(task_id);
+  if (!task) return;
+  const std::string& id = task->first;
+  auto a = arrays_.find(id);
+  if (a == arrays_.end()) return;
+  ArrayProgress& p = a->second;
+  if (!IsPlaced(from) && IsPlaced(to)) ++p.running;
+  if (IsPlaced(from) && !IsPlaced(to)) p.running = std::max(0, p.running - 1);
+  if (IsTerminal(to)) {
+    TaskEnded(p, task->second, to);
+    // Those that wait for the array to succeed learn at once that it cannot.
+    if (to != JobState::kSucceeded) {
+      for (const std::string& waiting : deps_.WaitersOf(id)) newly_pending_.insert(waiting);
+    }
+    if (auto end = EndOf(p)) SetArrayStateLocked(id, end->state, end->reason);
+    return;  // the task's end woke the next pass, which creates the next tasks
+  }
+  auto array = jobs_.find(id);
+  if (IsPlaced(to) && array != jobs_.end() && array->second.state == JobState::kPending) {
+    SetArrayStateLocked(id, JobState::kRunning, absl::StrCat("task ", task->second, " started"));
+  }
+}
+
+void Scheduler::SetArrayStateLocked(const std::string& id, JobState to, const std::string& reason) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  const int64_t now = clock_->NowMs();
+  Job next = it->second;
+  next.state = to;
+  next.updated_at_ms = now;
+  next.pending_reason.clear();
+  if (to == JobState::kRunning) next.started_at_ms = now;
+  if (IsTerminal(to)) {
+    next.finished_at_ms = now;
+    next.message = reason;
+  }
+  const JobEvent event{id, ++next.last_event_seq, to, next.attempt, reason, 0, now};
+  Write write;
+  write.job_write = {JobWrite::Kind::kUpdate, next, event, false, std::nullopt, std::nullopt};
+  RM_LOG(kInfo) << "array " << id << " " << JobStateName(it->second.state) << " -> "
+                << JobStateName(to) << ": " << reason;
+  if (IsTerminal(to)) {
+    if (metrics_) {
+      metrics_->finished.Add({{"state", JobStateName(to)}, {"queue", next.spec.queue}}).Increment();
+    }
+    arrays_.erase(id);
+    pending_since_ms_.erase(id);
+    for (const std::string& waiting : deps_.Ended(id, to)) newly_pending_.insert(waiting);
+    EraseJobLocked(it);
+    Wake();
+  } else {
+    SetJobLocked(next);
+  }
+  writer_.Enqueue(std::move(write));
+}
+
+void Scheduler::CancelTasksLocked(const std::string& id, JobState array_end) {
+  arrays_.erase(id);
+  std::vector<std::string> tasks;
+  for (const auto& [job_id, job] : jobs_) {
+    if (auto task = ParseTaskId(job_id); task && task->first == id) tasks.push_back(job_id);
+  }
+  const std::string why = absl::StrCat("array ", id, " ended ", JobStateName(array_end));
+  for (const std::string& task : tasks) {
+    if (auto s = CommitLocked(task, {JobInput::Kind::kCancel, why}); !s.ok()) {
+      RM_LOG(kError) << "cancelling " << task << ": " << s;
+    }
+  }
+}
+
+void Scheduler::FillArrayStatus(Job& job) {
+  if (!job.spec.array) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto a = arrays_.find(job.id); a != arrays_.end()) {
+      job.array_status = StatusOf(a->second, /*cancelled_array=*/false);
+      return;
+    }
+  }
+  // Ended (or ending): what the store holds.
+  if (auto tally = store_->TallyArray(job.id); tally.ok()) {
+    job.array_status = StatusOfEnded(*job.spec.array, *tally);
+  }
 }
 
 void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& result) {
@@ -699,6 +857,8 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
   std::vector<std::pair<std::string, std::string>> unrunnable;
   size_t created_index = 0;
   bool woke = false;
+  // Tasks stored after their array ended: cancelled as they arrive.
+  std::vector<std::string> orphans;
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::lock_guard<std::mutex> view(view_mu_);
@@ -711,8 +871,17 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
           std::lock_guard<std::mutex> wl(w.waiter->mu);
           w.waiter->result = created;
         }
+        if (w.in_order && !created.ok()) {
+          // A task that could not be stored: counted as cancelled, so its array can end.
+          RM_LOG(kError) << "task " << job.id << " not stored: " << created.status();
+          CountTaskLocked(job.id, JobState::kPending, JobState::kCancelled);
+        }
         if (!created.ok() || created->existing) continue;
         const Job& stored = created->job;
+        if (stored.spec.array) arrays_.emplace(stored.id, ProgressOf(*stored.spec.array, {}));
+        if (auto task = ParseTaskId(stored.id); task && !arrays_.contains(task->first)) {
+          orphans.push_back(stored.id);
+        }
         SetJobLocked(stored);
         stored_[stored.id] = stored;
         newly_pending_.insert(stored.id);
@@ -812,11 +981,17 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
       }
     }
   }
-  if (!unrunnable.empty()) {
+  if (!unrunnable.empty() || !orphans.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, why] : unrunnable) {
       if (auto s = CommitLocked(id, {JobInput::Kind::kUnrunnable, why}); !s.ok()) {
         RM_LOG(kError) << "failing " << id << ": " << s;
+      }
+    }
+    for (const std::string& id : orphans) {
+      const std::string why = absl::StrCat("array ", ParseTaskId(id)->first, " had ended");
+      if (auto s = CommitLocked(id, {JobInput::Kind::kCancel, why}); !s.ok()) {
+        RM_LOG(kError) << "cancelling " << id << ": " << s;
       }
     }
   }
@@ -1100,8 +1275,9 @@ absl::StatusOr<std::optional<Job>> Scheduler::GetLiveJob(const std::string& job_
 absl::StatusOr<Job> Scheduler::GetJob(const std::string& job_id) {
   absl::StatusOr<std::optional<Job>> live = GetLiveJob(job_id);
   if (!live.ok()) return live.status();
-  if (live->has_value()) return **live;
-  return store_->GetJob(job_id);
+  absl::StatusOr<Job> job = live->has_value() ? **live : store_->GetJob(job_id);
+  if (job.ok()) FillArrayStatus(*job);
+  return job;
 }
 
 absl::StatusOr<JobPage> Scheduler::ListJobs(const JobListQuery& query) {
@@ -1117,15 +1293,20 @@ absl::StatusOr<JobPage> Scheduler::ListJobs(const JobListQuery& query) {
   auto labels = ParseLabelSelector(query.label_selector);
   if (!labels.ok()) return labels.status();
   f.labels = *std::move(labels);
-  PageCursor cursor{0, query.state, query.queue, query.label_selector};
+  if (!query.array_id.empty()) {
+    if (auto s = ValidateJobId(query.array_id, "array_id"); !s.ok()) return s;
+  }
+  f.array_id = query.array_id;
+  PageCursor cursor{0, query.state, query.queue, query.label_selector, query.array_id};
   if (!query.page_token.empty()) {
     auto from = DecodePageToken(query.page_token);
     if (!from.ok()) return from.status();
     if (from->state != cursor.state || from->queue != cursor.queue ||
-        from->label_selector != cursor.label_selector) {
+        from->label_selector != cursor.label_selector || from->array_id != cursor.array_id) {
       return absl::InvalidArgumentError(
-          "page_token: it continues a list with other filters; repeat the state, queue and "
-          "label_selector of the request that returned it, or start again without a token");
+          "page_token: it continues a list with other filters; repeat the state, queue, "
+          "label_selector and array_id of the request that returned it, or start again without "
+          "a token");
     }
     f.before_seq = from->before_seq;
   }
@@ -1140,11 +1321,14 @@ absl::StatusOr<JobPage> Scheduler::ListJobs(const JobListQuery& query) {
     cursor.before_seq = page.jobs.back().seq;
     page.next_page_token = EncodePageToken(cursor);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  for (Job& job : page.jobs) {
-    auto it = jobs_.find(job.id);
-    if (it != jobs_.end()) job.pending_reason = it->second.pending_reason;  // never stored
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Job& job : page.jobs) {
+      auto it = jobs_.find(job.id);
+      if (it != jobs_.end()) job.pending_reason = it->second.pending_reason;  // never stored
+    }
   }
+  for (Job& job : page.jobs) FillArrayStatus(job);
   return page;
 }
 

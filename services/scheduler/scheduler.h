@@ -71,6 +71,16 @@
 //         ready (placed as any other), or never (CANCELLED in that pass, saying why); 3. a job's
 //         end makes the jobs that wait for it pending again for the next pass, which it wakes;
 //         4. at Start() the ends of named jobs that are not live are read from the JobStore.
+// Arrays  (JobSpec.array; core/array.h) 1. a submit stores the array as one job; 2. every pass
+//         creates the tasks that the parallelism limit (or kArrayWindow) lets run, once the
+//         array's dependencies hold, as kCreate writes stored in decision order (so the store
+//         always holds indices 0..next-1); a task joins the live jobs once stored and is placed
+//         as any job; 3. a task's start makes the array RUNNING, its end is counted, and the
+//         last end ends the array (SUCCEEDED when every task did, else FAILED); a failed task
+//         wakes the jobs that wait for the array to succeed (they are cancelled at once);
+//         4. cancelling the array cancels its live tasks and creates no more (a task stored
+//         after that is cancelled on arrival); 5. at Start() each live array's progress is
+//         read from the store (TallyArray).
 // Rebuild whenever the Redis queue mirror reports it lost its contents (a flush or restart),
 //         it is rebuilt from the stored pending jobs and connected workers' liveness is renewed.
 //
@@ -105,6 +115,7 @@
 #include "absl/status/statusor.h"
 #include "aside_writer.h"
 #include "commit_writer.h"
+#include "core/array.h"
 #include "core/clock.h"
 #include "core/dependency.h"
 #include "core/environment.h"
@@ -392,6 +403,21 @@ class Scheduler {
   void SubmitChecked(std::shared_ptr<Create> create, const std::string& team, bool admin);
 
   void Loop();
+  // Arrays (see "Arrays"): creates the tasks each live array may run now, and ends arrays
+  // whose tasks all ended (after a restart, one whose last end was stored but not its own).
+  void CreateTasksLocked(const std::function<bool(Job&)>& may_run)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts a transition of a task of a live array (from -> the task's state now).
+  void CountTaskLocked(const std::string& task_id, JobState from, JobState to)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves live array `id` to `to` (RUNNING, or its end) with an event saying `reason`.
+  void SetArrayStateLocked(const std::string& id, JobState to, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Cancels the live tasks of array `id`, which ended.
+  void CancelTasksLocked(const std::string& id, JobState array_end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fills in job.array_status where job is an array (live: from arrays_; else the store).
+  void FillArrayStatus(Job& job);
   // The writer's after-commit hook: takes a stored batch into the view and memory, sends what
   // it decided to the workers, answers its waiters, publishes its events, feeds the mirror.
   void AfterCommit(std::vector<Write>& batch, const CommitResult& result);
@@ -547,6 +573,8 @@ class Scheduler {
   UsageTotals usage_ms_ ABSL_GUARDED_BY(mu_);
   // The ends of the jobs that live jobs wait for (JobSpec.after).
   DependencyBook deps_ ABSL_GUARDED_BY(mu_);
+  // Live arrays (in jobs_ too) and where their tasks are (see "Arrays").
+  std::map<std::string, ArrayProgress> arrays_ ABSL_GUARDED_BY(mu_);
 
   // Queue and volume writes hold it exclusively, Submit shared until its job is among the
   // writer's creates in flight (see "Queues"). Taken before mu_, never while holding it.

@@ -6,12 +6,15 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/utf8.h"
+#include "core/array.h"
 #include "core/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -764,6 +767,173 @@ TEST_F(SchedulerTest, DependenciesOnJobsThatEndedSurviveARestart) {
                       std::chrono::seconds(5)));
   EXPECT_TRUE(WaitFor([&] { return StoredState(waits_for_failure.job.id) == JobState::kStarting; },
                       std::chrono::seconds(5)));
+}
+
+// Arrays (scheduler.h, "Arrays"): tasks are created as the parallelism lets them run, each is a
+// job of its own told its index, and the last end ends the array.
+JobSpec ArrayOf(int32_t count, int32_t parallelism) {
+  JobSpec spec = CommandSpec(1);
+  spec.restart_policy = RestartPolicy::kNever;
+  spec.command->argv = {"echo", "{index}"};
+  spec.array = ArraySpec{count, parallelism};
+  return spec;
+}
+
+TEST_F(SchedulerTest, AnArrayRunsEveryTaskOnceWithinItsParallelismAndSucceeds) {
+  auto link = Register(CpuWorker("w1", 8));
+  RM_ASSERT_OK_AND_ASSIGN(auto array, scheduler_->Submit(ArrayOf(10, 3), ""));
+  const std::string id = array.job.id;
+  std::set<std::string> done;
+  std::set<int32_t> seen;
+  for (int round = 0; round < 50 && done.size() < 10; ++round) {
+    ASSERT_TRUE(
+        WaitFor([&] { return link->assignments().size() > done.size(); }, std::chrono::seconds(5)));
+    RM_ASSERT_OK(scheduler_->Flush(5'000));
+    const std::vector<Job> sent = link->assignments();
+    EXPECT_LE(sent.size() - done.size(), 3u) << "at most 3 tasks at once";
+    RM_ASSERT_OK_AND_ASSIGN(Job now, scheduler_->GetJob(id));
+    ASSERT_TRUE(now.array_status.has_value());
+    EXPECT_LE(now.array_status->running + now.array_status->pending, 3);
+    for (const Job& task : sent) {
+      if (done.count(task.id)) continue;
+      auto parsed = ParseTaskId(task.id);
+      ASSERT_TRUE(parsed.has_value()) << task.id;
+      EXPECT_EQ(parsed->first, id);
+      EXPECT_TRUE(seen.insert(parsed->second).second) << "task " << parsed->second << " twice";
+      EXPECT_EQ(task.spec.command->argv,
+                (std::vector<std::string>{"echo", absl::StrCat(parsed->second)}));
+      EXPECT_EQ(task.spec.command->env.at("RINGMASTER_ARRAY_INDEX"), absl::StrCat(parsed->second));
+      Report("w1", task, 0, RankReport::Kind::kStarted);
+      Report("w1", task, 0, RankReport::Kind::kExited, 0);
+      done.insert(task.id);
+    }
+  }
+  ASSERT_EQ(seen.size(), 10u);
+  EXPECT_EQ(*seen.rbegin(), 9);
+  ASSERT_TRUE(
+      WaitFor([&] { return StoredState(id) == JobState::kSucceeded; }, std::chrono::seconds(5)));
+  RM_ASSERT_OK_AND_ASSIGN(Job ended, scheduler_->GetJob(id));
+  EXPECT_EQ(ended.message, "all 10 tasks succeeded");
+  ASSERT_TRUE(ended.array_status.has_value());
+  EXPECT_EQ(*ended.array_status, (ArrayStatus{10, 0, 0, 0, 10, 0, 0, {}}));
+  RM_ASSERT_OK_AND_ASSIGN(auto events, memory_.ListEvents(id, 0));
+  ASSERT_EQ(events.size(), 3u) << "submitted, a task started, the end";
+  EXPECT_EQ(events[1].state, JobState::kRunning);
+  // Listed: the array is one line, its tasks apart.
+  RM_ASSERT_OK_AND_ASSIGN(JobPage all, scheduler_->ListJobs({}));
+  ASSERT_EQ(all.jobs.size(), 1u);
+  EXPECT_EQ(all.jobs[0].id, id);
+  JobListQuery tasks;
+  tasks.array_id = id;
+  tasks.page_size = 4;
+  RM_ASSERT_OK_AND_ASSIGN(JobPage first, scheduler_->ListJobs(tasks));
+  EXPECT_EQ(first.jobs.size(), 4u);
+  EXPECT_EQ(first.jobs[0].id, absl::StrCat(id, "-9")) << "newest first";
+  EXPECT_FALSE(first.next_page_token.empty());
+}
+
+TEST_F(SchedulerTest, AJobAfterAnArrayIsCancelledAtOnceWhenATaskFails) {
+  auto link = Register(CpuWorker("w1", 8));
+  RM_ASSERT_OK_AND_ASSIGN(auto array, scheduler_->Submit(ArrayOf(4, 1), ""));
+  const std::string id = array.job.id;
+  JobSpec after = CommandSpec(1);
+  after.after = {{id, AfterCondition::kSucceeded}};
+  RM_ASSERT_OK_AND_ASSIGN(auto waits_for_success, scheduler_->Submit(after, ""));
+  after.after = {{id, AfterCondition::kEnded}};
+  RM_ASSERT_OK_AND_ASSIGN(auto waits_for_end, scheduler_->Submit(after, ""));
+  ASSERT_TRUE(WaitFor([&] { return link->assignments().size() == 1; }, std::chrono::seconds(5)));
+  RM_ASSERT_OK_AND_ASSIGN(Job waiting, scheduler_->GetJob(waits_for_success.job.id));
+  EXPECT_EQ(waiting.pending_reason,
+            absl::StrCat("waiting for ", id, " to succeed (4 of 4 tasks of the array left)"));
+  Job task0 = link->assignments()[0];
+  Report("w1", task0, 0, RankReport::Kind::kStarted);
+  Report("w1", task0, 0, RankReport::Kind::kExited, 3);  // task 0 fails
+  ASSERT_TRUE(WaitFor([&] { return StoredState(waits_for_success.job.id) == JobState::kCancelled; },
+                      std::chrono::seconds(5)))
+      << "cancelled at once, three tasks before the array ends";
+  RM_ASSERT_OK_AND_ASSIGN(Job cancelled, memory_.GetJob(waits_for_success.job.id));
+  EXPECT_THAT(cancelled.message,
+              HasSubstr(absl::StrCat("array ", id, " cannot succeed (1 tasks failed")));
+  EXPECT_EQ(StoredState(waits_for_end.job.id), JobState::kPending);
+  EXPECT_EQ(StoredState(id), JobState::kRunning);
+  // The rest run; the array ends FAILED, and what waited for its end runs.
+  for (int i = 1; i < 4; ++i) {
+    ASSERT_TRUE(WaitFor([&] { return link->assignments().size() == static_cast<size_t>(i + 1); },
+                        std::chrono::seconds(5)));
+    Job task = link->assignments()[i];
+    EXPECT_EQ(task.id, absl::StrCat(id, "-", i));
+    Report("w1", task, 0, RankReport::Kind::kStarted);
+    Report("w1", task, 0, RankReport::Kind::kExited, 0);
+  }
+  ASSERT_TRUE(
+      WaitFor([&] { return StoredState(id) == JobState::kFailed; }, std::chrono::seconds(5)));
+  RM_ASSERT_OK_AND_ASSIGN(Job failed, scheduler_->GetJob(id));
+  EXPECT_EQ(failed.array_status->failed_indices, std::vector<int32_t>{0});
+  EXPECT_EQ(failed.array_status->succeeded, 3);
+  EXPECT_TRUE(WaitFor([&] { return StoredState(waits_for_end.job.id) == JobState::kStarting; },
+                      std::chrono::seconds(5)));
+}
+
+TEST_F(SchedulerTest, CancellingAHundredThousandTaskArrayCancelsItsLiveTasksAndCreatesNoMore) {
+  auto link = Register(CpuWorker("w1", 2));
+  RM_ASSERT_OK_AND_ASSIGN(auto array, scheduler_->Submit(ArrayOf(kMaxArrayCount, 0), ""));
+  const std::string id = array.job.id;
+  ASSERT_TRUE(WaitFor([&] { return link->assignments().size() == 2; }, std::chrono::seconds(10)));
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(Job running, scheduler_->GetJob(id));
+  EXPECT_EQ(running.array_status->pending + running.array_status->running, kArrayWindow)
+      << "the window, not 100,000 jobs in memory";
+  EXPECT_EQ(running.array_status->waiting, kMaxArrayCount - kArrayWindow);
+  RM_ASSERT_OK_AND_ASSIGN(Job cancelled, scheduler_->Cancel(id, "enough"));
+  EXPECT_EQ(cancelled.state, JobState::kCancelled);
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(absl::StrCat(id, "-0")), JobState::kCancelled);
+  EXPECT_EQ(StoredState(absl::StrCat(id, "-4095")), JobState::kCancelled);
+  EXPECT_EQ(link->stops().size(), 2u) << "the two running tasks are stopped";
+  RM_ASSERT_OK_AND_ASSIGN(Job ended, scheduler_->GetJob(id));
+  EXPECT_EQ(ended.array_status->cancelled, kMaxArrayCount);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_FALSE(memory_.GetJob(absl::StrCat(id, "-4096")).ok()) << "no task created after";
+}
+
+TEST_F(SchedulerTest, AnArraySurvivesARestartWithoutLosingOrRepeatingATask) {
+  auto link = Register(CpuWorker("w1", 4));
+  RM_ASSERT_OK_AND_ASSIGN(auto array, scheduler_->Submit(ArrayOf(6, 2), ""));
+  const std::string id = array.job.id;
+  std::map<int32_t, int> runs;
+  auto run = [&](RecordingLink& l, size_t from) {
+    const std::vector<Job> sent = l.assignments();
+    for (size_t i = from; i < sent.size(); ++i) {
+      ++runs[ParseTaskId(sent[i].id)->second];
+      Report("w1", sent[i], 0, RankReport::Kind::kStarted);
+      Report("w1", sent[i], 0, RankReport::Kind::kExited, 0);
+    }
+    return sent.size();
+  };
+  ASSERT_TRUE(WaitFor([&] { return link->assignments().size() == 2; }, std::chrono::seconds(5)));
+  run(*link, 0);
+  ASSERT_TRUE(WaitFor([&] { return link->assignments().size() == 4; }, std::chrono::seconds(5)));
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  scheduler_.reset();  // tasks 2 and 3 are placed; 4 and 5 not created
+  Start();
+  auto again = std::make_shared<RecordingLink>();
+  // The worker comes back holding tasks 2 and 3, which then finish.
+  std::vector<HeldRank> held(2);
+  held[0].job_id = absl::StrCat(id, "-2");
+  held[1].job_id = absl::StrCat(id, "-3");
+  RM_ASSERT_OK(scheduler_->RegisterWorker(CpuWorker("w1", 4), held, again));
+  for (int i : {2, 3}) {
+    RM_ASSERT_OK_AND_ASSIGN(Job task, scheduler_->GetJob(absl::StrCat(id, "-", i)));
+    ++runs[i];
+    Report("w1", task, 0, RankReport::Kind::kStarted);
+    Report("w1", task, 0, RankReport::Kind::kExited, 0);
+  }
+  ASSERT_TRUE(WaitFor([&] { return again->assignments().size() == 2; }, std::chrono::seconds(5)));
+  run(*again, 0);
+  ASSERT_TRUE(
+      WaitFor([&] { return StoredState(id) == JobState::kSucceeded; }, std::chrono::seconds(5)));
+  EXPECT_EQ(runs, (std::map<int32_t, int>{{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}}));
 }
 
 // ringmaster-check and a check inside MPI_Init time different things: each kind of check is
