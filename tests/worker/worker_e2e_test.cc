@@ -3,9 +3,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -642,6 +644,112 @@ TEST_F(WorkerE2eTest, DependenciesSurviveAKilledScheduler) {
   v1::Job cancelled = cluster_->WaitState(on_failure, v1::JOB_STATE_CANCELLED);
   EXPECT_EQ(cancelled.state(), v1::JOB_STATE_CANCELLED) << cancelled.ShortDebugString();
   EXPECT_THAT(cancelled.message(), HasSubstr("ended SUCCEEDED, and this job waits for it to fail"));
+}
+
+// `spec` as an array of `count` tasks, at most `parallelism` at once.
+v1::JobSpec ArrayOf(v1::JobSpec spec, int count, int parallelism) {
+  spec.mutable_array()->set_count(count);
+  spec.mutable_array()->set_parallelism(parallelism);
+  return spec;
+}
+
+// The log of rank 0 of `task`'s first attempt, read where its worker wrote it.
+std::string TaskLog(Cluster& cluster, const std::string& task) {
+  for (const auto& w : cluster.workers()) {
+    std::ifstream in(absl::StrCat(w->log_dir(), "/", task, "/0/rank-0.log"));
+    if (in) return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  return "";
+}
+
+// The most tasks of `array` (count tasks) that ran at the same time, from their start and end.
+int MostAtOnce(Cluster& cluster, const std::string& array, int count) {
+  std::vector<std::pair<int64_t, int>> edges;
+  for (int i = 0; i < count; ++i) {
+    auto task = cluster.GetJob(absl::StrCat(array, "-", i));
+    if (!task.ok() || task->started_at_ms() == 0) continue;
+    edges.emplace_back(task->started_at_ms(), 1);
+    edges.emplace_back(task->finished_at_ms(), -1);
+  }
+  std::sort(edges.begin(), edges.end());  // an end before a start at the same ms
+  int now = 0, most = 0;
+  for (const auto& [t, d] : edges) most = std::max(most, now += d);
+  return most;
+}
+
+TEST_F(WorkerE2eTest, AnArraysTasksReadTheirIndexAndAJobAfterItRunsWhenEveryTaskSucceeded) {
+  const std::string array = SubmitOk(ArrayOf(
+      ShellSpec("sweep", 1,
+                "echo task $RINGMASTER_ARRAY_INDEX of $RINGMASTER_ARRAY_COUNT argv {index}; "
+                "sleep 0.3"),
+      6, 2));
+  const std::string after =
+      SubmitOk(After(ShellSpec("gather", 1, "true"), array, v1::DEPENDENCY_CONDITION_SUCCEEDED));
+  v1::Job done = cluster_->WaitState(array, v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.ShortDebugString();
+  EXPECT_EQ(done.array_status().succeeded(), 6);
+  EXPECT_EQ(done.message(), "all 6 tasks succeeded");
+  for (int i = 0; i < 6; ++i) {
+    const std::string task = absl::StrCat(array, "-", i);
+    EXPECT_THAT(TaskLog(*cluster_, task), HasSubstr(absl::StrCat("task ", i, " of 6 argv ", i)))
+        << task;
+    auto job = cluster_->GetJob(task);
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->array_id(), array);
+    EXPECT_EQ(job->array_index(), i);
+  }
+  EXPECT_LE(MostAtOnce(*cluster_, array, 6), 2);
+  v1::Job ran = cluster_->WaitState(after, v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(ran.state(), v1::JOB_STATE_SUCCEEDED) << ran.ShortDebugString();
+  EXPECT_GE(ran.started_at_ms(), done.finished_at_ms());
+}
+
+TEST_F(WorkerE2eTest, AJobAfterAnArrayIsCancelledAtOnceWhenOneOfItsTasksFails) {
+  const std::string array = SubmitOk(ArrayOf(
+      ShellSpec("sweep", 1, "sleep 0.2; [ {index} -ne 1 ] || exit 3"), 5, 1));
+  const std::string doomed =
+      SubmitOk(After(ShellSpec("gather", 1, "true"), array, v1::DEPENDENCY_CONDITION_SUCCEEDED));
+  v1::Job cancelled = cluster_->WaitState(doomed, v1::JOB_STATE_CANCELLED);
+  ASSERT_EQ(cancelled.state(), v1::JOB_STATE_CANCELLED) << cancelled.ShortDebugString();
+  auto failed = cluster_->GetJob(absl::StrCat(array, "-1"));
+  ASSERT_TRUE(failed.ok());
+  EXPECT_EQ(failed->state(), v1::JOB_STATE_FAILED);
+  std::cerr << "cancelled " << cancelled.finished_at_ms() - failed->finished_at_ms()
+            << " ms after task 1 failed\n";
+  EXPECT_LT(cancelled.finished_at_ms() - failed->finished_at_ms(), 2000);
+  auto array_now = cluster_->GetJob(array);
+  ASSERT_TRUE(array_now.ok());
+  EXPECT_EQ(array_now->state(), v1::JOB_STATE_RUNNING) << "three tasks still to run";
+  v1::Job ended = cluster_->WaitState(array, v1::JOB_STATE_FAILED);
+  ASSERT_EQ(ended.state(), v1::JOB_STATE_FAILED) << ended.ShortDebugString();
+  EXPECT_EQ(ended.array_status().succeeded(), 4);
+  EXPECT_THAT(ended.array_status().failed_indices(), ElementsAre(1));
+}
+
+// kill -9 of the scheduler in the middle of an array: every task runs, none twice.
+TEST_F(WorkerE2eTest, AnArraySurvivesAKilledSchedulerLosingNoTaskAndRunningNoneTwice) {
+  const std::string ran = absl::StrCat(cluster_->dir(), "/array-ran");
+  const std::string array = SubmitOk(ArrayOf(
+      ShellSpec("sweep", 1, absl::StrCat("echo {index} >> ", ran, "; sleep 0.5")), 12, 3));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto job = cluster_->GetJob(array);
+        return job.ok() && job->array_status().succeeded() >= 3;
+      },
+      30s, 20ms));
+  ASSERT_TRUE(cluster_->scheduler().Restart(SIGKILL).ok());
+  v1::Job done = cluster_->WaitState(array, v1::JOB_STATE_SUCCEEDED, 60s);
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.ShortDebugString();
+  std::ifstream in(ran);
+  std::map<int, int> runs;
+  for (std::string line; std::getline(in, line);) ++runs[std::stoi(line)];
+  ASSERT_EQ(runs.size(), 12u);
+  for (const auto& [index, n] : runs) EXPECT_EQ(n, 1) << "task " << index;
+  for (int i = 0; i < 12; ++i) {
+    auto task = cluster_->GetJob(absl::StrCat(array, "-", i));
+    ASSERT_TRUE(task.ok()) << task.status();
+    EXPECT_EQ(task->attempt(), 0) << task->ShortDebugString();
+  }
 }
 
 // A burst of one-rank jobs: every one succeeds, no mpirun is started for any, and every worker
