@@ -95,6 +95,12 @@ class Invocation {
     // The scheduler requires a name; `ringctl submit --replicas 2` should still just work.
     if (request.spec().name().empty())
       request.mutable_spec()->set_name(DefaultJobName(request.spec()));
+    // An array never runs itself, so it has no rank 0 to follow; each task has its own log.
+    if (cmd_.follow && request.spec().has_array()) {
+      return Fail({kExitUsage,
+                   "--follow follows one job's rank 0, and an array's tasks each have their own: "
+                   "use --wait, then ringctl logs ID --index I"});
+    }
     // One id for every attempt of this invocation: a retry finds the job a lost reply made.
     request.set_request_id(cmd_.request_id.empty() ? runtime_.new_request_id() : cmd_.request_id);
     RetryPolicy retry = runtime_.retry;
@@ -222,6 +228,7 @@ class Invocation {
     request.set_state(cmd_.state);
     request.set_queue(cmd_.queue);
     request.set_label_selector(cmd_.label_selector);
+    request.set_array_id(cmd_.array_id);
     const int32_t page_size = cmd_.page_size > 0 ? cmd_.page_size : kListPageSize;
     v1::ListJobsResponse all;
     for (;;) {
@@ -352,12 +359,47 @@ class Invocation {
   int Logs() {
     LogsOptions options;
     options.job_id = cmd_.job_id;
+    if (cmd_.index) {
+      std::variant<std::string, Failure> task = ArrayTaskId(cmd_.job_id, *cmd_.index);
+      if (const Failure* failure = std::get_if<Failure>(&task)) return Fail(*failure);
+      options.job_id = std::get<std::string>(task);
+    }
     options.rank = cmd_.rank;
     options.attempt = cmd_.attempt;
     options.follow = cmd_.follow;
     options.scheduler = cmd_.scheduler;
     std::optional<Failure> failure = PrintRankLog(options, client_, out_);
     return failure ? Fail(*failure) : kExitOk;
+  }
+
+  // logs --index: the id of task `index` of the array `array_id` ("<array id>-<index>"), once
+  // the array is known to have such a task and to have created it (an array creates its tasks
+  // in index order, so the waiting ones are the highest); else how ringctl fails.
+  std::variant<std::string, Failure> ArrayTaskId(const std::string& array_id, int32_t index) {
+    v1::GetJobRequest request;
+    request.set_job_id(array_id);
+    absl::StatusOr<v1::Job> array = client_.GetJob(request);
+    if (!array.ok()) {
+      return DescribeRpcError(array.status(), "get job " + array_id, cmd_.scheduler, array_id);
+    }
+    if (!array->spec().has_array()) {
+      return Failure{kExitUsage, absl::StrCat("--index: job ", array_id,
+                                              " is not an array; read its log without --index")};
+    }
+    const int32_t count = array->spec().array().count();
+    if (index >= count) {
+      return Failure{kExitUsage, absl::StrCat("--index: array ", array_id, " has tasks 0..",
+                                              count - 1, ", got ", index)};
+    }
+    const int32_t waiting = array->array_status().waiting();
+    if (waiting > 0 && index >= count - waiting) {
+      return Failure{kExitNotFound,
+                     absl::StrCat("task ", index, " of array ", array_id,
+                                  " has not been created yet, so it has no log (", waiting,
+                                  " tasks wait for the parallelism limit, the array's "
+                                  "dependencies or room)")};
+    }
+    return absl::StrCat(array_id, "-", index);
   }
 
   int PrintJson(const google::protobuf::Message& message) {

@@ -35,17 +35,21 @@ struct VerbInfo {
 constexpr std::array<VerbInfo, 11> kVerbs = {{
     {Verb::kSubmit, "submit", "submit [-f FILE] [FLAGS] [--wait | --follow] [-- CMD ARGS...]",
      "Submit a job; prints its id. --wait/--follow: exit 0 only if it SUCCEEDED."},
-    {Verb::kGet, "get", "get ID", "Show one job: state, placement, times, exit code."},
-    {Verb::kList, "list", "list [--state S] [--queue Q] [-l SELECTOR] [--limit N]",
-     "List jobs, newest first (all of them, fetched a page at a time)."},
-    {Verb::kCancel, "cancel", "cancel ID [--reason R]", "Cancel a job; stops all of its ranks."},
+    {Verb::kGet, "get", "get ID",
+     "Show one job: state, placement, times, exit code; an array: its tasks' states."},
+    {Verb::kList, "list", "list [--state S] [--queue Q] [-l SELECTOR] [--array ID] [--limit N]",
+     "List jobs and arrays, newest first (all of them, fetched a page at a time); --array ID: "
+     "the array's tasks."},
+    {Verb::kCancel, "cancel", "cancel ID [--reason R]",
+     "Cancel a job, stopping all of its ranks; an array: every task not ended."},
     {Verb::kWatch, "watch", "watch ID",
      "Stream a job's events until it ends; exit 0 only if it SUCCEEDED."},
     {Verb::kWorkers, "workers", "workers | workers clear WORKER",
      "List workers with their GPUs, CPU slots and health; `clear` puts a worker that a failed "
      "pre-run check marked unhealthy back into placement."},
-    {Verb::kLogs, "logs", "logs ID [--rank R] [--attempt N] [-f]",
-     "Print a rank's output, read from the worker it ran on; -f follows it."},
+    {Verb::kLogs, "logs", "logs ID [--index I] [--rank R] [--attempt N] [-f]",
+     "Print a rank's output (--index I: of task I of the array ID), read from the worker it ran "
+     "on; -f follows it."},
     {Verb::kQueue, "queue", "queue create -f FILE | get NAME | list | update -f FILE | delete NAME",
      "Manage queues: quotas per GPU type, cohort, weight, preemption settings."},
     {Verb::kStudy, "study",
@@ -345,6 +349,12 @@ const std::vector<FlagSpec>& Flags() {
        {Verb::kSubmit},
        nullptr,
        "start a one-rank job under mpirun (default: directly, as an MPI singleton)"},
+      // Two flags of one name: submit's makes an array, list's picks one (ApplyFlag).
+      {"array",
+       0,
+       {Verb::kSubmit},
+       "N|0-M[%P]",
+       "an array of tasks 0..N-1 (or 0..M), at most P at once, e.g. 0-999%50 (command only)"},
       {"gpus",
        0,
        {Verb::kStudy},
@@ -412,10 +422,12 @@ const std::vector<FlagSpec>& Flags() {
        "TEAM[:ro]",
        "volume create/update: a team that may mount it (:ro: read-only); repeatable"},
       {"all", 0, {Verb::kAdmin}, nullptr, "admin token list: revoked and expired tokens too"},
+      {"array", 0, {Verb::kList}, "ID", "only the tasks of this array"},
       {"page-size", 0, {Verb::kList}, "N", "jobs per ListJobs call (default 500, at most 1000)"},
       {"reason", 0, {Verb::kCancel}, "TEXT", "reason kept in the job's events"},
       {"rank", 0, {Verb::kLogs}, "R", "the rank whose output to print (default 0)"},
       {"attempt", 0, {Verb::kLogs}, "N", "an earlier attempt (default: the current or last)"},
+      {"index", 0, {Verb::kLogs}, "I", "ID is an array: read task I's log (job ID-I)"},
       {"follow", 'f', {Verb::kLogs}, nullptr, "keep printing new output until the rank ends"},
   };
   return *flags;
@@ -567,6 +579,14 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
   } else if (name == "after") {
     RM_ASSIGN_OR_RETURN(v1::JobDependency dependency, ParseDependency(value, "--after"));
     o.after.push_back(std::move(dependency));
+  } else if (name == "array") {
+    if (cmd->verb == Verb::kSubmit) {
+      RM_ASSIGN_OR_RETURN(o.array, ParseArraySpec(value, "--array"));
+    } else {
+      // An empty id would list jobs and arrays, not what --array asked for.
+      if (value.empty()) return absl::InvalidArgumentError("--array: expected an array's job ID");
+      cmd->array_id = value;
+    }
   } else if (name == "request-id") {
     if (value.empty()) return absl::InvalidArgumentError("--request-id: must not be empty");
     cmd->request_id = value;
@@ -610,6 +630,8 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
     RM_ASSIGN_OR_RETURN(cmd->rank, ParseInt32(name, value));
   } else if (name == "attempt") {
     RM_ASSIGN_OR_RETURN(cmd->attempt, ParseInt32(name, value));
+  } else if (name == "index") {
+    RM_ASSIGN_OR_RETURN(cmd->index, ParseInt32(name, value));
   }
   return absl::OkStatus();
 }

@@ -65,17 +65,21 @@ struct Command {
   // cancel --reason.
   std::string reason;
 
-  // list --state, --queue, -l/--selector, --limit, --page-size (queue is shared with submit's
-  // --queue). limit 0: every matching job (ringctl pages through them).
+  // list --state, --queue, -l/--selector, --array, --limit, --page-size (queue is shared with
+  // submit's --queue). limit 0: every matching job (ringctl pages through them). array_id: only
+  // the tasks of that array (empty: jobs and arrays, no tasks).
   v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
   std::string queue;
   std::string label_selector;
+  std::string array_id;
   int32_t limit = 0;
   int32_t page_size = 0;
 
-  // logs --rank, --attempt, -f/--follow.
+  // logs --rank, --attempt, -f/--follow; --index: the task of the array `job_id` whose log to
+  // read.
   int32_t rank = 0;
   std::optional<int32_t> attempt;
+  std::optional<int32_t> index;
   // logs -f/--follow; submit --follow (streams rank 0's output, implies `wait`).
   bool follow = false;
   // submit --wait: wait until the job ends; the exit status is the job's.

@@ -82,6 +82,42 @@ std::string GpuCountsText(const std::map<GpuKind, GpuCount>& counts) {
   return absl::StrJoin(parts, ", ");
 }
 
+// `list`'s TASKS cell of an array: "50/1000 ended, 2 failed"; "-" for a job that is none.
+std::string TasksCell(const v1::Job& job) {
+  if (!job.spec().has_array()) return "-";
+  if (!job.has_array_status()) return absl::StrCat(job.spec().array().count(), " tasks");
+  const v1::ArrayStatus& a = job.array_status();
+  std::string cell =
+      absl::StrCat(a.succeeded() + a.failed() + a.cancelled(), "/", a.count(), " ended");
+  if (a.failed() > 0) absl::StrAppend(&cell, ", ", a.failed(), " failed");
+  return cell;
+}
+
+// `get`'s lines of an array: its size and limit, where its tasks are, which failed.
+std::vector<std::vector<std::string>> ArrayFields(const v1::Job& job) {
+  const v1::JobArray& array = job.spec().array();
+  std::vector<std::vector<std::string>> fields = {
+      {"Tasks:", absl::StrCat(array.count(),
+                              array.parallelism() == 0
+                                  ? " (no parallelism limit)"
+                                  : absl::StrCat(" (parallelism ", array.parallelism(), ")"))}};
+  if (!job.has_array_status()) return fields;
+  const v1::ArrayStatus& a = job.array_status();
+  // A line of its own under "Tasks:", as the counts would not fit after it.
+  fields.push_back({"", absl::StrCat("waiting ", a.waiting(), "  pending ", a.pending(),
+                                     "  running ", a.running(), "  succeeded ", a.succeeded(),
+                                     "  failed ", a.failed(), "  cancelled ", a.cancelled())});
+  if (!a.failed_indices().empty()) {
+    std::string indices = absl::StrJoin(a.failed_indices(), ", ");
+    // The scheduler lists only the lowest 100.
+    if (a.failed_indices_size() < a.failed()) {
+      absl::StrAppend(&indices, " (the lowest ", a.failed_indices_size(), " of ", a.failed(), ")");
+    }
+    fields.push_back({"Failed indices:", indices});
+  }
+  return fields;
+}
+
 }  // namespace
 
 std::string RenderTable(const std::vector<std::string>& header,
@@ -158,19 +194,31 @@ std::string FormatGpuRequest(const v1::JobSpec& spec) {
 
 std::string FormatJobList(const v1::ListJobsResponse& response, int64_t now_ms) {
   if (response.jobs().empty()) return "No jobs.\n";
+  // A TASKS column only where an array is listed, so a list of plain jobs stays as narrow.
+  const bool arrays = std::any_of(response.jobs().begin(), response.jobs().end(),
+                                  [](const v1::Job& job) { return job.spec().has_array(); });
   std::vector<std::vector<std::string>> rows;
   for (const v1::Job& job : response.jobs()) {
     const v1::JobSpec& spec = job.spec();
     std::string reason =
         job.state() == v1::JOB_STATE_PENDING ? job.pending_reason() : job.message();
-    rows.push_back({job.id(), OrDash(spec.name()), OrDash(spec.queue()), JobStateName(job.state()),
-                    absl::StrCat(spec.priority()), absl::StrCat(spec.replicas()),
-                    FormatGpuRequest(spec), absl::StrCat(job.attempt()),
-                    FormatAge(job.created_at_ms(), now_ms), OneLine(reason)});
+    std::vector<std::string> row = {job.id(),
+                                    OrDash(spec.name()),
+                                    OrDash(spec.queue()),
+                                    JobStateName(job.state()),
+                                    absl::StrCat(spec.priority()),
+                                    absl::StrCat(spec.replicas()),
+                                    FormatGpuRequest(spec),
+                                    absl::StrCat(job.attempt()),
+                                    FormatAge(job.created_at_ms(), now_ms),
+                                    OneLine(reason)};
+    if (arrays) row.insert(row.begin() + 4, TasksCell(job));
+    rows.push_back(std::move(row));
   }
-  return RenderTable(
-      {"ID", "NAME", "QUEUE", "STATE", "PRIORITY", "REPLICAS", "GPUS", "ATTEMPT", "AGE", "REASON"},
-      rows);
+  std::vector<std::string> header = {"ID",       "NAME", "QUEUE",   "STATE", "PRIORITY",
+                                     "REPLICAS", "GPUS", "ATTEMPT", "AGE",   "REASON"};
+  if (arrays) header.insert(header.begin() + 4, "TASKS");
+  return RenderTable(header, rows);
 }
 
 std::string FormatJob(const v1::Job& job) {
@@ -188,15 +236,23 @@ std::string FormatJob(const v1::Job& job) {
   }
   std::vector<std::string> after;
   for (const v1::JobDependency& d : spec.after()) after.push_back(DependencyText(d));
-  std::vector<std::vector<std::string>> fields = {
-      {"ID:", job.id()},
+  std::vector<std::vector<std::string>> fields = {{"ID:", job.id()}};
+  if (!job.array_id().empty()) {
+    fields.push_back({"Array:", absl::StrCat(job.array_id(), " index ", job.array_index())});
+  }
+  const std::vector<std::vector<std::string>> head = {
       {"Name:", OrDash(spec.name())},
       {"Queue:", OrDash(spec.queue())},
       {"Priority:", absl::StrCat(spec.priority())},
       {"State:", JobStateName(job.state())},
   };
+  fields.insert(fields.end(), head.begin(), head.end());
   if (!job.pending_reason().empty()) {
     fields.push_back({"Pending reason:", OneLine(job.pending_reason())});
+  }
+  if (spec.has_array()) {
+    const std::vector<std::vector<std::string>> array = ArrayFields(job);
+    fields.insert(fields.end(), array.begin(), array.end());
   }
   std::vector<std::vector<std::string>> rest = {
       {"Attempt:", absl::StrCat(job.attempt())},

@@ -1,9 +1,13 @@
 #include "job_spec.h"
 
+#include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 
@@ -17,7 +21,74 @@ constexpr std::pair<v1::DependencyCondition, absl::string_view> kConditionWords[
     {v1::DEPENDENCY_CONDITION_FAILED, "failed"},
 };
 
+// A count of digits only (no sign, no spaces, as Slurm takes it); nullopt for anything else.
+// Past int64 it saturates, which every range check below refuses.
+std::optional<int64_t> ParseDigits(absl::string_view text) {
+  if (text.empty()) return std::nullopt;
+  for (const char c : text) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  }
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(text, &value)) return std::numeric_limits<int64_t>::max();
+  return value;
+}
+
 }  // namespace
+
+absl::StatusOr<v1::JobArray> ParseArraySpec(absl::string_view text, absl::string_view field) {
+  auto malformed = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field,
+        ": expected N (tasks 0..N-1) or 0-M (tasks 0..M), optionally followed by %P (at most P "
+        "at once), e.g. 0-999%50; got \"",
+        text, "\""));
+  };
+  const size_t percent = text.find('%');
+  const absl::string_view range = text.substr(0, percent);
+  const size_t dash = range.find('-');
+  int64_t count = 0;
+  if (dash == absl::string_view::npos) {
+    std::optional<int64_t> n = ParseDigits(range);
+    if (!n) return malformed();
+    count = *n;
+  } else {
+    std::optional<int64_t> first = ParseDigits(range.substr(0, dash));
+    std::optional<int64_t> last = ParseDigits(range.substr(dash + 1));
+    if (!first || !last) return malformed();
+    if (*first != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": a range starts at 0 (tasks are numbered 0..count-1), e.g. 0-",
+                       range.substr(dash + 1), "; got \"", text, "\""));
+    }
+    count = *last == std::numeric_limits<int64_t>::max() ? *last : *last + 1;
+  }
+  if (count < 1 || count > kMaxArrayTasks) {
+    const std::string got = count == std::numeric_limits<int64_t>::max()
+                                ? absl::StrCat("more than ", kMaxArrayTasks)
+                                : absl::StrCat(count);
+    return absl::InvalidArgumentError(absl::StrCat(field, ": an array has 1..", kMaxArrayTasks,
+                                                   " tasks, got ", got, " (\"", text, "\")"));
+  }
+  v1::JobArray array;
+  array.set_count(static_cast<int32_t>(count));
+  if (percent != absl::string_view::npos) {
+    std::optional<int64_t> parallelism = ParseDigits(text.substr(percent + 1));
+    if (!parallelism) return malformed();
+    if (*parallelism < 1 || *parallelism > count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": %P (tasks at once) must be 1..", count, " for ", count,
+                       count == 1 ? " task" : " tasks", ", got \"", text, "\""));
+    }
+    array.set_parallelism(static_cast<int32_t>(*parallelism));
+  }
+  return array;
+}
+
+std::string ArraySpecText(const v1::JobArray& array) {
+  std::string text = absl::StrCat("0-", array.count() - 1);
+  if (array.parallelism() > 0) absl::StrAppend(&text, "%", array.parallelism());
+  return text;
+}
 
 absl::StatusOr<v1::JobDependency> ParseDependency(absl::string_view text, absl::string_view field) {
   v1::JobDependency dependency;
@@ -70,6 +141,7 @@ absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {
     spec->clear_after();
     for (const v1::JobDependency& d : overrides.after) *spec->add_after() = d;
   }
+  if (overrides.array) *spec->mutable_array() = *overrides.array;
 
   if (overrides.command) {
     if (overrides.HasTrainerFields()) {

@@ -1,6 +1,8 @@
 // Building the JobSpec that `ringctl submit` sends: a spec from a YAML file (or an empty one),
 // then the command-line flags on top. Only structure and types are checked here; ranges and
 // names are the scheduler's to judge, so its INVALID_ARGUMENT message stays the one a user sees.
+// The one exception is the Slurm-style array text ("0-999%50"): it is ringctl's own syntax, so
+// the scheduler's words about `array.count` would not match what the user wrote.
 #ifndef RINGMASTER_CLI_JOB_SPEC_H_
 #define RINGMASTER_CLI_JOB_SPEC_H_
 
@@ -45,6 +47,8 @@ struct SpecOverrides {
   bool use_mpirun = false;
   // --after (repeatable; any replaces the file's list).
   std::vector<v1::JobDependency> after;
+  // --array: makes the job an array of tasks.
+  std::optional<v1::JobArray> array;
   // The argv after `--`: a command workload.
   std::optional<std::vector<std::string>> command;
 
@@ -57,6 +61,16 @@ struct SpecOverrides {
 absl::StatusOr<v1::JobDependency> ParseDependency(absl::string_view text, absl::string_view field);
 // The other way: "j-3f9c2a41b7d0:succeeded".
 std::string DependencyText(const v1::JobDependency& dependency);
+
+// Tasks an array may have (JobArray.count in proto/ringmaster/v1/job.proto).
+inline constexpr int32_t kMaxArrayTasks = 100'000;
+
+// Slurm's array syntax, indices from 0: "N" (N tasks, 0..N-1) or "0-M" (M+1 tasks), each
+// optionally followed by "%P" (at most P tasks at once, 1..count; without it, no limit of the
+// array's own). INVALID_ARGUMENT naming `field` and what is allowed for anything else.
+absl::StatusOr<v1::JobArray> ParseArraySpec(absl::string_view text, absl::string_view field);
+// The other way: "0-999%50", "0-9".
+std::string ArraySpecText(const v1::JobArray& array);
 
 // Applies `overrides` to `spec`. A command after `--` replaces the file's workload (keeping the
 // file's command env when it had one). Trainer flags together with a command workload are

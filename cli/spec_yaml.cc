@@ -27,7 +27,7 @@
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 20> kTopKeys = {"name",
+constexpr std::array<absl::string_view, 21> kTopKeys = {"name",
                                                         "queue",
                                                         "priority",
                                                         "replicas",
@@ -41,6 +41,7 @@ constexpr std::array<absl::string_view, 20> kTopKeys = {"name",
                                                         "health_check",
                                                         "use_mpirun",
                                                         "after",
+                                                        "array",
                                                         "trainer",
                                                         "command",
                                                         "image",
@@ -88,6 +89,7 @@ constexpr std::array<absl::string_view, 4> kTrainerKeys = {"model", "batch_size"
                                                            "checkpoint_every"};
 constexpr std::array<absl::string_view, 3> kCommandKeys = {"argv", "env", "check_in_mpi_init"};
 constexpr std::array<absl::string_view, 3> kMountKeys = {"volume", "path", "read_only"};
+constexpr std::array<absl::string_view, 2> kArrayKeys = {"count", "parallelism"};
 
 // Past this many documents a YAML text is only "more than" that many.
 constexpr int kMaxDocumentsCounted = 2;
@@ -184,6 +186,8 @@ class SpecReader {
         RM_RETURN_IF_ERROR(Mounts(value, spec));
       } else if (key == "after") {
         RM_RETURN_IF_ERROR(After(value, spec));
+      } else if (key == "array") {
+        RM_RETURN_IF_ERROR(Array(value, spec->mutable_array()));
       } else if (key == "trainer") {
         RM_RETURN_IF_ERROR(Trainer(value, spec->mutable_trainer()));
       } else if (key == "command") {
@@ -240,6 +244,34 @@ class SpecReader {
                      absl::StrCat("expected JOB[:succeeded|ended|failed], got \"", text, "\""));
       }
       *spec->add_after() = *std::move(dependency);
+    }
+    return absl::OkStatus();
+  }
+
+  // array: {count: 1000, parallelism: 50}, or as ringctl's --array: "0-999%50", 1000.
+  absl::Status Array(const YAML::Node& node, v1::JobArray* array) {
+    if (node.IsScalar()) {
+      absl::StatusOr<v1::JobArray> parsed = ParseArraySpec(node.Scalar(), "array");
+      if (!parsed.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(source_, ": ", parsed.status().message()));
+      }
+      *array = *std::move(parsed);
+      return absl::OkStatus();
+    }
+    if (!node.IsMap()) {
+      return Error("array", absl::StrCat("expected {count: N, parallelism: P} or a range such as "
+                                         "\"0-999%50\", got ",
+                                         Describe(node)));
+    }
+    RM_RETURN_IF_ERROR(CheckKeys(node, "array", kArrayKeys));
+    for (const auto& entry : node) {
+      const std::string key = entry.first.Scalar();
+      RM_ASSIGN_OR_RETURN(int64_t v, Integer(entry.second, "array." + key, false, true));
+      if (key == "count") {
+        array->set_count(static_cast<int32_t>(v));
+      } else {
+        array->set_parallelism(static_cast<int32_t>(v));
+      }
     }
     return absl::OkStatus();
   }

@@ -46,7 +46,7 @@ _ringctl() {
       --gpu-type | --model | --steps | --batch-size | --checkpoint-every | --backoff-limit | \
       --max-runtime-seconds | --label | --request-id | --retry-seconds | --limit | --page-size | \
       -l | --selector | --reason | --rank | --attempt | --gpus | --image | --mount | --shm-size | --after | \
-      --workdir | --path | --grant | --description)
+      --workdir | --path | --grant | --description | --array | --index)
       return 0 ;;
   esac
 
@@ -56,13 +56,13 @@ _ringctl() {
       flags="--file -f --name --queue --priority --replicas --gpus-per-replica --gpu-type
              --model --steps --batch-size --checkpoint-every --restart-policy --backoff-limit
              --max-runtime-seconds --label --image --mount --shm-size --workdir --request-id
-             --use-mpirun --after --retry-seconds --wait --follow" ;;
+             --use-mpirun --after --array --retry-seconds --wait --follow" ;;
     get) flags="" ;;
-    list) flags="--state --queue --selector -l --limit --page-size" ;;
+    list) flags="--state --queue --selector -l --array --limit --page-size" ;;
     cancel) flags="--reason" ;;
     watch) flags="" ;;
     workers) flags="" ;;
-    logs) flags="--rank --attempt --follow -f" ;;
+    logs) flags="--index --rank --attempt --follow -f" ;;
     queue) flags="--file -f" ;;
     volume) flags="--path --grant --description" ;;
     study)

@@ -313,6 +313,34 @@ TEST_F(AppTest, CommandAfterDashDashIsSent) {
               ::testing::ElementsAre("sh", "-c", "exit 3"));
 }
 
+TEST_F(AppTest, SubmitArraySendsItsCountAndParallelism) {
+  fake_.submit_results.push_back(Submitted("j-3f9c2a41b7d0"));
+  EXPECT_EQ(Run({"submit", "--array", "0-999%50", "--", "./task", "{index}"}), kExitOk);
+  ASSERT_EQ(fake_.submits.size(), 1u);
+  const v1::JobSpec& spec = fake_.submits[0].spec();
+  EXPECT_EQ(spec.array().count(), 1000);
+  EXPECT_EQ(spec.array().parallelism(), 50);
+  EXPECT_THAT(spec.command().argv(), ::testing::ElementsAre("./task", "{index}"));
+  EXPECT_EQ(out_.str(), "j-3f9c2a41b7d0\n");
+}
+
+TEST_F(AppTest, BadArrayIsAUsageErrorAndNothingIsSent) {
+  EXPECT_EQ(Run({"submit", "--array", "1-10", "--", "./task"}), kExitUsage);
+  EXPECT_EQ(err_.str(),
+            "ringctl: --array: a range starts at 0 (tasks are numbered 0..count-1), e.g. 0-10; "
+            "got \"1-10\"\n");
+  EXPECT_TRUE(fake_.submits.empty());
+}
+
+TEST_F(AppTest, SubmitFollowOfAnArrayIsAUsageErrorAsItHasNoRankZero) {
+  EXPECT_EQ(Run({"submit", "--array", "10", "--follow", "--", "./task"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("use --wait, then ringctl logs ID --index I"));
+  const std::string path = ::testing::TempDir() + "/app-array.yaml";
+  std::ofstream(path) << "name: sweep\nreplicas: 1\narray: {count: 4}\ncommand: {argv: [t]}\n";
+  EXPECT_EQ(Run({"submit", "-f", path, "--follow"}), kExitUsage);
+  EXPECT_TRUE(fake_.submits.empty());
+}
+
 TEST_F(AppTest, BadYamlIsAUsageErrorAndNothingIsSent) {
   const std::string path = ::testing::TempDir() + "/app-bad.yaml";
   std::ofstream(path) << "trainer:\n  steps: ten\n";
@@ -411,6 +439,19 @@ TEST_F(AppTest, ListStopsAtTheLimitAndAsksOnlyForWhatIsLeft) {
   EXPECT_EQ(fake_.lists[1].page_size(), 1);
   EXPECT_THAT(out_.str(), HasSubstr("\"j-3\""));
   EXPECT_THAT(out_.str(), ::testing::Not(HasSubstr("nextPageToken")));
+}
+
+TEST_F(AppTest, ListArrayAsksForItsTasksOnEveryPage) {
+  fake_.list_results.push_back(Page({"j-a-9", "j-a-8"}, "t1"));
+  fake_.list_results.push_back(Page({"j-a-7"}, ""));
+  EXPECT_EQ(Run({"list", "--array", "j-a", "--page-size", "2"}), kExitOk);
+  ASSERT_EQ(fake_.lists.size(), 2u);
+  for (const v1::ListJobsRequest& r : fake_.lists) EXPECT_EQ(r.array_id(), "j-a");
+  EXPECT_EQ(fake_.lists[1].page_token(), "t1");
+  for (const char* id : {"j-a-9", "j-a-8", "j-a-7"}) EXPECT_THAT(out_.str(), HasSubstr(id));
+  fake_.list_results.push_back(Page({}, ""));
+  EXPECT_EQ(Run({"list"}), kExitOk);
+  EXPECT_EQ(fake_.lists.back().array_id(), "") << "without --array: jobs and arrays, no tasks";
 }
 
 TEST_F(AppTest, ListShowsTheSchedulersSelectorError) {
@@ -622,6 +663,68 @@ TEST_F(AppTest, WaitAndFollowAreFlagsOfSubmitOnly) {
   EXPECT_EQ(Run({"submit", "--help"}), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("--wait"));
   EXPECT_THAT(out_.str(), HasSubstr("--follow"));
+}
+
+// An array of `count` tasks of which the highest `waiting` are not created yet.
+v1::Job ArrayJob(const std::string& id, int32_t count, int32_t waiting) {
+  v1::Job job;
+  job.set_id(id);
+  job.set_state(v1::JOB_STATE_RUNNING);
+  job.mutable_spec()->mutable_array()->set_count(count);
+  job.mutable_array_status()->set_count(count);
+  job.mutable_array_status()->set_waiting(waiting);
+  return job;
+}
+
+TEST_F(AppTest, LogsIndexReadsTheLogOfThatTaskOfTheArray) {
+  fake_.get_results.push_back(ArrayJob("j-a", 1000, 900));
+  fake_.log_streams.push_back({"task 17 says hi\n", absl::OkStatus()});
+  EXPECT_EQ(Run({"logs", "j-a", "--index", "17", "--rank", "0"}), kExitOk) << err_.str();
+  ASSERT_EQ(fake_.gets.size(), 1u);
+  EXPECT_EQ(fake_.gets[0].job_id(), "j-a");
+  ASSERT_EQ(fake_.log_reads.size(), 1u);
+  EXPECT_EQ(fake_.log_reads[0].job_id(), "j-a-17");
+  EXPECT_EQ(out_.str(), "task 17 says hi\n");
+}
+
+TEST_F(AppTest, LogsIndexSaysWhatIsWrongBeforeReadingAnyLog) {
+  v1::Job plain;
+  plain.set_id("j-p");
+  fake_.get_results.push_back(plain);
+  EXPECT_EQ(Run({"logs", "j-p", "--index", "0"}), kExitUsage);
+  EXPECT_EQ(err_.str(),
+            "ringctl: --index: job j-p is not an array; read its log without --index\n");
+
+  fake_.get_results.push_back(ArrayJob("j-a", 10, 0));
+  EXPECT_EQ(Run({"logs", "j-a", "--index", "10"}), kExitUsage);
+  EXPECT_EQ(err_.str(), "ringctl: --index: array j-a has tasks 0..9, got 10\n");
+
+  fake_.get_results.push_back(ArrayJob("j-a", 10, 3));
+  EXPECT_EQ(Run({"logs", "j-a", "--index", "7"}), kExitNotFound);
+  EXPECT_EQ(err_.str(),
+            "ringctl: task 7 of array j-a has not been created yet, so it has no log (3 tasks "
+            "wait for the parallelism limit, the array's dependencies or room)\n");
+
+  fake_.get_results.push_back(absl::NotFoundError("job j-x not found"));
+  EXPECT_EQ(Run({"logs", "j-x", "--index", "1"}), kExitNotFound);
+  EXPECT_EQ(err_.str(), "ringctl: job j-x not found\n");
+  EXPECT_TRUE(fake_.log_reads.empty());
+}
+
+TEST_F(AppTest, GetOfAnArrayShowsItsTasks) {
+  v1::Job array = ArrayJob("j-a", 10, 4);
+  array.mutable_spec()->mutable_array()->set_parallelism(2);
+  array.mutable_array_status()->set_running(2);
+  array.mutable_array_status()->set_succeeded(4);
+  fake_.get_results.push_back(array);
+  EXPECT_EQ(Run({"get", "j-a"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("Tasks:           10 (parallelism 2)\n"
+                                    "                 waiting 4  pending 0  running 2  "
+                                    "succeeded 4  failed 0  cancelled 0\n"));
+  fake_.get_results.push_back(array);
+  EXPECT_EQ(Run({"-o", "json", "get", "j-a"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("\"array_status\": {"));
+  EXPECT_THAT(out_.str(), HasSubstr("\"waiting\": 4"));
 }
 
 TEST_F(AppTest, WorkersPrintsTheTable) {

@@ -152,6 +152,89 @@ TEST(ArgsTest, SubmitReadsAfterAndUseMpirun) {
   EXPECT_THAT(ErrorOf({"submit", "--use-mpirun=yes"}), HasSubstr("--use-mpirun takes no value"));
 }
 
+TEST(ArgsTest, SubmitArrayTakesSlurmsSyntaxFromZero) {
+  struct Case {
+    const char* text;
+    int32_t count;
+    int32_t parallelism;
+  };
+  for (const Case& c :
+       {Case{"0-999%50", 1000, 50}, Case{"10", 10, 0}, Case{"0-9%2", 10, 2}, Case{"0-0", 1, 0},
+        Case{"1", 1, 0}, Case{"100000", 100000, 0}, Case{"0-99999%100000", 100000, 100000},
+        Case{"0-9%10", 10, 10}, Case{"007", 7, 0}}) {
+    SCOPED_TRACE(c.text);
+    Command cmd = Parse({"submit", "--array", c.text, "--", "./task", "{index}"});
+    ASSERT_TRUE(cmd.overrides.array.has_value());
+    EXPECT_EQ(cmd.overrides.array->count(), c.count);
+    EXPECT_EQ(cmd.overrides.array->parallelism(), c.parallelism);
+  }
+  EXPECT_FALSE(Parse({"submit", "--", "true"}).overrides.array.has_value());
+  Command cmd = Parse({"submit", "--array=0-9%2", "--", "./task"});
+  v1::JobSpec spec;
+  spec.mutable_array()->set_count(500);  // from a file; the flag wins
+  ASSERT_TRUE(ApplyOverrides(cmd.overrides, &spec).ok());
+  EXPECT_EQ(spec.array().count(), 10);
+  EXPECT_EQ(spec.array().parallelism(), 2);
+  EXPECT_EQ(ArraySpecText(spec.array()), "0-9%2");
+  spec.mutable_array()->set_parallelism(0);
+  EXPECT_EQ(ArraySpecText(spec.array()), "0-9");
+}
+
+TEST(ArgsTest, BadArraySpecsNameTheFlagAndWhatIsAllowed) {
+  const std::string shape =
+      "--array: expected N (tasks 0..N-1) or 0-M (tasks 0..M), optionally followed by %P (at "
+      "most P at once), e.g. 0-999%50; got ";
+  EXPECT_EQ(ErrorOf({"submit", "--array", "5-10"}),
+            "--array: a range starts at 0 (tasks are numbered 0..count-1), e.g. 0-10; got "
+            "\"5-10\"");
+  EXPECT_EQ(ErrorOf({"submit", "--array", "0"}),
+            "--array: an array has 1..100000 tasks, got 0 (\"0\")");
+  EXPECT_EQ(ErrorOf({"submit", "--array", "0-100000"}),
+            "--array: an array has 1..100000 tasks, got 100001 (\"0-100000\")");
+  EXPECT_EQ(ErrorOf({"submit", "--array", "100001%5"}),
+            "--array: an array has 1..100000 tasks, got 100001 (\"100001%5\")");
+  EXPECT_EQ(ErrorOf({"submit", "--array", "99999999999999999999999"}),
+            "--array: an array has 1..100000 tasks, got more than 100000 "
+            "(\"99999999999999999999999\")");
+  EXPECT_EQ(ErrorOf({"submit", "--array", "0-9%0"}),
+            "--array: %P (tasks at once) must be 1..10 for 10 tasks, got \"0-9%0\"");
+  EXPECT_EQ(ErrorOf({"submit", "--array", "0-9%11"}),
+            "--array: %P (tasks at once) must be 1..10 for 10 tasks, got \"0-9%11\"");
+  EXPECT_EQ(ErrorOf({"submit", "--array", "1%2"}),
+            "--array: %P (tasks at once) must be 1..1 for 1 task, got \"1%2\"");
+  for (const char* text : {"ten", "", "0-9%", "-5", "0-", "+5", " 5", "0-9-3", "0:9", "0-9%%2",
+                           "0-9%-1", "0x10", "1e3", "0-9%2%3"}) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(ErrorOf({"submit", "--array", text}), absl::StrCat(shape, "\"", text, "\""));
+  }
+  EXPECT_EQ(ErrorOf({"submit", "--array"}), "--array needs a value");
+  EXPECT_EQ(ErrorOf({"get", "j-1", "--array", "10"}),
+            "get does not take --array (see ringctl get --help)");
+}
+
+TEST(ArgsTest, ListArrayAndLogsIndexPickAnArraysTasks) {
+  Command list = Parse({"list", "--array", "j-3f9c2a41b7d0", "--state", "failed", "--limit", "5"});
+  EXPECT_EQ(list.array_id, "j-3f9c2a41b7d0");
+  EXPECT_EQ(list.state, v1::JOB_STATE_FAILED);
+  EXPECT_FALSE(list.overrides.array.has_value()) << "list's --array is not submit's";
+  EXPECT_EQ(Parse({"list"}).array_id, "");
+  EXPECT_EQ(ErrorOf({"list", "--array="}), "--array: expected an array's job ID");
+
+  Command logs = Parse({"logs", "j-3f9c2a41b7d0", "--index", "17", "-f"});
+  EXPECT_EQ(logs.job_id, "j-3f9c2a41b7d0");
+  EXPECT_EQ(logs.index, 17);
+  EXPECT_TRUE(logs.follow);
+  EXPECT_FALSE(Parse({"logs", "j-1"}).index.has_value());
+  EXPECT_EQ(ErrorOf({"logs", "j-1", "--index", "-1"}), "--index: must not be negative, got -1");
+  EXPECT_EQ(ErrorOf({"logs", "j-1", "--index", "x"}), "--index: expected an integer, got 'x'");
+  EXPECT_EQ(ErrorOf({"get", "j-1", "--index", "1"}),
+            "get does not take --index (see ringctl get --help)");
+
+  EXPECT_THAT(Usage(Verb::kSubmit), HasSubstr("  --array N|0-M[%P]"));
+  EXPECT_THAT(Usage(Verb::kList), HasSubstr("  --array ID                    only the tasks of"));
+  EXPECT_THAT(Usage(Verb::kLogs), HasSubstr("  --index I"));
+}
+
 TEST(ArgsTest, BadEnvironmentFlagsSayWhatIsExpected) {
   EXPECT_THAT(ErrorOf({"submit", "--mount", "imagenet"}), HasSubstr("VOLUME:PATH[:ro|:rw]"));
   EXPECT_THAT(ErrorOf({"submit", "--mount", ":/data"}), HasSubstr("VOLUME:PATH"));

@@ -141,6 +141,125 @@ TEST(FormatTest, UnsetBackoffLimitIsTheSchedulersDefault) {
   EXPECT_THAT(FormatJob(job), HasSubstr("Restart policy:  OnFailure (backoff limit 0)\n"));
 }
 
+// An array of 1000 tasks, 50 at once, partway through.
+v1::Job RunningArray() {
+  v1::Job job;
+  job.set_id("j-3f9c2a41b7d0");
+  job.set_state(v1::JOB_STATE_RUNNING);
+  job.set_created_at_ms(kNoonMs - 60 * 1000);
+  v1::JobSpec* spec = job.mutable_spec();
+  spec->set_name("sweep");
+  spec->set_queue("default");
+  spec->set_replicas(1);
+  spec->mutable_command()->add_argv("./task");
+  spec->mutable_command()->add_argv("{index}");
+  spec->mutable_array()->set_count(1000);
+  spec->mutable_array()->set_parallelism(50);
+  v1::ArrayStatus* status = job.mutable_array_status();
+  status->set_count(1000);
+  status->set_waiting(900);
+  status->set_pending(40);
+  status->set_running(10);
+  status->set_succeeded(48);
+  status->set_failed(2);
+  status->add_failed_indices(4);
+  status->add_failed_indices(17);
+  return job;
+}
+
+TEST(FormatTest, ArrayShowsItsTasksStatesAndFailedIndices) {
+  const std::string text = FormatJob(RunningArray());
+  EXPECT_THAT(text, HasSubstr("State:           RUNNING\n"
+                              "Tasks:           1000 (parallelism 50)\n"
+                              "                 waiting 900  pending 40  running 10  succeeded 48"
+                              "  failed 2  cancelled 0\n"
+                              "Failed indices:  4, 17\n"
+                              "Attempt:         0\n"));
+  EXPECT_THAT(text, HasSubstr("Workload:        command ./task {index}\n"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("Array:")));
+  EXPECT_THAT(text, HasSubstr("Placement:       none\n"));
+}
+
+TEST(FormatTest, ArraySaysWhenOnlyTheLowestFailedIndicesAreListed) {
+  v1::Job job = RunningArray();
+  job.mutable_spec()->mutable_array()->set_parallelism(0);
+  v1::ArrayStatus* status = job.mutable_array_status();
+  status->clear_failed_indices();
+  for (int32_t i = 0; i < 100; ++i) status->add_failed_indices(i * 2);
+  status->set_failed(250);
+  const std::string text = FormatJob(job);
+  EXPECT_THAT(text, HasSubstr("Tasks:           1000 (no parallelism limit)\n"));
+  EXPECT_THAT(text, HasSubstr("Failed indices:  0, 2, 4, "));
+  EXPECT_THAT(text, HasSubstr(", 196, 198 (the lowest 100 of 250)\n"));
+  // All of them listed: no remark, even at 100.
+  status->set_failed(100);
+  EXPECT_THAT(FormatJob(job), HasSubstr(", 196, 198\n"));
+  // None failed: no line.
+  status->clear_failed_indices();
+  status->set_failed(0);
+  EXPECT_THAT(FormatJob(job), ::testing::Not(HasSubstr("Failed indices:")));
+  // A scheduler that sent no status: the size alone.
+  job.clear_array_status();
+  EXPECT_THAT(FormatJob(job), HasSubstr("Tasks:           1000 (no parallelism limit)\n"
+                                        "Attempt:"));
+}
+
+TEST(FormatTest, TaskNamesItsArrayAndIndex) {
+  v1::Job task = RunningJob();
+  task.set_id("j-3f9c2a41b7d0-17");
+  task.set_array_id("j-3f9c2a41b7d0");
+  task.set_array_index(17);
+  EXPECT_THAT(FormatJob(task), HasSubstr("ID:              j-3f9c2a41b7d0-17\n"
+                                         "Array:           j-3f9c2a41b7d0 index 17\n"
+                                         "Name:            sweep\n"));
+  EXPECT_THAT(FormatJob(RunningJob()), ::testing::Not(HasSubstr("Array:")));
+}
+
+TEST(FormatTest, JobListShowsATasksColumnOnlyWhenAnArrayIsListed) {
+  v1::ListJobsResponse response;
+  *response.add_jobs() = RunningArray();
+  *response.add_jobs() = RunningJob();
+  v1::Job ended = RunningArray();
+  ended.set_id("j-4");
+  ended.set_state(v1::JOB_STATE_CANCELLED);
+  ended.set_message("cancelled by alice");
+  ended.mutable_array_status()->set_waiting(0);
+  ended.mutable_array_status()->set_pending(0);
+  ended.mutable_array_status()->set_running(0);
+  ended.mutable_array_status()->set_failed(0);
+  ended.mutable_array_status()->set_cancelled(952);
+  *response.add_jobs() = ended;
+  EXPECT_EQ(FormatJobList(response, kNoonMs),
+            "ID               NAME    QUEUE     STATE       TASKS                     PRIORITY   "
+            "REPLICAS   GPUS   ATTEMPT   AGE   REASON\n"
+            "j-3f9c2a41b7d0   sweep   default   RUNNING     50/1000 ended, 2 failed   0          "
+            "1          cpu    0         60s\n"
+            "j-2              sweep   default   RUNNING     -                         0          "
+            "2          cpu    1         3h    restarted: rank 1 exited with code 3\n"
+            "j-4              sweep   default   CANCELLED   1000/1000 ended           0          "
+            "1          cpu    0         60s   cancelled by alice\n");
+  // Without an array the table is as it always was.
+  v1::ListJobsResponse plain;
+  *plain.add_jobs() = RunningJob();
+  EXPECT_THAT(FormatJobList(plain, kNoonMs), ::testing::StartsWith("ID    NAME    QUEUE     STATE"
+                                                                   "     PRIORITY"));
+}
+
+TEST(FormatTest, ArrayJsonCarriesItsStatusAndATaskItsArray) {
+  absl::StatusOr<std::string> json = ToJson(RunningArray(), /*pretty=*/false);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_THAT(*json, HasSubstr("\"array\":{\"count\":1000,\"parallelism\":50}"));
+  EXPECT_THAT(*json, HasSubstr("\"array_status\":{\"count\":1000,\"waiting\":900,\"pending\":40,"
+                               "\"running\":10,\"succeeded\":48,\"failed\":2,\"cancelled\":0,"
+                               "\"failed_indices\":[4,17]}"));
+  v1::Job task = RunningJob();
+  task.set_array_id("j-3f9c2a41b7d0");
+  task.set_array_index(17);
+  json = ToJson(task, /*pretty=*/false);
+  ASSERT_TRUE(json.ok());
+  EXPECT_THAT(*json, HasSubstr("\"array_id\":\"j-3f9c2a41b7d0\",\"array_index\":17"));
+}
+
 TEST(FormatTest, WorkersGroupGpusByTypeAndMarkSimulated) {
   v1::ListWorkersResponse response;
   v1::WorkerInfo* w1 = response.add_workers();

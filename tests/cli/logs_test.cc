@@ -195,7 +195,7 @@ TEST(LogsArgsTest, ParsesRankAttemptAndFollowAndKeepsSubmitsDashF) {
   EXPECT_FALSE(ParseArgs({"logs", "j-1", "--rank", "-1"}, getenv).ok());
   EXPECT_FALSE(ParseArgs({"get", "j-1", "-f"}, getenv).ok());
   EXPECT_FALSE(ParseArgs({"logs", "j-1", "--follow=yes"}, getenv).ok());
-  EXPECT_THAT(Usage(Verb::kLogs), HasSubstr("logs ID [--rank R] [--attempt N] [-f]"));
+  EXPECT_THAT(Usage(Verb::kLogs), HasSubstr("logs ID [--index I] [--rank R] [--attempt N] [-f]"));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 
 namespace ringmaster::cli {
 namespace {
@@ -288,6 +289,62 @@ TEST(SpecYamlTest, ReadsAfterAndUseMpirun) {
   EXPECT_THAT(bad.status().message(), HasSubstr("after: expected a list"));
   bad = ParseJobSpecYaml("name: x\nuse_mpirun: 1\n", "job.yaml");
   EXPECT_THAT(bad.status().message(), HasSubstr("use_mpirun: expected true or false"));
+}
+
+TEST(SpecYamlTest, ReadsAnArrayAsAMappingOrInSlurmsForm) {
+  struct Case {
+    const char* yaml;
+    int32_t count;
+    int32_t parallelism;
+  };
+  for (const Case& c : {Case{"array: {count: 1000, parallelism: 50}", 1000, 50},
+                        Case{"array: {count: 7}", 7, 0}, Case{"array: \"0-999%50\"", 1000, 50},
+                        Case{"array: 0-9", 10, 0}, Case{"array: 10", 10, 0}}) {
+    SCOPED_TRACE(c.yaml);
+    absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(
+        absl::StrCat("name: sweep\n", c.yaml, "\ncommand: {argv: [./task, \"{index}\"]}\n"),
+        "job.yaml");
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_TRUE(spec->has_array());
+    EXPECT_EQ(spec->array().count(), c.count);
+    EXPECT_EQ(spec->array().parallelism(), c.parallelism);
+  }
+  absl::StatusOr<v1::JobSpec> plain = ParseJobSpecYaml("name: x\n", "job.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->has_array());
+}
+
+TEST(SpecYamlTest, BadArraysNameTheKeyAndWhatIsAllowed) {
+  struct Case {
+    const char* yaml;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{"array: 5-10",
+                "job.yaml: array: a range starts at 0 (tasks are numbered 0..count-1), e.g. 0-10; "
+                "got \"5-10\""},
+           Case{"array: \"0-9%0\"",
+                "job.yaml: array: %P (tasks at once) must be 1..10 for 10 tasks, got \"0-9%0\""},
+           Case{"array: 0-100000",
+                "job.yaml: array: an array has 1..100000 tasks, got 100001 (\"0-100000\")"},
+           Case{"array: ten",
+                "job.yaml: array: expected N (tasks 0..N-1) or 0-M (tasks 0..M), optionally "
+                "followed by %P (at most P at once), e.g. 0-999%50; got \"ten\""},
+           Case{"array: [0, 9]",
+                "job.yaml: array: expected {count: N, parallelism: P} or a range such as "
+                "\"0-999%50\", got a list"},
+           Case{"array: {count: 10, limit: 2}",
+                "job.yaml: array.limit: unknown key (expected one of: count, parallelism)"},
+           Case{"array: {count: ten}", "job.yaml: array.count: expected an integer, got \"ten\""},
+           Case{"array: {count: 10, parallelism: -1}",
+                "job.yaml: array.parallelism: must not be negative, got -1"},
+       }) {
+    SCOPED_TRACE(c.yaml);
+    absl::StatusOr<v1::JobSpec> spec =
+        ParseJobSpecYaml(absl::StrCat("name: x\n", c.yaml, "\n"), "job.yaml");
+    ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(spec.status().message(), c.message);
+  }
 }
 
 TEST(SpecYamlTest, ReadsTheEnvironmentKeys) {
