@@ -46,7 +46,7 @@ from .errors import (
     WaitTimeout,
 )
 from .spec import spec_from_dict, spec_to_dict
-from .types import Job, JobEvent, JobState, RankPlacement
+from .types import ArrayStatus, Job, JobEvent, JobState, RankPlacement
 
 __all__ = [
     "Client",
@@ -55,6 +55,7 @@ __all__ = [
     "JobEvent",
     "JobState",
     "RankPlacement",
+    "ArrayStatus",
     "errors",
     "RingmasterError",
     "InvalidArgument",

@@ -309,8 +309,11 @@ class Client:
                 ``mounts`` (a list of ``{"volume", "path", "read_only"}`` dicts or
                 ``"VOL:PATH[:ro|:rw]"`` strings; replaces the spec's), ``shm_size``
                 (``"8Gi"`` or bytes) and ``workdir``; ``use_mpirun`` (start a one-rank job
-                under mpirun rather than directly: docs/workers.md). Keywords alone
-                without ``command`` run the built-in trainer.
+                under mpirun rather than directly: docs/workers.md); ``after`` (jobs to wait
+                for, ``"j-...:succeeded"``); ``array`` (one job per index, each told its index:
+                ``"0-999%50"`` as ringctl's --array, or ``{"count": 1000, "parallelism": 50}``;
+                docs/ringctl.md, "Arrays"). Keywords alone without ``command`` run the
+                built-in trainer.
 
         Raises:
             InvalidSpec: The spec is malformed or out of range; the message names the field.
@@ -334,7 +337,9 @@ class Client:
         return Job.from_proto(response.job, existing=response.existing)
 
     def get(self, job: JobRef) -> Job:
-        """The job as the scheduler has it now.
+        """The job as the scheduler has it now. For an array, ``job.array_status`` counts its
+        tasks (waiting, pending, running, succeeded, failed, cancelled) and lists the lowest
+        failed indices; a task's ``array_id`` and ``array_index`` name its array.
 
         Raises:
             NotFound: There is no such job.
@@ -349,10 +354,12 @@ class Client:
         labels: Union[str, Mapping[str, str], None] = None,
         limit: Optional[int] = None,
         *,
+        array: Optional[JobRef] = None,
         page_size: int = 500,
     ) -> List[Job]:
         """Jobs, newest first, as ``ringctl list`` shows them: every matching job, fetched a
-        page at a time (see :meth:`iter_jobs`), or the newest ``limit``.
+        page at a time (see :meth:`iter_jobs`), or the newest ``limit``. An array is one job
+        (its ``array_status`` counts its tasks); its tasks are listed only with ``array``.
 
         Args:
             state: Only jobs in this state (``"running"``, ``JobState.FAILED``, ...).
@@ -361,13 +368,16 @@ class Client:
                 (``"team=vision,env!=prod,gpu,!spot"``; a comma means and) or a dict of
                 labels that must all be equal (``{"team": "vision"}``).
             limit: At most this many jobs; None lists them all.
+            array: An array (its id or its Job): list its tasks instead, newest first, with the
+                other filters applying to them.
             page_size: Jobs per call to the scheduler (at most 1000).
 
         Raises:
             InvalidArgument: A malformed selector; the message names the requirement.
         """
         jobs: List[Job] = []
-        for job in self.iter_jobs(state, queue, labels, page_size=page_size, limit=limit):
+        for job in self.iter_jobs(state, queue, labels, array=array, page_size=page_size,
+                                  limit=limit):
             jobs.append(job)
         return jobs
 
@@ -377,13 +387,16 @@ class Client:
         queue: Optional[str] = None,
         labels: Union[str, Mapping[str, str], None] = None,
         *,
+        array: Optional[JobRef] = None,
         page_size: int = 500,
         limit: Optional[int] = None,
     ) -> Iterator[Job]:
         """Like :meth:`list`, but yields jobs as their pages arrive: one call per
         ``page_size`` jobs, so listing 100,000 jobs never needs one huge response."""
         request = job_pb2.ListJobsRequest(
-            queue=queue or "", label_selector=_label_selector(labels)
+            queue=queue or "",
+            label_selector=_label_selector(labels),
+            array_id=_job_id(array) if array is not None else "",
         )
         if state is not None:
             request.state = JobState.parse(state).to_proto()
@@ -499,6 +512,7 @@ class Client:
         job: JobRef,
         rank: int = 0,
         *,
+        index: Optional[int] = None,
         attempt: Optional[int] = None,
         follow: bool = False,
     ) -> Iterator[str]:
@@ -510,15 +524,18 @@ class Client:
 
         Args:
             rank: 0..replicas-1.
+            index: ``job`` is an array: read the log of its task ``index`` (the job
+                ``f"{array_id}-{index}"``), as ``ringctl logs ID --index I``.
             attempt: Which attempt; None means the job's current (or last) one.
             follow: Keep yielding new output until the rank has exited. A job that has not
                 started yet is waited for first (until it is RUNNING or has ended).
 
         Raises:
             NotFound: No worker has that log (the attempt has not started, or the job is
-                unknown).
+                unknown; or task ``index`` of the array has not been created yet).
             InvalidArgument: ``rank`` is not one of the job's ranks, or ``attempt`` not one of
-                its attempts.
+                its attempts; ``index`` is given for a job that is not an array, or is not one
+                of its indices.
             PermissionDenied: The token lacks ``jobs.logs`` (a viewer's).
 
         Example::
@@ -526,7 +543,7 @@ class Client:
             for piece in client.logs(job, follow=True):
                 print(piece, end="")
         """
-        job_id = _job_id(job)
+        job_id = _job_id(job) if index is None else self._task_id(job, index)
         if follow:
             current = self.get(job_id)
             if current.state in (JobState.PENDING, JobState.STARTING):
@@ -549,6 +566,28 @@ class Client:
             raise errors.from_rpc_error(e) from None
         finally:
             call.cancel()  # a no-op once the stream ended; ends it when the caller stopped
+
+    def _task_id(self, array: JobRef, index: int) -> str:
+        """The id of task ``index`` of ``array``, once the array is known to have such a task
+        and to have created it (tasks are created in index order, so the waiting ones are the
+        highest); the same checks and words as ``ringctl logs --index``."""
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise errors.InvalidArgument(f"index: expected a task index >= 0, got {index!r}")
+        current = self.get(array)
+        if not current.is_array:
+            raise errors.InvalidArgument(
+                f"index: job {current.id} is not an array; read its log without index")
+        count = current.proto.spec.array.count
+        if index >= count:
+            raise errors.InvalidArgument(
+                f"index: array {current.id} has tasks 0..{count - 1}, got {index}")
+        waiting = current.array_status.waiting if current.array_status else 0
+        if waiting and index >= count - waiting:
+            raise errors.NotFound(
+                f"task {index} of array {current.id} has not been created yet, so it has no log "
+                f"({waiting} tasks wait for the parallelism limit, the array's dependencies or "
+                "room)")
+        return f"{current.id}-{index}"
 
     # -- queues (docs/fair-share.md) ---------------------------------------------------
 

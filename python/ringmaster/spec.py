@@ -5,7 +5,9 @@ The dict form is the YAML form of ``docs/examples/job.yaml`` (the keys of ``JobS
 proto/ringmaster/v1/job.proto; the workload is a ``trainer:`` or a ``command:`` mapping;
 ``restart_policy`` is ``Never`` or ``OnFailure``), so a spec file, a dict and ``Job.spec`` are
 interchangeable. Only structure and types are checked here, as ``ringctl`` does; ranges and
-names are the scheduler's to judge, so its message is the one a user sees.
+names are the scheduler's to judge, so its message is the one a user sees. The one exception,
+as in ``ringctl``, is an array given in Slurm's form (``"0-999%50"``): that syntax is the
+client's own, so the client says what it allows.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ _TOP_KEYS = (
     "health_check",
     "use_mpirun",
     "after",
+    "array",
     "trainer",
     "command",
     "image",
@@ -42,6 +45,9 @@ _TOP_KEYS = (
     "workdir",
 )
 _MOUNT_KEYS = ("volume", "path", "read_only")
+_ARRAY_KEYS = ("count", "parallelism")
+#: Tasks an array may have (``JobArray.count`` in proto/ringmaster/v1/job.proto).
+MAX_ARRAY_TASKS = 100_000
 _TRAINER_KEYS = ("model", "batch_size", "steps", "checkpoint_every")
 _COMMAND_KEYS = ("argv", "env", "check_in_mpi_init")
 _STRING_FIELDS = ("name", "queue", "gpu_type")
@@ -74,6 +80,7 @@ SPEC_KEYWORDS = _INT_FIELDS + _STRING_FIELDS + (
     "workdir",
     "use_mpirun",
     "after",
+    "array",
 )
 
 # shm_size: "8Gi" (Ki Mi Gi Ti binary; k K M G T decimal) or a number of bytes, as ringctl.
@@ -139,6 +146,63 @@ class _Walker:
                                                  f'got "{text}"')
             out.append(job_pb2.JobDependency(job_id=job, condition=kind))
         return out
+
+    def array(self, value: Any, path: str) -> job_pb2.JobArray:
+        """{"count": 1000, "parallelism": 50}, or as ringctl's --array: "0-999%50", "1000", 1000
+        (N tasks 0..N-1, or 0-M for M+1 tasks; %P: at most P at once, 1..count)."""
+        if isinstance(value, job_pb2.JobArray):
+            return job_pb2.JobArray(count=value.count, parallelism=value.parallelism)
+        if isinstance(value, Mapping):
+            array = job_pb2.JobArray()
+            for k, v in self.mapping(value, path, _ARRAY_KEYS).items():
+                self.set_int(array, k, v, f"{path}.{k}")
+            return array
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            raise self.error(path, 'expected {"count": N, "parallelism": P} or a range such as '
+                                   f'"0-999%50", got {_describe(value)}')
+        return self._array_text(value, path)
+
+    def _array_text(self, text: str, path: str) -> job_pb2.JobArray:
+        """Slurm's form, checked as ringctl's ParseArraySpec (cli/job_spec.cc) checks it, with
+        the same words."""
+
+        def digits(part: str) -> "int | None":
+            return int(part) if part.isascii() and part.isdigit() else None
+
+        malformed = self.error(path, "expected N (tasks 0..N-1) or 0-M (tasks 0..M), optionally "
+                                     "followed by %P (at most P at once), e.g. 0-999%50; "
+                                     f'got "{text}"')
+        span, percent, limit = text.partition("%")
+        if "-" in span:
+            first_text, _, last_text = span.partition("-")
+            first, last = digits(first_text), digits(last_text)
+            if first is None or last is None:
+                raise malformed
+            if first != 0:
+                raise self.error(path, "a range starts at 0 (tasks are numbered 0..count-1), "
+                                       f'e.g. 0-{last_text}; got "{text}"')
+            count = last + 1
+        else:
+            n = digits(span)
+            if n is None:
+                raise malformed
+            count = n
+        if not 1 <= count <= MAX_ARRAY_TASKS:
+            raise self.error(path, f"an array has 1..{MAX_ARRAY_TASKS} tasks, got {count} "
+                                   f'("{text}")')
+        array = job_pb2.JobArray(count=count)
+        if percent:
+            parallelism = digits(limit)
+            if parallelism is None:
+                raise malformed
+            if not 1 <= parallelism <= count:
+                tasks = "task" if count == 1 else "tasks"
+                raise self.error(path, f"%P (tasks at once) must be 1..{count} for {count} "
+                                       f'{tasks}, got "{text}"')
+            array.parallelism = parallelism
+        return array
 
     def restart_policy(self, value: Any, path: str) -> int:
         text = self.string(value, path)
@@ -229,6 +293,8 @@ class _Walker:
                 spec.mounts.extend(self.mounts(value, key))
             elif key == "after":
                 spec.after.extend(self.after(value, key))
+            elif key == "array":
+                spec.array.CopyFrom(self.array(value, key))
             elif key == "shm_size":
                 spec.shm_size_bytes = self.byte_size(value, key)
             elif key == "trainer":
@@ -345,6 +411,8 @@ def build_spec(spec: SpecLike, overrides: Mapping[str, Any]) -> job_pb2.JobSpec:
         # Replaces the spec's list, as ringctl's --after does.
         del message.after[:]
         message.after.extend(w.after(o["after"], "after"))
+    if o.get("array") is not None:
+        message.array.CopyFrom(w.array(o["array"], "array"))
     if o.get("use_mpirun") is not None:
         if not isinstance(o["use_mpirun"], bool):
             raise w.error("use_mpirun", f"expected true or false, got {_describe(o['use_mpirun'])}")
@@ -413,6 +481,8 @@ def spec_to_dict(spec: job_pb2.JobSpec) -> Dict[str, Any]:
     if spec.after:
         out["after"] = [f"{d.job_id}:{_CONDITION_NAMES.get(d.condition, 'succeeded')}"
                         for d in spec.after]
+    if spec.HasField("array"):
+        out["array"] = {"count": spec.array.count, "parallelism": spec.array.parallelism}
     if spec.image:
         out["image"] = spec.image
     if spec.mounts:

@@ -1,5 +1,5 @@
 """Plain Python views of the scheduler's messages: :class:`Job`, :class:`JobEvent`,
-:class:`RankPlacement` and :class:`JobState`.
+:class:`RankPlacement`, :class:`ArrayStatus` and :class:`JobState`.
 
 They are immutable snapshots; the protobuf message each was made from stays available as
 ``.proto`` for fields this layer does not show.
@@ -17,7 +17,7 @@ from ringmaster.v1 import job_pb2
 
 from .spec import spec_to_dict
 
-__all__ = ["JobState", "Job", "JobEvent", "RankPlacement"]
+__all__ = ["JobState", "Job", "JobEvent", "RankPlacement", "ArrayStatus"]
 
 if sys.version_info >= (3, 11):
     _StrEnum = enum.StrEnum
@@ -100,6 +100,48 @@ class RankPlacement:
 
 
 @dataclasses.dataclass(frozen=True)
+class ArrayStatus:
+    """Where the tasks of an array are (docs/ringctl.md, "Arrays"); every task is counted once.
+
+    Attributes:
+        count: Tasks in all; their indices are 0..count-1.
+        waiting: Not created yet: the scheduler creates tasks as the array's parallelism limit,
+            its dependencies and a window of 4,096 allow.
+        pending, running: Created and PENDING; STARTING or RUNNING.
+        succeeded, failed, cancelled: Ended so; ``cancelled`` includes the tasks an array's
+            cancellation kept from being created.
+        failed_indices: The lowest indices of failed tasks, at most 100, ascending.
+    """
+
+    count: int
+    waiting: int
+    pending: int
+    running: int
+    succeeded: int
+    failed: int
+    cancelled: int
+    failed_indices: Tuple[int, ...]
+
+    @property
+    def ended(self) -> int:
+        """Tasks that have ended: succeeded, failed or cancelled."""
+        return self.succeeded + self.failed + self.cancelled
+
+    @classmethod
+    def from_proto(cls, a: job_pb2.ArrayStatus) -> "ArrayStatus":
+        return cls(
+            count=a.count,
+            waiting=a.waiting,
+            pending=a.pending,
+            running=a.running,
+            succeeded=a.succeeded,
+            failed=a.failed,
+            cancelled=a.cancelled,
+            failed_indices=tuple(a.failed_indices),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class Job:
     """A job as the scheduler stores it.
 
@@ -121,6 +163,10 @@ class Job:
         existing: Set on the job ``Client.submit`` returns: True when the request id matched an
             earlier submit and no new job was created.
         proto: The ``ringmaster.v1.Job`` message.
+        array_status: An array (``spec["array"]`` set): where its tasks are, as an
+            :class:`ArrayStatus`; None for any other job.
+        array_id, array_index: A task of an array: the array's id and the task's index (its id
+            is ``f"{array_id}-{array_index}"``); ``""`` and None for any other job.
     """
 
     id: str
@@ -139,6 +185,14 @@ class Job:
     finished_at: Optional[datetime.datetime]
     existing: bool = False
     proto: job_pb2.Job = dataclasses.field(default=None, repr=False, compare=False)
+    array_status: Optional[ArrayStatus] = None
+    array_id: str = ""
+    array_index: Optional[int] = None
+
+    @property
+    def is_array(self) -> bool:
+        """True for an array, whose tasks are jobs of their own."""
+        return "array" in self.spec
 
     @property
     def done(self) -> bool:
@@ -182,6 +236,10 @@ class Job:
             finished_at=_time(job.finished_at_ms),
             existing=existing,
             proto=job,
+            array_status=(ArrayStatus.from_proto(job.array_status)
+                          if job.HasField("array_status") else None),
+            array_id=job.array_id,
+            array_index=job.array_index if job.array_id else None,
         )
 
 

@@ -13,7 +13,7 @@ import grpc
 import ringmaster
 from ringmaster import JobState, errors
 from ringmaster.spec import build_spec, load_spec_file, spec_from_dict, spec_to_dict
-from ringmaster.v1 import job_pb2
+from ringmaster.v1 import agent_pb2, job_pb2
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
@@ -86,6 +86,59 @@ class SpecTest(unittest.TestCase):
         with self.assertRaisesRegex(errors.InvalidSpec, "use_mpirun: expected true or false"):
             build_spec(None, {"use_mpirun": "yes"})
 
+    def test_array_takes_slurms_form_or_a_dict_and_round_trips(self):
+        for value, count, parallelism in [("0-999%50", 1000, 50), ("10", 10, 0), (10, 10, 0),
+                                          ("0-9%2", 10, 2), ("0-0", 1, 0), ("100000", 100000, 0),
+                                          ("0-9%10", 10, 10),
+                                          ({"count": 1000, "parallelism": 50}, 1000, 50),
+                                          ({"count": 7}, 7, 0)]:
+            with self.subTest(value=value):
+                spec = spec_from_dict({"name": "x", "array": value,
+                                       "command": {"argv": ["./task", "{index}"]}})
+                self.assertEqual((spec.array.count, spec.array.parallelism), (count, parallelism))
+                self.assertEqual(spec_from_dict(spec_to_dict(spec)), spec)
+        self.assertNotIn("array", spec_to_dict(spec_from_dict({"name": "x"})))
+        built = build_spec({"name": "x", "array": "0-9", "command": {"argv": ["t"]}},
+                           {"array": "0-99%5"})
+        self.assertEqual((built.array.count, built.array.parallelism), (100, 5))
+        keyword = build_spec(None, {"command": ["./task"], "array": {"count": 3}})
+        self.assertEqual(keyword.array.count, 3)
+        self.assertFalse(build_spec(None, {"command": ["./task"]}).HasField("array"))
+
+    def test_array_errors_say_what_is_allowed_as_ringctl_does(self):
+        shape = ('array: expected N (tasks 0..N-1) or 0-M (tasks 0..M), optionally followed by '
+                 '%P (at most P at once), e.g. 0-999%50; got ')
+        cases = [
+            ("5-10", 'array: a range starts at 0 (tasks are numbered 0..count-1), e.g. 0-10; '
+                     'got "5-10"'),
+            ("0", 'array: an array has 1..100000 tasks, got 0 ("0")'),
+            ("0-100000", 'array: an array has 1..100000 tasks, got 100001 ("0-100000")'),
+            ("0-9%0", 'array: %P (tasks at once) must be 1..10 for 10 tasks, got "0-9%0"'),
+            ("0-9%11", 'array: %P (tasks at once) must be 1..10 for 10 tasks, got "0-9%11"'),
+            ("ten", shape + '"ten"'),
+            ("0-9%", shape + '"0-9%"'),
+            ("-5", shape + '"-5"'),
+            ("+5", shape + '"+5"'),
+            (" 5", shape + '" 5"'),
+            ("0-9-3", shape + '"0-9-3"'),
+            ("0:9", shape + '"0:9"'),
+            (["0-9"], 'array: expected {"count": N, "parallelism": P} or a range such as '
+                      '"0-999%50", got a list'),
+            (True, 'array: expected {"count": N, "parallelism": P} or a range such as '
+                   '"0-999%50", got a boolean (True)'),
+            ({"count": 10, "limit": 2},
+             "array.limit: unknown key (expected one of: count, parallelism)"),
+            ({"count": "ten"}, 'array.count: expected an integer, got "ten"'),
+        ]
+        for value, message in cases:
+            with self.subTest(value=value):
+                with self.assertRaises(errors.InvalidSpec) as cm:
+                    spec_from_dict({"array": value})
+                self.assertEqual(str(cm.exception), message)
+                with self.assertRaises(errors.InvalidSpec) as cm:
+                    build_spec(None, {"command": ["t"], "array": value})
+                self.assertEqual(str(cm.exception), message)
+
     def test_check_in_mpi_init_round_trips_and_must_be_a_bool(self):
         spec = spec_from_dict({"name": "x", "command": {"argv": ["./mpi-app"],
                                                         "check_in_mpi_init": True}})
@@ -155,7 +208,7 @@ class SpecTest(unittest.TestCase):
             ({"name": "x", "replica": 1}, "replica: unknown key (expected one of: name, queue, "
              "priority, replicas, gpus_per_replica, gpu_type, restart_policy, backoff_limit, "
              "max_runtime_seconds, progress_timeout_seconds, labels, health_check, use_mpirun, "
-             "after, trainer, command, image, mounts, shm_size, workdir)"),
+             "after, array, trainer, command, image, mounts, shm_size, workdir)"),
             ({"trainer": {"stepz": 1}}, "trainer.stepz: unknown key (expected one of: model, "
              "batch_size, steps, checkpoint_every)"),
             ({"command": {"argv": "hostname"}}, 'command.argv: expected a list of strings, got '
@@ -243,6 +296,98 @@ class StateTest(unittest.TestCase):
             JobState.parse("done")
         for value in job_pb2.JobState.values():
             self.assertEqual(JobState.from_proto(value).to_proto(), value)
+
+
+class ArrayTypesTest(unittest.TestCase):
+    def test_an_array_shows_its_task_counts_and_a_task_its_array(self):
+        proto = job_pb2.Job(id="j-3f9c2a41b7d0", state=job_pb2.JOB_STATE_RUNNING)
+        proto.spec.name = "sweep"
+        proto.spec.array.count = 1000
+        proto.spec.array.parallelism = 50
+        proto.array_status.CopyFrom(job_pb2.ArrayStatus(
+            count=1000, waiting=900, pending=40, running=10, succeeded=48, failed=2,
+            failed_indices=[4, 17]))
+        array = ringmaster.Job.from_proto(proto)
+        self.assertTrue(array.is_array)
+        self.assertEqual(array.spec["array"], {"count": 1000, "parallelism": 50})
+        self.assertEqual(array.array_status, ringmaster.ArrayStatus(
+            count=1000, waiting=900, pending=40, running=10, succeeded=48, failed=2,
+            cancelled=0, failed_indices=(4, 17)))
+        self.assertEqual(array.array_status.ended, 50)
+        self.assertEqual((array.array_id, array.array_index), ("", None))
+
+        task = ringmaster.Job.from_proto(job_pb2.Job(
+            id="j-3f9c2a41b7d0-0", array_id="j-3f9c2a41b7d0", array_index=0))
+        self.assertFalse(task.is_array)
+        self.assertIsNone(task.array_status)
+        self.assertEqual((task.array_id, task.array_index), ("j-3f9c2a41b7d0", 0))
+
+
+class ArrayCallsTest(unittest.TestCase):
+    """list(array=) and logs(index=) without a server: the client's calls are replaced."""
+
+    class FakeLogCall:
+        def __init__(self, data):
+            self.chunks = [agent_pb2.LogChunk(data=data)]
+
+        def __iter__(self):
+            return iter(self.chunks)
+
+        def cancel(self):
+            pass
+
+    def setUp(self):
+        self.client = ringmaster.Client("127.0.0.1:1", tls=False, retry_seconds=0)
+        self.addCleanup(self.client.close)
+        array = job_pb2.Job(id="j-a", state=job_pb2.JOB_STATE_RUNNING)
+        array.spec.array.count = 10
+        array.array_status.CopyFrom(job_pb2.ArrayStatus(count=10, waiting=3, running=7))
+        plain = job_pb2.Job(id="j-p", state=job_pb2.JOB_STATE_RUNNING)
+        self.jobs = {"j-a": array, "j-p": plain}
+        self.requests = []
+
+        def call(method, request, **_):
+            self.requests.append(request)
+            if isinstance(request, job_pb2.GetJobRequest):
+                return self.jobs[request.job_id]
+            return job_pb2.ListJobsResponse(jobs=[job_pb2.Job(id="j-a-9", array_id="j-a",
+                                                              array_index=9)])
+
+        self.client._call = call
+        self.log_reads = []
+
+        def read_logs(request, **_):
+            self.log_reads.append(request)
+            return self.FakeLogCall(b"task output\n")
+
+        self.client._jobs.ReadJobLogs = read_logs
+
+    def test_list_of_an_array_asks_for_its_tasks(self):
+        tasks = self.client.list(array="j-a", state="running")
+        self.assertEqual([(t.id, t.array_index) for t in tasks], [("j-a-9", 9)])
+        self.assertEqual(self.requests[0].array_id, "j-a")
+        self.assertEqual(self.requests[0].state, job_pb2.JOB_STATE_RUNNING)
+        self.client.list()
+        self.assertEqual(self.requests[1].array_id, "", "no array: jobs and arrays, no tasks")
+
+    def test_logs_with_index_reads_the_tasks_log(self):
+        self.assertEqual("".join(self.client.logs("j-a", index=6, rank=0)), "task output\n")
+        self.assertEqual(self.log_reads[0].job_id, "j-a-6")
+
+    def test_logs_with_index_names_what_is_wrong(self):
+        cases = [("j-p", 0, errors.InvalidArgument,
+                  "index: job j-p is not an array; read its log without index"),
+                 ("j-a", 10, errors.InvalidArgument, "index: array j-a has tasks 0..9, got 10"),
+                 ("j-a", -1, errors.InvalidArgument, "index: expected a task index >= 0, got -1"),
+                 ("j-a", 7, errors.NotFound,
+                  "task 7 of array j-a has not been created yet, so it has no log (3 tasks "
+                  "wait for the parallelism limit, the array's dependencies or room)")]
+        for job, index, kind, message in cases:
+            with self.subTest(job=job, index=index):
+                with self.assertRaises(kind) as cm:
+                    "".join(self.client.logs(job, index=index))
+                self.assertEqual(str(cm.exception), message)
+        self.assertEqual(self.log_reads, [], "nothing read when the index is wrong")
 
 
 class ClientTest(unittest.TestCase):
