@@ -152,6 +152,37 @@ TEST_F(RingctlE2eTest, SubmitAfterWaitsForTheJobItNamesAndGetShowsIt) {
   EXPECT_THAT(unknown.output, HasSubstr("after: no job j-0123456789ab"));
 }
 
+// --array: tasks told their index, `get` counts them, `list` shows the array as one line and
+// `list --array` its tasks, `logs --index` reads a task's output, `cancel` ends the array.
+TEST_F(RingctlE2eTest, AnArrayIsSubmittedListedReadAndCancelledAsOne) {
+  Result submitted = Ringctl({"submit", "--name", "sweep", "--array", "0-3%2", "--wait", "--",
+                              "/bin/sh", "-c", "echo task $RINGMASTER_ARRAY_INDEX argv {index}"});
+  ASSERT_EQ(submitted.code, 0) << submitted.output;
+  const std::string id(absl::StripSuffix(submitted.output, "\n"));
+  Result shown = Ringctl({"get", id});
+  EXPECT_THAT(shown.output, HasSubstr("Tasks:           4 (parallelism 2)\n"));
+  EXPECT_THAT(shown.output, HasSubstr("succeeded 4"));
+  Result listed = Ringctl({"list"});
+  EXPECT_THAT(listed.output, HasSubstr(id));
+  EXPECT_THAT(listed.output, Not(HasSubstr(id + "-0")));
+  Result tasks = Ringctl({"list", "--array", id});
+  for (int i = 0; i < 4; ++i) EXPECT_THAT(tasks.output, HasSubstr(absl::StrCat(id, "-", i)));
+  Result log = Ringctl({"logs", id, "--index", "2"});
+  EXPECT_EQ(log.code, 0) << log.output;
+  EXPECT_THAT(log.output, HasSubstr("task 2 argv 2"));
+  Result bad = Ringctl({"submit", "--array", "5-10", "--", "true"});
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("--array: a range starts at 0"));
+
+  Result big = Ringctl({"submit", "--name", "big", "--array", "100000", "--", "sleep", "60"});
+  ASSERT_EQ(big.code, 0) << big.output;
+  const std::string big_id(absl::StripSuffix(big.output, "\n"));
+  Result cancelled = Ringctl({"cancel", big_id});
+  EXPECT_EQ(cancelled.code, 0) << cancelled.output;
+  EXPECT_THAT(cancelled.output, HasSubstr("CANCELLED"));
+  EXPECT_EQ(cluster_->WaitState(big_id, v1::JOB_STATE_CANCELLED).state(), v1::JOB_STATE_CANCELLED);
+}
+
 TEST_F(RingctlE2eTest, SubmitWaitOfACancelledJobExitsFive) {
   std::vector<std::string> argv = {RINGMASTER_BINARY_DIR "/cli/ringctl",
                                    "--scheduler",

@@ -170,6 +170,27 @@ class ClientE2eTest(unittest.TestCase):
         with self.assertRaises(errors.NotFound):
             self.client.submit(shell("orphan", 1, "true"), after=["j-0123456789ab:ended"])
 
+    def test_an_array_runs_its_tasks_and_its_status_logs_and_list_say_so(self):
+        array = self.client.submit(
+            shell("sweep", 1, "echo task $RINGMASTER_ARRAY_INDEX argv {index}"), array="0-4%2")
+        self.assertTrue(array.is_array)
+        done = self.client.wait(array, timeout=60)
+        self.assertTrue(done.succeeded)
+        self.assertEqual(done.array_status.succeeded, 5)
+        self.assertEqual(done.array_status.waiting, 0)
+        self.assertIn("task 3 argv 3", "".join(self.client.logs(array, index=3)))
+        tasks = self.client.list(array=array.id)
+        self.assertEqual(sorted(t.array_index for t in tasks), [0, 1, 2, 3, 4])
+        self.assertTrue(all(t.array_id == array.id for t in tasks))
+        self.assertNotIn(f"{array.id}-0", [j.id for j in self.client.list(limit=50)])
+        big = self.client.submit(shell("big", 1, "sleep 60"), array=100000)
+        self.assertEqual(self.client.cancel(big).state, JobState.CANCELLED)
+        deadline = time.monotonic() + 10
+        while (self.client.get(big.id).array_status.cancelled < 100000
+               and time.monotonic() < deadline):
+            time.sleep(0.05)  # its live tasks' cancellations are stored after the array's
+        self.assertEqual(self.client.get(big.id).array_status.cancelled, 100000)
+
     def test_a_one_rank_job_starts_without_mpirun_unless_it_asks(self):
         probe = 'echo "world=$WORLD_SIZE ompi=${OMPI_COMM_WORLD_SIZE:-none}"'
         direct = self.client.wait(self.client.submit(shell("direct", 1, probe)), timeout=30)
