@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -727,7 +728,17 @@ void Scheduler::CreateTasksLocked(const std::function<bool(Job&)>& may_run) {
       continue;
     }
     if (array.state == JobState::kPending && !may_run(array)) continue;
-    for (int32_t n = TasksToCreate(p); n > 0; --n) {
+    // Tasks count against the live-job bounds as submits do: arrays submitted in a loop must
+    // not grow the scheduler past them. They wait uncreated instead.
+    const int64_t bytes = SpecBytes(array.spec);
+    const int64_t room = std::min<int64_t>(
+        options_.max_live_jobs - static_cast<int64_t>(jobs_.size()) - tasks_in_flight_,
+        bytes > 0
+            ? (options_.max_live_spec_bytes - live_spec_bytes_ - tasks_in_flight_ * bytes) / bytes
+            : std::numeric_limits<int64_t>::max());
+    const int32_t n_now =
+        static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(TasksToCreate(p), room)));
+    for (int32_t n = n_now; n > 0; --n) {
       Job task = TaskOf(array, p.next, now);
       task.last_event_seq = 1;
       Write write;
@@ -743,8 +754,15 @@ void Scheduler::CreateTasksLocked(const std::function<bool(Job&)>& may_run) {
       writer_.Enqueue(std::move(write));
       ++p.next;
       ++p.live;
+      ++tasks_in_flight_;
     }
-    if (array.state == JobState::kPending) array.pending_reason = ArraySummary(p);
+    if (array.state == JobState::kPending) {
+      array.pending_reason = ArraySummary(p);
+      if (room <= 0 && TasksToCreate(p) > 0) {
+        absl::StrAppend(&array.pending_reason,
+                        "; no room for more live jobs (--max-live-jobs, --max-live-spec-mib)");
+      }
+    }
   }
   for (const auto& [id, end] : ended) SetArrayStateLocked(id, end.state, end.reason);
 }
@@ -867,6 +885,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
       const Job& job = w.job_write.job;
       if (w.job_write.kind == JobWrite::Kind::kCreate) {
         const auto& created = result.created[created_index++];
+        if (w.in_order) --tasks_in_flight_;
         if (w.waiter) {
           std::lock_guard<std::mutex> wl(w.waiter->mu);
           w.waiter->result = created;

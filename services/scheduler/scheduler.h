@@ -575,6 +575,9 @@ class Scheduler {
   DependencyBook deps_ ABSL_GUARDED_BY(mu_);
   // Live arrays (in jobs_ too) and where their tasks are (see "Arrays").
   std::map<std::string, ArrayProgress> arrays_ ABSL_GUARDED_BY(mu_);
+  // Tasks created and not stored yet (they join jobs_ when stored): counted against the
+  // live-job bounds with jobs_.
+  int64_t tasks_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Queue and volume writes hold it exclusively, Submit shared until its job is among the
   // writer's creates in flight (see "Queues"). Taken before mu_, never while holding it.

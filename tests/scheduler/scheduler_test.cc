@@ -897,6 +897,22 @@ TEST_F(SchedulerTest, CancellingAHundredThousandTaskArrayCancelsItsLiveTasksAndC
   EXPECT_FALSE(memory_.GetJob(absl::StrCat(id, "-4096")).ok()) << "no task created after";
 }
 
+TEST_F(SchedulerTest, AnArraysTasksCountAgainstTheLiveJobBound) {
+  scheduler_.reset();
+  SchedulerOptions options;
+  options.max_live_jobs = 10;
+  Start(options);
+  RM_ASSERT_OK_AND_ASSIGN(auto array, scheduler_->Submit(ArrayOf(100, 0), ""));
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  scheduler_->RunPass();
+  RM_ASSERT_OK_AND_ASSIGN(Job waiting, scheduler_->GetJob(array.job.id));
+  EXPECT_EQ(waiting.array_status->pending, 9) << "the array and 9 tasks: 10 live jobs";
+  EXPECT_THAT(waiting.pending_reason, HasSubstr("no room for more live jobs"));
+  EXPECT_EQ(scheduler_->Submit(CommandSpec(1), "").status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
 TEST_F(SchedulerTest, AnArraySurvivesARestartWithoutLosingOrRepeatingATask) {
   auto link = Register(CpuWorker("w1", 4));
   RM_ASSERT_OK_AND_ASSIGN(auto array, scheduler_->Submit(ArrayOf(6, 2), ""));
