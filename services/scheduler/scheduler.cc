@@ -787,7 +787,7 @@ void Scheduler::CountTaskLocked(const std::string& task_id, JobState from, JobSt
   }
   auto array = jobs_.find(id);
   if (IsPlaced(to) && array != jobs_.end() && array->second.state == JobState::kPending) {
-    SetArrayStateLocked(id, JobState::kRunning, absl::StrCat("task ", task->second, " started"));
+    SetArrayStateLocked(id, JobState::kRunning, absl::StrCat("task ", task->second, " placed"));
   }
 }
 

@@ -86,6 +86,13 @@ TEST(JobMetricsTest, DropsMalformedAndAbsurdSamples) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   EXPECT_EQ(m.Add(with([](SampleIn& s) { s.job_id = "x"; }), 0), DropReason::kBadId);
+  // A task of an array is "<array id>-<index>"; nothing else with a dash is a job id.
+  for (const char* bad :
+       {"j-00aa-", "j-00aa-017", "j-00aa-1x", "j--1", "j-00aa-123456", "j-00aa-1-2"}) {
+    EXPECT_EQ(m.Add(with([&](SampleIn& s) { s.job_id = bad; }), 0), DropReason::kBadId) << bad;
+  }
+  JobMetrics tasks(Limits{});
+  EXPECT_EQ(tasks.Add(with([](SampleIn& s) { s.job_id = "j-00aa-17"; }), 0), DropReason::kNone);
   const std::string huge(1 << 20, 'a');  // outlives the sample, which only points at it
   EXPECT_EQ(m.Add(with([&](SampleIn& s) { s.queue = huge; }), 0), DropReason::kBadLabel);
   EXPECT_EQ(m.Add(with([](SampleIn& s) { s.model = "Bad\"Label"; }), 0), DropReason::kBadLabel);
