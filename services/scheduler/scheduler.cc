@@ -457,9 +457,9 @@ void Scheduler::PlaceLocked() {
       const ArrayProgress& p = a->second;
       if (d.condition == AfterCondition::kSucceeded && p.failed + p.cancelled > 0) {
         // Known before the array ends: it cannot succeed.
-        never.emplace_back(job.id, absl::StrCat("array ", d.job_id, " cannot succeed (", p.failed,
-                                                " tasks failed, ", p.cancelled,
-                                                " cancelled), but it waits for it to succeed"));
+        never.emplace_back(job.id, absl::StrCat("array ", d.job_id, " cannot succeed (failed: ",
+                                                p.failed, ", cancelled: ", p.cancelled,
+                                                "), but this job waits for it to succeed"));
         return false;
       }
       if (array == nullptr) array = &p;

@@ -853,7 +853,7 @@ TEST_F(SchedulerTest, AJobAfterAnArrayIsCancelledAtOnceWhenATaskFails) {
       << "cancelled at once, three tasks before the array ends";
   RM_ASSERT_OK_AND_ASSIGN(Job cancelled, memory_.GetJob(waits_for_success.job.id));
   EXPECT_THAT(cancelled.message,
-              HasSubstr(absl::StrCat("array ", id, " cannot succeed (1 tasks failed")));
+              HasSubstr(absl::StrCat("array ", id, " cannot succeed (failed: 1, cancelled: 0)")));
   EXPECT_EQ(StoredState(waits_for_end.job.id), JobState::kPending);
   EXPECT_EQ(StoredState(id), JobState::kRunning);
   // The rest run; the array ends FAILED, and what waited for its end runs.
