@@ -1,0 +1,86 @@
+// Placement of tasks that ask for a share of one GPU (or whole GPUs) on nodes whose GPUs may be
+// shared, and the measure of fragmentation it is judged by: FGD's (Weng et al., "Beware of
+// Fragmentation: Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX
+// ATC'23). Pure: nodes and tasks in, a choice out. The simulator (sim/share_experiment.h) runs
+// every policy here on the Alibaba openb trace; the live scheduler does not use it yet.
+//
+// Units: CPU in millicores, memory in MiB, a GPU's capacity in thousandths (1000 = a whole GPU).
+#ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_SHARE_PLACEMENT_H_
+#define RINGMASTER_SERVICES_SCHEDULER_CORE_SHARE_PLACEMENT_H_
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ringmaster::scheduler {
+
+inline constexpr int32_t kWholeGpu = 1000;
+
+struct ShareNode {
+  std::string model;  // GPU type of every GPU of the node
+  int64_t cpu_total = 0, memory_total = 0;
+  int64_t cpu_free = 0, memory_free = 0;
+  std::vector<int32_t> gpu_free;  // per GPU: thousandths not allocated, 0..1000
+};
+
+struct ShareTask {
+  int64_t cpu = 0, memory = 0;
+  // GPUs asked for, 0..8; with one, `gpu_milli` of it (1..1000); with more, whole GPUs.
+  int32_t num_gpu = 0;
+  int32_t gpu_milli = 0;
+  std::vector<std::string> models;  // GPU types it may run on; empty: any
+  // Thousandths it needs of each GPU it takes (0 for a CPU task).
+  int32_t PerGpu() const { return num_gpu == 0 ? 0 : num_gpu == 1 ? gpu_milli : kWholeGpu; }
+  // Thousandths of GPU it takes in all.
+  int64_t GpuDemand() const { return static_cast<int64_t>(num_gpu) * PerGpu(); }
+};
+
+// The tasks FGD's measure expects: task shapes and how often each comes (weights sum to 1).
+struct TaskShape {
+  ShareTask task;
+  double weight = 0;
+};
+using TaskMix = std::vector<TaskShape>;
+
+// Shapes by (GPUs, share, GPU types), each with the median CPU and memory of its tasks.
+TaskMix MixOf(const std::vector<ShareTask>& tasks);
+
+// Whether `task` fits `node` now (type, CPU, memory, and GPUs with room for its share).
+bool Fits(const ShareNode& node, const ShareTask& task);
+
+// FGD's fragmentation of `node` for `task`, in thousandths of a GPU: the node's free GPU
+// capacity that the task cannot use. All of it when the task does not fit the node or asks for
+// no GPU; otherwise the free capacity of the GPUs that have less free than the task needs of
+// one GPU (a whole GPU for a task of whole GPUs).
+int64_t Fragmentation(const ShareNode& node, const ShareTask& task);
+// The same expected over `mix`.
+double ExpectedFragmentation(const ShareNode& node, const TaskMix& mix);
+
+// Takes `task` onto `node`, on the GPUs `gpus` (indices into node.gpu_free).
+void Allocate(ShareNode& node, const ShareTask& task, const std::vector<int32_t>& gpus);
+
+enum class SharePolicy {
+  kRandom,      // a random node that fits; a random GPU that fits
+  kBestFit,     // the node left with the least (CPU, memory and GPU, each of its capacity)
+  kDotProduct,  // the node whose free resources align most with the demand (Tetris)
+  kGpuPacking,  // shared GPUs first (the fullest that fits), then the node with fewest free GPUs
+  kFgd,         // the node and GPUs that grow the expected fragmentation least (FGD)
+  kRingmaster,  // FGD, ties broken towards the node left with the least free GPU (see .cc)
+};
+const char* SharePolicyName(SharePolicy policy);
+
+struct ShareChoice {
+  int32_t node = -1;  // -1: no node fits
+  std::vector<int32_t> gpus;
+};
+
+// Where `policy` puts `task`. `expected` holds ExpectedFragmentation of every node under `mix`
+// (kept by the caller as nodes change; read by kFgd and kRingmaster only).
+ShareChoice ChooseShare(const std::vector<ShareNode>& nodes, const ShareTask& task,
+                        SharePolicy policy, const TaskMix& mix, const std::vector<double>& expected,
+                        std::mt19937_64& rng);
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_CORE_SHARE_PLACEMENT_H_

@@ -1,0 +1,129 @@
+// Placement of GPU shares (core/share_placement.h): FGD's fragmentation measure on hand-worked
+// nodes, and what each policy chooses where the choice is clear.
+#include "core/share_placement.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster::scheduler {
+namespace {
+
+using ::testing::ElementsAre;
+
+ShareNode Node(std::string model, std::vector<int32_t> gpu_free, int64_t cpu = 64'000,
+               int64_t memory = 262'144) {
+  ShareNode n;
+  n.model = std::move(model);
+  n.cpu_total = n.cpu_free = cpu;
+  n.memory_total = n.memory_free = memory;
+  n.gpu_free = std::move(gpu_free);
+  return n;
+}
+
+ShareTask Task(int32_t num_gpu, int32_t gpu_milli, std::vector<std::string> models = {},
+               int64_t cpu = 4'000, int64_t memory = 8'192) {
+  ShareTask t;
+  t.num_gpu = num_gpu;
+  t.gpu_milli = num_gpu == 1 ? gpu_milli : num_gpu == 0 ? 0 : kWholeGpu;
+  t.models = std::move(models);
+  t.cpu = cpu;
+  t.memory = memory;
+  return t;
+}
+
+TEST(SharePlacementTest, FragmentationIsTheFreeCapacityATaskCannotUse) {
+  const ShareNode node = Node("T4", {1000, 500, 200, 0});
+  EXPECT_EQ(Fragmentation(node, Task(1, 300)), 200) << "the GPU with 200 free is too small";
+  EXPECT_EQ(Fragmentation(node, Task(1, 600)), 700) << "only the whole free GPU fits 600";
+  EXPECT_EQ(Fragmentation(node, Task(1, 1000)), 700) << "partly used GPUs are fragments";
+  EXPECT_EQ(Fragmentation(node, Task(2, 1000)), 1700) << "it does not fit: everything";
+  EXPECT_EQ(Fragmentation(node, Task(0, 0)), 1700) << "a CPU task uses no GPU";
+  EXPECT_EQ(Fragmentation(node, Task(1, 300, {"V100M16"})), 1700) << "another GPU type";
+  EXPECT_EQ(Fragmentation(node, Task(1, 300, {}, 65'000)), 1700) << "not enough CPU";
+  TaskMix mix = {{Task(1, 300), 0.5}, {Task(1, 1000), 0.5}};
+  EXPECT_DOUBLE_EQ(ExpectedFragmentation(node, mix), 0.5 * 200 + 0.5 * 700);
+}
+
+TEST(SharePlacementTest, AMixHasOneShapePerGpuShareAndTypesWithMedianCpuAndMemory) {
+  TaskMix mix = MixOf({Task(1, 500, {}, 1'000), Task(1, 500, {}, 3'000), Task(1, 500, {}, 2'000),
+                       Task(1, 500, {"T4"}), Task(2, 1000)});
+  ASSERT_EQ(mix.size(), 3u);
+  double total = 0;
+  for (const TaskShape& s : mix) {
+    total += s.weight;
+    if (s.task.num_gpu == 1 && s.task.models.empty()) {
+      EXPECT_DOUBLE_EQ(s.weight, 0.6);
+      EXPECT_EQ(s.task.cpu, 2'000);
+    }
+  }
+  EXPECT_DOUBLE_EQ(total, 1.0);
+}
+
+TEST(SharePlacementTest, FgdFillsAGpuExactlyRatherThanSplitAWholeOne) {
+  // Half-GPU tasks and whole-GPU tasks come alike: taking half of the whole GPU would leave two
+  // halves no whole task can use; the half already free is used up instead.
+  const std::vector<ShareNode> nodes = {Node("T4", {1000, 500})};
+  const TaskMix mix = {{Task(1, 500), 0.5}, {Task(1, 1000), 0.5}};
+  const std::vector<double> expected = {ExpectedFragmentation(nodes[0], mix)};
+  std::mt19937_64 rng(1);
+  ShareChoice c = ChooseShare(nodes, Task(1, 500), SharePolicy::kFgd, mix, expected, rng);
+  EXPECT_EQ(c.node, 0);
+  EXPECT_THAT(c.gpus, ElementsAre(1));
+}
+
+TEST(SharePlacementTest, RingmasterKeepsAScarceGpuTypeForTheTasksThatCanRunOnlyThere) {
+  // One T4 node and four G2 nodes; 30% of the tasks may run only on T4, 40% only on G2. To FGD
+  // a G2-only task finds every free T4 a fragment, and there are more G2-only tasks: it puts a
+  // task that may run anywhere on the T4. But T4s are scarce for the tasks that need them, and
+  // G2s plenty: Ringmaster puts it on a G2.
+  std::vector<ShareNode> nodes = {Node("T4", {1000, 1000})};
+  for (int i = 0; i < 4; ++i) nodes.push_back(Node("G2", {1000, 1000}));
+  const TaskMix mix = {
+      {Task(1, 1000, {"T4"}), 0.3}, {Task(1, 1000, {"G2"}), 0.4}, {Task(1, 1000), 0.3}};
+  std::vector<double> expected;
+  for (const ShareNode& n : nodes) expected.push_back(ExpectedFragmentation(n, mix));
+  std::mt19937_64 rng(1);
+  EXPECT_EQ(ChooseShare(nodes, Task(1, 1000), SharePolicy::kFgd, mix, expected, rng).node, 0);
+  EXPECT_GE(ChooseShare(nodes, Task(1, 1000), SharePolicy::kRingmaster, mix, expected, rng).node,
+            1);
+  EXPECT_EQ(
+      ChooseShare(nodes, Task(1, 1000, {"T4"}), SharePolicy::kRingmaster, mix, expected, rng).node,
+      0)
+      << "a T4-only task still gets the T4";
+}
+
+TEST(SharePlacementTest, BaselinesChooseAsTheirNamesSay) {
+  const std::vector<ShareNode> nodes = {Node("T4", {1000, 1000, 1000, 1000}),
+                                        Node("T4", {1000, 300, 1000, 1000}),
+                                        Node("T4", {0, 0, 0, 1000})};
+  const TaskMix mix;
+  const std::vector<double> expected(nodes.size(), 0);
+  std::mt19937_64 rng(1);
+  ShareChoice packed =
+      ChooseShare(nodes, Task(1, 250), SharePolicy::kGpuPacking, mix, expected, rng);
+  EXPECT_EQ(packed.node, 1) << "a shared GPU with room first";
+  EXPECT_THAT(packed.gpus, ElementsAre(1));
+  EXPECT_EQ(ChooseShare(nodes, Task(1, 1000), SharePolicy::kBestFit, mix, expected, rng).node, 2)
+      << "the node left fullest";
+  EXPECT_EQ(ChooseShare(nodes, Task(2, 1000), SharePolicy::kBestFit, mix, expected, rng).node, 1);
+  for (int i = 0; i < 20; ++i) {
+    ShareChoice r = ChooseShare(nodes, Task(3, 1000), SharePolicy::kRandom, mix, expected, rng);
+    EXPECT_TRUE(r.node == 0 || r.node == 1) << r.node;
+    EXPECT_EQ(r.gpus.size(), 3u);
+  }
+  EXPECT_EQ(ChooseShare(nodes, Task(5, 1000), SharePolicy::kFgd, mix, expected, rng).node, -1)
+      << "no node has five GPUs";
+}
+
+TEST(SharePlacementTest, AllocateTakesTheShareFromTheChosenGpus) {
+  ShareNode node = Node("T4", {1000, 1000});
+  Allocate(node, Task(1, 300, {}, 1'000, 2'000), {1});
+  EXPECT_THAT(node.gpu_free, ElementsAre(1000, 700));
+  EXPECT_EQ(node.cpu_free, 63'000);
+  EXPECT_EQ(node.memory_free, 262'144 - 2'000);
+  EXPECT_FALSE(Fits(node, Task(2, 1000)));
+  EXPECT_TRUE(Fits(node, Task(1, 700)));
+}
+
+}  // namespace
+}  // namespace ringmaster::scheduler
