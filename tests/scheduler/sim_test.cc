@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "sim/baselines.h"
 #include "sim/replay.h"
+#include "sim/share_experiment.h"
 
 namespace ringmaster::scheduler::sim {
 namespace {
@@ -128,6 +129,49 @@ TEST(SimTest, TraceErrorsNameTheLineAndColumn) {
   EXPECT_THAT(ParsePhillyCsv(bad_time).status().message(), HasSubstr("line 2: timestamp"));
   std::istringstream bad_header("a,b\n");
   EXPECT_THAT(ParsePhillyCsv(bad_header).status().message(), HasSubstr("line 1"));
+}
+
+// FGD's experiment on a slice of the openb trace: what is left only shrinks as tasks arrive,
+// and while nothing failed, no more is left than what has not been asked for.
+TEST(ShareExperimentTest, EveryPolicySeesTheSameArrivalsAndCountsWhatIsLeft) {
+  auto nodes = ReadOpenbNodes(TestData("openb_nodes_slice.csv"));
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  auto tasks = ReadOpenbTasks(TestData("openb_pods_slice.csv"));
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(nodes->size(), 12u);
+  ASSERT_EQ(tasks->size(), 203u);
+  ShareExperimentOptions options;
+  options.loads = {0.05, 0.5, 1.0, 1.5};
+  options.seeds = 2;
+  const std::vector<SharePolicy> policies = {SharePolicy::kRandom, SharePolicy::kBestFit,
+                                             SharePolicy::kFgd, SharePolicy::kRingmaster};
+  std::vector<ShareCurve> curves = RunShareExperiment(*nodes, *tasks, policies, options);
+  ASSERT_EQ(curves.size(), 4u);
+  for (const ShareCurve& c : curves) {
+    SCOPED_TRACE(SharePolicyName(c.policy));
+    ASSERT_EQ(c.unallocated.size(), 4u);
+    for (size_t l = 0; l < 4; ++l) {
+      // What arrived and was placed is allocated: never more than the capacity, never less
+      // than what arrived minus what failed.
+      EXPECT_GE(c.unallocated[l], 0.0);
+      EXPECT_LE(c.unallocated[l], 1.0);
+      if (l > 0) {
+        EXPECT_LE(c.unallocated[l], c.unallocated[l - 1] + 1e-9);
+      }
+    }
+    if (c.failed[0] == 0) {
+      EXPECT_LE(c.unallocated[0], 0.95 + 1e-9) << "5% arrived, all of it placed";
+    }
+  }
+}
+
+TEST(ShareExperimentTest, ABadRowIsRefusedNamingTheFile) {
+  const std::string path = testing::TempDir() + "/bad_nodes.csv";
+  std::ofstream(path) << "sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,two,T4\n";
+  auto nodes = ReadOpenbNodes(path);
+  EXPECT_EQ(nodes.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(nodes.status().message(), HasSubstr("bad_nodes.csv"));
+  EXPECT_EQ(ReadOpenbNodes(path + ".missing").status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

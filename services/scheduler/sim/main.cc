@@ -18,6 +18,7 @@
 #include "common/flags.h"
 #include "sim/baselines.h"
 #include "sim/replay.h"
+#include "sim/share_experiment.h"
 
 namespace ringmaster::scheduler::sim {
 namespace {
@@ -174,6 +175,61 @@ std::vector<TraceJob> SpeedUp(const std::vector<TraceJob>& window, int64_t start
   return out;
 }
 
+// FGD's experiment (sim/share_experiment.h): the share of GPUs left unallocated by each policy
+// as arrived demand grows, and the ratios the issue asks for at 100%.
+int RunOpenb(const std::string& dir, const std::string& pods, int seeds, int threads) {
+  auto nodes = ReadOpenbNodes(dir + "/openb_node_list_gpu_node.csv");
+  auto tasks = nodes.ok() ? ReadOpenbTasks(dir + "/" + pods) : nodes.status();
+  if (!nodes.ok() || !tasks.ok()) {
+    std::cerr << "ringmaster-sim: " << (nodes.ok() ? tasks.status() : nodes.status()) << "\n";
+    return 1;
+  }
+  int64_t gpus = 0;
+  for (const ShareNode& n : *nodes) gpus += static_cast<int64_t>(n.gpu_free.size());
+  ShareExperimentOptions options;
+  options.seeds = seeds;
+  options.threads = threads;
+  const std::vector<SharePolicy> policies = {SharePolicy::kRandom,     SharePolicy::kBestFit,
+                                             SharePolicy::kDotProduct, SharePolicy::kGpuPacking,
+                                             SharePolicy::kFgd,        SharePolicy::kRingmaster};
+  std::printf(
+      "openb: %zu GPU nodes, %lld GPUs; %zu tasks in %s drawn with replacement, none "
+      "leaving; mean of %d arrival sequences\n",
+      nodes->size(), static_cast<long long>(gpus), tasks->size(), pods.c_str(), seeds);
+  const std::vector<ShareCurve> curves = RunShareExperiment(*nodes, *tasks, policies, options);
+  std::printf("\nGPUs unallocated (%% of %lld) at arrived GPU demand (%% of capacity)\n%-12s",
+              static_cast<long long>(gpus), "policy");
+  for (double load : options.loads) std::printf(" %6.0f%%", 100 * load);
+  std::printf(" %8s %6s\n", "failed@100", "cpu_s");
+  size_t at100 = 0;
+  for (size_t l = 0; l < options.loads.size(); ++l) {
+    if (std::abs(options.loads[l] - 1.0) < 1e-9) at100 = l;
+  }
+  for (const ShareCurve& c : curves) {
+    std::printf("%-12s", SharePolicyName(c.policy));
+    for (double u : c.unallocated) std::printf(" %6.2f%%", 100 * u);
+    std::printf(" %10.0f %6.1f\n", c.failed[at100], c.cpu_s);
+  }
+  auto at = [&](SharePolicy p) {
+    for (const ShareCurve& c : curves) {
+      if (c.policy == p) return c.unallocated[at100];
+    }
+    return 0.0;
+  };
+  double best_packing = at(SharePolicy::kRandom);
+  for (SharePolicy p :
+       {SharePolicy::kBestFit, SharePolicy::kDotProduct, SharePolicy::kGpuPacking}) {
+    best_packing = std::min(best_packing, at(p));
+  }
+  const double ours = at(SharePolicy::kRingmaster), fgd = at(SharePolicy::kFgd);
+  std::printf(
+      "\nat 100%%: Ringmaster / FGD unallocated %.3f (goal <= 1); Ringmaster leaves %.0f%% "
+      "fewer GPUs unallocated than the best baseline (goal >= 40%%); FGD %.0f%% fewer\n",
+      fgd > 0 ? ours / fgd : 0, best_packing > 0 ? 100 * (1 - ours / best_packing) : 0,
+      best_packing > 0 ? 100 * (1 - fgd / best_packing) : 0);
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   Flags flags("ringmaster-sim",
               "Replays a Philly trace through Ringmaster's policy and the research baselines "
@@ -207,6 +263,11 @@ int Run(int argc, char** argv) {
             "Ringmaster's order within a queue: submit, or shortest-limit (shortest runtime "
             "limit first; jobs pending longer than --starve-hours first of all)");
   flags.Add("starve-hours", "6", "with --order shortest-limit: when a waiting job goes first");
+  flags.Add("openb", "",
+            "instead of the Philly replay: FGD's fragmentation experiment on the Alibaba openb "
+            "trace in this folder (docs/fair-share.md, \"Shared GPUs in the simulator\")");
+  flags.Add("openb-pods", "openb_pod_list_gpuspec33.csv", "with --openb: the pod list");
+  flags.Add("seeds", "3", "with --openb: arrival sequences, figures are their mean");
   if (auto s = flags.Parse(argc, argv); !s.ok()) {
     std::cerr << "ringmaster-sim: " << s.message() << "\n";
     return 2;
@@ -234,6 +295,15 @@ int Run(int argc, char** argv) {
   if (threads < 1 || threads > 64) {
     std::cerr << "ringmaster-sim: --threads: 1..64 expected\n";
     return 2;
+  }
+  if (!flags.Get("openb").empty()) {
+    int64_t seeds = 0;
+    if (auto s = flags.GetInt("seeds", &seeds); !s.ok() || seeds < 1 || seeds > 100) {
+      std::cerr << "ringmaster-sim: --seeds: 1..100 expected\n";
+      return 2;
+    }
+    return RunOpenb(flags.Get("openb"), flags.Get("openb-pods"), static_cast<int>(seeds),
+                    static_cast<int>(threads));
   }
   double speedup = 1;
   if (auto s = flags.GetDouble("arrival-speedup", &speedup);
