@@ -21,22 +21,7 @@ source "$root/bench/lib/stack.sh"
 echo "machine: $(nproc) cores; Postgres 15 with fsync on; plaintext; 2 workers x 2 simulated t4"
 
 stack_start --log-level warning
-workers=()
-for w in "w1 127.0.0.2" "w2 127.0.0.3"; do
-  id=${w%% *} address=${w##* }
-  port=$(python3 -c "import socket; s=socket.socket(); s.bind(('$address',0)); print(s.getsockname()[1])")
-  "$build/services/worker/ringmaster-worker" --worker-id "$id-array$$" --address "$address" \
-    --listen "$address:$port" --metrics-listen "127.0.0.1:$(free_port)" \
-    --scheduler "127.0.0.1:$grpc_port" --simulate-gpus 2 --simulate-gpu-type t4 --cpu-slots 0 \
-    --log-dir "$tmp/logs/$id" --log-level warning --insecure >"$tmp/$id.log" 2>&1 &
-  pids+=($!)
-  workers+=($!)
-done
-ringctl() { "$build/cli/ringctl" --scheduler "127.0.0.1:$grpc_port" --insecure "$@"; }
-for _ in $(seq 300); do
-  [ "$(ringctl workers 2>/dev/null | grep -c READY || true)" -ge 2 ] && break
-  sleep 0.1
-done
+stack_quickstart_workers array
 
 ticks_with_children() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13 + $14 + $15}'; }
 workers_ticks() {

@@ -10,6 +10,9 @@
 #   --insecure on loopback, RINGMASTER_INSECURE=1 is exported, and calls need no token
 #   (--insecure-no-auth) unless STACK_AUTH=1.
 #   stack_stop stops everything; stack_start may then be called again.
+#   stack_quickstart_workers TAG   starts two workers shaped like the quickstart's (127.0.0.2 and
+#       .3, 2 simulated t4 each, no CPU slots, plaintext), their pids in `workers`, defines
+#       `ringctl` (plaintext, this scheduler) and waits until both are READY.
 #   SCHEDULER_BIN runs another scheduler binary (an A/B against a build of an older commit).
 #   Measuring helpers: ticks_of PIDS (CPU clock ticks, user + system, of those processes),
 #   pg_pids (the postmaster and its backends), pg_ticks (Postgres's CPU ticks, the backends
@@ -128,4 +131,27 @@ stack_start() {
 median() {
   tr ' ' '\n' | grep . | sort -n |
     awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'
+}
+
+stack_quickstart_workers() {
+  local w id address port
+  workers=()
+  for w in "w1 127.0.0.2" "w2 127.0.0.3"; do
+    id=${w%% *} address=${w##* }
+    port=$(python3 -c "import socket; s=socket.socket(); s.bind(('$address',0)); print(s.getsockname()[1])")
+    "$build/services/worker/ringmaster-worker" --worker-id "$id-$1$$" --address "$address" \
+      --listen "$address:$port" --metrics-listen "127.0.0.1:$(free_port)" \
+      --scheduler "127.0.0.1:$grpc_port" --simulate-gpus 2 --simulate-gpu-type t4 --cpu-slots 0 \
+      --log-dir "$tmp/logs/$id" --log-level warning --insecure >"$tmp/$id.log" 2>&1 &
+    pids+=($!)
+    workers+=($!)
+  done
+  ringctl() { "$build/cli/ringctl" --scheduler "127.0.0.1:$grpc_port" --insecure "$@"; }
+  for _ in $(seq 300); do
+    [ "$(ringctl workers 2>/dev/null | grep -c READY || true)" -ge 2 ] && return 0
+    sleep 0.1
+  done
+  echo "the workers did not become READY:" >&2
+  tail -5 "$tmp"/w*.log >&2
+  return 1
 }
