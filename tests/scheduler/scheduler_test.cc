@@ -874,6 +874,46 @@ TEST_F(SchedulerTest, AJobAfterAnArrayIsCancelledAtOnceWhenATaskFails) {
                       std::chrono::seconds(5)));
 }
 
+// A job after an array's failure runs once every task ended and one failed; one after its
+// success is cancelled then. Both survive a restart while they wait.
+TEST_F(SchedulerTest, AJobAfterAnArraysFailureRunsWhenItEndsAndWaitsAcrossARestart) {
+  auto link = Register(CpuWorker("w1", 4));
+  RM_ASSERT_OK_AND_ASSIGN(auto array, scheduler_->Submit(ArrayOf(3, 1), ""));
+  const std::string id = array.job.id;
+  JobSpec after = CommandSpec(1);
+  after.after = {{id, AfterCondition::kFailed}};
+  RM_ASSERT_OK_AND_ASSIGN(auto on_failure, scheduler_->Submit(after, ""));
+  ASSERT_TRUE(WaitFor([&] { return link->assignments().size() == 1; }, std::chrono::seconds(5)));
+  Job task0 = link->assignments()[0];
+  Report("w1", task0, 0, RankReport::Kind::kStarted);
+  Report("w1", task0, 0, RankReport::Kind::kExited, 1);  // a failure: the array cannot succeed
+  ASSERT_TRUE(WaitFor([&] { return link->assignments().size() == 2; }, std::chrono::seconds(5)));
+  EXPECT_EQ(StoredState(on_failure.job.id), JobState::kPending) << "two tasks still to run";
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  scheduler_.reset();
+  Start();
+  auto again = std::make_shared<RecordingLink>();
+  std::vector<HeldRank> held(1);
+  held[0].job_id = absl::StrCat(id, "-1");
+  RM_ASSERT_OK(scheduler_->RegisterWorker(CpuWorker("w1", 4), held, again));
+  RM_ASSERT_OK_AND_ASSIGN(Job task1, scheduler_->GetJob(absl::StrCat(id, "-1")));
+  Report("w1", task1, 0, RankReport::Kind::kStarted);
+  Report("w1", task1, 0, RankReport::Kind::kExited, 0);
+  ASSERT_TRUE(WaitFor([&] { return !again->assignments().empty(); }, std::chrono::seconds(5)));
+  Job task2 = again->assignments()[0];
+  EXPECT_EQ(task2.id, absl::StrCat(id, "-2"));
+  EXPECT_EQ(StoredState(on_failure.job.id), JobState::kPending);
+  Report("w1", task2, 0, RankReport::Kind::kStarted);
+  Report("w1", task2, 0, RankReport::Kind::kExited, 0);
+  ASSERT_TRUE(
+      WaitFor([&] { return StoredState(id) == JobState::kFailed; }, std::chrono::seconds(5)));
+  EXPECT_TRUE(WaitFor([&] { return StoredState(on_failure.job.id) == JobState::kStarting; },
+                      std::chrono::seconds(5)));
+  RM_ASSERT_OK_AND_ASSIGN(Job ended, scheduler_->GetJob(id));
+  EXPECT_EQ(*ended.array_status, (ArrayStatus{3, 0, 0, 0, 2, 1, 0, {0}}))
+      << "counts read back from the store after the restart";
+}
+
 TEST_F(SchedulerTest, CancellingAHundredThousandTaskArrayCancelsItsLiveTasksAndCreatesNoMore) {
   auto link = Register(CpuWorker("w1", 2));
   RM_ASSERT_OK_AND_ASSIGN(auto array, scheduler_->Submit(ArrayOf(kMaxArrayCount, 0), ""));
