@@ -114,7 +114,9 @@ TaskMix MixOf(const std::vector<ShareTask>& tasks) {
       groups;
   for (const ShareTask& t : tasks) groups[{t.num_gpu, t.gpu_milli, t.models}].push_back(&t);
   TaskMix mix;
-  for (auto& [key, members] : groups) {
+  for (const auto& group : groups) {
+    // Not a structured binding: clang 14 does not let a lambda capture one.
+    const std::vector<const ShareTask*>& members = group.second;
     auto median = [&](auto field) {
       std::vector<int64_t> v;
       for (const ShareTask* t : members) v.push_back(field(*t));
