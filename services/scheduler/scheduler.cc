@@ -338,10 +338,6 @@ void Scheduler::FailJobsOnWorkerLocked(
   }
 }
 
-namespace {
-bool IsPlaced(JobState state) { return state == JobState::kStarting || state == JobState::kRunning; }
-}  // namespace
-
 void Scheduler::SetJobLocked(const Job& job) {
   auto [it, fresh] = jobs_.try_emplace(job.id);
   if (!fresh) {

@@ -11,10 +11,6 @@
 #include "scheduler.h"
 
 namespace ringmaster::scheduler {
-namespace {
-bool IsPlaced(JobState state) { return state == JobState::kStarting || state == JobState::kRunning; }
-}  // namespace
-
 void Scheduler::CreateTasksLocked(const std::function<bool(Job&)>& may_run) {
   const int64_t now = clock_->NowMs();
   std::vector<std::pair<std::string, ArrayEnd>> ended;

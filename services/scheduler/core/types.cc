@@ -7,6 +7,10 @@ bool IsTerminal(JobState state) {
          state == JobState::kCancelled;
 }
 
+bool IsPlaced(JobState state) {
+  return state == JobState::kStarting || state == JobState::kRunning;
+}
+
 const char* JobStateName(JobState state) {
   switch (state) {
     case JobState::kPending: return "PENDING";

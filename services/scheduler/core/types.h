@@ -14,6 +14,8 @@ enum class JobState { kPending, kStarting, kRunning, kSucceeded, kFailed, kCance
 enum class RestartPolicy { kNever, kOnFailure };
 
 bool IsTerminal(JobState state);
+// STARTING or RUNNING: the job holds a placement.
+bool IsPlaced(JobState state);
 // "PENDING", "RUNNING", ... (the names users see and Postgres stores).
 const char* JobStateName(JobState state);
 std::optional<JobState> ParseJobState(const std::string& name);

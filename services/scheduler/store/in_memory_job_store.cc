@@ -121,7 +121,7 @@ absl::StatusOr<ArrayTally> InMemoryJobStore::TallyArray(const std::string& array
     const JobState state = it->second.job.state;
     tally.next = std::max(tally.next, task->second + 1);
     if (state == JobState::kPending) ++tally.pending;
-    if (state == JobState::kStarting || state == JobState::kRunning) ++tally.running;
+    if (IsPlaced(state)) ++tally.running;
     if (state == JobState::kSucceeded) ++tally.succeeded;
     if (state == JobState::kCancelled) ++tally.cancelled;
     if (state == JobState::kFailed) {

@@ -657,7 +657,7 @@ absl::StatusOr<ArrayTally> PostgresJobStore::TallyArray(const std::string& array
       const int32_t n = row[1].as<int32_t>();
       tally.next = std::max(tally.next, row[2].as<int32_t>() + 1);
       if (state == JobState::kPending) tally.pending += n;
-      if (state == JobState::kStarting || state == JobState::kRunning) tally.running += n;
+      if (IsPlaced(state)) tally.running += n;
       if (state == JobState::kSucceeded) tally.succeeded += n;
       if (state == JobState::kFailed) tally.failed += n;
       if (state == JobState::kCancelled) tally.cancelled += n;
