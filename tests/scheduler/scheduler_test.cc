@@ -219,6 +219,12 @@ class SchedulerTest : public ::testing::Test {
     scheduler_->ReportRank(worker, {job.id, job.attempt, rank, kind, exit_code, 0, "", 0, 0, {}});
   }
 
+  // Rank 0 of one-rank `job` started, then exited with `exit_code`.
+  void RunToEnd(const std::string& worker, const Job& job, int exit_code = 0) {
+    Report(worker, job, 0, RankReport::Kind::kStarted);
+    Report(worker, job, 0, RankReport::Kind::kExited, exit_code);
+  }
+
   FakeClock clock_;
   InMemoryJobStore memory_;
   FaultInjectingJobStore store_;
@@ -803,8 +809,7 @@ TEST_F(SchedulerTest, AnArrayRunsEveryTaskOnceWithinItsParallelismAndSucceeds) {
       EXPECT_EQ(task.spec.command->argv,
                 (std::vector<std::string>{"echo", absl::StrCat(parsed->second)}));
       EXPECT_EQ(task.spec.command->env.at("RINGMASTER_ARRAY_INDEX"), absl::StrCat(parsed->second));
-      Report("w1", task, 0, RankReport::Kind::kStarted);
-      Report("w1", task, 0, RankReport::Kind::kExited, 0);
+      RunToEnd("w1", task);
       done.insert(task.id);
     }
   }
@@ -846,8 +851,7 @@ TEST_F(SchedulerTest, AJobAfterAnArrayIsCancelledAtOnceWhenATaskFails) {
   EXPECT_EQ(waiting.pending_reason,
             absl::StrCat("waiting for ", id, " to succeed (4 of 4 tasks of the array left)"));
   Job task0 = link->assignments()[0];
-  Report("w1", task0, 0, RankReport::Kind::kStarted);
-  Report("w1", task0, 0, RankReport::Kind::kExited, 3);  // task 0 fails
+  RunToEnd("w1", task0, 3);  // task 0 fails
   ASSERT_TRUE(WaitFor([&] { return StoredState(waits_for_success.job.id) == JobState::kCancelled; },
                       std::chrono::seconds(5)))
       << "cancelled at once, three tasks before the array ends";
@@ -862,8 +866,7 @@ TEST_F(SchedulerTest, AJobAfterAnArrayIsCancelledAtOnceWhenATaskFails) {
                         std::chrono::seconds(5)));
     Job task = link->assignments()[i];
     EXPECT_EQ(task.id, absl::StrCat(id, "-", i));
-    Report("w1", task, 0, RankReport::Kind::kStarted);
-    Report("w1", task, 0, RankReport::Kind::kExited, 0);
+    RunToEnd("w1", task);
   }
   ASSERT_TRUE(
       WaitFor([&] { return StoredState(id) == JobState::kFailed; }, std::chrono::seconds(5)));
@@ -885,8 +888,7 @@ TEST_F(SchedulerTest, AJobAfterAnArraysFailureRunsWhenItEndsAndWaitsAcrossAResta
   RM_ASSERT_OK_AND_ASSIGN(auto on_failure, scheduler_->Submit(after, ""));
   ASSERT_TRUE(WaitFor([&] { return link->assignments().size() == 1; }, std::chrono::seconds(5)));
   Job task0 = link->assignments()[0];
-  Report("w1", task0, 0, RankReport::Kind::kStarted);
-  Report("w1", task0, 0, RankReport::Kind::kExited, 1);  // a failure: the array cannot succeed
+  RunToEnd("w1", task0, 1);  // a failure: the array cannot succeed
   ASSERT_TRUE(WaitFor([&] { return link->assignments().size() == 2; }, std::chrono::seconds(5)));
   EXPECT_EQ(StoredState(on_failure.job.id), JobState::kPending) << "two tasks still to run";
   RM_ASSERT_OK(scheduler_->Flush(5'000));
@@ -897,14 +899,12 @@ TEST_F(SchedulerTest, AJobAfterAnArraysFailureRunsWhenItEndsAndWaitsAcrossAResta
   held[0].job_id = absl::StrCat(id, "-1");
   RM_ASSERT_OK(scheduler_->RegisterWorker(CpuWorker("w1", 4), held, again));
   RM_ASSERT_OK_AND_ASSIGN(Job task1, scheduler_->GetJob(absl::StrCat(id, "-1")));
-  Report("w1", task1, 0, RankReport::Kind::kStarted);
-  Report("w1", task1, 0, RankReport::Kind::kExited, 0);
+  RunToEnd("w1", task1);
   ASSERT_TRUE(WaitFor([&] { return !again->assignments().empty(); }, std::chrono::seconds(5)));
   Job task2 = again->assignments()[0];
   EXPECT_EQ(task2.id, absl::StrCat(id, "-2"));
   EXPECT_EQ(StoredState(on_failure.job.id), JobState::kPending);
-  Report("w1", task2, 0, RankReport::Kind::kStarted);
-  Report("w1", task2, 0, RankReport::Kind::kExited, 0);
+  RunToEnd("w1", task2);
   ASSERT_TRUE(
       WaitFor([&] { return StoredState(id) == JobState::kFailed; }, std::chrono::seconds(5)));
   EXPECT_TRUE(WaitFor([&] { return StoredState(on_failure.job.id) == JobState::kStarting; },
@@ -962,8 +962,7 @@ TEST_F(SchedulerTest, AnArraySurvivesARestartWithoutLosingOrRepeatingATask) {
     const std::vector<Job> sent = l.assignments();
     for (size_t i = from; i < sent.size(); ++i) {
       ++runs[ParseTaskId(sent[i].id)->second];
-      Report("w1", sent[i], 0, RankReport::Kind::kStarted);
-      Report("w1", sent[i], 0, RankReport::Kind::kExited, 0);
+      RunToEnd("w1", sent[i]);
     }
     return sent.size();
   };
@@ -982,8 +981,7 @@ TEST_F(SchedulerTest, AnArraySurvivesARestartWithoutLosingOrRepeatingATask) {
   for (int i : {2, 3}) {
     RM_ASSERT_OK_AND_ASSIGN(Job task, scheduler_->GetJob(absl::StrCat(id, "-", i)));
     ++runs[i];
-    Report("w1", task, 0, RankReport::Kind::kStarted);
-    Report("w1", task, 0, RankReport::Kind::kExited, 0);
+    RunToEnd("w1", task);
   }
   ASSERT_TRUE(WaitFor([&] { return again->assignments().size() == 2; }, std::chrono::seconds(5)));
   run(*again, 0);
