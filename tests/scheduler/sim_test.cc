@@ -147,6 +147,13 @@ TEST(ShareExperimentTest, EveryPolicySeesTheSameArrivalsAndCountsWhatIsLeft) {
                                              SharePolicy::kFgd, SharePolicy::kRingmaster};
   std::vector<ShareCurve> curves = RunShareExperiment(*nodes, *tasks, policies, options);
   ASSERT_EQ(curves.size(), 4u);
+  // The same arrivals: where nothing failed yet, every policy has allocated the same.
+  std::vector<double> placed_all;
+  for (const ShareCurve& c : curves) {
+    if (c.failed[0] == 0) placed_all.push_back(c.unallocated[0]);
+  }
+  ASSERT_GE(placed_all.size(), 2u) << "at 5% of demand, most policies place every task";
+  for (double u : placed_all) EXPECT_DOUBLE_EQ(u, placed_all[0]);
   for (const ShareCurve& c : curves) {
     SCOPED_TRACE(SharePolicyName(c.policy));
     ASSERT_EQ(c.unallocated.size(), 4u);
