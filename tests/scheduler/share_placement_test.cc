@@ -65,8 +65,9 @@ TEST(SharePlacementTest, FgdFillsAGpuExactlyRatherThanSplitAWholeOne) {
   const std::vector<ShareNode> nodes = {Node("T4", {1000, 500})};
   const TaskMix mix = {{Task(1, 500), 0.5}, {Task(1, 1000), 0.5}};
   const std::vector<double> expected = {ExpectedFragmentation(nodes[0], mix)};
+  const ShareContext context = PrepareShares(nodes, mix);
   std::mt19937_64 rng(1);
-  ShareChoice c = ChooseShare(nodes, Task(1, 500), SharePolicy::kFgd, mix, expected, rng);
+  ShareChoice c = ChooseShare(nodes, Task(1, 500), SharePolicy::kFgd, context, expected, rng);
   EXPECT_EQ(c.node, 0);
   EXPECT_THAT(c.gpus, ElementsAre(1));
 }
@@ -82,12 +83,14 @@ TEST(SharePlacementTest, RingmasterKeepsAScarceGpuTypeForTheTasksThatCanRunOnlyT
       {Task(1, 1000, {"T4"}), 0.3}, {Task(1, 1000, {"G2"}), 0.4}, {Task(1, 1000), 0.3}};
   std::vector<double> expected;
   for (const ShareNode& n : nodes) expected.push_back(ExpectedFragmentation(n, mix));
+  const ShareContext context = PrepareShares(nodes, mix);
   std::mt19937_64 rng(1);
-  EXPECT_EQ(ChooseShare(nodes, Task(1, 1000), SharePolicy::kFgd, mix, expected, rng).node, 0);
-  EXPECT_GE(ChooseShare(nodes, Task(1, 1000), SharePolicy::kRingmaster, mix, expected, rng).node,
-            1);
+  EXPECT_EQ(ChooseShare(nodes, Task(1, 1000), SharePolicy::kFgd, context, expected, rng).node, 0);
+  EXPECT_GE(
+      ChooseShare(nodes, Task(1, 1000), SharePolicy::kRingmaster, context, expected, rng).node, 1);
   EXPECT_EQ(
-      ChooseShare(nodes, Task(1, 1000, {"T4"}), SharePolicy::kRingmaster, mix, expected, rng).node,
+      ChooseShare(nodes, Task(1, 1000, {"T4"}), SharePolicy::kRingmaster, context, expected, rng)
+          .node,
       0)
       << "a T4-only task still gets the T4";
 }
@@ -98,20 +101,23 @@ TEST(SharePlacementTest, BaselinesChooseAsTheirNamesSay) {
                                         Node("T4", {0, 0, 0, 1000})};
   const TaskMix mix;
   const std::vector<double> expected(nodes.size(), 0);
+  const ShareContext context = PrepareShares(nodes, mix);
   std::mt19937_64 rng(1);
   ShareChoice packed =
-      ChooseShare(nodes, Task(1, 250), SharePolicy::kGpuPacking, mix, expected, rng);
+      ChooseShare(nodes, Task(1, 250), SharePolicy::kGpuPacking, context, expected, rng);
   EXPECT_EQ(packed.node, 1) << "a shared GPU with room first";
   EXPECT_THAT(packed.gpus, ElementsAre(1));
-  EXPECT_EQ(ChooseShare(nodes, Task(1, 1000), SharePolicy::kBestFit, mix, expected, rng).node, 2)
+  EXPECT_EQ(ChooseShare(nodes, Task(1, 1000), SharePolicy::kBestFit, context, expected, rng).node,
+            2)
       << "the node left fullest";
-  EXPECT_EQ(ChooseShare(nodes, Task(2, 1000), SharePolicy::kBestFit, mix, expected, rng).node, 1);
+  EXPECT_EQ(ChooseShare(nodes, Task(2, 1000), SharePolicy::kBestFit, context, expected, rng).node,
+            1);
   for (int i = 0; i < 20; ++i) {
-    ShareChoice r = ChooseShare(nodes, Task(3, 1000), SharePolicy::kRandom, mix, expected, rng);
+    ShareChoice r = ChooseShare(nodes, Task(3, 1000), SharePolicy::kRandom, context, expected, rng);
     EXPECT_TRUE(r.node == 0 || r.node == 1) << r.node;
     EXPECT_EQ(r.gpus.size(), 3u);
   }
-  EXPECT_EQ(ChooseShare(nodes, Task(5, 1000), SharePolicy::kFgd, mix, expected, rng).node, -1)
+  EXPECT_EQ(ChooseShare(nodes, Task(5, 1000), SharePolicy::kFgd, context, expected, rng).node, -1)
       << "no node has five GPUs";
 }
 

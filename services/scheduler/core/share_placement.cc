@@ -49,15 +49,10 @@ int64_t FragmentationState(const std::string& model, int64_t cpu, int64_t memory
   return unusable;
 }
 
-// The mix as one node type sees it: the shapes that may run on its GPU type, and the weight of
-// those that may not (to them every free GPU of the node is a fragment).
-struct ModelMix {
-  std::vector<const TaskShape*> allowed;
-  double excluded_weight = 0;
-};
-
-double ExpectedState(const ModelMix& mix, const std::string& model, int64_t cpu, int64_t memory,
-                     const int32_t* gpus, size_t n) {
+// The expected fragmentation of a node state, as its GPU type sees the mix: to the shapes that
+// may not run on it every free GPU is a fragment.
+double ExpectedState(const ShareContext::TypeMix& mix, const std::string& model, int64_t cpu,
+                     int64_t memory, const int32_t* gpus, size_t n) {
   int64_t free = 0;
   for (size_t i = 0; i < n; ++i) free += gpus[i];
   double sum = mix.excluded_weight * static_cast<double>(free);
@@ -173,9 +168,42 @@ const char* SharePolicyName(SharePolicy policy) {
   return "?";
 }
 
+ShareContext PrepareShares(const std::vector<ShareNode>& nodes, const TaskMix& mix) {
+  ShareContext context;
+  std::map<std::string, double> capacity;
+  for (const ShareNode& node : nodes) {
+    capacity[node.model] += static_cast<double>(node.gpu_free.size()) * kWholeGpu;
+  }
+  for (const auto& [model, c] : capacity) {
+    ShareContext::TypeMix& type = context.types[model];
+    for (const TaskShape& s : mix) {
+      if (Allows(s.task, model)) {
+        type.allowed.push_back(&s);
+      } else {
+        type.excluded_weight += s.weight;
+      }
+    }
+  }
+  // The pressure: a task that may run anywhere then goes where it takes least from tasks that
+  // may not. In openb's gpuspec33 list the T4-only tasks alone ask for more than the T4s there
+  // are, and FGD, which sees only fragments, hands them to tasks that could have used a G2.
+  for (const TaskShape& s : mix) {
+    if (s.task.models.empty() || s.task.num_gpu == 0) continue;
+    double cap = 0;
+    for (const auto& [model, c] : capacity) cap += Allows(s.task, model) ? c : 0;
+    if (cap <= 0) continue;
+    for (const auto& [model, c] : capacity) {
+      if (Allows(s.task, model)) {
+        context.types[model].pressure += s.weight * static_cast<double>(s.task.GpuDemand()) / cap;
+      }
+    }
+  }
+  return context;
+}
+
 ShareChoice ChooseShare(const std::vector<ShareNode>& nodes, const ShareTask& task,
-                        SharePolicy policy, const TaskMix& mix, const std::vector<double>& expected,
-                        std::mt19937_64& rng) {
+                        SharePolicy policy, const ShareContext& context,
+                        const std::vector<double>& expected, std::mt19937_64& rng) {
   ShareChoice best;
   if (policy == SharePolicy::kRandom) {
     int64_t seen = 0;
@@ -190,39 +218,6 @@ ShareChoice ChooseShare(const std::vector<ShareNode>& nodes, const ShareTask& ta
     return best;
   }
   const bool gradient = policy == SharePolicy::kFgd || policy == SharePolicy::kRingmaster;
-  std::map<std::string, ModelMix> by_model;
-  if (gradient) {
-    for (const ShareNode& node : nodes) {
-      auto [it, fresh] = by_model.try_emplace(node.model);
-      if (!fresh) continue;
-      for (const TaskShape& s : mix) {
-        if (Allows(s.task, node.model)) {
-          it->second.allowed.push_back(&s);
-        } else {
-          it->second.excluded_weight += s.weight;
-        }
-      }
-    }
-  }
-  // Ringmaster's pressure on each GPU type: what the tasks restricted to some types ask of
-  // them, per GPU of the types they allow, summed over the restricted shapes that allow it. A
-  // task that may run anywhere then goes where it takes least from tasks that may not: in
-  // openb's gpuspec33 list the T4-only tasks alone ask for more than the T4s there are, and
-  // FGD, which sees only fragments, hands them to tasks that could have used a G2.
-  std::map<std::string, double> pressure;
-  if (policy == SharePolicy::kRingmaster) {
-    std::map<std::string, double> capacity;
-    for (const ShareNode& node : nodes) capacity[node.model] += node.gpu_free.size() * kWholeGpu;
-    for (const TaskShape& s : mix) {
-      if (s.task.models.empty() || s.task.num_gpu == 0) continue;
-      double cap = 0;
-      for (const auto& [model, c] : capacity) cap += Allows(s.task, model) ? c : 0;
-      if (cap <= 0) continue;
-      for (const auto& [model, c] : capacity) {
-        if (Allows(s.task, model)) pressure[model] += s.weight * s.task.GpuDemand() / cap;
-      }
-    }
-  }
   // Lower is better, compared as a tuple.
   using Score = std::tuple<double, double, double>;
   Score best_score{std::numeric_limits<double>::infinity(), 0, 0};
@@ -234,6 +229,12 @@ ShareChoice ChooseShare(const std::vector<ShareNode>& nodes, const ShareTask& ta
     if (!Fits(node, task)) continue;
     const int64_t gpu_cap = static_cast<int64_t>(node.gpu_free.size()) * kWholeGpu;
     const int64_t gpu_free = FreeGpu(node.gpu_free);
+    const ShareContext::TypeMix* type = nullptr;
+    if (gradient) {
+      auto it = context.types.find(node.model);
+      if (it == context.types.end()) continue;  // a type the context was not prepared for
+      type = &it->second;
+    }
     for (const std::vector<int32_t>& gpus : GpuChoices(node, task, gradient)) {
       Score score;
       switch (policy) {
@@ -269,7 +270,7 @@ ShareChoice ChooseShare(const std::vector<ShareNode>& nodes, const ShareTask& ta
           after = node.gpu_free;
           for (int32_t g : gpus) after[g] -= per;
           const double grown =
-              ExpectedState(by_model.at(node.model), node.model, node.cpu_free - task.cpu,
+              ExpectedState(*type, node.model, node.cpu_free - task.cpu,
                             node.memory_free - task.memory, after.data(), after.size()) -
               expected[n];
           // Ringmaster: among equal gradients, the node left with the least free GPU, so that
@@ -281,7 +282,7 @@ ShareChoice ChooseShare(const std::vector<ShareNode>& nodes, const ShareTask& ta
             // (kPressureWeight), and among equal scores the node left with the least free GPU
             // wins, so that emptier nodes stay whole for the tasks of many GPUs.
             const double charged =
-                grown + kPressureWeight * static_cast<double>(demand) * pressure[node.model];
+                grown + kPressureWeight * static_cast<double>(demand) * type->pressure;
             score = {std::round(charged * 1e6) / 1e6, static_cast<double>(gpu_free - demand), 0};
           }
           break;

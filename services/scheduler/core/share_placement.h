@@ -9,6 +9,7 @@
 #define RINGMASTER_SERVICES_SCHEDULER_CORE_SHARE_PLACEMENT_H_
 
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -75,11 +76,27 @@ struct ShareChoice {
   std::vector<int32_t> gpus;
 };
 
-// Where `policy` puts `task`. `expected` holds ExpectedFragmentation of every node under `mix`
-// (kept by the caller as nodes change; read by kFgd and kRingmaster only).
+// What FGD and Ringmaster read of a mix, per GPU type of a cluster: built once by
+// PrepareShares, as the types and their GPU counts do not change when tasks are placed.
+struct ShareContext {
+  struct TypeMix {
+    std::vector<const TaskShape*> allowed;  // the shapes that may run on the type
+    double excluded_weight = 0;             // the weight of those that may not
+    // Ringmaster's: what the tasks restricted to some types ask of this one, per GPU of the
+    // types they allow, summed over the restricted shapes that allow it (see the .cc).
+    double pressure = 0;
+  };
+  std::map<std::string, TypeMix> types;
+};
+// `mix` must outlive the context.
+ShareContext PrepareShares(const std::vector<ShareNode>& nodes, const TaskMix& mix);
+
+// Where `policy` puts `task`. `context` is PrepareShares of these nodes' types and the mix;
+// `expected` holds ExpectedFragmentation of every node under that mix (kept by the caller as
+// nodes change). Both are read by kFgd and kRingmaster only.
 ShareChoice ChooseShare(const std::vector<ShareNode>& nodes, const ShareTask& task,
-                        SharePolicy policy, const TaskMix& mix, const std::vector<double>& expected,
-                        std::mt19937_64& rng);
+                        SharePolicy policy, const ShareContext& context,
+                        const std::vector<double>& expected, std::mt19937_64& rng);
 
 }  // namespace ringmaster::scheduler
 

@@ -58,6 +58,7 @@ void RunOne(const std::vector<ShareNode>& start, const std::vector<ShareTask>& t
   if (gradient) {
     for (size_t i = 0; i < nodes.size(); ++i) expected[i] = ExpectedFragmentation(nodes[i], mix);
   }
+  const ShareContext context = PrepareShares(nodes, mix);
   std::mt19937_64 rng(seed * 7919 + static_cast<uint64_t>(policy));
   int64_t arrived = 0, allocated = 0, failures = 0;
   size_t next = 0;
@@ -65,7 +66,7 @@ void RunOne(const std::vector<ShareNode>& start, const std::vector<ShareTask>& t
     if (next >= loads.size()) break;
     const ShareTask& task = tasks[index];
     arrived += task.GpuDemand();
-    ShareChoice choice = ChooseShare(nodes, task, policy, mix, expected, rng);
+    ShareChoice choice = ChooseShare(nodes, task, policy, context, expected, rng);
     if (choice.node < 0) {
       ++failures;
     } else {
