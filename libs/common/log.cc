@@ -5,12 +5,13 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <mutex>
+
+#include "common/mutex.h"
 
 namespace ringmaster {
 namespace {
 std::atomic<LogLevel> g_min_level{LogLevel::kInfo};
-std::mutex g_mu;
+Mutex g_mu;  // one line at a time on stderr
 
 const char* LevelName(LogLevel level) {
   switch (level) {
@@ -37,7 +38,7 @@ void LogLine(LogLevel level, const char* file, int line, const std::string& mess
   std::strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
   const char* base = std::strrchr(file, '/');
   base = base ? base + 1 : file;
-  std::lock_guard<std::mutex> lock(g_mu);
+  MutexLock lock(&g_mu);
   std::fprintf(stderr, "%s%s.%03dZ %s:%d] %s\n", LevelName(level), stamp, ms, base, line,
                message.c_str());
 }

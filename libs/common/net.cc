@@ -8,12 +8,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <mutex>
 #include <random>
 #include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/mutex.h"
 
 namespace ringmaster {
 
@@ -55,11 +55,11 @@ absl::StatusOr<int> PickFreePort(const std::string& host) {
   // out again, to any connect() or port-0 bind (mpirun's, gRPC's), before the caller's server
   // binds it, and services started by tests on a busy machine failed to bind now and then.
   constexpr int kLowest = 10000;
-  static std::mutex mu;
-  static std::set<int> given;  // a port picked but not bound yet still looks free
-  static std::mt19937 rng(std::random_device{}());
+  static Mutex mu;
+  static std::set<int> given ABSL_GUARDED_BY(mu);  // a port picked but not bound yet looks free
+  static std::mt19937 rng ABSL_GUARDED_BY(mu) = std::mt19937(std::random_device{}());
   const int high = EphemeralLow() - 1;
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   if (high - kLowest >= 1000) {
     std::uniform_int_distribution<int> pick(kLowest, high);
     for (int tries = 0; tries < 100; ++tries) {
