@@ -121,7 +121,7 @@ void Agent::Start() {
 void Agent::Shutdown() {
   if (!reaper_.Running()) return;
   {
-    std::lock_guard<std::mutex> lock(table_.mu());
+    MutexLock lock(&table_.mu());
     for (auto& [key, a] : table_.attempts()) {
       a->forget = true;
       table_.BeginTeardown(*a, "worker shutting down");
@@ -130,7 +130,7 @@ void Agent::Shutdown() {
   const auto deadline = Clock::now() + options_.kill_grace + std::chrono::seconds(2);
   while (Clock::now() < deadline) {
     {
-      std::lock_guard<std::mutex> lock(table_.mu());
+      MutexLock lock(&table_.mu());
       if (table_.attempts().empty()) break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -138,7 +138,7 @@ void Agent::Shutdown() {
   reaper_.Stop();
   std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(table_.mu());
+    MutexLock lock(&table_.mu());
     for (auto& [key, a] : table_.attempts()) {
       (void)SignalProcesses(table_.Selector(*a), SIGKILL);
       if (a->launcher_thread.joinable()) threads.push_back(std::move(a->launcher_thread));
@@ -158,7 +158,7 @@ void Agent::OnAssignment(const Assignment& assignment) {
   }
   // Before the lock: it looks at the file system.
   const absl::Status volumes = CheckVolumes(assignment);
-  std::lock_guard<std::mutex> lock(table_.mu());
+  MutexLock lock(&table_.mu());
   const AttemptTable::Key key{assignment.job_id, assignment.attempt};
   std::vector<HeldAttempt> held;
   for (const auto& [k, a] : table_.attempts()) held.push_back({k.first, k.second, a->forget});
@@ -228,12 +228,12 @@ void Agent::OnAssignment(const Assignment& assignment) {
     a->launcher_thread = std::thread([this, a] { launcher_.Launch(a); });
   }
   table_.UpdateGauges();
-  assignments_cv_.notify_all();
+  assignments_cv_.NotifyAll();
 }
 
 void Agent::OnStop(const std::string& job_id, int32_t attempt, const std::string& reason,
                    std::chrono::milliseconds grace) {
-  std::lock_guard<std::mutex> lock(table_.mu());
+  MutexLock lock(&table_.mu());
   auto it = table_.attempts().find({job_id, attempt});
   if (it == table_.attempts().end()) return;
   RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": stop (" << reason << ")";
@@ -255,7 +255,7 @@ void Agent::SetSchedulerConnected(bool connected) { metrics_.SetSchedulerConnect
 
 absl::Status Agent::CheckLocalCaller(const std::string& job_id, int32_t attempt,
                                      const std::string& token, uid_t uid) {
-  std::lock_guard<std::mutex> lock(table_.mu());
+  MutexLock lock(&table_.mu());
   RM_ASSIGN_OR_RETURN(AttemptRecord * a, table_.Authorize(job_id, attempt, token));
   if (!a->user) {
     return absl::PermissionDeniedError(
@@ -272,7 +272,7 @@ absl::Status Agent::CheckLocalCaller(const std::string& job_id, int32_t attempt,
 
 absl::Status Agent::CheckForwardTarget(const std::string& job_id, int32_t attempt,
                                        const std::string& target) {
-  std::lock_guard<std::mutex> lock(table_.mu());
+  MutexLock lock(&table_.mu());
   auto it = table_.attempts().find({job_id, attempt});
   if (it == table_.attempts().end()) {
     return absl::NotFoundError(absl::StrCat("job ", job_id, " attempt ", attempt,
@@ -305,7 +305,7 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
   Spawned child;
   bool for_check = false;
   {
-    std::unique_lock<std::mutex> lock(table_.mu());
+    MutexLock lock(&table_.mu());
     // The launcher may have heard of the attempt before we did.
     if (table_.attempts().count({job_id, attempt}) == 0) {
       if (exec_waiters_ >= options_.max_exec_waiters) {
@@ -324,8 +324,8 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
       const auto deadline = Clock::now() + options_.exec_wait;
       while (table_.attempts().count({job_id, attempt}) == 0 && !cancelled() &&
              Clock::now() < deadline) {
-        assignments_cv_.wait_until(
-            lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
+        assignments_cv_.WaitUntil(
+            &table_.mu(), std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
       }
       --exec_waiters_;
     }
@@ -390,14 +390,14 @@ absl::StatusOr<ExitInfo> Agent::Exec(const std::string& job_id, int32_t attempt,
   const ExitInfo info = PumpExecSession(child, options_.kill_grace, output, cancelled);
   RM_LOG(kInfo) << "job " << job_id << " attempt " << attempt << ": Exec (pid " << child.pid
                 << ") ended with " << ExitText(info);
-  std::lock_guard<std::mutex> lock(table_.mu());
+  MutexLock lock(&table_.mu());
   table_.Apply(*a, a->gang.OnExecExited(info.exit_code, info.signal));
   --a->in_flight;  // last touch of `a`
   return info;
 }
 
 int Agent::ExecWaiters() {
-  std::lock_guard<std::mutex> lock(table_.mu());
+  MutexLock lock(&table_.mu());
   return exec_waiters_;
 }
 
@@ -430,7 +430,7 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
   // Signed before the lock: it reads two files and signs, and proves only the job id.
   const std::string job_token = JobToken(job_id);
   {
-    std::lock_guard<std::mutex> lock(table_.mu());
+    MutexLock lock(&table_.mu());
     RM_ASSIGN_OR_RETURN(AttemptRecord * a, table_.Authorize(job_id, attempt, token));
     user = a->user;
     if (a->teardown) {
@@ -571,7 +571,7 @@ absl::StatusOr<ContainerRun> Agent::RankContainer(const Assignment& assignment, 
 
 absl::Status Agent::ReportExit(const std::string& job_id, int32_t attempt, const std::string& token,
                                const RankExit& exit) {
-  std::lock_guard<std::mutex> lock(table_.mu());
+  MutexLock lock(&table_.mu());
   if (auto it = table_.attempts().find({job_id, attempt});
       it != table_.attempts().end() && it->second->forget && !token.empty() &&
       SecretsEqual(token, it->second->assignment.token)) {
@@ -593,7 +593,7 @@ absl::Status Agent::ReportExit(const std::string& job_id, int32_t attempt, const
 absl::Status Agent::ReportThroughput(const std::string& job_id, int32_t attempt,
                                      const std::string& token, int32_t rank,
                                      double images_per_second) {
-  std::lock_guard<std::mutex> lock(table_.mu());
+  MutexLock lock(&table_.mu());
   RM_ASSIGN_OR_RETURN(AttemptRecord * a, table_.Authorize(job_id, attempt, token));
   if (!a->gang.HasRank(rank)) {
     return absl::NotFoundError(
@@ -606,7 +606,7 @@ absl::Status Agent::ReportThroughput(const std::string& job_id, int32_t attempt,
 absl::Status Agent::ReportProgress(const std::string& job_id, int32_t attempt,
                                    const std::string& token, int32_t rank,
                                    const RankProgress& progress) {
-  std::lock_guard<std::mutex> lock(table_.mu());
+  MutexLock lock(&table_.mu());
   RM_ASSIGN_OR_RETURN(AttemptRecord * a, table_.Authorize(job_id, attempt, token));
   if (!a->gang.HasRank(rank)) {
     return absl::NotFoundError(
@@ -638,7 +638,7 @@ absl::Status Agent::ReadLogs(const std::string& job_id, int32_t rank,
 }
 
 bool Agent::RankMayWrite(const std::string& job_id, int32_t attempt, int32_t rank) {
-  std::lock_guard<std::mutex> lock(table_.mu());
+  MutexLock lock(&table_.mu());
   auto it = table_.attempts().find({job_id, attempt});
   if (it == table_.attempts().end() || it->second->forget || !it->second->gang.HasRank(rank)) {
     return false;

@@ -77,12 +77,10 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -97,17 +95,18 @@
 #include "agent_metrics.h"
 #include "attempt_launcher.h"
 #include "attempt_table.h"
+#include "common/mutex.h"
+#include "core/container.h"
 #include "core/gang.h"
 #include "core/health_check.h"
 #include "core/launch.h"
 #include "core/layout.h"
 #include "core/types.h"
-#include "core/container.h"
 #include "exec_session.h"
-#include "image_puller.h"
 #include "host/ports.h"
 #include "host/process.h"
 #include "host/users.h"
+#include "image_puller.h"
 #include "log_reader.h"
 #include "reaper.h"
 
@@ -313,7 +312,7 @@ class Agent {
   AttemptLauncher launcher_;
   Reaper reaper_;
 
-  std::condition_variable assignments_cv_;  // Exec waiting for an assignment, on table_.mu()
+  CondVar assignments_cv_;  // Exec waiting for an assignment, on table_.mu()
   int exec_waiters_ ABSL_GUARDED_BY(table_.mu()) = 0;  // how many do
 };
 

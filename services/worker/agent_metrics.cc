@@ -110,7 +110,7 @@ void AgentMetrics::SetHeld(int assigned, int running, int ended, size_t attempts
 void AgentMetrics::SetThroughput(const std::string& job_id, int32_t rank,
                                  double images_per_second) {
   if (!families_) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto [it, fresh] = rank_throughput_.try_emplace({job_id, rank}, nullptr);
   if (fresh) {
     it->second = &families_->throughput.Add({{"job_id", job_id}, {"rank", absl::StrCat(rank)}});
@@ -120,13 +120,13 @@ void AgentMetrics::SetThroughput(const std::string& job_id, int32_t rank,
 
 void AgentMetrics::ExpireJobAt(const std::string& job_id, TimePoint at) {
   if (!families_) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   expiring_jobs_.emplace_back(at, job_id);
 }
 
 void AgentMetrics::RemoveExpired(TimePoint now, const std::set<std::string>& held_jobs) {
   if (!families_) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto it = expiring_jobs_.begin(); it != expiring_jobs_.end();) {
     if (now < it->first || held_jobs.count(it->second) > 0) {
       ++it;

@@ -13,13 +13,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
 #include "core/types.h"
 
 namespace prometheus {
@@ -59,7 +59,7 @@ class AgentMetrics {
  private:
   struct Families;
   std::unique_ptr<Families> families_;  // null without a registry; set once
-  std::mutex mu_;
+  Mutex mu_;
   std::map<std::pair<std::string, int32_t>, prometheus::Gauge*> rank_throughput_
       ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<TimePoint, std::string>> expiring_jobs_ ABSL_GUARDED_BY(mu_);

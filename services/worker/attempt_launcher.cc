@@ -72,7 +72,7 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
   const std::string launcher_name = direct ? "ringmaster-rank" : "mpirun";
   const std::string log_path = dir + (direct ? "/launcher.log" : "/mpirun.log");
   auto fail = [&](const absl::Status& why) {
-    std::lock_guard<std::mutex> lock(table_.mu());
+    MutexLock lock(&table_.mu());
     metrics_.CountLaunch("failed", direct);
     table_.Apply(*a, a->gang.OnLaunchFailed(std::string(why.message())));
     --a->in_flight;
@@ -125,7 +125,7 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
       if (auto s = MakeDirsFor(a->user, dir + "/check"); !s.ok()) return fail(s);
     }
     unlink(CheckResultPath(*a).c_str());
-    std::lock_guard<std::mutex> lock(table_.mu());
+    MutexLock lock(&table_.mu());
     a->precheck_deadline = table_.Now() + options_.check_timeout;
   } else if (assignment.run_check &&
              !CheckBeforeLaunch(a, mpirun, spawn.env, session_dir, hosts, *master_port)) {
@@ -147,7 +147,7 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
       resolved.attempt = assignment.attempt;
       resolved.kind = RankStatus::Kind::kImageResolved;
       resolved.image_digest = *digest;
-      std::lock_guard<std::mutex> lock(table_.mu());
+      MutexLock lock(&table_.mu());
       table_.Push(std::move(resolved));
     }
     mpirun.extra_exports.push_back(kImageDigestEnv);
@@ -165,7 +165,7 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
   }
   pid_t pid = -1;
   {
-    std::lock_guard<std::mutex> lock(table_.mu());
+    MutexLock lock(&table_.mu());
     if (a->teardown) {
       close(spawn.output_fd);
       --a->in_flight;
@@ -190,7 +190,7 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
   const std::string tail = LauncherTail(log_path);
   RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt << ": "
                 << launcher_name << " ended with " << ExitText(info);
-  std::lock_guard<std::mutex> lock(table_.mu());
+  MutexLock lock(&table_.mu());
   table_.Apply(*a, a->gang.OnLauncherExited(info.exit_code, info.signal, tail));
   --a->in_flight;  // last touch of `a`
 }
@@ -206,7 +206,7 @@ bool AttemptLauncher::CheckBeforeLaunch(AttemptRecord* a, const MpirunOptions& m
   check.rank_binary = options_.check_binary;
   check.abort_on_rank_failure = true;
   auto fail = [&](const absl::Status& s) {
-    std::lock_guard<std::mutex> lock(table_.mu());
+    MutexLock lock(&table_.mu());
     table_.Apply(*a, a->gang.OnLaunchFailed(std::string(s.message())));
     --a->in_flight;
     return false;
@@ -245,16 +245,16 @@ bool AttemptLauncher::CheckBeforeLaunch(AttemptRecord* a, const MpirunOptions& m
   CheckReport report = RunCheck(
       run,
       [&](pid_t pid) {
-        std::lock_guard<std::mutex> lock(table_.mu());
+        MutexLock lock(&table_.mu());
         if (a->teardown) return false;
         a->sessions.insert(pid);
         return true;
       },
       [&](pid_t pid) {
-        std::lock_guard<std::mutex> lock(table_.mu());
+        MutexLock lock(&table_.mu());
         a->sessions.erase(pid);
       });
-  std::lock_guard<std::mutex> lock(table_.mu());
+  MutexLock lock(&table_.mu());
   if (a->teardown) {
     --a->in_flight;
     return false;
@@ -287,7 +287,7 @@ void AttemptLauncher::PollInSessionChecks() {
   };
   std::vector<Pending> pending;
   {
-    std::lock_guard<std::mutex> lock(table_.mu());
+    MutexLock lock(&table_.mu());
     const auto now = table_.Now();
     for (const auto& [key, a] : table_.attempts()) {
       if (!a->precheck_deadline || a->teardown) continue;
@@ -312,7 +312,7 @@ void AttemptLauncher::PollInSessionChecks() {
                                     text.status().message(), "); the job goes on unchecked");
     }
     report.in_session = true;
-    std::lock_guard<std::mutex> lock(table_.mu());
+    MutexLock lock(&table_.mu());
     auto it = table_.attempts().find(p.key);
     if (it == table_.attempts().end() || !it->second->precheck_deadline || it->second->teardown)
       continue;
@@ -327,7 +327,7 @@ void AttemptLauncher::ReportCheckpoints() {
   if (options_.checkpoint_root.empty()) return;
   std::vector<AttemptTable::Key> launched;
   {
-    std::lock_guard<std::mutex> lock(table_.mu());
+    MutexLock lock(&table_.mu());
     for (const auto& [key, a] : table_.attempts()) {
       if (a->launcher) launched.push_back(key);
     }
@@ -337,7 +337,7 @@ void AttemptLauncher::ReportCheckpoints() {
   for (const AttemptTable::Key& key : launched) {
     read.emplace_back(key, ReadCheckpointMetadata(layout_.CheckpointDir(key.first)));
   }
-  std::lock_guard<std::mutex> lock(table_.mu());
+  MutexLock lock(&table_.mu());
   for (auto& [key, meta] : read) {
     auto it = table_.attempts().find(key);
     if (it == table_.attempts().end()) continue;

@@ -58,7 +58,7 @@ void AttemptTable::Apply(AttemptRecord& attempt, const GangState::Decision& deci
     }
     outbox_.push_back(s);
   }
-  if (!decision.reports.empty()) outbox_cv_.notify_all();
+  if (!decision.reports.empty()) outbox_cv_.NotifyAll();
   if (decision.stop_local) {
     BeginTeardown(attempt, decision.why.empty() ? "a rank failed on this worker" : decision.why);
   }
@@ -121,12 +121,12 @@ void AttemptTable::SendCheck(const AttemptRecord& attempt, CheckReport& report) 
   status.kind = RankStatus::Kind::kChecked;
   status.check = report;
   outbox_.push_back(std::move(status));
-  outbox_cv_.notify_all();
+  outbox_cv_.NotifyAll();
 }
 
 void AttemptTable::Push(RankStatus status) {
   outbox_.push_back(std::move(status));
-  outbox_cv_.notify_all();
+  outbox_cv_.NotifyAll();
 }
 
 void AttemptTable::UpdateGauges() {
@@ -150,7 +150,7 @@ void AttemptTable::UpdateGauges() {
 }
 
 std::vector<HeldRank> AttemptTable::TakeRegistration() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   outbox_.clear();
   std::vector<HeldRank> held;
   for (const auto& [key, a] : attempts_) {
@@ -171,8 +171,11 @@ std::vector<HeldRank> AttemptTable::TakeRegistration() {
 
 std::vector<RankStatus> AttemptTable::NextStatuses(size_t max, std::chrono::milliseconds timeout) {
   std::vector<RankStatus> out;
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!outbox_cv_.wait_for(lock, timeout, [&] { return !outbox_.empty(); })) return out;
+  MutexLock lock(&mu_);
+  if (!outbox_cv_.WaitFor(&mu_, timeout,
+                          [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !outbox_.empty(); })) {
+    return out;
+  }
   while (!outbox_.empty() && out.size() < max) {
     const bool checked = outbox_.front().kind == RankStatus::Kind::kChecked;
     if (checked && !out.empty()) break;

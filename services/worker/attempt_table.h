@@ -12,13 +12,11 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -30,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "agent_metrics.h"
 #include "common/checkpoint_metadata.h"
+#include "common/mutex.h"
 #include "core/gang.h"
 #include "core/health_check.h"
 #include "core/launch.h"
@@ -100,7 +99,7 @@ class AttemptTable {
   AttemptTable(const AttemptTable&) = delete;
   AttemptTable& operator=(const AttemptTable&) = delete;
 
-  std::mutex& mu() ABSL_LOCK_RETURNED(mu_) { return mu_; }
+  Mutex& mu() ABSL_LOCK_RETURNED(mu_) { return mu_; }
   Attempts& attempts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return attempts_; }
   const std::string& worker_id() const { return worker_id_; }
   Clock::time_point Now() const { return now_(); }
@@ -142,10 +141,10 @@ class AttemptTable {
   const std::function<Clock::time_point()> now_;
   const std::function<void()> wake_;
 
-  std::mutex mu_;
+  Mutex mu_;
   Attempts attempts_ ABSL_GUARDED_BY(mu_);
   std::deque<RankStatus> outbox_ ABSL_GUARDED_BY(mu_);
-  std::condition_variable outbox_cv_;  // the outbox got a status
+  CondVar outbox_cv_;  // the outbox got a status
 };
 
 }  // namespace ringmaster::worker

@@ -32,7 +32,7 @@ std::vector<prometheus::MetricFamily> ToMetricFamilies(const std::vector<MetricS
 }
 
 std::vector<prometheus::MetricFamily> GpuMetricsCollector::Collect() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   absl::StatusOr<std::vector<GpuReading>> readings = source_();
   if (!readings.ok()) {
     if (!failing_) RM_LOG(kWarning) << "GPU metrics not exported: " << readings.status();

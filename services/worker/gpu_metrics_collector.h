@@ -9,11 +9,11 @@
 #include <prometheus/metric_family.h>
 
 #include <functional>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 #include "core/gpu_metrics.h"
 
 namespace ringmaster::worker {
@@ -26,8 +26,8 @@ class GpuMetricsCollector : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
-  mutable std::mutex mu_;  // one NVML reading at a time
-  mutable bool failing_ = false;
+  mutable Mutex mu_;  // one NVML reading at a time
+  mutable bool failing_ ABSL_GUARDED_BY(mu_) = false;
   Source source_;
   std::string hostname_;
 };

@@ -44,7 +44,7 @@ std::string PullFailureReason(const std::string& output, int exit_code) {
 ImagePuller::~ImagePuller() {
   std::map<std::string, std::shared_ptr<Pull>> pulls;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     pulls.swap(pulls_);
   }
   for (auto& [key, pull] : pulls) {
@@ -120,7 +120,7 @@ void ImagePuller::Evict(const std::string& id) {
   if (options_.cache_bytes <= 0) return;
   std::map<std::string, Clock::time_point> used;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     int running = 0;
     for (const auto& [key, pull] : pulls_) running += pull->done ? 0 : 1;
     if (running > 1) return;  // this pull's own thread counts itself
@@ -177,27 +177,28 @@ std::shared_ptr<ImagePuller::Pull> ImagePuller::StartLocked(const std::string& k
   pull->thread = std::thread([this, pull, reference] {
     absl::StatusOr<Pulled> result = Run(reference);
     if (result.ok()) Evict(result->id);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (result.ok()) last_used_[result->id] = Clock::now();
     pull->result = std::move(result);
     pull->done = true;
     pull->done_at = Clock::now();
-    changed_.notify_all();
+    changed_.NotifyAll();
   });
   return pull;
 }
 
 void ImagePuller::Start(const std::string& reference, const std::string& generation) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   (void)StartLocked(absl::StrCat(reference, "\n", generation), reference);
 }
 
 absl::StatusOr<std::string> ImagePuller::Wait(const std::string& reference,
                                               const std::string& generation,
                                               std::chrono::milliseconds wait) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::shared_ptr<Pull> pull = StartLocked(absl::StrCat(reference, "\n", generation), reference);
-  if (!changed_.wait_for(lock, wait, [&] { return pull->done; })) {
+  if (!changed_.WaitFor(&mu_, wait,
+                        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pull->done; })) {
     return absl::UnavailableError(
         absl::StrCat("image ", reference, " is still being pulled on this worker"));
   }

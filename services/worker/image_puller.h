@@ -9,17 +9,16 @@
 #define RINGMASTER_SERVICES_WORKER_IMAGE_PULLER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 
 namespace ringmaster::worker {
 
@@ -73,8 +72,8 @@ class ImagePuller {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ImagePullerOptions options_;
-  std::mutex mu_;
-  std::condition_variable changed_;
+  Mutex mu_;
+  CondVar changed_;
   std::map<std::string, std::shared_ptr<Pull>> pulls_ ABSL_GUARDED_BY(mu_);
   // When a rank last started in each image (by id).
   std::map<std::string, std::chrono::steady_clock::time_point> last_used_ ABSL_GUARDED_BY(mu_);

@@ -19,38 +19,40 @@
 namespace ringmaster::worker {
 
 void Reaper::Start() {
-  std::lock_guard<std::mutex> lock(loop_mu_);
+  MutexLock lock(&loop_mu_);
   thread_ = std::thread([this] { Loop(); });
 }
 
 bool Reaper::Running() {
-  std::lock_guard<std::mutex> lock(loop_mu_);
+  MutexLock lock(&loop_mu_);
   return thread_.joinable() && !stopping_;
 }
 
 void Reaper::Wake() {
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    MutexLock lock(&loop_mu_);
     wake_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
 }
 
 void Reaper::Stop() {
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    MutexLock lock(&loop_mu_);
     if (stopping_ || !thread_.joinable()) return;
     stopping_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
   thread_.join();
 }
 
 void Reaper::Loop() {
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(loop_mu_);
-      loop_cv_.wait_for(lock, options_.check_interval, [this] { return wake_ || stopping_; });
+      MutexLock lock(&loop_mu_);
+      loop_cv_.WaitFor(&loop_mu_, options_.check_interval,
+                       [this]()
+                           ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_mu_) { return wake_ || stopping_; });
       if (stopping_) return;
       wake_ = false;
     }
@@ -69,7 +71,7 @@ void Reaper::Pass() {
   launcher_.PollInSessionChecks();
   std::vector<Work> work;
   {
-    std::lock_guard<std::mutex> lock(table_.mu());
+    MutexLock lock(&table_.mu());
     const auto now = table_.Now();
     for (auto& [key, a] : table_.attempts()) {
       if (!a->teardown) {
@@ -123,7 +125,7 @@ void Reaper::Pass() {
   std::vector<std::thread> finished;
   std::vector<std::string> containers;  // of forgotten attempts, removed without the lock
   {
-    std::lock_guard<std::mutex> lock(table_.mu());
+    MutexLock lock(&table_.mu());
     for (const AttemptTable::Key& key : workloads_gone) {
       auto it = table_.attempts().find(key);
       if (it != table_.attempts().end()) WorkloadsGone(it->second->stop);

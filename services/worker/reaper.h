@@ -14,14 +14,13 @@
 #ifndef RINGMASTER_SERVICES_WORKER_REAPER_H_
 #define RINGMASTER_SERVICES_WORKER_REAPER_H_
 
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "agent_metrics.h"
 #include "attempt_launcher.h"
 #include "attempt_table.h"
+#include "common/mutex.h"
 #include "core/layout.h"
 #include "host/ports.h"
 
@@ -63,8 +62,8 @@ class Reaper {
   AgentMetrics& metrics_;
   PortPool& master_ports_;
 
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
+  Mutex loop_mu_;
+  CondVar loop_cv_;
   bool wake_ ABSL_GUARDED_BY(loop_mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(loop_mu_) = false;
   std::thread thread_;

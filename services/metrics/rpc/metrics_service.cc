@@ -14,7 +14,7 @@ namespace ringmaster::metrics {
 
 int64_t MetricsState::AddBatch(const DecodedBatch& batch) {
   int64_t kept = 0;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // One clock read per batch: its samples were flushed together, within the client's interval.
   const int64_t now = now_ms_();
   for (const SampleIn& s : batch.valid) {
@@ -26,12 +26,12 @@ int64_t MetricsState::AddBatch(const DecodedBatch& batch) {
 
 bool MetricsState::DeclareBaseline(const std::string& model, const std::string& gpu_type,
                                    double value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return metrics_.DeclareBaseline(model, gpu_type, value);
 }
 
 void MetricsState::Read(const std::function<void(const JobMetrics&)>& read) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   metrics_.Expire(now_ms_());
   read(metrics_);
 }

@@ -11,12 +11,12 @@
 
 #include <atomic>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "common/job_token.h"
+#include "common/mutex.h"
 #include "convert/sample_decode.h"
 #include "core/job_metrics.h"
 #include "ringmaster/v1/metrics.grpc.pb.h"
@@ -36,8 +36,8 @@ class MetricsState {
   void Read(const std::function<void(const JobMetrics&)>& read);
 
  private:
-  std::mutex mu_;
-  JobMetrics metrics_;
+  Mutex mu_;
+  JobMetrics metrics_ ABSL_GUARDED_BY(mu_);
   std::function<int64_t()> now_ms_;
 };
 

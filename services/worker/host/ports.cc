@@ -38,7 +38,7 @@ PortPool::PortPool(int first, int last, std::string probe_host)
     : first_(first), last_(last), probe_host_(std::move(probe_host)), next_(first) {}
 
 absl::StatusOr<int> PortPool::Acquire(const std::string& owner) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (auto it = by_owner_.find(owner); it != by_owner_.end()) return it->second;
   const int size = last_ - first_ + 1;
   int in_use = 0;
@@ -63,7 +63,7 @@ absl::StatusOr<int> PortPool::Acquire(const std::string& owner) {
 }
 
 void PortPool::Release(const std::string& owner) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = by_owner_.find(owner);
   if (it == by_owner_.end()) return;
   by_port_.erase(it->second);
@@ -71,7 +71,7 @@ void PortPool::Release(const std::string& owner) {
 }
 
 int PortPool::held() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return static_cast<int>(by_port_.size());
 }
 

@@ -16,11 +16,11 @@
 #define RINGMASTER_SERVICES_WORKER_HOST_PORTS_H_
 
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 
 namespace ringmaster::worker {
 
@@ -42,10 +42,10 @@ class PortPool {
   const int first_;
   const int last_;
   const std::string probe_host_;
-  mutable std::mutex mu_;
-  std::map<std::string, int> by_owner_;
-  std::map<int, std::string> by_port_;
-  int next_;
+  mutable Mutex mu_;
+  std::map<std::string, int> by_owner_ ABSL_GUARDED_BY(mu_);
+  std::map<int, std::string> by_port_ ABSL_GUARDED_BY(mu_);
+  int next_ ABSL_GUARDED_BY(mu_);
 };
 
 // "A-B" -> {A, B}: 1 <= A <= B <= 65535. INVALID_ARGUMENT otherwise.

@@ -37,11 +37,11 @@ void SchedulerSession::Start() {
 
 void SchedulerSession::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     if (current_ != nullptr) current_->TryCancel();
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -51,24 +51,27 @@ void SchedulerSession::Run() {
   std::uniform_real_distribution<double> jitter(0.0, 1.0);
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (stopping_) return;
     }
     if (RunOnce()) backoff.Reset();
-    std::unique_lock<std::mutex> lock(mu_);
-    if (cv_.wait_for(lock, backoff.Next(jitter(rng)), [this] { return stopping_; })) return;
+    MutexLock lock(&mu_);
+    if (cv_.WaitFor(&mu_, backoff.Next(jitter(rng)),
+                    [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; })) {
+      return;
+    }
   }
 }
 
 bool SchedulerSession::RunOnce() {
   grpc::ClientContext ctx;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return false;
     current_ = &ctx;
   }
   auto clear_current = [&] {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     current_ = nullptr;
   };
   std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::SchedulerMessage>> stream =

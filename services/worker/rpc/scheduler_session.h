@@ -17,13 +17,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "agent.h"
+#include "common/mutex.h"
 #include "ringmaster/v1/worker.grpc.pb.h"
 
 namespace ringmaster::worker {
@@ -48,10 +47,10 @@ class SchedulerSession {
   const std::string scheduler_addr_;
   Agent* const agent_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  grpc::ClientContext* current_ = nullptr;  // guarded by mu_, for Stop()
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* current_ ABSL_GUARDED_BY(mu_) = nullptr;  // for Stop()
   std::thread thread_;
 };
 
