@@ -128,6 +128,7 @@
 #include "core/run_watch.h"
 #include "core/types.h"
 #include "core/usage.h"
+#include "core/worker_protocol.h"
 #include "pending_answers.h"
 #include "queue_mirror.h"
 #include "scheduler_metrics.h"
@@ -162,34 +163,6 @@ class WorkerLink {
   // (heartbeats late, not gone) then reconnects and registers again instead of heartbeating
   // into a link the scheduler no longer reads.
   virtual void Close() = 0;
-};
-
-// A rank a worker reports holding when it registers.
-struct HeldRank {
-  std::string job_id;
-  int32_t attempt = 0;
-  int32_t rank = 0;
-  bool exited = false;
-  int32_t exit_code = 0;
-  // Told to stop and still exiting, and the GPUs it holds (empty: a CPU slot).
-  bool stopping = false;
-  std::vector<int32_t> gpu_indices;
-};
-
-struct RankReport {
-  enum class Kind { kStarted, kExited, kLaunchFailed, kCheckpoint, kProgress, kImageResolved };
-  std::string job_id;
-  int32_t attempt = 0;
-  int32_t rank = 0;
-  Kind kind = Kind::kStarted;
-  int32_t exit_code = 0;
-  int32_t signal = 0;
-  std::string message;
-  int64_t checkpoint_step = 0;  // kCheckpoint
-  int64_t checkpoint_time_ms = 0;
-  // kProgress only: the rank's cumulative counters.
-  RankActivity activity;
-  std::string image_digest = "";  // kImageResolved: "sha256:..." (validated by the adapter)
 };
 
 struct WorkerView {
@@ -446,7 +419,6 @@ class Scheduler {
   void ClearHealthLocked(Worker& w, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hang detection and idle reclaim of RUNNING jobs (core/run_watch.h).
   void CheckWatchesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  WatchLimits WatchLimitsLocked(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PlaceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A preempted attempt's GPUs go back once its ranks have exited (or its grace ran out).
   void ReleaseDrainedLocked(const std::pair<std::string, int32_t>& attempt)
@@ -461,8 +433,7 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MarkLostLocked(const std::string& worker_id, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FailJobsOnWorkerLocked(const std::string& worker_id, const std::string& reason,
-                              const std::set<std::tuple<std::string, int32_t, int32_t>>* held)
+  void FailJobsOnWorkerLocked(const std::string& worker_id, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleRankLocked(const std::string& worker_id, const RankReport& report)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -83,4 +83,62 @@ std::string CheckEventText(const CheckOutcome& outcome, const CheckShape& shape,
   return text;
 }
 
+CheckDecision DecideCheck(const Job& job, const std::string& worker_id, const CheckOutcome& outcome,
+                          const std::function<double(const std::string& key)>& baseline_of,
+                          const std::function<bool(const std::string& worker_id)>& on_probation,
+                          const std::function<bool(const std::string& worker_id)>& known) {
+  CheckDecision d;
+  bool launcher = false;
+  bool culprit_placed = false;
+  for (const auto& r : job.placement) {
+    launcher = launcher || (r.rank == 0 && r.worker_id == worker_id);
+    culprit_placed = culprit_placed || r.worker_id == outcome.culprit_worker_id;
+  }
+  if (!launcher) {
+    d.ignored = true;
+    return d;
+  }
+  // The ring chose its transport (a GPU rank whose CUDA fails falls back to the CPU).
+  d.shape = ShapeOf(job.placement, outcome.transport, outcome.in_session);
+  d.baseline_gbps = baseline_of(d.shape.Key());
+  // Every completed check that blames no one is a sample of what the shape reaches, one inside
+  // the job's MPI_Init too: a median of the recent ones, which no few of them move.
+  d.learn = outcome.completed && outcome.culprit_worker_id.empty();
+  d.text = CheckEventText(outcome, d.shape, d.baseline_gbps);
+  // A check inside the job's MPI_Init is written by the job's own processes: any job could
+  // forge one. It never marks or clears a worker; a blame is verified by ringmaster-check.
+  const bool trusted = !outcome.in_session;
+  if (outcome.passed && trusted) {
+    for (const auto& r : job.placement) {
+      if (on_probation(r.worker_id) &&
+          std::find(d.cleared.begin(), d.cleared.end(), r.worker_id) == d.cleared.end()) {
+        d.cleared.push_back(r.worker_id);
+      }
+    }
+    for (const std::string& id : d.cleared) {
+      absl::StrAppend(&d.text, "; worker ", id, " passed it on probation and is healthy again");
+    }
+  }
+  if (outcome.passed || !culprit_placed || !known(outcome.culprit_worker_id)) return d;
+  d.culprit = outcome.culprit_worker_id;
+  const std::string message = Utf8Prefix(outcome.message, 512);
+  if (!trusted) {
+    // Re-placed like a blame, not counted: its next attempt runs ringmaster-check before any
+    // of its processes start, and that check marks the worker if it is slow.
+    d.blame = CheckDecision::Blame::kVerify;
+    d.replace_reason = absl::StrCat("re-placing to verify the blame of worker ", d.culprit,
+                                    " with ringmaster-check before any worker is marked (not "
+                                    "counted against backoff_limit): ",
+                                    message);
+    return d;
+  }
+  d.blame = CheckDecision::Blame::kMark;
+  d.unhealthy_reason = Utf8Prefix(absl::StrCat("pre-run check of job ", job.id, " attempt ",
+                                               outcome.attempt, " failed: ", outcome.message),
+                                  1024);
+  d.replace_reason = absl::StrCat("re-placing without unhealthy worker ", d.culprit,
+                                  " (not counted against backoff_limit): ", message);
+  return d;
+}
+
 }  // namespace ringmaster::scheduler

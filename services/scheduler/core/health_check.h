@@ -127,6 +127,36 @@ struct CheckOutcome {
 std::string CheckEventText(const CheckOutcome& outcome, const CheckShape& shape,
                            double baseline_gbps);
 
+// What a check result of a job's current attempt decides (steps 3 to 5 above).
+struct CheckDecision {
+  // Not sent by the attempt's launcher (rank 0's worker): nothing is decided.
+  bool ignored = false;
+  CheckShape shape;          // the ring's, as it ran
+  double baseline_gbps = 0;  // the shape's baseline it was judged against (0: none)
+  // Completed and blamed nobody: a sample of the shape's baseline (UpdateBaseline).
+  bool learn = false;
+  // The kChecked event's text.
+  std::string text;
+  // Workers on probation the check passed with: healthy again.
+  std::vector<std::string> cleared;
+  // A blamed worker of the placement: kVerify re-places the job with a separate check first
+  // (the blame came from inside the job's own MPI_Init), kMark marks it unhealthy; both re-place
+  // the job without counting it (kCheckFailed, replace_reason).
+  enum class Blame { kNone, kVerify, kMark };
+  Blame blame = Blame::kNone;
+  std::string culprit;
+  std::string replace_reason;
+  std::string unhealthy_reason;  // kMark
+};
+
+// `worker_id` sent `outcome` for `job`'s current attempt. `baseline_of` gives a shape key's
+// baseline (0: none), `on_probation` whether a worker is on probation, and `known` whether a
+// worker id is one the scheduler knows.
+CheckDecision DecideCheck(const Job& job, const std::string& worker_id, const CheckOutcome& outcome,
+                          const std::function<double(const std::string& key)>& baseline_of,
+                          const std::function<bool(const std::string& worker_id)>& on_probation,
+                          const std::function<bool(const std::string& worker_id)>& known);
+
 }  // namespace ringmaster::scheduler
 
 #endif  // RINGMASTER_SERVICES_SCHEDULER_CORE_HEALTH_CHECK_H_

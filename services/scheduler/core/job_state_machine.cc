@@ -63,6 +63,7 @@ absl::StatusOr<Transition> ApplyInput(Job& job, const JobInput& input, int64_t n
       keep_placement = true;
       break;
     case Kind::kCheckFailed:
+    case Kind::kNotDelivered:
       if (!live) return NotIn(job, "re-place it");
       to = JobState::kPending;
       ++attempt;
@@ -109,7 +110,8 @@ absl::StatusOr<Transition> ApplyInput(Job& job, const JobInput& input, int64_t n
     job.message = input.reason;
   }
   if (to == JobState::kPending &&
-      (input.kind == Kind::kPreempted || input.kind == Kind::kCheckFailed)) {
+      (input.kind == Kind::kPreempted || input.kind == Kind::kCheckFailed ||
+       input.kind == Kind::kNotDelivered)) {
     job.message = input.reason;
   } else if (to == JobState::kPending) {
     job.message = absl::StrCat("restarting (attempt ", attempt - job.preemptions, " of at most ",
@@ -131,6 +133,8 @@ bool RankTracker::OnStarted(int32_t rank) {
   started_.insert(rank);
   return !was_complete && AllStarted();
 }
+
+bool RankTracker::Started(int32_t rank) const { return started_.contains(rank); }
 
 bool RankTracker::OnSucceeded(int32_t rank) {
   started_.insert(rank);

@@ -42,6 +42,9 @@ struct JobInput {
     kPreempted,
     kChecked,
     kCheckFailed,
+    // The attempt never reached its worker (its assignment was lost with a scheduler restart):
+    // PENDING again, not counted against backoff_limit, as kCheckFailed.
+    kNotDelivered,
     // The job cannot run as it asks (a volume it mounts is gone): FAILED from any state that
     // is not terminal, without a restart (the next attempt could not run either).
     kUnrunnable,
@@ -76,6 +79,7 @@ class RankTracker {
   // True when this report completed the set of ranks that exited 0.
   bool OnSucceeded(int32_t rank);
   bool AllStarted() const { return static_cast<int32_t>(started_.size()) == world_size_; }
+  bool Started(int32_t rank) const;
 
  private:
   int32_t world_size_;

@@ -4,8 +4,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/types.h"
 
 namespace ringmaster::scheduler {
+
+WatchLimits WatchLimitsOf(const JobSpec& spec, const Queue* queue) {
+  int64_t progress_s = kDefaultProgressTimeoutSeconds;
+  if (spec.progress_timeout_seconds) {
+    progress_s = *spec.progress_timeout_seconds;
+  } else if (queue != nullptr && queue->progress_timeout_seconds) {
+    progress_s = *queue->progress_timeout_seconds;
+  }
+  return {progress_s * 1000, queue == nullptr ? 0 : queue->idle_timeout_seconds * 1000};
+}
 
 // "rank 0 in MPI_Recv for 21 s, ranks 2,3 in MPI_Allreduce for 20-21 s" (inside), or for ranks
 // out of MPI "left MPI_Allreduce 21 s ago" (one group) / "rank 1 left MPI_Allreduce 21 s ago,

@@ -32,6 +32,9 @@
 
 namespace ringmaster::scheduler {
 
+struct JobSpec;  // core/types.h, which includes this header
+struct Queue;
+
 // Used when neither the job nor its queue sets progress_timeout_seconds.
 inline constexpr int64_t kDefaultProgressTimeoutSeconds = 600;
 
@@ -63,6 +66,10 @@ struct WatchLimits {
   int64_t progress_timeout_ms = 0;  // 0: no hang detection
   int64_t idle_timeout_ms = 0;      // 0: no idle reclaim
 };
+
+// A job's limits: its own progress timeout, else its queue's, else the default; the idle
+// timeout is its queue's. `queue` null: the job's queue is not known.
+WatchLimits WatchLimitsOf(const JobSpec& spec, const Queue* queue);
 
 struct WatchVerdict {
   enum class Kind { kFine, kHung, kIdle };
