@@ -17,10 +17,10 @@ void AsideWriter::Start() {
 
 void AsideWriter::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -32,10 +32,10 @@ void AsideWriter::Beat(const std::string& worker_id) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     beats_due_.insert(worker_id);
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
 }
 
 void AsideWriter::StoreBaseline(const CheckBaseline& baseline) {
@@ -46,10 +46,10 @@ void AsideWriter::StoreBaseline(const CheckBaseline& baseline) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     baselines_due_.push_back(baseline);
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
 }
 
 void AsideWriter::Loop() {
@@ -57,9 +57,10 @@ void AsideWriter::Loop() {
     std::set<std::string> beats;
     std::deque<CheckBaseline> baselines;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock,
-               [this] { return !beats_due_.empty() || !baselines_due_.empty() || stopping_; });
+      MutexLock lock(&mu_);
+      cv_.Wait(&mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !beats_due_.empty() || !baselines_due_.empty() || stopping_;
+      });
       if (stopping_ && baselines_due_.empty()) return;
       if (!stopping_) beats.swap(beats_due_);
       baselines.swap(baselines_due_);

@@ -11,15 +11,14 @@
 #ifndef RINGMASTER_SERVICES_SCHEDULER_ASIDE_WRITER_H_
 #define RINGMASTER_SERVICES_SCHEDULER_ASIDE_WRITER_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
 #include "core/health_check.h"
 #include "store/coordination.h"
 #include "store/job_store.h"
@@ -50,8 +49,8 @@ class AsideWriter {
   Liveness* const liveness_;
   const int64_t heartbeat_timeout_ms_;
   const bool background_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   std::set<std::string> beats_due_ ABSL_GUARDED_BY(mu_);
   std::deque<CheckBaseline> baselines_due_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -41,12 +41,12 @@ void CommitWriter::Start(int64_t epoch) {
 
 void CommitWriter::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  outbox_cv_.notify_all();
-  creates_cv_.notify_all();
-  written_cv_.notify_all();
+  outbox_cv_.NotifyAll();
+  creates_cv_.NotifyAll();
+  written_cv_.NotifyAll();
   for (std::thread& writer : writers_) writer.join();
   writers_.clear();
 }
@@ -55,7 +55,7 @@ void CommitWriter::Enqueue(Write write) {
   const bool create = !write.job_write.job.id.empty() &&
                       write.job_write.kind == JobWrite::Kind::kCreate && !write.in_order;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (create && write.waiter) {
       if (creates_in_flight_.size() >= prune_creates_at_) {
         PruneCreatesInFlightLocked();
@@ -74,19 +74,19 @@ void CommitWriter::Enqueue(Write write) {
   }
   // Only the writers of that queue: every submit waking the outbox writer for nothing cost a
   // context switch on a busy machine.
-  (create ? creates_cv_ : outbox_cv_).notify_all();
+  (create ? creates_cv_ : outbox_cv_).NotifyAll();
 }
 
 void CommitWriter::NudgeSubmitWriters() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++submit_nudges_;
   }
-  creates_cv_.notify_all();
+  creates_cv_.NotifyAll();
 }
 
 int64_t CommitWriter::CreatesInFlight(const std::string& queue) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   PruneCreatesInFlightLocked();
   int64_t n = 0;
   for (const CreateInFlight& c : creates_in_flight_) n += c.queue == queue;
@@ -94,7 +94,7 @@ int64_t CommitWriter::CreatesInFlight(const std::string& queue) {
 }
 
 std::string CommitWriter::CreateInFlightMounting(const std::string& volume) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   PruneCreatesInFlightLocked();
   for (const CreateInFlight& c : creates_in_flight_) {
     if (std::find(c.volumes.begin(), c.volumes.end(), volume) != c.volumes.end()) return c.job_id;
@@ -114,12 +114,13 @@ std::string CommitWriter::CreateInFlightMounting(const std::string& volume) {
 //  4. stored: act on it (the after-commit hook: sends, answers, events, the Redis mirror).
 void CommitWriter::WriterLoop(bool creates) {
   std::deque<Write>& queue = creates ? creates_ : outbox_;
-  std::condition_variable& cv = creates ? creates_cv_ : outbox_cv_;
+  CondVar& cv = creates ? creates_cv_ : outbox_cv_;
   while (true) {
     std::vector<Write> batch;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv.wait_for(lock, std::chrono::seconds(1), [&] { return !queue.empty() || stopping_; });
+      MutexLock lock(&mu_);
+      cv.WaitFor(&mu_, std::chrono::seconds(1),
+                 [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue.empty() || stopping_; });
       if (stopping_) return;
       while (!queue.empty() && batch.size() < options_.max_batch) {
         batch.push_back(std::move(queue.front()));
@@ -162,12 +163,12 @@ bool CommitWriter::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
       if (store_down_.exchange(false)) {
         RM_LOG(kInfo) << "postgres is back; writes caught up";
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(&mu_);
           ++recoveries_;
         }
         // The other writers' backoff ends.
-        outbox_cv_.notify_all();
-        creates_cv_.notify_all();
+        outbox_cv_.NotifyAll();
+        creates_cv_.NotifyAll();
       }
       *result = std::move(*stored);
       return true;
@@ -181,7 +182,7 @@ bool CommitWriter::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
       for (Write& w : batch) {
         if (!w.waiter) continue;
         {
-          std::lock_guard<std::mutex> lock(w.waiter->mu);
+          MutexLock lock(&w.waiter->mu);
           w.waiter->result =
               absl::UnavailableError("this scheduler is no longer the leader; retry");
         }
@@ -196,7 +197,7 @@ bool CommitWriter::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
       if (batch.size() == 1) {
         if (Waiter* waiter = batch[0].waiter.get()) {
           {
-            std::lock_guard<std::mutex> lock(waiter->mu);
+            MutexLock lock(&waiter->mu);
             waiter->result = s;
           }
           waiter->Settle();
@@ -206,10 +207,10 @@ bool CommitWriter::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
                                            : "job " + batch[0].job_write.job.id);
         batch.clear();
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(&mu_);
           ++written_;
         }
-        written_cv_.notify_all();
+        written_cv_.NotifyAll();
         *result = {};
         return true;
       }
@@ -234,16 +235,17 @@ bool CommitWriter::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
       // waiting now, maybe retrying after the outage): a lone submit writer then does not keep
       // clients waiting out its backoff. Never sooner than retry_min_ms after the last try, so
       // an outage costs Postgres at most that rate of tries.
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       const uint64_t recoveries = recoveries_;
       const uint64_t nudges = submit_nudges_;
-      std::condition_variable& cv = creates ? creates_cv_ : outbox_cv_;
-      cv.wait_for(lock, std::chrono::milliseconds(backoff), [&] {
-        return stopping_ || recoveries_ != recoveries || (creates && submit_nudges_ != nudges);
-      });
+      CondVar& cv = creates ? creates_cv_ : outbox_cv_;
+      cv.WaitFor(
+          &mu_, std::chrono::milliseconds(backoff), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            return stopping_ || recoveries_ != recoveries || (creates && submit_nudges_ != nudges);
+          });
       if (stopping_) return false;
-      if (cv.wait_until(lock, start + std::chrono::milliseconds(options_.retry_min_ms),
-                        [this] { return stopping_; })) {
+      if (cv.WaitUntil(&mu_, start + std::chrono::milliseconds(options_.retry_min_ms),
+                       [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; })) {
         return false;
       }
     }
@@ -254,18 +256,19 @@ bool CommitWriter::StoreBatch(std::vector<Write>& batch, CommitResult* result) {
 void CommitWriter::Acted(std::vector<Write>& batch, const CommitResult& result) {
   after_commit_(batch, result);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     written_ += batch.size();
   }
-  written_cv_.notify_all();
+  written_cv_.NotifyAll();
 }
 
 absl::Status CommitWriter::Flush(int64_t timeout_ms) {
   // Writers finish out of order (new jobs in parallel), so a count reached is no proof that
   // the writes before the call are done; every write handed over so far being done is.
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!written_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                            [&] { return written_ == enqueued_; })) {
+  MutexLock lock(&mu_);
+  if (!written_cv_.WaitFor(
+          &mu_, std::chrono::milliseconds(timeout_ms),
+          [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return written_ == enqueued_; })) {
     return absl::DeadlineExceededError(
         absl::StrCat(enqueued_ - written_, " decisions not stored within ", timeout_ms, " ms"));
   }
@@ -276,7 +279,7 @@ void CommitWriter::PruneCreatesInFlightLocked() {
   std::erase_if(creates_in_flight_, [](const auto& entry) {
     std::shared_ptr<Waiter> waiter = entry.waiter.lock();
     if (!waiter) return true;  // its write was dropped
-    std::lock_guard<std::mutex> lock(waiter->mu);
+    MutexLock lock(&waiter->mu);
     // Told (Settle's first step) comes after the hook put the job among the live jobs, where a
     // count of them finds it: counted here as well, it was counted twice (a CI flake).
     return waiter->done || waiter->told != std::chrono::steady_clock::time_point{};

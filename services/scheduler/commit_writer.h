@@ -15,12 +15,10 @@
 #define RINGMASTER_SERVICES_SCHEDULER_COMMIT_WRITER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -30,6 +28,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "common/mutex.h"
 #include "core/types.h"
 #include "pending_answers.h"
 #include "scheduler_metrics.h"
@@ -112,10 +111,10 @@ class CommitWriter {
   const AfterCommit after_commit_;
   int64_t epoch_ = 0;  // set by Start, before the writers run
 
-  std::mutex mu_;
-  std::condition_variable outbox_cv_;   // the outbox writer's: a write, a recovery, the stop
-  std::condition_variable creates_cv_;  // the submit writers': a new job, a nudge, a recovery
-  std::condition_variable written_cv_;  // Flush's: written_ grew
+  Mutex mu_;
+  CondVar outbox_cv_;   // the outbox writer's: a write, a recovery, the stop
+  CondVar creates_cv_;  // the submit writers': a new job, a nudge, a recovery
+  CondVar written_cv_;  // Flush's: written_ grew
   std::deque<Write> outbox_ ABSL_GUARDED_BY(mu_);   // changes of jobs and workers, in order
   std::deque<Write> creates_ ABSL_GUARDED_BY(mu_);  // new jobs
   // written_ counts writes stored (or dropped) and acted on, enqueued_ writes handed over

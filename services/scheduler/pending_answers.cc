@@ -8,7 +8,7 @@ void Waiter::Settle() {
   WaiterDone answer;
   absl::StatusOr<CreateJobResult> stored = absl::UnknownError("not stored yet");
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     told = std::chrono::steady_clock::now();
     if (on_done) {
       answer = std::move(on_done);
@@ -18,15 +18,15 @@ void Waiter::Settle() {
   }
   if (answer) answer(*this, std::move(stored));
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     done = true;
   }
-  cv.notify_all();
+  cv.NotifyAll();
 }
 
 void PendingAnswers::Start() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = false;
   }
   thread_ = std::thread([this] { Loop(); });
@@ -34,20 +34,20 @@ void PendingAnswers::Start() {
 
 void PendingAnswers::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 bool PendingAnswers::Track(const std::shared_ptr<Waiter>& waiter,
                            std::chrono::steady_clock::time_point deadline) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!stopping_) {
       deadlines_.emplace_back(deadline, waiter);
-      if (deadlines_.size() == 1) cv_.notify_all();
+      if (deadlines_.size() == 1) cv_.NotifyAll();
       return true;
     }
   }
@@ -58,7 +58,7 @@ bool PendingAnswers::Track(const std::shared_ptr<Waiter>& waiter,
 void PendingAnswers::TimeOut(Waiter& waiter, bool stopping) const {
   WaiterDone on_done;
   {
-    std::lock_guard<std::mutex> lock(waiter.mu);
+    MutexLock lock(&waiter.mu);
     if (waiter.done || !waiter.on_done) return;
     on_done = std::move(waiter.on_done);
     waiter.on_done = nullptr;
@@ -76,28 +76,28 @@ void PendingAnswers::TimeOut(Waiter& waiter, bool stopping) const {
 }
 
 void PendingAnswers::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
     if (deadlines_.empty()) {
-      cv_.wait(lock);
+      cv_.Wait(&mu_);
       continue;
     }
     const auto at = deadlines_.front().first;
     if (std::chrono::steady_clock::now() < at) {
-      cv_.wait_until(lock, at);
+      cv_.WaitUntil(&mu_, at);
       continue;
     }
     std::shared_ptr<Waiter> waiter = deadlines_.front().second.lock();
     deadlines_.pop_front();
     if (!waiter) continue;  // settled, and its write gone
-    lock.unlock();
+    lock.Unlock();
     TimeOut(*waiter, false);
     waiter.reset();
-    lock.lock();
+    lock.Lock();
   }
   auto left = std::move(deadlines_);
   deadlines_.clear();
-  lock.unlock();
+  lock.Unlock();
   for (auto& [at, weak] : left) {
     if (std::shared_ptr<Waiter> waiter = weak.lock()) TimeOut(*waiter, true);
   }

@@ -13,12 +13,10 @@
 #define RINGMASTER_SERVICES_SCHEDULER_PENDING_ANSWERS_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -26,6 +24,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 #include "store/job_store.h"
 
 namespace ringmaster::scheduler {
@@ -38,8 +37,8 @@ struct Waiter {
   // Tells on_done the result (if the deadline did not come first), then marks it settled.
   void Settle();
 
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   bool done ABSL_GUARDED_BY(mu) = false;  // settled: stored and taken into memory, or refused
   absl::StatusOr<CreateJobResult> result ABSL_GUARDED_BY(mu) = absl::UnknownError("not stored yet");
   // When its batch's commit began and ended (set by the writer before it settles, read after
@@ -82,8 +81,8 @@ class PendingAnswers {
   void Loop();
 
   const int64_t write_wait_ms_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   // Oldest first. Weak: a settled waiter's memory goes with its write, not after write_wait_ms.
   std::deque<std::pair<std::chrono::steady_clock::time_point, std::weak_ptr<Waiter>>> deadlines_
       ABSL_GUARDED_BY(mu_);
@@ -96,20 +95,22 @@ class PendingAnswers {
 template <typename Answer, typename Begin>
 Answer AwaitAnswer(Begin&& begin) {
   struct Shared {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::optional<Answer> answer;
+    Mutex mu;
+    CondVar cv;
+    std::optional<Answer> answer ABSL_GUARDED_BY(mu);
   };
   auto shared = std::make_shared<Shared>();
   begin([shared](Answer answer) {
     {
-      std::lock_guard<std::mutex> lock(shared->mu);
+      MutexLock lock(&shared->mu);
       shared->answer = std::move(answer);
     }
-    shared->cv.notify_all();
+    shared->cv.NotifyAll();
   });
-  std::unique_lock<std::mutex> lock(shared->mu);
-  shared->cv.wait(lock, [&] { return shared->answer.has_value(); });
+  MutexLock lock(&shared->mu);
+  shared->cv.Wait(&shared->mu, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared->mu) {
+    return shared->answer.has_value();
+  });
   // Moved, not copied: a status shared between threads would be released across them (its
   // refcount lives in Abseil's uninstrumented library, where ThreadSanitizer cannot see it).
   return *std::move(shared->answer);

@@ -17,20 +17,20 @@ void QueueMirror::Start() {
 
 void QueueMirror::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void QueueMirror::Update(std::vector<Change> changes) {
   if (changes.empty()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& [id, entry] : changes) changes_[id] = std::move(entry);
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 // The mirror's protocol:
@@ -45,12 +45,13 @@ void QueueMirror::Loop() {
   while (true) {
     PendingQueue::Changes ops;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       // The first round is at once: the mirror is rebuilt as the leader starts (no worker is
       // connected yet), not after the first change or a second later.
       if (!first) {
-        cv_.wait_for(lock, std::chrono::seconds(1),
-                     [this] { return !changes_.empty() || stopping_; });
+        cv_.WaitFor(&mu_, std::chrono::seconds(1), [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return !changes_.empty() || stopping_;
+        });
       }
       first = false;
       if (stopping_) return;
@@ -74,7 +75,7 @@ void QueueMirror::Loop() {
       applied = queue_->Apply(ops).ok();
     }
     if (!applied) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       for (auto& [id, entry] : ops) changes_.try_emplace(id, std::move(entry));
     }
   }

@@ -12,9 +12,7 @@
 #ifndef RINGMASTER_SERVICES_SCHEDULER_QUEUE_MIRROR_H_
 #define RINGMASTER_SERVICES_SCHEDULER_QUEUE_MIRROR_H_
 
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -22,6 +20,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
 #include "store/coordination.h"
 
 namespace ringmaster::scheduler {
@@ -51,8 +50,8 @@ class QueueMirror {
   PendingQueue* const queue_;
   const std::function<std::vector<QueueEntry>()> stored_pending_;
   const std::function<void()> rebuilt_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   PendingQueue::Changes changes_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

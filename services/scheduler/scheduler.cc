@@ -42,7 +42,7 @@ Scheduler::Scheduler(JobStore* store, PendingQueue* queue, Liveness* liveness,
 
 std::vector<QueueEntry> Scheduler::StoredPending() {
   std::vector<QueueEntry> entries;
-  std::lock_guard<std::mutex> view(view_mu_);
+  MutexLock view(&view_mu_);
   for (const auto& [id, job] : stored_) {
     if (job.state == JobState::kPending) entries.push_back({id, job.spec.priority, job.seq});
   }
@@ -52,7 +52,7 @@ std::vector<QueueEntry> Scheduler::StoredPending() {
 void Scheduler::BeatConnected() {
   std::vector<std::string> connected;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [id, link] : links_) connected.push_back(id);
   }
   for (const std::string& id : connected) {
@@ -107,7 +107,7 @@ absl::Status Scheduler::Start() {
   }
   std::vector<std::string> beats;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const int64_t now = clock_->NowMs();
     for (auto& [id, progress] : arrays) arrays_[id] = std::move(progress);
     for (Queue& q : *queues) queues_[q.name] = std::move(q);
@@ -141,7 +141,7 @@ absl::Status Scheduler::Start() {
     }
     for (const auto& [id, state] : named_ends) deps_.Remember(id, state);
     {
-      std::lock_guard<std::mutex> view(view_mu_);
+      MutexLock view(&view_mu_);
       for (const auto& [id, job] : jobs_) stored_[id] = job;
     }
     RM_LOG(kInfo) << "leader epoch " << epoch_ << ": loaded " << queues_.size() << " queues, "
@@ -161,10 +161,10 @@ absl::Status Scheduler::Start() {
 
 void Scheduler::Stop() {
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    MutexLock lock(&loop_mu_);
     stopping_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
   if (loop_.joinable()) loop_.join();
   writer_.Stop();
   mirror_.Stop();
@@ -175,10 +175,10 @@ void Scheduler::Stop() {
 
 void Scheduler::Wake() {
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    MutexLock lock(&loop_mu_);
     wake_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
 }
 
 void Scheduler::Loop() {
@@ -191,12 +191,15 @@ void Scheduler::Loop() {
     const auto took = std::chrono::steady_clock::now() - pass_start;
     const auto gap = std::max<std::chrono::steady_clock::duration>(
         std::chrono::milliseconds(options_.min_pass_gap_ms), 2 * took);
-    std::unique_lock<std::mutex> lock(loop_mu_);
-    if (loop_cv_.wait_until(lock, pass_start + gap, [this] { return stopping_; })) {
+    MutexLock lock(&loop_mu_);
+    if (loop_cv_.WaitUntil(&loop_mu_, pass_start + gap,
+                           [this]()
+                               ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_mu_) { return stopping_; })) {
       return;
     }
-    loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.pass_interval_ms),
-                      [this] { return wake_ || stopping_; });
+    loop_cv_.WaitFor(&loop_mu_, std::chrono::milliseconds(options_.pass_interval_ms),
+                     [this]()
+                         ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_mu_) { return wake_ || stopping_; });
     if (stopping_) return;
     wake_ = false;
   }
@@ -207,7 +210,7 @@ void Scheduler::RunPass() {
   // Liveness is read from Redis before the lock, and renewed after it.
   std::vector<std::string> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [id, w] : workers_) {
       if (w.state == WorkerState::kReady) ready.push_back(id);
     }
@@ -224,7 +227,7 @@ void Scheduler::RunPass() {
   }
   std::vector<std::string> beats;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (alive.has_value()) SweepWorkersLocked(*alive, &beats);
     CheckDeadlinesLocked();
     CheckWatchesLocked();
@@ -341,7 +344,7 @@ void Scheduler::PlaceLocked() {
   // A job that waits for others takes part only once they ended as it asks; one that never can
   // is cancelled below.
   std::vector<std::pair<std::string, std::string>> never;
-  auto may_run = [&](Job& job) {
+  auto may_run = [&](Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (job.spec.after.empty()) return true;
     const ArrayProgress* array = nullptr;  // the first live array it waits for
     for (const Dependency& d : job.spec.after) {
@@ -357,8 +360,9 @@ void Scheduler::PlaceLocked() {
       }
       if (array == nullptr) array = &p;
     }
-    DependencyVerdict v =
-        JudgeDependencies(job.spec.after, [&](const std::string& id) { return StateOfLocked(id); });
+    DependencyVerdict v = JudgeDependencies(
+        job.spec.after, [&](const std::string& id)
+                            ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return StateOfLocked(id); });
     if (v.kind == DependencyVerdict::Kind::kReady) return true;
     if (v.kind == DependencyVerdict::Kind::kNever) {
       never.emplace_back(job.id, std::move(v.reason));
@@ -591,8 +595,8 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
   // Tasks stored after their array ended: cancelled as they arrive.
   std::vector<std::string> orphans;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::lock_guard<std::mutex> view(view_mu_);
+    MutexLock lock(&mu_);
+    MutexLock view(&view_mu_);
     for (Write& w : batch) {
       if (w.job_write.job.id.empty()) continue;
       const Job& job = w.job_write.job;
@@ -600,7 +604,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         const auto& created = result.created[created_index++];
         if (w.in_order) --tasks_in_flight_;
         if (w.waiter) {
-          std::lock_guard<std::mutex> wl(w.waiter->mu);
+          MutexLock wl(&w.waiter->mu);
           w.waiter->result = created;
         }
         if (w.in_order && !created.ok()) {
@@ -644,7 +648,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
           usage_ms_[{used->queue, used->resource}] -= used->used_ms;
         }
         if (w.waiter) {
-          std::lock_guard<std::mutex> wl(w.waiter->mu);
+          MutexLock wl(&w.waiter->mu);
           w.waiter->result = absl::FailedPreconditionError(
               absl::StrCat("job ", job.id, " already ended"));
         }
@@ -662,7 +666,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
       }
       events.push_back(w.job_write.event);
       if (w.waiter) {
-        std::lock_guard<std::mutex> wl(w.waiter->mu);
+        MutexLock wl(&w.waiter->mu);
         w.waiter->result = CreateJobResult{job, false};
       }
       for (const std::string& worker : w.stop_on) {
@@ -714,7 +718,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
     }
   }
   if (!unrunnable.empty() || !orphans.empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [id, why] : unrunnable) {
       if (auto s = CommitLocked(id, {JobInput::Kind::kUnrunnable, why}); !s.ok()) {
         RM_LOG(kError) << "failing " << id << ": " << s;
@@ -749,12 +753,12 @@ absl::StatusOr<std::optional<Job>> Scheduler::GetLiveJob(const std::string& job_
   if (auto s = ValidateJobId(job_id); !s.ok()) return s;
   std::optional<Job> live;
   {
-    std::lock_guard<std::mutex> view(view_mu_);
+    MutexLock view(&view_mu_);
     auto it = stored_.find(job_id);
     if (it != stored_.end()) live = it->second;
   }
   if (live) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = jobs_.find(job_id);
     if (it != jobs_.end()) live->pending_reason = it->second.pending_reason;
   }
@@ -811,7 +815,7 @@ absl::StatusOr<JobPage> Scheduler::ListJobs(const JobListQuery& query) {
     page.next_page_token = EncodePageToken(cursor);
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (Job& job : page.jobs) {
       auto it = jobs_.find(job.id);
       if (it != jobs_.end()) job.pending_reason = it->second.pending_reason;  // never stored

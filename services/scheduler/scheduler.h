@@ -97,15 +97,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
-#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -115,6 +112,7 @@
 #include "absl/status/statusor.h"
 #include "aside_writer.h"
 #include "commit_writer.h"
+#include "common/mutex.h"
 #include "core/array.h"
 #include "core/clock.h"
 #include "core/dependency.h"
@@ -479,7 +477,7 @@ class Scheduler {
 
   // The live state, under mu_. jobs_ holds the decided state of every live job, which may be
   // ahead of Postgres by the writes in the outbox.
-  std::mutex mu_;
+  Mutex mu_;
   std::unordered_map<std::string, Job> jobs_ ABSL_GUARDED_BY(mu_);
   // Kept with jobs_ by SetJobLocked/EraseJobLocked, so that what runs every pass (deadlines,
   // watches, the placed side of a pass, gauges) costs nothing per pending job: a backlog of
@@ -490,7 +488,7 @@ class Scheduler {
   int64_t live_spec_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // SpecBytes of jobs_
   // Submits counted against the live-job bounds and not answered yet (a stored one is briefly
   // in jobs_ too: the bounds err on the safe side). Under submitting_mu_, taken after mu_.
-  std::mutex submitting_mu_;
+  Mutex submitting_mu_;
   // queue -> submits
   std::unordered_map<std::string, int64_t> submitting_ ABSL_GUARDED_BY(submitting_mu_);
   int64_t submitting_total_ ABSL_GUARDED_BY(submitting_mu_) = 0;
@@ -552,10 +550,10 @@ class Scheduler {
 
   // Queue and volume writes hold it exclusively, Submit shared until its job is among the
   // writer's creates in flight (see "Queues"). Taken before mu_, never while holding it.
-  std::shared_mutex queue_writes_;
+  SharedMutex queue_writes_;
 
   // What readers see: each live job as last stored (GetJob, ListJobs), under view_mu_.
-  std::mutex view_mu_;
+  Mutex view_mu_;
   std::unordered_map<std::string, Job> stored_ ABSL_GUARDED_BY(view_mu_);
 
   // The parts with threads, declared after the live state so that they go first: a write the
@@ -571,8 +569,8 @@ class Scheduler {
   // Heartbeats' liveness keys and learned baselines, off the RPC threads.
   AsideWriter aside_;
 
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
+  Mutex loop_mu_;
+  CondVar loop_cv_;
   bool wake_ ABSL_GUARDED_BY(loop_mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(loop_mu_) = false;
   std::thread loop_;

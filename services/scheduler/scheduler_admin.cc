@@ -8,7 +8,7 @@
 namespace ringmaster::scheduler {
 
 std::optional<std::vector<std::string>> Scheduler::QueueTeams(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = queues_.find(name);
   if (it == queues_.end()) return std::nullopt;
   return it->second.teams;
@@ -59,10 +59,10 @@ absl::StatusOr<QueueView> Scheduler::CreateQueue(const Queue& in) {
   }
   Queue queue = *std::move(valid);
   queue.created_at_ms = queue.updated_at_ms = clock_->NowMs();
-  std::unique_lock<std::shared_mutex> writes(queue_writes_);
+  WriterMutexLock writes(&queue_writes_);
   auto stored = store_->CreateQueue(queue, epoch_);
   if (!stored.ok()) return QueueWriteError(stored.status());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   queues_[stored->name] = *stored;
   RM_LOG(kInfo) << "queue " << stored->name << " created";
   return QueueView{*stored, QueueStatusLocked(*stored, TallyQueuesLocked())};
@@ -76,9 +76,9 @@ absl::StatusOr<QueueView> Scheduler::UpdateQueue(const Queue& in) {
   }
   Queue queue = *std::move(valid);
   queue.updated_at_ms = clock_->NowMs();
-  std::unique_lock<std::shared_mutex> writes(queue_writes_);
+  WriterMutexLock writes(&queue_writes_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = queues_.find(queue.name);
     if (it == queues_.end()) {
       return absl::NotFoundError(absl::StrCat("no queue '", queue.name, "'"));
@@ -89,7 +89,7 @@ absl::StatusOr<QueueView> Scheduler::UpdateQueue(const Queue& in) {
   if (!stored.ok()) return QueueWriteError(stored.status());
   QueueView view;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     queues_[stored->name] = *stored;
     RM_LOG(kInfo) << "queue " << stored->name << " updated";
     // New quotas or weights may let waiting jobs start: the next pass looks at all of them.
@@ -102,14 +102,14 @@ absl::StatusOr<QueueView> Scheduler::UpdateQueue(const Queue& in) {
 
 absl::StatusOr<QueueView> Scheduler::GetQueue(const std::string& name) {
   if (auto s = ValidateQueueName(name, "name"); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = queues_.find(name);
   if (it == queues_.end()) return absl::NotFoundError(absl::StrCat("no queue '", name, "'"));
   return QueueView{it->second, QueueStatusLocked(it->second, TallyQueuesLocked())};
 }
 
 std::vector<QueueView> Scheduler::ListQueues() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<QueueView> out;
   out.reserve(queues_.size());
   const QueueTallies tallies = TallyQueuesLocked();
@@ -128,14 +128,14 @@ absl::Status Scheduler::DeleteQueue(const std::string& name) {
   if (writer_.fenced()) {
     return absl::UnavailableError("this scheduler is no longer the leader; retry");
   }
-  std::unique_lock<std::shared_mutex> writes(queue_writes_);
+  WriterMutexLock writes(&queue_writes_);
   // Live jobs of the queue, wherever they are on their way: no submit to it is between its
   // queue check and its hand-over now (writes is held); those handed over are among the
   // writer's creates in flight, answered or not, until settled, and a job is settled only after
   // the writer added it to jobs_, so jobs_ is read after.
   int64_t live = writer_.CreatesInFlight(name);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!queues_.contains(name)) {
       return absl::NotFoundError(absl::StrCat("no queue '", name, "'"));
     }
@@ -149,7 +149,7 @@ absl::Status Scheduler::DeleteQueue(const std::string& name) {
                      "or wait for them to end first"));
   }
   if (auto s = store_->DeleteQueue(name, epoch_); !s.ok()) return QueueWriteError(s);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   queues_.erase(name);
   std::erase_if(usage_ms_, [&](const auto& entry) { return entry.first.first == name; });
   RM_LOG(kInfo) << "queue " << name << " deleted";
@@ -157,7 +157,7 @@ absl::Status Scheduler::DeleteQueue(const std::string& name) {
 }
 
 std::map<std::string, Queue> Scheduler::QueuesSnapshot() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return queues_;
 }
 
@@ -169,10 +169,10 @@ absl::StatusOr<Volume> Scheduler::CreateVolume(const Volume& in) {
   }
   Volume volume = *std::move(valid);
   volume.created_at_ms = volume.updated_at_ms = clock_->NowMs();
-  std::unique_lock<std::shared_mutex> writes(queue_writes_);
+  WriterMutexLock writes(&queue_writes_);
   auto stored = store_->CreateVolume(volume, epoch_);
   if (!stored.ok()) return QueueWriteError(stored.status());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   volumes_[stored->name] = *stored;
   RM_LOG(kInfo) << "volume " << stored->name << " created at " << stored->host_path;
   return *stored;
@@ -186,9 +186,9 @@ absl::StatusOr<Volume> Scheduler::UpdateVolume(const Volume& in) {
   }
   Volume volume = *std::move(valid);
   volume.updated_at_ms = clock_->NowMs();
-  std::unique_lock<std::shared_mutex> writes(queue_writes_);
+  WriterMutexLock writes(&queue_writes_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = volumes_.find(volume.name);
     if (it == volumes_.end()) {
       return absl::NotFoundError(absl::StrCat("no volume '", volume.name, "'"));
@@ -197,7 +197,7 @@ absl::StatusOr<Volume> Scheduler::UpdateVolume(const Volume& in) {
   }
   auto stored = store_->UpdateVolume(volume, epoch_);
   if (!stored.ok()) return QueueWriteError(stored.status());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // Jobs placed from now on mount the new host path; running ones keep what they were given.
   volumes_[stored->name] = *stored;
   RM_LOG(kInfo) << "volume " << stored->name << " updated";
@@ -207,7 +207,7 @@ absl::StatusOr<Volume> Scheduler::UpdateVolume(const Volume& in) {
 absl::StatusOr<Volume> Scheduler::GetVolume(const std::string& name, const std::string& team,
                                             bool admin) {
   if (auto s = ValidateVolumeName(name, "name"); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = volumes_.find(name);
   // One not granted to the caller's team reads as one that does not exist.
   if (it == volumes_.end() || !VolumeVisibleTo(it->second, team, admin)) {
@@ -217,7 +217,7 @@ absl::StatusOr<Volume> Scheduler::GetVolume(const std::string& name, const std::
 }
 
 std::vector<Volume> Scheduler::ListVolumes(const std::string& team, bool admin) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<Volume> out;
   for (const auto& [name, volume] : volumes_) {
     if (VolumeVisibleTo(volume, team, admin)) out.push_back(volume);
@@ -230,12 +230,12 @@ absl::Status Scheduler::DeleteVolume(const std::string& name) {
   if (writer_.fenced()) {
     return absl::UnavailableError("this scheduler is no longer the leader; retry");
   }
-  std::unique_lock<std::shared_mutex> writes(queue_writes_);
+  WriterMutexLock writes(&queue_writes_);
   // As for a queue (DeleteQueue): no submit is between its mount check and its hand-over now;
   // those handed over are in flight until settled, and only then in jobs_, read after.
   std::string mounting = writer_.CreateInFlightMounting(name);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!volumes_.contains(name))
       return absl::NotFoundError(absl::StrCat("no volume '", name, "'"));
     for (const auto& [id, job] : jobs_) {
@@ -250,7 +250,7 @@ absl::Status Scheduler::DeleteVolume(const std::string& name) {
                      "to end first"));
   }
   if (auto s = store_->DeleteVolume(name, epoch_); !s.ok()) return QueueWriteError(s);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   volumes_.erase(name);
   RM_LOG(kInfo) << "volume " << name << " deleted";
   return absl::OkStatus();

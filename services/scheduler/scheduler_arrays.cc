@@ -136,7 +136,7 @@ void Scheduler::CancelTasksLocked(const std::string& id, JobState array_end) {
 void Scheduler::FillArrayStatus(Job& job) {
   if (!job.spec.array) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (auto a = arrays_.find(job.id); a != arrays_.end()) {
       job.array_status = StatusOf(a->second, /*cancelled_array=*/false);
       return;

@@ -25,7 +25,7 @@ absl::Status NoSuchDependency(const std::string& job_id) {
 }  // namespace
 
 void Scheduler::ObserveSubmitWait(Waiter& waiter, std::chrono::steady_clock::time_point handed) {
-  std::lock_guard<std::mutex> lock(waiter.mu);
+  MutexLock lock(&waiter.mu);
   // Unset when the batch was stored write by write (StoreBatch after a refusal).
   if (waiter.commit_begun < handed) return;
   metrics_->ObserveSubmitWait(handed, waiter.commit_begun, waiter.committed, waiter.told);
@@ -70,7 +70,7 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
     bool read = false;
     absl::Status named;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       named = CheckLiveDependenciesLocked(job.spec, team, admin, &read);
     }
     if (!named.ok()) return create->done(named);
@@ -80,7 +80,7 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
       auto read_ends = [this, create, team, admin] {
         for (const Dependency& d : create->job.spec.after) {
           {
-            std::lock_guard<std::mutex> lock(mu_);
+            MutexLock lock(&mu_);
             if (jobs_.contains(d.job_id)) continue;  // its team was checked
           }
           absl::StatusOr<Job> named_job = store_->GetJob(d.job_id);
@@ -90,7 +90,7 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
           }
           if (!named_job.ok()) return create->done(named_job.status());
           if (IsTerminal(named_job->state)) {
-            std::lock_guard<std::mutex> lock(mu_);
+            MutexLock lock(&mu_);
             deps_.Remember(d.job_id, named_job->state);
           }
         }
@@ -127,9 +127,9 @@ void Scheduler::SubmitChecked(std::shared_ptr<Create> create, const std::string&
   {
     // Held until the job is among the writer's creates in flight: a queue is not deleted under
     // a job on its way to Postgres.
-    std::shared_lock<std::shared_mutex> queue_guard(queue_writes_);
+    ReaderMutexLock queue_guard(&queue_writes_);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!queues_.contains(job.spec.queue)) {
         refused = absl::NotFoundError(
             absl::StrCat("queue: no queue '", job.spec.queue,
@@ -157,7 +157,7 @@ absl::Status Scheduler::ReserveLiveJobLocked(const JobSpec& spec) {
       load.in_queue += it->second;
     }
   }
-  std::lock_guard<std::mutex> lock(submitting_mu_);
+  MutexLock lock(&submitting_mu_);
   load.jobs = static_cast<int64_t>(jobs_.size()) + submitting_total_;
   if (auto it = submitting_.find(queue); it != submitting_.end()) load.in_queue += it->second;
   load.spec_bytes = live_spec_bytes_ + submitting_spec_bytes_;
@@ -171,7 +171,7 @@ absl::Status Scheduler::ReserveLiveJobLocked(const JobSpec& spec) {
 }
 
 void Scheduler::ReleaseLiveJob(const JobSpec& spec) {
-  std::lock_guard<std::mutex> lock(submitting_mu_);
+  MutexLock lock(&submitting_mu_);
   --submitting_total_;
   submitting_spec_bytes_ -= SpecBytes(spec);
   if (auto it = submitting_.find(spec.queue); it != submitting_.end() && --it->second <= 0) {
@@ -186,9 +186,12 @@ void Scheduler::HandOver(std::shared_ptr<Create> create) {
   // Waiter's memory, not just the control block, that long.
   std::shared_ptr<Waiter> waiter(new Waiter());
   waiter->what = absl::StrCat("job ", job.id);
-  waiter->on_done = [this, create](Waiter& w, absl::StatusOr<CreateJobResult> result) {
-    Created(create, w, std::move(result));
-  };
+  {
+    MutexLock lock(&waiter->mu);  // no other thread has it yet: for the analysis, uncontended
+    waiter->on_done = [this, create](Waiter& w, absl::StatusOr<CreateJobResult> result) {
+      Created(create, w, std::move(result));
+    };
+  }
   Write write;
   write.job_write = {JobWrite::Kind::kCreate,
                      job,
@@ -227,7 +230,7 @@ void Scheduler::Created(const std::shared_ptr<Create>& create, Waiter& waiter,
                                                     created->job.id, ")"));
   } else if (created.ok() && created->existing) {
     // The earlier job, as live now if it is.
-    std::lock_guard<std::mutex> view(view_mu_);
+    MutexLock view(&view_mu_);
     if (auto it = stored_.find(created->job.id); it != stored_.end()) created->job = it->second;
   }
   ReleaseLiveJob(job.spec);
@@ -258,20 +261,23 @@ void Scheduler::CancelAsync(const std::string& job_id, const std::string& reason
   std::shared_ptr<Waiter> waiter(new Waiter());
   waiter->what = absl::StrCat("cancellation of ", job_id);
   // Set before the write is queued: the writer may settle it at once.
-  waiter->on_done = [done](Waiter&, absl::StatusOr<CreateJobResult> stored) {
-    if (!stored.ok()) return done(stored.status());
-    done(std::move(stored->job));
-  };
+  {
+    MutexLock lock(&waiter->mu);  // no other thread has it yet: for the analysis, uncontended
+    waiter->on_done = [done](Waiter&, absl::StatusOr<CreateJobResult> stored) {
+      if (!stored.ok()) return done(stored.status());
+      done(std::move(stored->job));
+    };
+  }
   absl::Status decided;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     decided = jobs_.count(job_id) > 0 ? CommitLocked(job_id, {JobInput::Kind::kCancel, why}, waiter)
                                       : absl::NotFoundError("not live");
   }
   if (!decided.ok()) {
     {
       // Nothing queued with it: answered here, not by its destructor.
-      std::lock_guard<std::mutex> lock(waiter->mu);
+      MutexLock lock(&waiter->mu);
       waiter->on_done = nullptr;
     }
     if (decided.code() != absl::StatusCode::kNotFound) return done(decided);

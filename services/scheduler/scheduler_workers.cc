@@ -130,7 +130,7 @@ absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<H
                                        std::shared_ptr<WorkerLink> link) {
   if (auto s = ValidateWorker(worker); !s.ok()) return s;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const int64_t now = clock_->NowMs();
     Worker w = worker;
     w.state = WorkerState::kReady;
@@ -159,12 +159,12 @@ absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<H
     for (const std::string& id : placed_ids_) placed.push_back(&jobs_.at(id));
     Reconciliation r = ReconcileWorker(
         w.id, held,
-        [this](const std::string& id) -> const Job* {
+        [this](const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> const Job* {
           auto it = jobs_.find(id);
           return it == jobs_.end() ? nullptr : &it->second;
         },
         placed,
-        [this](const std::string& id, int32_t rank) {
+        [this](const std::string& id, int32_t rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
           auto t = trackers_.find(id);
           return t != trackers_.end() && t->second.Started(rank);
         });
@@ -186,7 +186,7 @@ absl::Status Scheduler::RegisterWorker(const Worker& worker, const std::vector<H
 
 void Scheduler::Heartbeat(const std::string& worker_id) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = workers_.find(worker_id);
     if (it == workers_.end() || it->second.state != WorkerState::kReady) return;
     it->second.last_heartbeat_ms = clock_->NowMs();
@@ -235,12 +235,12 @@ void Scheduler::RecordImageDigestLocked(const std::string& worker_id, const Rank
 }
 
 void Scheduler::ReportRank(const std::string& worker_id, const RankReport& report) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   HandleRankLocked(worker_id, report);
 }
 
 void Scheduler::ReportRanks(const std::string& worker_id, const std::vector<RankReport>& reports) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const RankReport& report : reports) HandleRankLocked(worker_id, report);
 }
 
@@ -294,7 +294,7 @@ void Scheduler::HandleRankLocked(const std::string& worker_id, const RankReport&
 }
 
 void Scheduler::Disconnected(const std::string& worker_id, const WorkerLink* link) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = links_.find(worker_id);
   if (it == links_.end() || it->second.get() != link) return;  // replaced by a newer stream
   links_.erase(it);
@@ -304,17 +304,19 @@ void Scheduler::Disconnected(const std::string& worker_id, const WorkerLink* lin
 }
 
 std::string Scheduler::ExpectedTransportLocked(const std::vector<RankPlacement>& placement) const {
-  return ExpectedTransport(placement, [this](const std::string& id) -> const std::vector<Gpu>* {
-    auto w = workers_.find(id);
-    return w == workers_.end() ? nullptr : &w->second.gpus;
-  });
+  return ExpectedTransport(placement,
+                           [this](const std::string& id)
+                               ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> const std::vector<Gpu>* {
+                                 auto w = workers_.find(id);
+                                 return w == workers_.end() ? nullptr : &w->second.gpus;
+                               });
 }
 
 // The pre-run check protocol is written at core/health_check.h, and decided by DecideCheck.
 void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& outcome) {
   std::optional<CheckBaseline> learned;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = jobs_.find(outcome.job_id);
     // A check run inside the job's MPI_Init reports after the ranks started: RUNNING too.
     if (it == jobs_.end() || it->second.attempt != outcome.attempt ||
@@ -324,12 +326,14 @@ void Scheduler::ReportCheck(const std::string& worker_id, const CheckOutcome& ou
     const std::string job_id = it->second.id;
     const CheckDecision d = DecideCheck(
         it->second, worker_id, outcome,
-        [this](const std::string& key) {
+        [this](const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
           auto b = baselines_.find(key);
           return b == baselines_.end() ? 0.0 : b->second.busbw_gbps;
         },
-        [this](const std::string& id) { return cluster_.OnProbation(id); },
-        [this](const std::string& id) { return workers_.contains(id); });
+        [this](const std::string& id)
+            ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return cluster_.OnProbation(id); },
+        [this](const std::string& id)
+            ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return workers_.contains(id); });
     if (d.ignored) {
       RM_LOG(kWarning) << "worker " << worker_id << " sent a check of " << outcome.job_id
                        << ", whose rank 0 is not placed there; ignored";
@@ -384,7 +388,7 @@ absl::StatusOr<WorkerView> Scheduler::ClearWorkerHealth(const std::string& worke
   if (worker_id.empty()) {
     return absl::InvalidArgumentError("worker_id: is required (a worker id from ringctl workers)");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = workers_.find(worker_id);
   if (it == workers_.end()) {
     return absl::NotFoundError(absl::StrCat("no worker ", worker_id));
@@ -395,12 +399,12 @@ absl::StatusOr<WorkerView> Scheduler::ClearWorkerHealth(const std::string& worke
 }
 
 std::map<std::string, CheckBaseline> Scheduler::CheckBaselines() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return baselines_;
 }
 
 std::vector<WorkerView> Scheduler::ListWorkers() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<WorkerView> out;
   for (const auto& [id, w] : workers_) {
     out.push_back(

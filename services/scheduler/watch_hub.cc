@@ -1,7 +1,6 @@
 #include "watch_hub.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -15,7 +14,7 @@ WatchHub::WatchHub(JobStore* store, int32_t max_watchers)
 
 absl::Status WatchHub::Begin(Feed* feed) {
   if (auto s = ValidateJobId(feed->job_id); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (count_ >= max_watchers_) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the scheduler serves ", max_watchers_,
@@ -27,7 +26,7 @@ absl::Status WatchHub::Begin(Feed* feed) {
 }
 
 void WatchHub::End(Feed* feed) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = feeds_.find(feed->job_id);
   if (it == feeds_.end()) return;
   count_ -= it->second.remove(feed);
@@ -36,7 +35,7 @@ void WatchHub::End(Feed* feed) {
 
 void WatchHub::Publish(const std::vector<JobEvent>& events) {
   if (events.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::map<std::string, std::vector<JobEvent>> by_job;
   for (const JobEvent& e : events) {
     if (feeds_.contains(e.job_id)) by_job[e.job_id].push_back(e);
@@ -50,10 +49,10 @@ absl::Status WatchHub::Watch(const std::string& job_id,
                              const std::function<bool(const JobEvent&)>& send,
                              const std::function<bool()>& cancelled) {
   std::vector<JobEvent> pushed;  // under mu_ (pushed there)
-  std::condition_variable cv;
+  CondVar cv;
   Feed feed{job_id, [&](const std::vector<JobEvent>& events) {
               pushed.insert(pushed.end(), events.begin(), events.end());
-              cv.notify_all();
+              cv.NotifyAll();
             }};
   if (auto s = Begin(&feed); !s.ok()) return s;
   EventCursor cursor;
@@ -69,9 +68,10 @@ absl::Status WatchHub::Watch(const std::string& job_id,
   while (status.ok() && !cursor.done() && !cancelled()) {
     std::vector<JobEvent> fresh;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       // Wakes for new events, and once a second to notice a caller that went away.
-      cv.wait_for(lock, std::chrono::seconds(1), [&] { return !pushed.empty(); });
+      cv.WaitFor(&mu_, std::chrono::seconds(1),
+                 [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !pushed.empty(); });
       fresh.swap(pushed);
     }
     if (cursor.Advance(fresh, /*stored=*/false, send)) status = catch_up();

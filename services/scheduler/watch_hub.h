@@ -12,13 +12,13 @@
 #include <cstdint>
 #include <functional>
 #include <list>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "common/mutex.h"
 #include "core/types.h"
 #include "store/job_store.h"
 
@@ -52,7 +52,7 @@ class WatchHub {
  private:
   JobStore* const store_;
   const size_t max_watchers_;
-  std::mutex mu_;
+  Mutex mu_;
   // By job id: a batch's events reach the feeds of their jobs without a look at the others.
   std::unordered_map<std::string, std::list<Feed*>> feeds_ ABSL_GUARDED_BY(mu_);
   size_t count_ ABSL_GUARDED_BY(mu_) = 0;

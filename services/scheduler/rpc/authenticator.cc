@@ -88,10 +88,10 @@ Authenticator::~Authenticator() { Stop(); }
 
 void Authenticator::Stop() {
   {
-    std::lock_guard<std::mutex> lock(audit_mu_);
+    MutexLock lock(&audit_mu_);
     stopping_ = true;
   }
-  audit_cv_.notify_all();
+  audit_cv_.NotifyAll();
   if (audit_thread_.joinable()) audit_thread_.join();
 }
 
@@ -99,7 +99,7 @@ void Authenticator::Refresh(const std::string& id) {
   absl::StatusOr<std::optional<TokenRecord>> found = store_->FindToken(id);
   if (!found.ok()) return;  // Postgres away: the cached row stands, retried after the ttl
   const int64_t now = clock_->NowMs();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!found->has_value()) {
     cache_.erase(id);
   } else {
@@ -108,10 +108,11 @@ void Authenticator::Refresh(const std::string& id) {
 }
 
 void Authenticator::AuditLoop() {
-  std::unique_lock<std::mutex> lock(audit_mu_);
+  MutexLock lock(&audit_mu_);
   while (true) {
-    audit_cv_.wait(lock,
-                   [&] { return stopping_ || !audit_queue_.empty() || !refresh_queue_.empty(); });
+    audit_cv_.Wait(&audit_mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(audit_mu_) {
+      return stopping_ || !audit_queue_.empty() || !refresh_queue_.empty();
+    });
     if (audit_queue_.empty() && refresh_queue_.empty() && stopping_) return;
     std::vector<std::string> refresh;
     refresh.swap(refresh_queue_);
@@ -119,10 +120,10 @@ void Authenticator::AuditLoop() {
     refresh.erase(std::unique(refresh.begin(), refresh.end()), refresh.end());
     std::vector<AuditRecord> batch;
     batch.swap(audit_queue_);
-    lock.unlock();
+    lock.Unlock();
     for (const std::string& id : refresh) Refresh(id);
     if (batch.empty()) {
-      lock.lock();
+      lock.Lock();
       continue;
     }
     if (auto s = store_->AppendAudit(batch); !s.ok()) {
@@ -130,7 +131,7 @@ void Authenticator::AuditLoop() {
                      << " entries (first: " << batch.front().action << " of "
                      << batch.front().resource << " by " << batch.front().principal << "): " << s;
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -207,7 +208,7 @@ void Authenticator::Start(const grpc::ServerContextBase& ctx, bool read_here, Do
   std::optional<TokenRecord> record;
   bool stale = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (auto c = cache_.find(id); c != cache_.end()) {
       record = c->second.token;
       if (now - c->second.fetched_at_ms >= cache_ttl_ms_) {
@@ -244,10 +245,10 @@ void Authenticator::Start(const grpc::ServerContextBase& ctx, bool read_here, Do
       // Older than cache_ttl_ms: served as it is while the audit thread reads it again, so no
       // call waits for Postgres (nor fails while it is away) for a token already known.
       {
-        std::lock_guard<std::mutex> lock(audit_mu_);
+        MutexLock lock(&audit_mu_);
         refresh_queue_.push_back(id);
       }
-      audit_cv_.notify_one();
+      audit_cv_.NotifyOne();
     }
     return done(FromRecord(*record, hash, now));
   }
@@ -275,7 +276,7 @@ void Authenticator::Start(const grpc::ServerContextBase& ctx, bool read_here, Do
 std::vector<Authenticator::Waiter> Authenticator::Settle(const std::string& id,
                                                          const Found& found) {
   const int64_t now = clock_->NowMs();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto l = lookups_.find(id);
   std::vector<Waiter> waiters = std::move(l->second);
   lookups_.erase(l);
@@ -301,7 +302,7 @@ absl::StatusOr<Principal> Authenticator::Check(const grpc::ServerContextBase& ct
 }
 
 void Authenticator::Forget(const std::string& token_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   cache_.erase(token_id);
   unknown_.erase(token_id);
 }
@@ -325,10 +326,10 @@ void Authenticator::Audit(const Principal& who, const grpc::ServerContextBase& c
                           const std::string& resource, const std::string& detail) {
   AuditRecord a = Record(who, ctx, action, resource, detail);
   {
-    std::lock_guard<std::mutex> lock(audit_mu_);
+    MutexLock lock(&audit_mu_);
     audit_queue_.push_back(std::move(a));
   }
-  audit_cv_.notify_one();
+  audit_cv_.NotifyOne();
 }
 
 absl::Status EnsureBootstrapAdmin(PostgresIdentityStore* store, const Clock& clock,

@@ -29,9 +29,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -39,6 +37,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 #include "core/authz.h"
 #include "core/clock.h"
 #include "store/identity_store.h"
@@ -112,15 +111,16 @@ class Authenticator {
   const Clock* const clock_;
   const int64_t cache_ttl_ms_;
   bool allow_anonymous_ = false;
-  std::mutex mu_;
-  absl::flat_hash_map<std::string, Cached> cache_;
-  absl::flat_hash_map<std::string, int64_t> unknown_;  // token id -> when Postgres had none
+  Mutex mu_;
+  absl::flat_hash_map<std::string, Cached> cache_ ABSL_GUARDED_BY(mu_);
+  // token id -> when Postgres had none
+  absl::flat_hash_map<std::string, int64_t> unknown_ ABSL_GUARDED_BY(mu_);
   // The reads of Postgres in flight, by token id, each with the calls waiting for it; and how
   // many calls wait in all.
   using Found = absl::StatusOr<std::optional<TokenRecord>>;
   using Waiter = std::function<void(const Found&)>;
-  absl::flat_hash_map<std::string, std::vector<Waiter>> lookups_;
-  int waiters_ = 0;
+  absl::flat_hash_map<std::string, std::vector<Waiter>> lookups_ ABSL_GUARDED_BY(mu_);
+  int waiters_ ABSL_GUARDED_BY(mu_) = 0;
 
   using Done = std::function<void(absl::StatusOr<Principal>)>;
   // Who the caller of `ctx` is, told to `done`: from the cache, or after a read of Postgres
@@ -132,11 +132,12 @@ class Authenticator {
   void AuditLoop();
   // Reads token `id` again into the cache (on the audit thread).
   void Refresh(const std::string& id);
-  std::mutex audit_mu_;
-  std::condition_variable audit_cv_;
-  std::vector<AuditRecord> audit_queue_;
-  std::vector<std::string> refresh_queue_;  // token ids whose cached row is stale
-  bool stopping_ = false;
+  Mutex audit_mu_;
+  CondVar audit_cv_;
+  std::vector<AuditRecord> audit_queue_ ABSL_GUARDED_BY(audit_mu_);
+  // Token ids whose cached row is stale.
+  std::vector<std::string> refresh_queue_ ABSL_GUARDED_BY(audit_mu_);
+  bool stopping_ ABSL_GUARDED_BY(audit_mu_) = false;
   std::thread audit_thread_;
 };
 

@@ -4,13 +4,12 @@
 #define RINGMASTER_SERVICES_SCHEDULER_RPC_SERVICES_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "ringmaster/v1/job.grpc.pb.h"
 #include "ringmaster/v1/worker.grpc.pb.h"
 #include "rpc/authenticator.h"
@@ -70,10 +69,10 @@ class JobServiceImpl final
   // watches and cancels).
   void Post(std::function<void()> task);
   void WorkLoop();
-  std::mutex work_mu_;
-  std::condition_variable work_cv_;
-  std::deque<std::function<void()>> work_;
-  bool stopping_ = false;
+  Mutex work_mu_;
+  CondVar work_cv_;
+  std::deque<std::function<void()>> work_ ABSL_GUARDED_BY(work_mu_);
+  bool stopping_ ABSL_GUARDED_BY(work_mu_) = false;
   std::vector<std::thread> work_threads_;
 };
 

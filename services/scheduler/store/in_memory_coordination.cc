@@ -11,7 +11,7 @@ using store_internal::CheckQueueEntry;
 
 absl::Status InMemoryPendingQueue::Push(const QueueEntry& entry) {
   RM_RETURN_IF_ERROR(CheckQueueEntry(entry));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = keys_.find(entry.job_id);
   if (it != keys_.end()) {
     order_.erase(it->second);
@@ -24,7 +24,7 @@ absl::Status InMemoryPendingQueue::Push(const QueueEntry& entry) {
 }
 
 absl::Status InMemoryPendingQueue::Remove(const std::string& job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = keys_.find(job_id);
   if (it != keys_.end()) {
     order_.erase(it->second);
@@ -34,7 +34,7 @@ absl::Status InMemoryPendingQueue::Remove(const std::string& job_id) {
 }
 
 absl::StatusOr<std::vector<std::string>> InMemoryPendingQueue::List() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<std::string> out;
   out.reserve(order_.size());
   for (const auto& key : order_) out.push_back(std::get<2>(key));
@@ -44,7 +44,7 @@ absl::StatusOr<std::vector<std::string>> InMemoryPendingQueue::List() {
 absl::Status InMemoryPendingQueue::Rebuild(const std::vector<QueueEntry>& entries) {
   // All or nothing: check every entry before touching the queue.
   for (const auto& entry : entries) RM_RETURN_IF_ERROR(CheckQueueEntry(entry));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   order_.clear();
   keys_.clear();
   for (const auto& entry : entries) {
@@ -60,17 +60,17 @@ absl::Status InMemoryPendingQueue::Rebuild(const std::vector<QueueEntry>& entrie
 }
 
 int InMemoryPendingQueue::rebuilds() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return rebuilds_;
 }
 
 absl::StatusOr<bool> InMemoryPendingQueue::Intact() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return intact_;
 }
 
 void InMemoryPendingQueue::Lose() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   order_.clear();
   keys_.clear();
   intact_ = false;
@@ -82,14 +82,14 @@ InMemoryLiveness::InMemoryLiveness(const Clock* clock) : clock_(clock) {
 
 absl::Status InMemoryLiveness::Beat(const std::string& worker_id, int64_t ttl_ms) {
   RM_RETURN_IF_ERROR(CheckBeat(worker_id, ttl_ms));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   expires_at_ms_[worker_id] = clock_->NowMs() + ttl_ms;
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::set<std::string>> InMemoryLiveness::Alive(
     const std::vector<std::string>& worker_ids) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   int64_t now = clock_->NowMs();
   std::set<std::string> alive;
   for (const auto& id : worker_ids) {
@@ -105,7 +105,7 @@ InMemoryLeaderLease::InMemoryLeaderLease(const Clock* clock) : clock_(clock) {
 
 absl::StatusOr<bool> InMemoryLeaderLease::Hold(const std::string& holder, int64_t ttl_ms) {
   RM_RETURN_IF_ERROR(CheckLease(holder, ttl_ms));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const int64_t now = clock_->NowMs();
   if (holder_ != holder && !holder_.empty() && now < expires_at_ms_) return false;
   holder_ = holder;
@@ -114,7 +114,7 @@ absl::StatusOr<bool> InMemoryLeaderLease::Hold(const std::string& holder, int64_
 }
 
 absl::Status InMemoryLeaderLease::Release(const std::string& holder) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (holder_ == holder) holder_.clear();
   return absl::OkStatus();
 }

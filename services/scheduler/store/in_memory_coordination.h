@@ -4,17 +4,16 @@
 #ifndef RINGMASTER_SERVICES_SCHEDULER_STORE_IN_MEMORY_COORDINATION_H_
 #define RINGMASTER_SERVICES_SCHEDULER_STORE_IN_MEMORY_COORDINATION_H_
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
 
+#include "common/mutex.h"
 #include "core/clock.h"
 #include "store/coordination.h"
 
@@ -42,11 +41,11 @@ class InMemoryPendingQueue : public PendingQueue {
   // Sorts in policy order: higher priority first, then lower seq (then id, for a total order).
   using Key = std::tuple<int32_t, int64_t, std::string>;  // (-priority, seq, job id)
 
-  std::mutex mu_;
-  std::set<Key> order_;
-  std::map<std::string, Key> keys_;  // job id -> its key in order_
-  bool intact_ = true;
-  int rebuilds_ = 0;
+  Mutex mu_;
+  std::set<Key> order_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Key> keys_ ABSL_GUARDED_BY(mu_);  // job id -> its key in order_
+  bool intact_ ABSL_GUARDED_BY(mu_) = true;
+  int rebuilds_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Heartbeat expiry by a Clock (FakeClock in tests). `clock` must outlive the object.
@@ -59,8 +58,8 @@ class InMemoryLiveness : public Liveness {
 
  private:
   const Clock* clock_;
-  std::mutex mu_;
-  std::map<std::string, int64_t> expires_at_ms_;
+  Mutex mu_;
+  std::map<std::string, int64_t> expires_at_ms_ ABSL_GUARDED_BY(mu_);
 };
 
 // Lease expiry by a Clock (FakeClock in tests). `clock` must outlive the object.
@@ -73,9 +72,9 @@ class InMemoryLeaderLease : public LeaderLease {
 
  private:
   const Clock* clock_;
-  std::mutex mu_;
-  std::string holder_;
-  int64_t expires_at_ms_ = 0;
+  Mutex mu_;
+  std::string holder_ ABSL_GUARDED_BY(mu_);
+  int64_t expires_at_ms_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ringmaster::scheduler

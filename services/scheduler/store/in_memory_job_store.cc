@@ -51,7 +51,7 @@ InMemoryJobStore::InMemoryJobStore() {
 absl::StatusOr<CreateJobResult> InMemoryJobStore::CreateJob(const Job& job, const JobEvent& event) {
   RM_RETURN_IF_ERROR(CheckJobAndEvent(job, &event));
   RM_ASSIGN_OR_RETURN(auto placement, SortedPlacement(job.placement));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!job.request_id.empty()) {
     auto it = ids_by_request_.find(job.request_id);
     if (it != ids_by_request_.end()) return CreateJobResult{jobs_.at(it->second).job, true};
@@ -72,7 +72,7 @@ absl::StatusOr<CreateJobResult> InMemoryJobStore::CreateJob(const Job& job, cons
 }
 
 absl::StatusOr<Job> InMemoryJobStore::GetJob(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
   return it->second.job;
@@ -80,7 +80,7 @@ absl::StatusOr<Job> InMemoryJobStore::GetJob(const std::string& id) {
 
 absl::StatusOr<std::vector<Job>> InMemoryJobStore::ListJobs(const JobFilter& filter) {
   size_t limit = filter.limit > 0 ? filter.limit : kDefaultListLimit;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<Job> out;
   auto start = filter.before_seq
                    ? std::make_reverse_iterator(ids_by_seq_.lower_bound(*filter.before_seq))
@@ -101,7 +101,7 @@ absl::StatusOr<std::vector<Job>> InMemoryJobStore::ListJobs(const JobFilter& fil
 }
 
 absl::StatusOr<std::vector<Job>> InMemoryJobStore::ListActiveJobs() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<Job> out;
   for (const auto& [seq, id] : ids_by_seq_) {
     const Job& job = jobs_.at(id).job;
@@ -111,7 +111,7 @@ absl::StatusOr<std::vector<Job>> InMemoryJobStore::ListActiveJobs() {
 }
 
 absl::StatusOr<ArrayTally> InMemoryJobStore::TallyArray(const std::string& array_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ArrayTally tally;
   // Tasks sort after their array ("j-..." then "j-...-N"): the map holds them from there.
   for (auto it = jobs_.lower_bound(array_id + "-"); it != jobs_.end(); ++it) {
@@ -139,7 +139,7 @@ absl::StatusOr<ArrayTally> InMemoryJobStore::TallyArray(const std::string& array
 absl::Status InMemoryJobStore::UpdateJob(const Job& job, const std::optional<JobEvent>& event) {
   RM_RETURN_IF_ERROR(CheckJobAndEvent(job, event.has_value() ? &*event : nullptr));
   RM_ASSIGN_OR_RETURN(auto placement, SortedPlacement(job.placement));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = jobs_.find(job.id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", job.id));
   StoredJob& stored = it->second;
@@ -157,13 +157,13 @@ absl::Status InMemoryJobStore::UpdateJob(const Job& job, const std::optional<Job
 }
 
 absl::StatusOr<int64_t> InMemoryJobStore::TakeLeadership() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return ++epoch_;
 }
 
 absl::StatusOr<CommitResult> InMemoryJobStore::Commit(const WriteBatch& batch, int64_t epoch) {
   RM_RETURN_IF_ERROR(store_internal::CheckBatch(batch, epoch));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (epoch != epoch_) return FencedError(epoch, epoch_);
   // All or nothing, as one Postgres transaction: everything that can refuse the whole batch is
   // checked before anything changes.
@@ -270,7 +270,7 @@ absl::StatusOr<CommitResult> InMemoryJobStore::Commit(const WriteBatch& batch, i
 
 absl::StatusOr<std::vector<JobEvent>> InMemoryJobStore::ListEvents(const std::string& job_id,
                                                                    int64_t after_seq) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", job_id));
   std::vector<JobEvent> out;
@@ -282,13 +282,13 @@ absl::StatusOr<std::vector<JobEvent>> InMemoryJobStore::ListEvents(const std::st
 
 absl::Status InMemoryJobStore::UpsertWorker(const Worker& worker) {
   if (worker.id.empty()) return absl::InvalidArgumentError("worker id is empty");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   workers_[worker.id] = worker;
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<CheckBaseline>> InMemoryJobStore::ListCheckBaselines() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<CheckBaseline> out;
   for (const auto& [shape, b] : baselines_) out.push_back(b);
   return out;
@@ -296,13 +296,13 @@ absl::StatusOr<std::vector<CheckBaseline>> InMemoryJobStore::ListCheckBaselines(
 
 absl::Status InMemoryJobStore::PutCheckBaseline(const CheckBaseline& baseline) {
   if (baseline.shape.empty()) return absl::InvalidArgumentError("baseline shape is empty");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   baselines_[baseline.shape] = baseline;
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Worker>> InMemoryJobStore::ListWorkers() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<Worker> out;
   out.reserve(workers_.size());
   for (const auto& [id, worker] : workers_) out.push_back(worker);
@@ -310,7 +310,7 @@ absl::StatusOr<std::vector<Worker>> InMemoryJobStore::ListWorkers() {
 }
 
 absl::StatusOr<Queue> InMemoryJobStore::CreateQueue(const Queue& queue, int64_t epoch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (epoch != epoch_) return FencedError(epoch, epoch_);
   if (!queues_.emplace(queue.name, queue).second) {
     return absl::AlreadyExistsError(absl::StrCat("queue ", queue.name, " already exists"));
@@ -319,7 +319,7 @@ absl::StatusOr<Queue> InMemoryJobStore::CreateQueue(const Queue& queue, int64_t 
 }
 
 absl::StatusOr<Queue> InMemoryJobStore::UpdateQueue(const Queue& queue, int64_t epoch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (epoch != epoch_) return FencedError(epoch, epoch_);
   auto it = queues_.find(queue.name);
   if (it == queues_.end()) return absl::NotFoundError(absl::StrCat("no queue ", queue.name));
@@ -330,14 +330,14 @@ absl::StatusOr<Queue> InMemoryJobStore::UpdateQueue(const Queue& queue, int64_t 
 }
 
 absl::StatusOr<Queue> InMemoryJobStore::GetQueue(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = queues_.find(name);
   if (it == queues_.end()) return absl::NotFoundError(absl::StrCat("no queue ", name));
   return it->second;
 }
 
 absl::StatusOr<std::vector<Queue>> InMemoryJobStore::ListQueues() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<Queue> queues;
   queues.reserve(queues_.size());
   for (const auto& [name, queue] : queues_) queues.push_back(queue);
@@ -345,7 +345,7 @@ absl::StatusOr<std::vector<Queue>> InMemoryJobStore::ListQueues() {
 }
 
 absl::Status InMemoryJobStore::DeleteQueue(const std::string& name, int64_t epoch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (epoch != epoch_) return FencedError(epoch, epoch_);
   if (name == kDefaultQueue) {
     return absl::FailedPreconditionError("queue default cannot be deleted");
@@ -368,14 +368,14 @@ absl::Status InMemoryJobStore::DeleteQueue(const std::string& name, int64_t epoc
 }
 
 absl::StatusOr<std::vector<QueueUsage>> InMemoryJobStore::ListQueueUsage() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<QueueUsage> out;
   for (const auto& [key, ms] : usage_) out.push_back({key.first, key.second, ms});
   return out;
 }
 
 absl::StatusOr<Volume> InMemoryJobStore::CreateVolume(const Volume& volume, int64_t epoch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (epoch != epoch_) return FencedError(epoch, epoch_);
   if (!volumes_.emplace(volume.name, volume).second) {
     return absl::AlreadyExistsError(absl::StrCat("volume ", volume.name, " already exists"));
@@ -384,7 +384,7 @@ absl::StatusOr<Volume> InMemoryJobStore::CreateVolume(const Volume& volume, int6
 }
 
 absl::StatusOr<Volume> InMemoryJobStore::UpdateVolume(const Volume& volume, int64_t epoch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (epoch != epoch_) return FencedError(epoch, epoch_);
   auto it = volumes_.find(volume.name);
   if (it == volumes_.end()) return absl::NotFoundError(absl::StrCat("no volume ", volume.name));
@@ -395,14 +395,14 @@ absl::StatusOr<Volume> InMemoryJobStore::UpdateVolume(const Volume& volume, int6
 }
 
 absl::StatusOr<Volume> InMemoryJobStore::GetVolume(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = volumes_.find(name);
   if (it == volumes_.end()) return absl::NotFoundError(absl::StrCat("no volume ", name));
   return it->second;
 }
 
 absl::StatusOr<std::vector<Volume>> InMemoryJobStore::ListVolumes() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<Volume> out;
   out.reserve(volumes_.size());
   for (const auto& [name, volume] : volumes_) out.push_back(volume);
@@ -410,7 +410,7 @@ absl::StatusOr<std::vector<Volume>> InMemoryJobStore::ListVolumes() {
 }
 
 absl::Status InMemoryJobStore::DeleteVolume(const std::string& name, int64_t epoch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (epoch != epoch_) return FencedError(epoch, epoch_);
   auto it = volumes_.find(name);
   if (it == volumes_.end()) return absl::NotFoundError(absl::StrCat("no volume ", name));

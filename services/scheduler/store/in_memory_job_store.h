@@ -7,10 +7,10 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "store/job_store.h"
 
 namespace ringmaster::scheduler {
@@ -52,17 +52,18 @@ class InMemoryJobStore : public JobStore {
     std::map<int64_t, JobEvent> events;  // by seq
   };
 
-  std::mutex mu_;
-  int64_t next_seq_ = 1;
-  int64_t epoch_ = 0;  // the newest leader epoch taken
-  std::map<std::string, StoredJob> jobs_;              // by id
-  std::map<int64_t, std::string> ids_by_seq_;          // submit order
-  std::map<std::string, std::string> ids_by_request_;  // request id -> job id
-  std::map<std::string, Worker> workers_;              // by id
-  std::map<std::pair<std::string, std::string>, int64_t> usage_;  // (queue, resource) -> ms
-  std::map<std::string, CheckBaseline> baselines_;     // by shape
-  std::map<std::string, Queue> queues_;                // by name
-  std::map<std::string, Volume> volumes_;              // by name
+  Mutex mu_;
+  int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;                          // the newest leader epoch taken
+  std::map<std::string, StoredJob> jobs_ ABSL_GUARDED_BY(mu_);      // by id
+  std::map<int64_t, std::string> ids_by_seq_ ABSL_GUARDED_BY(mu_);  // submit order
+  std::map<std::string, std::string> ids_by_request_ ABSL_GUARDED_BY(mu_);  // request id -> job id
+  std::map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);              // by id
+  // (queue, resource) -> ms
+  std::map<std::pair<std::string, std::string>, int64_t> usage_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, CheckBaseline> baselines_ ABSL_GUARDED_BY(mu_);  // by shape
+  std::map<std::string, Queue> queues_ ABSL_GUARDED_BY(mu_);             // by name
+  std::map<std::string, Volume> volumes_ ABSL_GUARDED_BY(mu_);           // by name
 };
 
 }  // namespace ringmaster::scheduler

@@ -145,10 +145,10 @@ PostgresPool::PostgresPool(std::string url, std::string database, int size, Setu
 
 PostgresPool::~PostgresPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  watchdog_cv_.notify_all();
+  watchdog_cv_.NotifyAll();
   watchdog_.join();
 }
 
@@ -157,9 +157,9 @@ PostgresPool::~PostgresPool() {
 // which the caller's Run() turns into UNAVAILABLE and drops. The socket is only touched while
 // its call is registered in lent_, so a closed and reused descriptor is never shut.
 void PostgresPool::Watchdog() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
-    watchdog_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    watchdog_cv_.WaitFor(&mu_, std::chrono::milliseconds(100));
     const auto now = std::chrono::steady_clock::now();
     for (auto& lent : lent_) {
       if (!lent || lent->timed_out || lent->socket < 0 || now < lent->deadline) continue;
@@ -194,9 +194,9 @@ absl::StatusOr<std::unique_ptr<pqxx::connection>> PostgresPool::Open() {
 absl::Status PostgresPool::Run(const std::function<absl::Status(pqxx::connection&)>& fn) {
   int slot;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!free_cv_.wait_for(lock, std::chrono::milliseconds(options_.acquire_timeout_ms),
-                           [this] { return !free_.empty(); })) {
+    MutexLock lock(&mu_);
+    if (!free_cv_.WaitFor(&mu_, std::chrono::milliseconds(options_.acquire_timeout_ms),
+                          [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !free_.empty(); })) {
       return absl::UnavailableError(
           absl::StrCat("postgres at ", database_, ": all ", slots_.size(),
                        " connections busy for ", options_.acquire_timeout_ms, " ms"));
@@ -218,7 +218,7 @@ absl::Status PostgresPool::Run(const std::function<absl::Status(pqxx::connection
   }
   if (conn != nullptr) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       lent_[slot] = Lent{conn->sock(), std::chrono::steady_clock::now() +
                                            std::chrono::milliseconds(options_.call_timeout_ms),
                          false};
@@ -231,7 +231,7 @@ absl::Status PostgresPool::Run(const std::function<absl::Status(pqxx::connection
     }
     bool timed_out;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       timed_out = lent_[slot]->timed_out;
       lent_[slot].reset();
     }
@@ -244,10 +244,10 @@ absl::Status PostgresPool::Run(const std::function<absl::Status(pqxx::connection
     if (broken) conn.reset();
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     free_.push_back(slot);
   }
-  free_cv_.notify_one();
+  free_cv_.NotifyOne();
   return status;
 }
 

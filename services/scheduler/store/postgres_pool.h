@@ -10,10 +10,8 @@
 #define RINGMASTER_SERVICES_SCHEDULER_STORE_POSTGRES_POOL_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <pqxx/pqxx>
 #include <string>
@@ -22,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 
 namespace ringmaster::scheduler {
 
@@ -85,14 +84,15 @@ class PostgresPool {
   const std::string database_;  // for messages
   const Setup setup_;
   const PostgresPoolOptions options_;
-  std::mutex mu_;
-  std::condition_variable free_cv_;
-  // A slot's connection is null until first use and after it broke.
+  Mutex mu_;
+  CondVar free_cv_;
+  // A slot's connection is null until first use and after it broke. Not under mu_: a slot
+  // belongs to the call that took it from free_ (and the vector's size never changes).
   std::vector<std::unique_ptr<pqxx::connection>> slots_;
-  std::vector<int> free_;  // indices of slots not lent out
-  std::vector<std::optional<Lent>> lent_;  // by slot, while a call runs on it
-  bool stopping_ = false;
-  std::condition_variable watchdog_cv_;
+  std::vector<int> free_ ABSL_GUARDED_BY(mu_);                  // indices of slots not lent out
+  std::vector<std::optional<Lent>> lent_ ABSL_GUARDED_BY(mu_);  // by slot, while a call runs on it
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  CondVar watchdog_cv_;
   std::thread watchdog_;
 };
 

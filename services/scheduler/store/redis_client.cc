@@ -90,7 +90,7 @@ absl::Status ReplyStatus(const redisReply& reply) {
 
 absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Connect(RedisOptions options) {
   auto connection = std::make_unique<RedisConnection>(std::move(options));
-  std::lock_guard<std::mutex> lock(connection->mu_);
+  MutexLock lock(&connection->mu_);
   if (auto status = connection->EnsureConnectedLocked(); !status.ok()) return status;
   return connection;
 }
@@ -142,7 +142,7 @@ absl::Status RedisConnection::EnsureConnectedLocked() {
 }
 
 absl::StatusOr<RedisReply> RedisConnection::Command(const std::vector<std::string>& argv) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto replies = PipelineLocked({argv});
   if (!replies.ok()) return replies.status();
   RedisReply reply = std::move(replies->front());
@@ -155,14 +155,15 @@ absl::StatusOr<RedisReply> RedisConnection::Command(const std::vector<std::strin
 
 absl::StatusOr<std::vector<RedisReply>> RedisConnection::Pipeline(
     const std::vector<std::vector<std::string>>& commands) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return PipelineLocked(commands);
 }
 
 absl::StatusOr<std::vector<RedisReply>> RedisConnection::PipelineLocked(
     const std::vector<std::vector<std::string>>& commands) {
   if (auto status = EnsureConnectedLocked(); !status.ok()) return status;
-  auto run = [&](std::vector<RedisReply>* replies) -> absl::Status {
+  auto run = [&](std::vector<RedisReply>* replies)
+                 ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
     std::vector<size_t> lengths;
     for (const auto& command : commands) {
       auto argv = ArgvPointers(command, &lengths);

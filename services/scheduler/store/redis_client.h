@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 
 namespace ringmaster::scheduler {
 
@@ -98,17 +98,17 @@ class RedisConnection {
       const std::vector<std::vector<std::string>>& commands);
 
  private:
-  absl::Status EnsureConnectedLocked();
+  absl::Status EnsureConnectedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<RedisReply>> PipelineLocked(
-      const std::vector<std::vector<std::string>>& commands);
+      const std::vector<std::vector<std::string>>& commands) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A transport failure: drops the connection (the next call reconnects) and names the server.
-  absl::Status TransportFailed(const absl::Status& status);
+  absl::Status TransportFailed(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Names the server in a failure that leaves the connection usable (an error reply).
   absl::Status Annotate(const absl::Status& status) const;
 
   const RedisOptions options_;
-  std::mutex mu_;
-  redisContext* ctx_ = nullptr;  // null: connect on next use
+  Mutex mu_;
+  redisContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;  // null: connect on next use
 };
 
 }  // namespace ringmaster::scheduler
