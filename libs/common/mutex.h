@@ -8,7 +8,7 @@
 // inlined, so behaviour and speed stay what they were (no change of fairness, spinning or
 // wake-ups on the scheduler's hot paths); and ThreadSanitizer (the tsan stage) intercepts
 // pthread's locks, but not absl::Mutex from Debian's uninstrumented Abseil, whose locking it
-// would not see (a race reported on every guarded field).
+// would not see (it would take what the lock orders for races).
 //
 // Use them as Abseil's: `MutexLock lock(&mu_);`, `cv_.Wait(&mu_, pred)`. A predicate reads
 // guarded fields in a lambda of its own, which the analysis checks apart from the caller: mark
