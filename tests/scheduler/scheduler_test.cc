@@ -506,8 +506,10 @@ TEST_F(SchedulerTest, AnAssignmentLostWithTheSchedulerIsPlacedAgainNotFailed) {
   RM_ASSERT_OK(scheduler_->Flush(5'000));
   auto events = memory_.ListEvents(id, 0);
   ASSERT_TRUE(events.ok()) << events.status();
-  ASSERT_FALSE(events->empty());
-  EXPECT_THAT(events->back().reason, HasSubstr("worker w1 re-registered without attempt 0"));
+  // The background pass may have placed it again already: its event is not the last.
+  EXPECT_THAT(*events,
+              ::testing::Contains(::testing::Field(
+                  &JobEvent::reason, HasSubstr("worker w1 re-registered without attempt 0"))));
   // Placed again at once, on the same worker, and run to its end.
   ASSERT_TRUE(WaitFor([&] { return !link->assignments().empty(); }, std::chrono::seconds(5)));
   const Job again = link->assignments().back();
