@@ -2,17 +2,13 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
 #include <array>
 #include <limits>
-#include <set>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/types/span.h"
 #include "common/status_macros.h"
 #include "spec_yaml.h"
+#include "yaml_fields.h"
 
 namespace ringmaster::cli {
 namespace {
@@ -30,10 +26,10 @@ constexpr std::array<absl::string_view, 10> kTopKeys = {"name",
 constexpr std::array<absl::string_view, 3> kQuotaKeys = {"nominal", "borrowing_limit",
                                                          "lending_limit"};
 
-// Walks one YAML document; `source_` and the key path prefix every error.
-class QueueReader {
+// Walks one YAML document; the source's name and the key path prefix every error.
+class QueueReader : private YamlFields {
  public:
-  explicit QueueReader(absl::string_view source) : source_(source) {}
+  explicit QueueReader(absl::string_view source) : YamlFields(source) {}
 
   absl::Status Read(const YAML::Node& root, v1::Queue* queue) {
     RM_RETURN_IF_ERROR(ExpectMap(root, ""));
@@ -46,16 +42,20 @@ class QueueReader {
       } else if (key == "cohort") {
         RM_ASSIGN_OR_RETURN(*queue->mutable_cohort(), String(value, key));
       } else if (key == "weight") {
-        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, /*fits_int32=*/true));
+        // Past int32 is out of range; below zero, of any size, it is negative (Count).
+        RM_ASSIGN_OR_RETURN(int64_t v, Count(value, key));
+        if (v > std::numeric_limits<int32_t>::max()) {
+          return Error(key, absl::StrCat("out of range for a 32-bit integer: ", v));
+        }
         queue->set_weight(static_cast<int32_t>(v));
       } else if (key == "min_runtime_seconds") {
-        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, /*fits_int32=*/false));
+        RM_ASSIGN_OR_RETURN(int64_t v, Count(value, key));
         queue->set_min_runtime_seconds(v);
       } else if (key == "progress_timeout_seconds") {
-        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, /*fits_int32=*/false));
+        RM_ASSIGN_OR_RETURN(int64_t v, Count(value, key));
         queue->set_progress_timeout_seconds(v);
       } else if (key == "idle_timeout_seconds") {
-        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, /*fits_int32=*/false));
+        RM_ASSIGN_OR_RETURN(int64_t v, Count(value, key));
         queue->set_idle_timeout_seconds(v);
       } else if (key == "within_queue") {
         RM_ASSIGN_OR_RETURN(std::string text, String(value, key));
@@ -89,6 +89,11 @@ class QueueReader {
   }
 
  private:
+  // Every integer of a queue is a count or a duration: never negative.
+  absl::StatusOr<int64_t> Count(const YAML::Node& node, const std::string& path) const {
+    return Integer(node, path, /*allow_negative=*/false, /*fits_int32=*/false);
+  }
+
   absl::Status Resources(const YAML::Node& node, v1::Queue* queue) {
     if (node.IsNull()) return absl::OkStatus();  // `resources:` with nothing: no quotas
     RM_RETURN_IF_ERROR(ExpectMap(node, "resources"));
@@ -102,7 +107,7 @@ class QueueReader {
       v1::ResourceQuota& quota = (*queue->mutable_resources())[resource];
       for (const auto& field : entry.second) {
         const std::string key = field.first.Scalar();
-        RM_ASSIGN_OR_RETURN(int64_t v, Integer(field.second, absl::StrCat(path, ".", key), false));
+        RM_ASSIGN_OR_RETURN(int64_t v, Count(field.second, absl::StrCat(path, ".", key)));
         if (key == "nominal") {
           quota.set_nominal(v);
         } else if (key == "borrowing_limit") {
@@ -114,77 +119,6 @@ class QueueReader {
     }
     return absl::OkStatus();
   }
-
-  // Every key must be a string, appear once and, when `known` is not empty, be one of them.
-  absl::Status CheckKeys(const YAML::Node& map, const std::string& path,
-                         absl::Span<const absl::string_view> known) {
-    std::set<std::string> seen;
-    for (const auto& entry : map) {
-      if (!entry.first.IsScalar()) {
-        return Error(path, absl::StrCat("keys must be strings, got ", Describe(entry.first)));
-      }
-      const std::string key = entry.first.Scalar();
-      if (!IsValidUtf8(key)) return Error(path, "keys must be UTF-8 text");
-      const std::string key_path = path.empty() ? key : absl::StrCat(path, ".", key);
-      if (!known.empty() && std::find(known.begin(), known.end(), key) == known.end()) {
-        return Error(
-            key_path,
-            absl::StrCat("unknown key (expected one of: ", absl::StrJoin(known, ", "), ")"));
-      }
-      if (!seen.insert(key).second) return Error(key_path, "duplicate key");
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status ExpectMap(const YAML::Node& node, const std::string& path) {
-    if (node.IsMap()) return absl::OkStatus();
-    return Error(path, absl::StrCat("expected a mapping, got ", Describe(node)));
-  }
-
-  absl::StatusOr<std::string> String(const YAML::Node& node, const std::string& path) {
-    if (!node.IsScalar()) {
-      return Error(path, absl::StrCat("expected a string, got ", Describe(node)));
-    }
-    if (!IsValidUtf8(node.Scalar())) return Error(path, "expected UTF-8 text");
-    return node.Scalar();
-  }
-
-  // Every integer of a queue is a count or a duration: never negative.
-  absl::StatusOr<int64_t> Integer(const YAML::Node& node, const std::string& path,
-                                  bool fits_int32) {
-    int64_t value = 0;
-    if (!node.IsScalar() || !absl::SimpleAtoi(node.Scalar(), &value)) {
-      return Error(path, absl::StrCat("expected an integer, got ", Describe(node)));
-    }
-    if (fits_int32 && value > std::numeric_limits<int32_t>::max()) {
-      return Error(path, absl::StrCat("out of range for a 32-bit integer: ", value));
-    }
-    if (value < 0) return Error(path, absl::StrCat("must not be negative, got ", value));
-    return value;
-  }
-
-  static std::string Describe(const YAML::Node& node) {
-    switch (node.Type()) {
-      case YAML::NodeType::Scalar:
-        return absl::StrCat("\"", node.Scalar(), "\"");
-      case YAML::NodeType::Sequence:
-        return "a list";
-      case YAML::NodeType::Map:
-        return "a mapping";
-      case YAML::NodeType::Null:
-        return "nothing (null)";
-      case YAML::NodeType::Undefined:
-        break;
-    }
-    return "nothing";
-  }
-
-  absl::Status Error(const std::string& path, const std::string& what) const {
-    if (path.empty()) return absl::InvalidArgumentError(absl::StrCat(source_, ": ", what));
-    return absl::InvalidArgumentError(absl::StrCat(source_, ": ", path, ": ", what));
-  }
-
-  std::string source_;
 };
 
 }  // namespace

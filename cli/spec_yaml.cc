@@ -10,19 +10,15 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <limits>
-#include <set>
 #include <sstream>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "absl/types/span.h"
 #include "common/status_macros.h"
 #include "environment_flags.h"
 #include "job_spec.h"
+#include "yaml_fields.h"
 
 namespace ringmaster::cli {
 namespace {
@@ -48,43 +44,6 @@ constexpr std::array<absl::string_view, 21> kTopKeys = {"name",
                                                         "mounts",
                                                         "shm_size",
                                                         "workdir"};
-}  // namespace
-
-// Declared in spec_yaml.h (queue_yaml.cc checks its strings with it too).
-bool IsValidUtf8(absl::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-    const unsigned char lead = byte(i);
-    size_t length = 0;
-    unsigned char low = 0x80, high = 0xBF;  // range of the second byte
-    if (lead < 0x80) {
-      ++i;
-      continue;
-    } else if (lead >= 0xC2 && lead <= 0xDF) {
-      length = 2;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3;
-      if (lead == 0xE0) low = 0xA0;   // overlong
-      if (lead == 0xED) high = 0x9F;  // surrogates
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4;
-      if (lead == 0xF0) low = 0x90;   // overlong
-      if (lead == 0xF4) high = 0x8F;  // past U+10FFFF
-    } else {
-      return false;
-    }
-    if (text.size() - i < length || byte(i + 1) < low || byte(i + 1) > high) return false;
-    for (size_t k = 2; k < length; ++k) {
-      if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return false;
-    }
-    i += length;
-  }
-  return true;
-}
-
-namespace {
-
 constexpr std::array<absl::string_view, 4> kTrainerKeys = {"model", "batch_size", "steps",
                                                            "checkpoint_every"};
 constexpr std::array<absl::string_view, 3> kCommandKeys = {"argv", "env", "check_in_mpi_init"};
@@ -111,10 +70,10 @@ class DocumentCounter : public YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
-// Walks one YAML document; `source_` and the key path prefix every error.
-class SpecReader {
+// Walks one YAML document; the source's name and the key path prefix every error.
+class SpecReader : private YamlFields {
  public:
-  explicit SpecReader(absl::string_view source) : source_(source) {}
+  explicit SpecReader(absl::string_view source) : YamlFields(source) {}
 
   absl::Status Read(const YAML::Node& root, v1::JobSpec* spec) {
     RM_RETURN_IF_ERROR(ExpectMap(root, ""));
@@ -158,16 +117,12 @@ class SpecReader {
         spec->set_restart_policy(*policy);
       } else if (key == "labels") {
         RM_RETURN_IF_ERROR(StringMap(value, key, spec->mutable_labels()));
-      } else if (key == "health_check" || key == "use_mpirun") {
-        const std::string text = value.IsScalar() ? value.Scalar() : "";
-        if (text != "true" && text != "false") {
-          return Error(key, absl::StrCat("expected true or false, got ", Describe(value)));
-        }
-        if (key == "health_check") {
-          spec->set_health_check(text == "true");
-        } else {
-          spec->set_use_mpirun(text == "true");
-        }
+      } else if (key == "health_check") {
+        RM_ASSIGN_OR_RETURN(bool v, Bool(value, key));
+        spec->set_health_check(v);
+      } else if (key == "use_mpirun") {
+        RM_ASSIGN_OR_RETURN(bool v, Bool(value, key));
+        spec->set_use_mpirun(v);
       } else if (key == "image") {
         RM_ASSIGN_OR_RETURN(*spec->mutable_image(), String(value, key));
       } else if (key == "workdir") {
@@ -217,12 +172,8 @@ class SpecReader {
         } else if (key == "path") {
           RM_ASSIGN_OR_RETURN(*mount->mutable_path(), String(entry.second, key_path));
         } else if (key == "read_only") {
-          const std::string text = entry.second.IsScalar() ? entry.second.Scalar() : "";
-          if (text != "true" && text != "false") {
-            return Error(key_path,
-                         absl::StrCat("expected true or false, got ", Describe(entry.second)));
-          }
-          mount->set_read_only(text == "true");
+          RM_ASSIGN_OR_RETURN(bool v, Bool(entry.second, key_path));
+          mount->set_read_only(v);
         }
       }
     }
@@ -253,7 +204,7 @@ class SpecReader {
     if (node.IsScalar()) {
       absl::StatusOr<v1::JobArray> parsed = ParseArraySpec(node.Scalar(), "array");
       if (!parsed.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(source_, ": ", parsed.status().message()));
+        return absl::InvalidArgumentError(absl::StrCat(source(), ": ", parsed.status().message()));
       }
       *array = *std::move(parsed);
       return absl::OkStatus();
@@ -316,12 +267,8 @@ class SpecReader {
       } else if (key == "env") {
         RM_RETURN_IF_ERROR(StringMap(entry.second, "command.env", command->mutable_env()));
       } else if (key == "check_in_mpi_init") {
-        const std::string text = entry.second.IsScalar() ? entry.second.Scalar() : "";
-        if (text != "true" && text != "false") {
-          return Error("command.check_in_mpi_init",
-                       absl::StrCat("expected true or false, got ", Describe(entry.second)));
-        }
-        command->set_check_in_mpi_init(text == "true");
+        RM_ASSIGN_OR_RETURN(bool v, Bool(entry.second, "command.check_in_mpi_init"));
+        command->set_check_in_mpi_init(v);
       }
     }
     return absl::OkStatus();
@@ -337,81 +284,6 @@ class SpecReader {
     }
     return absl::OkStatus();
   }
-
-  // Every key must be a string, appear once and, when `known` is not empty, be one of them.
-  absl::Status CheckKeys(const YAML::Node& map, const std::string& path,
-                         absl::Span<const absl::string_view> known) {
-    std::set<std::string> seen;
-    for (const auto& entry : map) {
-      if (!entry.first.IsScalar()) {
-        return Error(path, absl::StrCat("keys must be strings, got ", Describe(entry.first)));
-      }
-      const std::string key = entry.first.Scalar();
-      if (!IsValidUtf8(key)) return Error(path, "keys must be UTF-8 text");
-      const std::string key_path = path.empty() ? key : absl::StrCat(path, ".", key);
-      if (!known.empty() && std::find(known.begin(), known.end(), key) == known.end()) {
-        return Error(
-            key_path,
-            absl::StrCat("unknown key (expected one of: ", absl::StrJoin(known, ", "), ")"));
-      }
-      if (!seen.insert(key).second) return Error(key_path, "duplicate key");
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status ExpectMap(const YAML::Node& node, const std::string& path) {
-    if (node.IsMap()) return absl::OkStatus();
-    return Error(path, absl::StrCat("expected a mapping, got ", Describe(node)));
-  }
-
-  absl::StatusOr<std::string> String(const YAML::Node& node, const std::string& path) {
-    if (!node.IsScalar()) {
-      return Error(path, absl::StrCat("expected a string, got ", Describe(node)));
-    }
-    if (!IsValidUtf8(node.Scalar())) return Error(path, "expected UTF-8 text");
-    return node.Scalar();
-  }
-
-  // Integers must fit the proto field (int32 where `fits_int32`); counts, sizes and limits
-  // that can never be negative say so here rather than as a range error from the scheduler.
-  absl::StatusOr<int64_t> Integer(const YAML::Node& node, const std::string& path,
-                                  bool allow_negative, bool fits_int32) {
-    int64_t value = 0;
-    if (!node.IsScalar() || !absl::SimpleAtoi(node.Scalar(), &value)) {
-      return Error(path, absl::StrCat("expected an integer, got ", Describe(node)));
-    }
-    if (fits_int32 && (value < std::numeric_limits<int32_t>::min() ||
-                       value > std::numeric_limits<int32_t>::max())) {
-      return Error(path, absl::StrCat("out of range for a 32-bit integer: ", value));
-    }
-    if (!allow_negative && value < 0) {
-      return Error(path, absl::StrCat("must not be negative, got ", value));
-    }
-    return value;
-  }
-
-  static std::string Describe(const YAML::Node& node) {
-    switch (node.Type()) {
-      case YAML::NodeType::Scalar:
-        return absl::StrCat("\"", node.Scalar(), "\"");
-      case YAML::NodeType::Sequence:
-        return "a list";
-      case YAML::NodeType::Map:
-        return "a mapping";
-      case YAML::NodeType::Null:
-        return "nothing (null)";
-      case YAML::NodeType::Undefined:
-        break;
-    }
-    return "nothing";
-  }
-
-  absl::Status Error(const std::string& path, const std::string& what) const {
-    if (path.empty()) return absl::InvalidArgumentError(absl::StrCat(source_, ": ", what));
-    return absl::InvalidArgumentError(absl::StrCat(source_, ": ", path, ": ", what));
-  }
-
-  std::string source_;
 };
 
 }  // namespace

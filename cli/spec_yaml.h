@@ -23,11 +23,6 @@ absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view text, absl::strin
 // INVALID_ARGUMENT too: like a bad flag, it is the caller's input to fix.
 absl::StatusOr<v1::JobSpec> LoadJobSpecFile(const std::string& path);
 
-// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past
-// U+10FFFF). Protobuf string fields must be; a spec with other bytes would fail to parse on the
-// scheduler's side as a transport error instead of naming its field.
-bool IsValidUtf8(absl::string_view text);
-
 // The one YAML document of `text` (ringctl's files hold one: a job spec or a queue). Errors
 // name `source`, and say "one YAML document with the WHAT's fields" when there are more.
 absl::StatusOr<YAML::Node> LoadOneYamlDocument(absl::string_view text, absl::string_view source,

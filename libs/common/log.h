@@ -14,6 +14,16 @@ void LogLine(LogLevel level, const char* file, int line, const std::string& mess
 void SetMinLogLevel(LogLevel level);
 LogLevel MinLogLevel();
 
+// From here on a log line is queued and written by a thread of its own, so that a caller
+// never waits on stderr (a full pipe, a slow terminal): the services log state changes under
+// their locks. Lines keep their order. Past kMaxQueuedLogLines waiting, new lines are dropped
+// and counted ("N log lines dropped" follows when the writer catches up): a stuck stderr must
+// not stop a scheduler. Everything queued is written at exit (atexit) or by StopAsyncLog.
+inline constexpr size_t kMaxQueuedLogLines = 100'000;
+void StartAsyncLog();
+// Writes what is queued and goes back to writing on the caller's thread.
+void StopAsyncLog();
+
 namespace internal {
 class LogMessage {
  public:

@@ -142,6 +142,7 @@ class ABSL_LOCKABLE SharedMutex {
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
   void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
   void ReaderLock() ABSL_SHARED_LOCK_FUNCTION() { mu_.lock_shared(); }
+  bool ReaderTryLock() ABSL_SHARED_TRYLOCK_FUNCTION(true) { return mu_.try_lock_shared(); }
   void ReaderUnlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock_shared(); }
 
  private:
@@ -162,12 +163,14 @@ class ABSL_SCOPED_LOCKABLE WriterMutexLock {
   SharedMutex* const mu_;
 };
 
-// Holds a SharedMutex shared for its scope.
+// Holds a SharedMutex shared for its scope; with std::adopt_lock, one the caller took shared
+// already (after a ReaderTryLock, say).
 class ABSL_SCOPED_LOCKABLE ReaderMutexLock {
  public:
   explicit ReaderMutexLock(SharedMutex* mu) ABSL_SHARED_LOCK_FUNCTION(mu) : mu_(mu) {
     mu_->ReaderLock();
   }
+  ReaderMutexLock(SharedMutex* mu, std::adopt_lock_t) ABSL_SHARED_LOCKS_REQUIRED(mu) : mu_(mu) {}
   ~ReaderMutexLock() ABSL_UNLOCK_FUNCTION() { mu_->ReaderUnlock(); }
   ReaderMutexLock(const ReaderMutexLock&) = delete;
   ReaderMutexLock& operator=(const ReaderMutexLock&) = delete;

@@ -169,6 +169,8 @@ int main(int argc, char** argv) {
                  : level == "warning" ? LogLevel::kWarning
                  : level == "error" ? LogLevel::kError
                                     : LogLevel::kInfo);
+  // Transitions are logged under the scheduler's lock: a slow stderr must not hold it.
+  StartAsyncLog();
   int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0, pg_timeout_ms = 0,
           submit_writers = 0, reservations = 0, window_hours = 0, recheck_s = 0,
           max_log_relays = 0, max_watchers = 0, max_rpc_threads = 0, max_spec_mib = 0,
@@ -391,6 +393,7 @@ int main(int argc, char** argv) {
   // A newer leader fenced us off in Postgres: whatever this process still holds is stale.
   options.on_fenced = [](const absl::Status& s) {
     RM_LOG(kError) << "exiting: " << s;
+    StopAsyncLog();  // _exit runs no atexit handler
     _exit(3);
   };
   Scheduler scheduler(store->get(), &queue, &liveness, &clock, options, registry.get());
@@ -447,6 +450,7 @@ int main(int argc, char** argv) {
     } else if (!*held) {
       // At once, not after a graceful stop: every moment more is two leaders.
       RM_LOG(kError) << "another scheduler took the leader lease; exiting";
+      StopAsyncLog();
       _exit(3);
     }
   }

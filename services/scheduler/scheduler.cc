@@ -1,5 +1,6 @@
 #include "scheduler.h"
 
+#include <openssl/rand.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -8,8 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
+#include <cstdlib>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
@@ -226,6 +228,7 @@ void Scheduler::RunPass() {
     }
   }
   std::vector<std::string> beats;
+  std::vector<std::shared_ptr<WorkerLink>> closing;
   {
     MutexLock lock(&mu_);
     if (alive.has_value()) SweepWorkersLocked(*alive, &beats);
@@ -245,7 +248,9 @@ void Scheduler::RunPass() {
     ProbateLocked(now);
     PlaceLocked();
     UpdateGaugesLocked();
+    closing.swap(closing_);
   }
+  for (const auto& link : closing) link->Close();
   for (const std::string& id : beats) (void)liveness_->Beat(id, options_.heartbeat_timeout_ms);
 }
 
@@ -346,33 +351,19 @@ void Scheduler::PlaceLocked() {
   std::vector<std::pair<std::string, std::string>> never;
   auto may_run = [&](Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (job.spec.after.empty()) return true;
-    const ArrayProgress* array = nullptr;  // the first live array it waits for
-    for (const Dependency& d : job.spec.after) {
-      auto a = arrays_.find(d.job_id);
-      if (a == arrays_.end()) continue;
-      const ArrayProgress& p = a->second;
-      if (d.condition == AfterCondition::kSucceeded && p.failed + p.cancelled > 0) {
-        // Known before the array ends: it cannot succeed.
-        never.emplace_back(job.id, absl::StrCat("array ", d.job_id, " cannot succeed (failed: ",
-                                                p.failed, ", cancelled: ", p.cancelled,
-                                                "), but this job waits for it to succeed"));
-        return false;
-      }
-      if (array == nullptr) array = &p;
-    }
-    DependencyVerdict v = JudgeDependencies(
-        job.spec.after, [&](const std::string& id)
-                            ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return StateOfLocked(id); });
+    DependencyVerdict v = JudgeWaiting(
+        job.spec.after,
+        [this](const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> const ArrayProgress* {
+          auto a = arrays_.find(id);
+          return a == arrays_.end() ? nullptr : &a->second;
+        },
+        [this](const std::string& id)
+            ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return StateOfLocked(id); });
     if (v.kind == DependencyVerdict::Kind::kReady) return true;
     if (v.kind == DependencyVerdict::Kind::kNever) {
       never.emplace_back(job.id, std::move(v.reason));
     } else {
       job.pending_reason = std::move(v.reason);
-      if (array != nullptr) {
-        absl::StrAppend(&job.pending_reason, " (",
-                        array->count - array->succeeded - array->failed - array->cancelled, " of ",
-                        array->count, " tasks of the array left)");
-      }
     }
     return false;
   };
@@ -421,13 +412,8 @@ void Scheduler::PlaceLocked() {
   ledger_ = r.ledger;
 
   for (const auto& p : r.preemptions) {
-    const Job* by = jobs_.count(p.by_job_id) ? &jobs_[p.by_job_id] : nullptr;
-    std::string why = absl::StrCat("preempted by ", p.by_job_id);
-    if (by != nullptr && p.reason == "reclaim") {
-      absl::StrAppend(&why, " (queue ", by->spec.queue, " reclaims its nominal quota)");
-    } else if (by != nullptr) {
-      absl::StrAppend(&why, " (priority ", by->spec.priority, " in queue ", by->spec.queue, ")");
-    }
+    auto by = jobs_.find(p.by_job_id);
+    const std::string why = PreemptionReason(p, by == jobs_.end() ? nullptr : &by->second);
     preempting_[p.by_job_id].insert(p.job_id);
     if (auto s = CommitLocked(p.job_id, {JobInput::Kind::kPreempted, why}); !s.ok()) {
       RM_LOG(kError) << "preempting " << p.job_id << ": " << s;
@@ -443,16 +429,10 @@ void Scheduler::PlaceLocked() {
   }
   for (auto& [id, ranks] : r.claims) claims_[id] = std::move(ranks);
   for (const auto& start : r.starts) {
-    std::set<std::string> names;
-    for (const auto& rank : start.ranks) names.insert(rank.worker_id);
-    std::string why = absl::StrCat("placed on ", absl::StrJoin(names, ","));
-    if (start.borrowing) absl::StrAppend(&why, ", borrowing from the cohort");
-    if (start.backfilled) absl::StrAppend(&why, ", backfilled before a reservation");
     claims_.erase(start.job_id);
+    std::string why;
     if (auto job = jobs_.find(start.job_id); job != jobs_.end()) {
-      if (StartsDirectly(job->second.spec)) {
-        absl::StrAppend(&why, "; one rank, started without mpirun: no pre-run check");
-      }
+      why = PlacementReason(start, StartsDirectly(job->second.spec));
       // A volume it mounts is gone (deleted outside the scheduler): it cannot run as asked,
       // and must not run without it.
       if (auto mounts = ResolveMounts(job->second.spec, volumes_); !mounts.ok()) {
@@ -853,15 +833,15 @@ void Scheduler::UpdateGaugesLocked() {
 }
 
 std::string Scheduler::NewToken() {
-  // The kernel's randomness (a token must not be guessable); the device is opened once per
-  // thread, not per placement.
-  static thread_local std::random_device rd;
-  std::string token;
-  for (int i = 0; i < 4; ++i) {
-    uint64_t v = (static_cast<uint64_t>(rd()) << 32) | rd();
-    absl::StrAppend(&token, absl::Hex(v, absl::kZeroPad16));
+  // OpenSSL's generator: unguessable, and no system call per token (std::random_device read
+  // the kernel for every 4 bytes, under mu_).
+  unsigned char raw[32];
+  if (RAND_bytes(raw, sizeof(raw)) != 1) {
+    // Only without any entropy source; a token must never be predictable.
+    RM_LOG(kError) << "RAND_bytes failed; no token can be made";
+    std::abort();
   }
-  return token;
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(raw), sizeof(raw)));
 }
 
 }  // namespace ringmaster::scheduler

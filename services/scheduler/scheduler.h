@@ -371,7 +371,9 @@ class Scheduler {
   };
   using Write = CommitWriter::Write;
   // SubmitAsync once the jobs its spec waits for are known to exist (and be visible to `team`).
-  void SubmitChecked(std::shared_ptr<Create> create, const std::string& team, bool admin);
+  // With `aside`, a wait for queue_writes_ is done there.
+  void SubmitChecked(std::shared_ptr<Create> create, const std::string& team, bool admin,
+                     const Aside& aside);
 
   void Loop();
   // Arrays (see "Arrays"): creates the tasks each live array may run now, and ends arrays
@@ -513,6 +515,8 @@ class Scheduler {
   std::map<std::string, Queue> queues_ ABSL_GUARDED_BY(mu_);    // as stored; loaded by Start()
   std::map<std::string, Volume> volumes_ ABSL_GUARDED_BY(mu_);  // as stored; loaded by Start()
   std::map<std::string, std::shared_ptr<WorkerLink>> links_ ABSL_GUARDED_BY(mu_);
+  // Streams of workers marked lost, closed by RunPass once mu_ is free.
+  std::vector<std::shared_ptr<WorkerLink>> closing_ ABSL_GUARDED_BY(mu_);
   ClusterState cluster_ ABSL_GUARDED_BY(mu_);
   // Incremental passes: only capacity that grew (a release, a worker joining) can let a job
   // that waited before fit now; otherwise a pass only tries jobs that became pending since.

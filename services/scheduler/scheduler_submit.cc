@@ -94,13 +94,13 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
             deps_.Remember(d.job_id, named_job->state);
           }
         }
-        SubmitChecked(create, team, admin);
+        SubmitChecked(create, team, admin, nullptr);  // aside already: it may wait
       };
       if (aside) return aside(std::move(read_ends));
       return read_ends();
     }
   }
-  SubmitChecked(std::move(create), team, admin);
+  SubmitChecked(std::move(create), team, admin, aside);
 }
 
 absl::Status Scheduler::CheckLiveDependenciesLocked(const JobSpec& spec, const std::string& team,
@@ -121,13 +121,22 @@ std::optional<JobState> Scheduler::StateOfLocked(const std::string& id) const {
   return deps_.EndOf(id);
 }
 
-void Scheduler::SubmitChecked(std::shared_ptr<Create> create, const std::string& team, bool admin) {
+void Scheduler::SubmitChecked(std::shared_ptr<Create> create, const std::string& team, bool admin,
+                              const Aside& aside) {
   const Job& job = create->job;
   absl::Status refused;
   {
     // Held until the job is among the writer's creates in flight: a queue is not deleted under
     // a job on its way to Postgres.
-    ReaderMutexLock queue_guard(&queue_writes_);
+    if (!queue_writes_.ReaderTryLock()) {
+      // A queue or volume write holds it across a Postgres call: wait for it aside, never on
+      // the caller's (gRPC callback) thread.
+      if (aside) {
+        return aside([this, create, team, admin] { SubmitChecked(create, team, admin, nullptr); });
+      }
+      queue_writes_.ReaderLock();
+    }
+    ReaderMutexLock queue_guard(&queue_writes_, std::adopt_lock);
     {
       MutexLock lock(&mu_);
       if (!queues_.contains(job.spec.queue)) {

@@ -58,7 +58,8 @@ void Scheduler::MarkLostLocked(const std::string& worker_id, const std::string& 
   writer_.Enqueue(std::move(write));
   cluster_.SetWorkerState(worker_id, WorkerState::kLost);
   if (auto it = links_.find(worker_id); it != links_.end()) {
-    it->second->Close();
+    // Closed by the pass once mu_ is free: closing finishes the gRPC call.
+    closing_.push_back(std::move(it->second));
     links_.erase(it);
   }
   FailJobsOnWorkerLocked(worker_id, absl::StrCat("worker ", worker_id, " lost (", why, ")"));

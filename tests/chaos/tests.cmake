@@ -3,9 +3,7 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
   ringmaster_test(chaos_test e2e
     SOURCES
       ${CMAKE_CURRENT_LIST_DIR}/chaos_test.cc
-      ${PROJECT_SOURCE_DIR}/tests/worker/cluster.cc
-      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
-    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+    LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   add_dependencies(chaos_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank)

@@ -15,89 +15,13 @@
 #include <vector>
 
 #include "errors.h"
+#include "fake_scheduler.h"
 
 namespace ringmaster::cli {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// A scheduler that answers from scripted queues and records what it was asked.
-class FakeScheduler : public SchedulerClient {
- public:
-  absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest& request) override {
-    submits.push_back(request);
-    return Next(submit_results);
-  }
-  absl::StatusOr<v1::Job> GetJob(const v1::GetJobRequest& request) override {
-    gets.push_back(request);
-    return Next(get_results);
-  }
-  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request) override {
-    lists.push_back(request);
-    return Next(list_results);
-  }
-  absl::StatusOr<v1::CancelJobResponse> CancelJob(const v1::CancelJobRequest& request) override {
-    cancels.push_back(request);
-    return Next(cancel_results);
-  }
-  absl::Status WatchJob(const v1::WatchJobRequest& request,
-                        const std::function<void(const v1::JobEvent&)>& on_event) override {
-    watches.push_back(request);
-    if (watch_streams.empty()) return absl::InternalError("no scripted stream");
-    WatchStream stream = watch_streams.front();
-    watch_streams.pop_front();
-    for (const v1::JobEvent& event : stream.events) on_event(event);
-    return stream.end;
-  }
-  absl::StatusOr<v1::ListWorkersResponse> ListWorkers(const v1::ListWorkersRequest&) override {
-    return Next(worker_results);
-  }
-  absl::Status ReadJobLogs(const v1::ReadJobLogsRequest& request,
-                           const std::function<void(const v1::LogChunk&)>& on_chunk) override {
-    log_reads.push_back(request);
-    if (log_streams.empty()) return absl::NotFoundError("no worker has a log of job j-1");
-    LogStream stream = log_streams.front();
-    log_streams.pop_front();
-    v1::LogChunk chunk;
-    chunk.set_data(stream.data);
-    if (!stream.data.empty()) on_chunk(chunk);
-    return stream.end;
-  }
-
-  struct LogStream {
-    std::string data;
-    absl::Status end;
-  };
-  struct WatchStream {
-    std::vector<v1::JobEvent> events;
-    absl::Status end;
-  };
-
-  std::deque<absl::StatusOr<v1::SubmitJobResponse>> submit_results;
-  std::deque<absl::StatusOr<v1::Job>> get_results;
-  std::deque<absl::StatusOr<v1::ListJobsResponse>> list_results;
-  std::deque<absl::StatusOr<v1::CancelJobResponse>> cancel_results;
-  std::deque<WatchStream> watch_streams;
-  std::deque<absl::StatusOr<v1::ListWorkersResponse>> worker_results;
-  std::deque<LogStream> log_streams;
-
-  std::vector<v1::SubmitJobRequest> submits;
-  std::vector<v1::ReadJobLogsRequest> log_reads;
-  std::vector<v1::GetJobRequest> gets;
-  std::vector<v1::ListJobsRequest> lists;
-  std::vector<v1::CancelJobRequest> cancels;
-  std::vector<v1::WatchJobRequest> watches;
-
- private:
-  template <typename T>
-  T Next(std::deque<T>& queue) {
-    if (queue.empty()) return absl::InternalError("no scripted answer");
-    T next = queue.front();
-    queue.pop_front();
-    return next;
-  }
-};
 
 v1::JobEvent Event(int64_t seq, v1::JobState state, const std::string& reason = "") {
   v1::JobEvent event;
@@ -124,7 +48,7 @@ class AppTest : public ::testing::Test {
     runtime_.connect = [this](const std::string& address, std::shared_ptr<grpc::ChannelCredentials>,
                               const std::string&) -> std::unique_ptr<SchedulerClient> {
       connected_to_ = address;
-      return std::make_unique<Forwarder>(&fake_);
+      return std::make_unique<ForwardingClient>(&fake_);
     };
   }
 
@@ -133,36 +57,6 @@ class AppTest : public ::testing::Test {
     err_.str("");
     return RunCli(args, runtime_, out_, err_);
   }
-
-  // The client RunCli owns forwards to the fake the test keeps.
-  class Forwarder : public SchedulerClient {
-   public:
-    explicit Forwarder(FakeScheduler* fake) : fake_(fake) {}
-    absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest& r) override {
-      return fake_->SubmitJob(r);
-    }
-    absl::StatusOr<v1::Job> GetJob(const v1::GetJobRequest& r) override { return fake_->GetJob(r); }
-    absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& r) override {
-      return fake_->ListJobs(r);
-    }
-    absl::StatusOr<v1::CancelJobResponse> CancelJob(const v1::CancelJobRequest& r) override {
-      return fake_->CancelJob(r);
-    }
-    absl::Status WatchJob(const v1::WatchJobRequest& r,
-                          const std::function<void(const v1::JobEvent&)>& f) override {
-      return fake_->WatchJob(r, f);
-    }
-    absl::StatusOr<v1::ListWorkersResponse> ListWorkers(const v1::ListWorkersRequest& r) override {
-      return fake_->ListWorkers(r);
-    }
-    absl::Status ReadJobLogs(const v1::ReadJobLogsRequest& r,
-                             const std::function<void(const v1::LogChunk&)>& f) override {
-      return fake_->ReadJobLogs(r, f);
-    }
-
-   private:
-    FakeScheduler* fake_;
-  };
 
   FakeScheduler fake_;
   Runtime runtime_;

@@ -10,51 +10,18 @@
 
 #include "app.h"
 #include "args.h"
+#include "fake_scheduler.h"
 
 namespace ringmaster::cli {
 namespace {
 
 using ::testing::HasSubstr;
 
-// Answers ReadJobLogs with a scripted log and end; nothing else is used by `logs`.
-class LogsScheduler : public SchedulerClient {
- public:
-  absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest&) override {
-    return absl::UnimplementedError("");
-  }
-  absl::StatusOr<v1::Job> GetJob(const v1::GetJobRequest&) override {
-    return absl::UnimplementedError("logs must not need GetJob");
-  }
-  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest&) override {
-    return absl::UnimplementedError("");
-  }
-  absl::StatusOr<v1::CancelJobResponse> CancelJob(const v1::CancelJobRequest&) override {
-    return absl::UnimplementedError("");
-  }
-  absl::Status WatchJob(const v1::WatchJobRequest&,
-                        const std::function<void(const v1::JobEvent&)>&) override {
-    return absl::UnimplementedError("");
-  }
-  absl::StatusOr<v1::ListWorkersResponse> ListWorkers(const v1::ListWorkersRequest&) override {
-    return absl::UnimplementedError("logs must not list workers");
-  }
-  absl::Status ReadJobLogs(const v1::ReadJobLogsRequest& request,
-                           const std::function<void(const v1::LogChunk&)>& on_chunk) override {
-    asked.push_back(request);
-    for (const std::string& piece : pieces) {
-      v1::LogChunk chunk;
-      chunk.set_data(piece);
-      on_chunk(chunk);
-    }
-    return end;
-  }
-  std::vector<std::string> pieces;
-  absl::Status end;
-  std::vector<v1::ReadJobLogsRequest> asked;
-};
-
 class LogsTest : public ::testing::Test {
  protected:
+  // Every read gets the log a test scripted and ends OK unless the test says otherwise.
+  LogsTest() { scheduler_.log_end = absl::OkStatus(); }
+
   // Runs the real command line through RunCli with the fake.
   int Run(const std::vector<std::string>& args) {
     Runtime runtime;
@@ -64,53 +31,24 @@ class LogsTest : public ::testing::Test {
     runtime.new_request_id = [] { return std::string("id"); };
     runtime.connect = [this](const std::string&, std::shared_ptr<grpc::ChannelCredentials>,
                              const std::string&) -> std::unique_ptr<SchedulerClient> {
-      return std::make_unique<Borrowed>(&scheduler_);
+      return std::make_unique<ForwardingClient>(&scheduler_);
     };
     out_.str("");
     err_.str("");
     return RunCli(args, runtime, out_, err_);
   }
 
-  class Borrowed : public SchedulerClient {
-   public:
-    explicit Borrowed(LogsScheduler* fake) : fake_(fake) {}
-    absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest& r) override {
-      return fake_->SubmitJob(r);
-    }
-    absl::StatusOr<v1::Job> GetJob(const v1::GetJobRequest& r) override { return fake_->GetJob(r); }
-    absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& r) override {
-      return fake_->ListJobs(r);
-    }
-    absl::StatusOr<v1::CancelJobResponse> CancelJob(const v1::CancelJobRequest& r) override {
-      return fake_->CancelJob(r);
-    }
-    absl::Status WatchJob(const v1::WatchJobRequest& r,
-                          const std::function<void(const v1::JobEvent&)>& f) override {
-      return fake_->WatchJob(r, f);
-    }
-    absl::StatusOr<v1::ListWorkersResponse> ListWorkers(const v1::ListWorkersRequest& r) override {
-      return fake_->ListWorkers(r);
-    }
-    absl::Status ReadJobLogs(const v1::ReadJobLogsRequest& r,
-                             const std::function<void(const v1::LogChunk&)>& f) override {
-      return fake_->ReadJobLogs(r, f);
-    }
-
-   private:
-    LogsScheduler* fake_;
-  };
-
-  LogsScheduler scheduler_;
+  FakeScheduler scheduler_;
   std::ostringstream out_;
   std::ostringstream err_;
 };
 
 TEST_F(LogsTest, PrintsTheLogTheSchedulerRelays) {
-  scheduler_.pieces = {"rank 2 on w3\n", "total images/sec: 812.4\n"};
+  scheduler_.log_pieces = {"rank 2 on w3\n", "total images/sec: 812.4\n"};
   EXPECT_EQ(Run({"logs", "j-1", "--rank", "2"}), 0) << err_.str();
   EXPECT_EQ(out_.str(), "rank 2 on w3\ntotal images/sec: 812.4\n");
-  ASSERT_EQ(scheduler_.asked.size(), 1u);
-  const v1::ReadJobLogsRequest& req = scheduler_.asked[0];
+  ASSERT_EQ(scheduler_.log_reads.size(), 1u);
+  const v1::ReadJobLogsRequest& req = scheduler_.log_reads[0];
   EXPECT_EQ(req.job_id(), "j-1");
   EXPECT_EQ(req.rank(), 2);
   EXPECT_FALSE(req.has_attempt());  // the scheduler resolves the current one
@@ -118,47 +56,47 @@ TEST_F(LogsTest, PrintsTheLogTheSchedulerRelays) {
 }
 
 TEST_F(LogsTest, RankZeroByDefaultAndFollowWithDashF) {
-  scheduler_.pieces = {"hello\n"};
+  scheduler_.log_pieces = {"hello\n"};
   EXPECT_EQ(Run({"logs", "j-1", "-f"}), 0) << err_.str();
-  ASSERT_EQ(scheduler_.asked.size(), 1u);
-  EXPECT_EQ(scheduler_.asked[0].rank(), 0);
-  EXPECT_TRUE(scheduler_.asked[0].follow());
+  ASSERT_EQ(scheduler_.log_reads.size(), 1u);
+  EXPECT_EQ(scheduler_.log_reads[0].rank(), 0);
+  EXPECT_TRUE(scheduler_.log_reads[0].follow());
   EXPECT_EQ(Run({"logs", "--follow", "j-1"}), 0) << err_.str();
-  EXPECT_TRUE(scheduler_.asked[1].follow());
+  EXPECT_TRUE(scheduler_.log_reads[1].follow());
 }
 
 TEST_F(LogsTest, AnEarlierAttemptIsAskedFor) {
-  scheduler_.pieces = {"attempt 0 output\n"};
+  scheduler_.log_pieces = {"attempt 0 output\n"};
   EXPECT_EQ(Run({"logs", "j-1", "--attempt", "0"}), 0) << err_.str();
   EXPECT_EQ(out_.str(), "attempt 0 output\n");
-  ASSERT_TRUE(scheduler_.asked.back().has_attempt());
-  EXPECT_EQ(scheduler_.asked.back().attempt(), 0);
+  ASSERT_TRUE(scheduler_.log_reads.back().has_attempt());
+  EXPECT_EQ(scheduler_.log_reads.back().attempt(), 0);
 }
 
 TEST_F(LogsTest, NoLogAnywhereIsNotFound) {
-  scheduler_.end = absl::NotFoundError("no worker has a log of job j-1 rank 0 attempt 1");
+  scheduler_.log_end = absl::NotFoundError("no worker has a log of job j-1 rank 0 attempt 1");
   EXPECT_EQ(Run({"logs", "j-1"}), kExitNotFound);
   EXPECT_EQ(err_.str(), "ringctl: no worker has a log of job j-1 rank 0 attempt 1\n");
 }
 
 TEST_F(LogsTest, ARankOutsideTheJobIsAUsageErrorNamingTheFlag) {
-  scheduler_.end = absl::InvalidArgumentError("rank: job j-1 has 4 ranks (0..3), got 4");
+  scheduler_.log_end = absl::InvalidArgumentError("rank: job j-1 has 4 ranks (0..3), got 4");
   EXPECT_EQ(Run({"logs", "j-1", "--rank", "4"}), kExitUsage);
   EXPECT_EQ(err_.str(), "ringctl: --rank: job j-1 has 4 ranks (0..3), got 4\n");
-  scheduler_.end = absl::InvalidArgumentError("attempt: job j-1 has attempts 0..1, got 5");
+  scheduler_.log_end = absl::InvalidArgumentError("attempt: job j-1 has attempts 0..1, got 5");
   EXPECT_EQ(Run({"logs", "j-1", "--attempt", "5"}), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("--attempt: job j-1 has attempts 0..1"));
 }
 
 TEST_F(LogsTest, AnUnknownJobIsNotFound) {
-  scheduler_.end = absl::NotFoundError("no job j-2");
+  scheduler_.log_end = absl::NotFoundError("no job j-2");
   EXPECT_EQ(Run({"logs", "j-2"}), kExitNotFound);
   EXPECT_EQ(err_.str(), "ringctl: job j-2 not found\n");
 }
 
 TEST_F(LogsTest, AWorkerThatFailsMidStreamFailsTheCommand) {
-  scheduler_.pieces = {"partial\n"};
-  scheduler_.end = absl::UnavailableError(
+  scheduler_.log_pieces = {"partial\n"};
+  scheduler_.log_end = absl::UnavailableError(
       "reading the log of job j-1 rank 0 attempt 1 from worker w2 at 127.0.0.2:7071: "
       "connection reset");
   EXPECT_EQ(Run({"logs", "j-1"}), kExitUnreachable);
@@ -167,13 +105,13 @@ TEST_F(LogsTest, AWorkerThatFailsMidStreamFailsTheCommand) {
 }
 
 TEST_F(LogsTest, AnUnreachableSchedulerSaysSo) {
-  scheduler_.end = absl::UnavailableError("failed to connect to all addresses");
+  scheduler_.log_end = absl::UnavailableError("failed to connect to all addresses");
   EXPECT_EQ(Run({"logs", "j-1", "--scheduler", "h:1"}), kExitUnreachable);
   EXPECT_EQ(err_.str(), "ringctl: scheduler unreachable at h:1: failed to connect to all addresses\n");
 }
 
 TEST_F(LogsTest, AMissingRightIsReported) {
-  scheduler_.end = absl::PermissionDeniedError("missing right jobs.logs for ReadJobLogs");
+  scheduler_.log_end = absl::PermissionDeniedError("missing right jobs.logs for ReadJobLogs");
   EXPECT_EQ(Run({"logs", "j-1"}), kExitError);
   EXPECT_THAT(err_.str(), HasSubstr("missing right jobs.logs"));
 }

@@ -13,6 +13,7 @@
 #include "app.h"
 #include "args.h"
 #include "errors.h"
+#include "fake_scheduler.h"
 #include "queue_format.h"
 #include "queue_yaml.h"
 
@@ -227,73 +228,6 @@ TEST(QueueFormatTest, GetShowsTheSettingsThenOneRowPerResource) {
               HasSubstr("No quotas: only the cluster's capacity bounds this queue."));
 }
 
-// A scheduler that serves only queues, from scripted answers.
-class FakeQueues : public SchedulerClient {
- public:
-  absl::StatusOr<v1::SubmitJobResponse> SubmitJob(const v1::SubmitJobRequest&) override {
-    return absl::UnimplementedError("jobs");
-  }
-  absl::StatusOr<v1::Job> GetJob(const v1::GetJobRequest&) override {
-    return absl::UnimplementedError("jobs");
-  }
-  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest&) override {
-    return absl::UnimplementedError("jobs");
-  }
-  absl::StatusOr<v1::CancelJobResponse> CancelJob(const v1::CancelJobRequest&) override {
-    return absl::UnimplementedError("jobs");
-  }
-  absl::Status WatchJob(const v1::WatchJobRequest&,
-                        const std::function<void(const v1::JobEvent&)>&) override {
-    return absl::UnimplementedError("jobs");
-  }
-  absl::StatusOr<v1::ListWorkersResponse> ListWorkers(const v1::ListWorkersRequest&) override {
-    return absl::UnimplementedError("workers");
-  }
-  absl::StatusOr<v1::QueueWithStatus> CreateQueue(const v1::CreateQueueRequest& r) override {
-    creates.push_back(r);
-    return Next(results);
-  }
-  absl::StatusOr<v1::QueueWithStatus> UpdateQueue(const v1::UpdateQueueRequest& r) override {
-    updates.push_back(r);
-    return Next(results);
-  }
-  absl::StatusOr<v1::QueueWithStatus> GetQueue(const v1::GetQueueRequest& r) override {
-    gets.push_back(r);
-    return Next(results);
-  }
-  absl::StatusOr<v1::ListQueuesResponse> ListQueues(const v1::ListQueuesRequest&) override {
-    if (list_results.empty()) return absl::InternalError("no scripted answer");
-    auto next = list_results.front();
-    list_results.pop_front();
-    return next;
-  }
-  absl::StatusOr<v1::DeleteQueueResponse> DeleteQueue(const v1::DeleteQueueRequest& r) override {
-    deletes.push_back(r);
-    if (delete_results.empty()) return absl::InternalError("no scripted answer");
-    auto next = delete_results.front();
-    delete_results.pop_front();
-    if (!next.ok()) return next;
-    return v1::DeleteQueueResponse();
-  }
-
-  std::deque<absl::StatusOr<v1::QueueWithStatus>> results;
-  std::deque<absl::StatusOr<v1::ListQueuesResponse>> list_results;
-  std::deque<absl::Status> delete_results;
-  std::vector<v1::CreateQueueRequest> creates;
-  std::vector<v1::UpdateQueueRequest> updates;
-  std::vector<v1::GetQueueRequest> gets;
-  std::vector<v1::DeleteQueueRequest> deletes;
-
- private:
-  static absl::StatusOr<v1::QueueWithStatus> Next(
-      std::deque<absl::StatusOr<v1::QueueWithStatus>>& queue) {
-    if (queue.empty()) return absl::InternalError("no scripted answer");
-    auto next = queue.front();
-    queue.pop_front();
-    return next;
-  }
-};
-
 class QueueCommandTest : public ::testing::Test {
  protected:
   QueueCommandTest() {
@@ -303,7 +237,7 @@ class QueueCommandTest : public ::testing::Test {
     runtime_.new_request_id = [] { return std::string("id"); };
     runtime_.connect = [this](const std::string&, std::shared_ptr<grpc::ChannelCredentials>,
                               const std::string&) -> std::unique_ptr<SchedulerClient> {
-      return std::make_unique<Forwarder>(&fake_);
+      return std::make_unique<ForwardingClient>(&fake_);
     };
   }
 
@@ -319,50 +253,26 @@ class QueueCommandTest : public ::testing::Test {
     return path;
   }
 
-  // RunCli owns its client; this one hands every queue call to the fake the test keeps.
-  class Forwarder : public FakeQueues {
-   public:
-    explicit Forwarder(FakeQueues* fake) : fake_(fake) {}
-    absl::StatusOr<v1::QueueWithStatus> CreateQueue(const v1::CreateQueueRequest& r) override {
-      return fake_->CreateQueue(r);
-    }
-    absl::StatusOr<v1::QueueWithStatus> UpdateQueue(const v1::UpdateQueueRequest& r) override {
-      return fake_->UpdateQueue(r);
-    }
-    absl::StatusOr<v1::QueueWithStatus> GetQueue(const v1::GetQueueRequest& r) override {
-      return fake_->GetQueue(r);
-    }
-    absl::StatusOr<v1::ListQueuesResponse> ListQueues(const v1::ListQueuesRequest& r) override {
-      return fake_->ListQueues(r);
-    }
-    absl::StatusOr<v1::DeleteQueueResponse> DeleteQueue(const v1::DeleteQueueRequest& r) override {
-      return fake_->DeleteQueue(r);
-    }
-
-   private:
-    FakeQueues* fake_;
-  };
-
-  FakeQueues fake_;
+  FakeScheduler fake_;
   Runtime runtime_;
   std::ostringstream out_;
   std::ostringstream err_;
 };
 
 TEST_F(QueueCommandTest, CreateSendsTheFileAndSaysWhatItDid) {
-  fake_.results.push_back(VisionWithStatus());
+  fake_.queue_results.push_back(VisionWithStatus());
   EXPECT_EQ(Run({"queue", "create", "-f", WriteYaml(kQueueYaml)}), kExitOk) << err_.str();
-  ASSERT_EQ(fake_.creates.size(), 1u);
-  EXPECT_EQ(fake_.creates[0].queue().name(), "vision");
-  EXPECT_EQ(fake_.creates[0].queue().resources().at("t4").nominal(), 16);
+  ASSERT_EQ(fake_.queue_creates.size(), 1u);
+  EXPECT_EQ(fake_.queue_creates[0].queue().name(), "vision");
+  EXPECT_EQ(fake_.queue_creates[0].queue().resources().at("t4").nominal(), 16);
   EXPECT_EQ(out_.str(), "queue vision created\n");
 }
 
 TEST_F(QueueCommandTest, UpdateWithJsonOutputPrintsTheStoredQueue) {
-  fake_.results.push_back(VisionWithStatus());
+  fake_.queue_results.push_back(VisionWithStatus());
   EXPECT_EQ(Run({"queue", "update", "-f", WriteYaml(kQueueYaml), "-o", "json"}), kExitOk)
       << err_.str();
-  ASSERT_EQ(fake_.updates.size(), 1u);
+  ASSERT_EQ(fake_.queue_updates.size(), 1u);
   EXPECT_THAT(out_.str(), HasSubstr("\"name\": \"vision\""));
   EXPECT_THAT(out_.str(), HasSubstr("\"pending_jobs\": \"3\""));
 }
@@ -371,42 +281,43 @@ TEST_F(QueueCommandTest, ABadFileIsAUsageErrorAndNothingIsSent) {
   EXPECT_EQ(Run({"queue", "create", "-f", WriteYaml("weight: heavy\n")}), kExitUsage);
   EXPECT_EQ(err_.str(), "ringctl: " + ::testing::TempDir() +
                             "/queue-test.yaml: weight: expected an integer, got \"heavy\"\n");
-  EXPECT_TRUE(fake_.creates.empty());
+  EXPECT_TRUE(fake_.queue_creates.empty());
 }
 
 TEST_F(QueueCommandTest, TheSchedulersRefusalIsShownWithItsExitCode) {
-  fake_.results.push_back(absl::InvalidArgumentError("weight: must be 1..1000, got 2000"));
+  fake_.queue_results.push_back(absl::InvalidArgumentError("weight: must be 1..1000, got 2000"));
   EXPECT_EQ(Run({"queue", "create", "-f", WriteYaml(kQueueYaml)}), kExitUsage);
   EXPECT_EQ(err_.str(),
             "ringctl: create queue vision: invalid argument: weight: must be 1..1000, got 2000\n");
-  fake_.results.push_back(absl::NotFoundError("no queue 'audio'"));
+  fake_.queue_results.push_back(absl::NotFoundError("no queue 'audio'"));
   EXPECT_EQ(Run({"queue", "get", "audio"}), kExitNotFound);
   EXPECT_EQ(err_.str(), "ringctl: get queue audio: not found: no queue 'audio'\n");
-  fake_.delete_results.push_back(absl::FailedPreconditionError("queue vision has 1 live jobs"));
+  fake_.queue_delete_results.push_back(
+      absl::FailedPreconditionError("queue vision has 1 live jobs"));
   EXPECT_EQ(Run({"queue", "delete", "vision"}), kExitError);
   EXPECT_EQ(err_.str(), "ringctl: cannot delete queue vision: queue vision has 1 live jobs\n");
 }
 
 TEST_F(QueueCommandTest, GetListAndDelete) {
-  fake_.results.push_back(VisionWithStatus());
+  fake_.queue_results.push_back(VisionWithStatus());
   EXPECT_EQ(Run({"queue", "get", "vision"}), kExitOk) << err_.str();
-  ASSERT_EQ(fake_.gets.size(), 1u);
-  EXPECT_EQ(fake_.gets[0].name(), "vision");
+  ASSERT_EQ(fake_.queue_gets.size(), 1u);
+  EXPECT_EQ(fake_.queue_gets[0].name(), "vision");
   EXPECT_EQ(out_.str(), FormatQueue(VisionWithStatus()));
 
   v1::ListQueuesResponse list;
   *list.add_queues() = DefaultQueue();
-  fake_.list_results.push_back(list);
+  fake_.queue_list_results.push_back(list);
   EXPECT_EQ(Run({"queue", "list"}), kExitOk) << err_.str();
   EXPECT_EQ(out_.str(), FormatQueueList(list));
-  fake_.list_results.push_back(list);
+  fake_.queue_list_results.push_back(list);
   EXPECT_EQ(Run({"queue", "list", "-o", "json"}), kExitOk) << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("\"queues\": ["));
 
-  fake_.delete_results.push_back(absl::OkStatus());
+  fake_.queue_delete_results.push_back(absl::OkStatus());
   EXPECT_EQ(Run({"queue", "delete", "vision"}), kExitOk) << err_.str();
-  ASSERT_EQ(fake_.deletes.size(), 1u);
-  EXPECT_EQ(fake_.deletes[0].name(), "vision");
+  ASSERT_EQ(fake_.queue_deletes.size(), 1u);
+  EXPECT_EQ(fake_.queue_deletes[0].name(), "vision");
   EXPECT_EQ(out_.str(), "queue vision deleted\n");
 }
 

@@ -20,10 +20,10 @@
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/cluster/cluster_test.h"
 #include "support/test_certs.h"
 #include "support/subprocess.h"
 #include "support/wait_for.h"
-#include "worker/cluster.h"
 
 namespace ringmaster::test {
 namespace {
@@ -38,34 +38,16 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-class RingctlE2eTest : public ::testing::Test {
+class RingctlE2eTest : public ClusterTest {
  protected:
   static void SetUpTestSuite() {
-    auto cluster = Cluster::Start();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
-    for (int i = 2; i <= 3; ++i) {
-      WorkerConfig config;
-      config.id = absl::StrCat("cli", i, "-", getpid());
-      config.address = absl::StrCat("127.0.0.", i);
-      config.cpu_slots = 2;
-      ASSERT_TRUE(cluster_->AddWorker(config).ok());
-    }
-    absl::Status ready = cluster_->WaitWorkersReady(2);
-    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
+    ASSERT_NO_FATAL_FAILURE(StartCluster({}, {.prefix = "cli", .cpu_slots = 2}));
   }
-
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-
-  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
 
   void TearDown() override {
     if (cluster_ == nullptr) return;
-    if (HasFailure()) std::cerr << cluster_->Logs() << "\n";
-    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
+    ClusterTest::TearDown();
+    CancelLiveJobs();
   }
 
   // Runs ringctl with `args` against the cluster's scheduler.
@@ -88,11 +70,7 @@ class RingctlE2eTest : public ::testing::Test {
     if (code.ok()) result.code = *code;
     return result;
   }
-
-  static Cluster* cluster_;
 };
-
-Cluster* RingctlE2eTest::cluster_ = nullptr;
 
 TEST_F(RingctlE2eTest, SubmitWaitExitsZeroWhenTheJobSucceeds) {
   Result r = Ringctl(

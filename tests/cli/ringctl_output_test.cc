@@ -29,10 +29,10 @@
 #include "ringmaster/v1/admin.pb.h"
 #include "ringmaster/v1/queue.pb.h"
 #include "ringmaster/v1/worker.pb.h"
+#include "support/cluster/cluster_test.h"
 #include "support/subprocess.h"
 #include "support/test_certs.h"
 #include "support/wait_for.h"
-#include "worker/cluster.h"
 
 namespace ringmaster::test {
 namespace {
@@ -77,34 +77,17 @@ Message ParseJson(const std::string& json) {
   return message;
 }
 
-class RingctlOutputTest : public ::testing::Test {
+class RingctlOutputTest : public ClusterTest {
  protected:
   static void SetUpTestSuite() {
-    auto cluster = Cluster::Start();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
-    for (int i = 4; i <= 5; ++i) {
-      WorkerConfig config;
-      config.id = absl::StrCat("out", i, "-", getpid());
-      config.address = absl::StrCat("127.0.0.", i);
-      config.cpu_slots = 2;
-      ASSERT_TRUE(cluster_->AddWorker(config).ok());
-    }
-    absl::Status ready = cluster_->WaitWorkersReady(2);
-    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
+    ASSERT_NO_FATAL_FAILURE(
+        StartCluster({}, {.prefix = "out", .first = 4, .first_address = 4, .cpu_slots = 2}));
   }
-
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-
-  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
 
   void TearDown() override {
     if (cluster_ == nullptr) return;
-    if (HasFailure()) std::cerr << cluster_->Logs() << "\n";
-    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
+    ClusterTest::TearDown();
+    CancelLiveJobs();
   }
 
   // Runs ringctl with `args` against the cluster's scheduler, stdout and stderr apart.
@@ -139,11 +122,7 @@ class RingctlOutputTest : public ::testing::Test {
     EXPECT_THAT(r.out, MatchesRegex("j-[0-9a-f]+\n"));
     return std::string(absl::StripSuffix(r.out, "\n"));
   }
-
-  static Cluster* cluster_;
 };
-
-Cluster* RingctlOutputTest::cluster_ = nullptr;
 
 TEST_F(RingctlOutputTest, GetShowsTheJobTheSchedulerHasAndJsonIsTheJob) {
   const std::string id =

@@ -27,9 +27,7 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
     SOURCES
       ${CMAKE_CURRENT_LIST_DIR}/ringctl_e2e_test.cc
       ${CMAKE_CURRENT_LIST_DIR}/ringctl_output_test.cc
-      ${PROJECT_SOURCE_DIR}/tests/worker/cluster.cc
-      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
-    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+    LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   add_dependencies(ringctl_e2e_test ringctl ringmaster-scheduler ringmaster-worker
     ringmaster-rsh ringmaster-rank ringmaster-train)

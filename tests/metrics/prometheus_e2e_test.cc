@@ -16,11 +16,11 @@
 #include "common/net.h"
 #include "gtest/gtest.h"
 #include "ringmaster/v1/metrics.grpc.pb.h"
+#include "support/cluster/cluster.h"
 #include "support/http_get.h"
 #include "support/subprocess.h"
 #include "support/test_certs.h"
 #include "support/wait_for.h"
-#include "worker/cluster.h"
 
 namespace ringmaster::test {
 namespace {

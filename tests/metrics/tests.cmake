@@ -11,9 +11,7 @@ if(TARGET ringmaster-worker AND TARGET ringmaster-scheduler)
   ringmaster_test(prometheus_e2e_test e2e
     SOURCES
       ${CMAKE_CURRENT_LIST_DIR}/prometheus_e2e_test.cc
-      ${PROJECT_SOURCE_DIR}/tests/worker/cluster.cc
-      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
-    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+    LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   add_dependencies(prometheus_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank ringmaster-train ringmaster-metrics)

@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "support/cluster/cluster.h"
 #include "support/subprocess.h"
 #include "support/test_certs.h"
-#include "worker/cluster.h"
 
 namespace ringmaster::test {
 namespace {

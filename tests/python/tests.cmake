@@ -36,9 +36,7 @@ if(TARGET ringmaster_python_stubs)
     ringmaster_test(python_client_e2e_test e2e
       SOURCES
         ${CMAKE_CURRENT_LIST_DIR}/client_e2e_test.cc
-        ${PROJECT_SOURCE_DIR}/tests/worker/cluster.cc
-        ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
-      LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+      LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
         PkgConfig::PQXX)
     target_compile_definitions(python_client_e2e_test PRIVATE
       RINGMASTER_PYTHON="${RINGMASTER_PYTHON}")

@@ -146,3 +146,34 @@ TEST(ArrayTest, ValidationNamesTheField) {
 
 }  // namespace
 }  // namespace ringmaster::scheduler
+
+namespace ringmaster::scheduler {
+namespace {
+
+TEST(JudgeWaitingTest, AnArrayThatCannotSucceedCancelsItsWaitersBeforeItEnds) {
+  ArrayProgress p;
+  p.count = 10;
+  p.succeeded = 3;
+  const std::vector<Dependency> after = {{"j-00000000000a", AfterCondition::kSucceeded}};
+  auto array_of = [&](const std::string& id) -> const ArrayProgress* {
+    return id == "j-00000000000a" ? &p : nullptr;
+  };
+  auto live = [](const std::string&) -> std::optional<JobState> { return JobState::kRunning; };
+  DependencyVerdict v = JudgeWaiting(after, array_of, live);
+  EXPECT_EQ(v.kind, DependencyVerdict::Kind::kWaiting);
+  EXPECT_THAT(v.reason, ::testing::EndsWith("(7 of 10 tasks of the array left)"));
+  p.failed = 1;
+  v = JudgeWaiting(after, array_of, live);
+  EXPECT_EQ(v.kind, DependencyVerdict::Kind::kNever);
+  EXPECT_EQ(v.reason,
+            "array j-00000000000a cannot succeed (failed: 1, cancelled: 0), but this job waits "
+            "for it to succeed");
+  // Waiting for it to end: a failed task changes nothing until it does.
+  const std::vector<Dependency> ended = {{"j-00000000000a", AfterCondition::kEnded}};
+  EXPECT_EQ(JudgeWaiting(ended, array_of, live).kind, DependencyVerdict::Kind::kWaiting);
+  auto over = [](const std::string&) -> std::optional<JobState> { return JobState::kFailed; };
+  EXPECT_EQ(JudgeWaiting(ended, array_of, over).kind, DependencyVerdict::Kind::kReady);
+}
+
+}  // namespace
+}  // namespace ringmaster::scheduler

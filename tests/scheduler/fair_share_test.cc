@@ -575,3 +575,27 @@ TEST(FairShareTest, SkippingRepeatedWaitsChangesNoDecision) {
 
 }  // namespace
 }  // namespace ringmaster::scheduler
+
+namespace ringmaster::scheduler {
+namespace {
+
+TEST(DecisionTextTest, PreemptionAndPlacementSayWhy) {
+  Job by;
+  by.spec.queue = "b";
+  by.spec.priority = 5;
+  EXPECT_EQ(PreemptionReason({"j-1", "j-2", "reclaim"}, &by),
+            "preempted by j-2 (queue b reclaims its nominal quota)");
+  EXPECT_EQ(PreemptionReason({"j-1", "j-2", "priority"}, &by),
+            "preempted by j-2 (priority 5 in queue b)");
+  EXPECT_EQ(PreemptionReason({"j-1", "j-2", "priority"}, nullptr), "preempted by j-2");
+  PassResult::Start start{"j-1", {{0, "w2", "", {}}, {1, "w1", "", {}}, {2, "w1", "", {}}}};
+  EXPECT_EQ(PlacementReason(start, false), "placed on w1,w2");
+  start.borrowing = true;
+  start.backfilled = true;
+  EXPECT_EQ(PlacementReason(start, true),
+            "placed on w1,w2, borrowing from the cohort, backfilled before a reservation; one "
+            "rank, started without mpirun: no pre-run check");
+}
+
+}  // namespace
+}  // namespace ringmaster::scheduler

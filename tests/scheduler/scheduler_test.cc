@@ -487,6 +487,39 @@ TEST_F(SchedulerTest, ARankExitThatCannotBeStoredIsRetriedUntilItIs) {
   RM_ASSERT_OK(scheduler_->Submit(CommandSpec(1), ""));
 }
 
+// The scheduler is killed after storing a placement and before sending it: the worker comes
+// back to the next scheduler holding nothing of the attempt. The job is placed again, not
+// failed, and not counted against backoff_limit (before, it failed: "rank 0 is gone").
+TEST_F(SchedulerTest, AnAssignmentLostWithTheSchedulerIsPlacedAgainNotFailed) {
+  Register(CpuWorker("w1", 2));
+  JobSpec spec = CommandSpec(1);
+  spec.restart_policy = RestartPolicy::kNever;
+  spec.command->argv = {"true"};
+  spec.health_check = false;
+  const std::string id = SubmitAndPlace(spec);
+  ASSERT_EQ(StoredState(id), JobState::kStarting);
+  // A new scheduler on the same store; the worker never heard of the attempt.
+  scheduler_.reset();
+  Start();
+  auto link = std::make_shared<RecordingLink>();
+  RM_ASSERT_OK(scheduler_->RegisterWorker(CpuWorker("w1", 2), {}, link));
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  auto events = memory_.ListEvents(id, 0);
+  ASSERT_TRUE(events.ok()) << events.status();
+  // The background pass may have placed it again already: its event is not the last.
+  EXPECT_THAT(*events,
+              ::testing::Contains(::testing::Field(
+                  &JobEvent::reason, HasSubstr("worker w1 re-registered without attempt 0"))));
+  // Placed again at once, on the same worker, and run to its end.
+  ASSERT_TRUE(WaitFor([&] { return !link->assignments().empty(); }, std::chrono::seconds(5)));
+  const Job again = link->assignments().back();
+  EXPECT_EQ(again.id, id);
+  EXPECT_EQ(again.attempt, 1);
+  RunToEnd("w1", again);
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_EQ(StoredState(id), JobState::kSucceeded);
+}
+
 TEST_F(SchedulerTest, AWorkerSilentPastTheTimeoutIsLostAndItsJobRestarts) {
   // A background pass that read liveness before the clock moved and judged after would
   // re-beat the worker (a CI flake): only the passes below run.

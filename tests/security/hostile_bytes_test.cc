@@ -41,12 +41,12 @@
 #include "ringmaster/v1/queue.pb.h"
 #include "ringmaster/v1/volume.pb.h"
 #include "ringmaster/v1/worker.pb.h"
+#include "support/cluster/cluster_test.h"
 #include "support/http_get.h"
 #include "support/proc_file.h"
 #include "support/subprocess.h"
 #include "support/test_certs.h"
 #include "support/test_tokens.h"
-#include "worker/cluster.h"
 
 namespace ringmaster::test {
 namespace {
@@ -338,12 +338,10 @@ grpc::StatusCode Call(grpc::GenericStub& stub, const std::string& method,
   return status.error_code();
 }
 
-class HostileBytesTest : public ::testing::Test {
+class HostileBytesTest : public ClusterTest {
  protected:
   static void SetUpTestSuite() {
-    auto cluster = Cluster::Start();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
+    ASSERT_NO_FATAL_FAILURE(StartCluster());
     auto grpc_port = PickFreePort();
     auto http_port = PickFreePort();
     ASSERT_TRUE(grpc_port.ok() && http_port.ok());
@@ -368,16 +366,14 @@ class HostileBytesTest : public ::testing::Test {
   static void TearDownTestSuite() {
     delete metrics_;
     metrics_ = nullptr;
-    delete cluster_;
-    cluster_ = nullptr;
+    ClusterTest::TearDownTestSuite();
     delete metrics_addr_;
     metrics_addr_ = nullptr;
   }
 
-  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
-
   void TearDown() override {
-    if (HasFailure()) std::cerr << cluster_->Logs() << "\n" << metrics_->LogTail() << "\n";
+    ClusterTest::TearDown();
+    if (HasFailure() && metrics_ != nullptr) std::cerr << metrics_->LogTail() << "\n";
   }
 
   static std::vector<Port> Ports() {
@@ -429,13 +425,11 @@ class HostileBytesTest : public ::testing::Test {
     return out;
   }
 
-  static Cluster* cluster_;
   static Subprocess* metrics_;
   static std::string* metrics_addr_;
   static int metrics_http_;
 };
 
-Cluster* HostileBytesTest::cluster_ = nullptr;
 Subprocess* HostileBytesTest::metrics_ = nullptr;
 std::string* HostileBytesTest::metrics_addr_ = nullptr;
 int HostileBytesTest::metrics_http_ = 0;

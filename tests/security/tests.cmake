@@ -17,9 +17,7 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support AND OPENSSL_FO
   ringmaster_test(hostile_bytes_test e2e
     SOURCES
       ${CMAKE_CURRENT_LIST_DIR}/hostile_bytes_test.cc
-      ${PROJECT_SOURCE_DIR}/tests/worker/cluster.cc
-      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
-    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+    LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX OpenSSL::SSL)
   add_dependencies(hostile_bytes_test ringmaster-scheduler ringmaster-worker ringmaster-metrics
     ringmaster-rsh ringmaster-rank)

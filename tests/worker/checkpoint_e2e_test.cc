@@ -21,9 +21,8 @@
 #include "common/checkpoint_metadata.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ringmaster/v1/queue.grpc.pb.h"
+#include "support/cluster/cluster_test.h"
 #include "support/wait_for.h"
-#include "worker/cluster.h"
 
 namespace ringmaster::test {
 namespace {
@@ -69,37 +68,23 @@ std::string Match(const std::string& log, const std::string& pattern) {
   return std::regex_search(log, m, std::regex(pattern)) ? m[1].str() : "";
 }
 
-class CheckpointE2eTest : public ::testing::Test {
+class CheckpointE2eTest : public ClusterTest {
  protected:
   static void SetUpTestSuite() {
-    auto cluster = Cluster::Start("", {"--preemption-grace-ms", "10000"});
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
-    for (int i = 2; i <= 3; ++i) {
-      WorkerConfig config;
-      config.id = absl::StrCat("ck", i, "-", getpid());
-      config.address = absl::StrCat("127.0.0.", i);
-      config.cpu_slots = 2;
-      config.simulated_gpus = 2;
-      ASSERT_TRUE(cluster_->AddWorker(config).ok());
-    }
-    absl::Status ready = cluster_->WaitWorkersReady(2);
-    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
+    ASSERT_NO_FATAL_FAILURE(StartCluster({"--preemption-grace-ms", "10000"},
+                                         {.prefix = "ck", .cpu_slots = 2, .simulated_gpus = 2}));
   }
 
   static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
+    ClusterTest::TearDownTestSuite();
     // The checkpoints (6.8 MB each) would otherwise pile up in the workers' shared root.
     for (const std::string& id : submitted_) std::filesystem::remove_all(Dir(id));
   }
 
-  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
-
   void TearDown() override {
     if (cluster_ == nullptr) return;
-    if (HasFailure()) std::cerr << cluster_->Logs() << "\n";
-    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
+    ClusterTest::TearDown();
+    CancelLiveJobs();
   }
 
   static std::string SubmitOk(const v1::JobSpec& spec) {
@@ -136,11 +121,9 @@ class CheckpointE2eTest : public ::testing::Test {
 
   static std::string Dir(const std::string& job) { return absl::StrCat(kCheckpointRoot, "/", job); }
 
-  static Cluster* cluster_;
   static std::vector<std::string> submitted_;
 };
 
-Cluster* CheckpointE2eTest::cluster_ = nullptr;
 std::vector<std::string> CheckpointE2eTest::submitted_;
 
 // The pid of the trainer process (not its wrapper) of `rank` of `job`.
@@ -213,19 +196,8 @@ TEST_F(CheckpointE2eTest, APreemptedTrainerCheckpointsOnSigtermAndResumesWithIde
   const std::string baseline = Baseline();
   ASSERT_FALSE(baseline.empty());
   // Two teams of one cohort, 2 t4 each; team A fills all four GPUs, its trainer borrowing B's.
-  auto queues = v1::QueueService::NewStub(cluster_->scheduler().channel());
-  for (const char* name : {"team-a", "team-b"}) {
-    grpc::ClientContext ctx;
-    v1::CreateQueueRequest req;
-    v1::Queue* q = req.mutable_queue();
-    q->set_name(name);
-    q->set_cohort("lab");
-    q->set_reclaim_within_cohort(v1::RECLAIM_WITHIN_COHORT_ANY);
-    (*q->mutable_resources())["t4"].set_nominal(2);
-    v1::QueueWithStatus resp;
-    grpc::Status s = queues->CreateQueue(&ctx, req, &resp);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-  }
+  absl::Status queues = cluster_->CreateCohortQueues({"team-a", "team-b"}, "lab", "t4", 2);
+  ASSERT_TRUE(queues.ok()) << queues;
   auto on_t4 = [](v1::JobSpec spec, const std::string& queue) {
     spec.set_queue(queue);
     spec.set_gpus_per_replica(1);

@@ -36,12 +36,11 @@
 #include "common/tls.h"
 #include "gtest/gtest.h"
 #include "ringmaster/v1/admin.grpc.pb.h"
-#include "ringmaster/v1/queue.grpc.pb.h"
 #include "ringmaster/v1/volume.grpc.pb.h"
+#include "support/cluster/cluster_test.h"
 #include "support/test_certs.h"
 #include "support/http_get.h"
 #include "support/wait_for.h"
-#include "worker/cluster.h"
 
 namespace ringmaster::test {
 namespace {
@@ -77,7 +76,7 @@ std::vector<std::string> ContainersOf(const std::string& id) {
   return names;
 }
 
-class ContainerE2eTest : public ::testing::Test {
+class ContainerE2eTest : public ClusterTest {
  protected:
   static void SetUpTestSuite() {
     const bool required = std::getenv("RINGMASTER_REQUIRE_CONTAINERS") != nullptr &&
@@ -121,24 +120,15 @@ class ContainerE2eTest : public ::testing::Test {
         Sh(absl::StrCat("podman push --quiet --tls-verify=false ", kLocalImage, " ", *image_));
     ASSERT_EQ(pushed, 0) << push_out;
 
-    auto cluster = Cluster::Start();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
-    for (int i = 2; i <= 3; ++i) {
-      WorkerConfig config;
-      config.id = absl::StrCat("ct", i, "-", getpid());
-      config.address = absl::StrCat("127.0.0.", i);
-      config.cpu_slots = 2;
-      config.simulated_gpus = 2;
-      config.extra_args = {"--image-pull-args", "--tls-verify=false"};
-      ASSERT_TRUE(cluster_->AddWorker(config).ok());
-    }
-    ASSERT_TRUE(cluster_->WaitWorkersReady(2).ok()) << cluster_->Logs();
+    ASSERT_NO_FATAL_FAILURE(
+        StartCluster({}, {.prefix = "ct",
+                          .cpu_slots = 2,
+                          .simulated_gpus = 2,
+                          .extra_args = {"--image-pull-args", "--tls-verify=false"}}));
   }
 
   static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
+    ClusterTest::TearDownTestSuite();
     delete registry_process_;
     registry_process_ = nullptr;
     if (dir_ != nullptr) {
@@ -149,7 +139,7 @@ class ContainerE2eTest : public ::testing::Test {
 
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
-    ASSERT_NE(cluster_, nullptr);
+    ClusterTest::SetUp();
   }
 
   static v1::JobSpec ImageJob(const std::string& name, int replicas,
@@ -190,7 +180,6 @@ class ContainerE2eTest : public ::testing::Test {
     return workers;
   }
 
-  static inline Cluster* cluster_ = nullptr;
   static inline Subprocess* registry_process_ = nullptr;
   static inline std::string* dir_ = nullptr;
   static inline std::string* registry_ = nullptr;
@@ -396,19 +385,8 @@ TEST_F(ContainerE2eTest, AVolumeIsReadAndWrittenByItsTeamAndRefusedToAnother) {
 
 TEST_F(ContainerE2eTest, APreemptedJobSavesOnSigtermInItsContainerAndResumes) {
   // Two teams of one cohort, 2 t4 each; team A fills all four GPUs, its image job borrowing B's.
-  auto queues = v1::QueueService::NewStub(cluster_->scheduler().channel());
-  for (const char* name : {"ct-a", "ct-b"}) {
-    grpc::ClientContext ctx;
-    v1::CreateQueueRequest req;
-    v1::Queue* q = req.mutable_queue();
-    q->set_name(name);
-    q->set_cohort("ct-lab");
-    q->set_reclaim_within_cohort(v1::RECLAIM_WITHIN_COHORT_ANY);
-    (*q->mutable_resources())["t4"].set_nominal(2);
-    v1::QueueWithStatus resp;
-    grpc::Status s = queues->CreateQueue(&ctx, req, &resp);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-  }
+  absl::Status queues = cluster_->CreateCohortQueues({"ct-a", "ct-b"}, "ct-lab", "t4", 2);
+  ASSERT_TRUE(queues.ok()) << queues;
   auto on_t4 = [](v1::JobSpec spec, const std::string& queue) {
     spec.set_queue(queue);
     spec.set_gpus_per_replica(1);

@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/cluster/cluster.h"
 #include "support/http_get.h"
 #include "support/wait_for.h"
-#include "worker/cluster.h"
 
 namespace ringmaster::test {
 namespace {

@@ -14,9 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ringmaster/v1/queue.grpc.pb.h"
+#include "support/cluster/cluster_test.h"
 #include "support/wait_for.h"
-#include "worker/cluster.h"
 
 namespace ringmaster::test {
 namespace {
@@ -63,34 +62,15 @@ class PreemptionE2eTest : public ::testing::Test {
     auto cluster = Cluster::Start("", {"--preemption-grace-ms", std::to_string(kGraceMs)});
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = std::move(*cluster);
-    for (int i = 2; i <= 3; ++i) {
-      WorkerConfig config;
-      config.id = absl::StrCat("p", i, "-", getpid());
-      config.address = absl::StrCat("127.0.0.", i);
-      config.cpu_slots = 2;
-      config.simulated_gpus = 2;
-      ASSERT_TRUE(cluster_->AddWorker(config).ok());
-    }
-    absl::Status ready = cluster_->WaitWorkersReady(2);
+    absl::Status ready = cluster_->AddWorkers({.prefix = "p", .cpu_slots = 2, .simulated_gpus = 2});
     ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
-    queues_ = v1::QueueService::NewStub(cluster_->scheduler().channel());
-    for (const char* name : {"team-a", "team-b"}) {
-      grpc::ClientContext ctx;
-      v1::CreateQueueRequest req;
-      v1::Queue* q = req.mutable_queue();
-      q->set_name(name);
-      q->set_cohort("lab");
-      q->set_reclaim_within_cohort(v1::RECLAIM_WITHIN_COHORT_ANY);
-      (*q->mutable_resources())["t4"].set_nominal(2);
-      v1::QueueWithStatus resp;
-      grpc::Status s = queues_->CreateQueue(&ctx, req, &resp);
-      ASSERT_TRUE(s.ok()) << s.error_message();
-    }
+    absl::Status queues = cluster_->CreateCohortQueues({"team-a", "team-b"}, "lab", "t4", 2);
+    ASSERT_TRUE(queues.ok()) << queues;
   }
 
   void TearDown() override {
     if (cluster_ == nullptr) return;
-    if (HasFailure()) std::cerr << cluster_->Logs() << "\n";
+    PrintLogsOnFailure(cluster_.get());
     for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
   }
 
@@ -118,7 +98,6 @@ class PreemptionE2eTest : public ::testing::Test {
   }
 
   std::unique_ptr<Cluster> cluster_;
-  std::unique_ptr<v1::QueueService::Stub> queues_;
 };
 
 TEST_F(PreemptionE2eTest, AQueueWithinItsNominalReclaimsABorrowersWholeGang) {

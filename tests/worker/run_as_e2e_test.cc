@@ -33,10 +33,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ringmaster/v1/admin.grpc.pb.h"
+#include "support/cluster/cluster_test.h"
 #include "support/proc_file.h"
 #include "support/test_certs.h"
 #include "support/wait_for.h"
-#include "worker/cluster.h"
 
 namespace ringmaster::test {
 namespace {
@@ -88,27 +88,19 @@ std::pair<std::string, int> Shell(const std::string& command) {
   return {out, pclose(p)};
 }
 
-class RunAsE2eTest : public ::testing::Test {
+class RunAsE2eTest : public ClusterTest {
  protected:
   static void SetUpTestSuite() {
     if (geteuid() != 0) return;
     // The pre-run check is on (the scheduler's --health-check) only for the job that asks.
-    auto cluster = Cluster::Start("", {"--health-check", "true"});
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
+    ASSERT_NO_FATAL_FAILURE(StartCluster({"--health-check", "true"}));
     // The team users traverse the cluster's directory to their logs and the agent's socket.
     chmod(cluster_->dir().c_str(), 0755);
-    for (int i = 2; i <= 3; ++i) {
-      WorkerConfig config;
-      config.id = absl::StrCat("ua", i, "-", getpid());
-      config.address = absl::StrCat("127.0.0.", i);
-      config.cpu_slots = 2;
-      config.extra_args = {"--run-as",
-                           absl::StrCat("team-ua=", kUidA, ",team-ub=", kUidB, ":", kUidB),
-                           "--checkpoint-root", cluster_->dir() + "/checkpoints"};
-      ASSERT_TRUE(cluster_->AddWorker(config).ok());
-    }
-    absl::Status ready = cluster_->WaitWorkersReady(2);
+    absl::Status ready = cluster_->AddWorkers(
+        {.prefix = "ua",
+         .cpu_slots = 2,
+         .extra_args = {"--run-as", absl::StrCat("team-ua=", kUidA, ",team-ub=", kUidB, ":", kUidB),
+                        "--checkpoint-root", cluster_->dir() + "/checkpoints"}});
     ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
     for (const char* team : {"team-ua", "team-ub", "team-uc"}) {
       v1::CreateTokenRequest req;
@@ -126,20 +118,19 @@ class RunAsE2eTest : public ::testing::Test {
   }
 
   static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
+    ClusterTest::TearDownTestSuite();
     jobs_->clear();
   }
 
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "running ranks as other users needs root";
-    ASSERT_NE(cluster_, nullptr) << "the cluster did not start";
+    ClusterTest::SetUp();
   }
 
   void TearDown() override {
     if (cluster_ == nullptr) return;
-    if (HasFailure()) std::cerr << cluster_->Logs() << "\n";
-    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
+    ClusterTest::TearDown();
+    CancelLiveJobs();
   }
 
   static absl::StatusOr<std::string> Submit(const std::string& team, const v1::JobSpec& spec) {
@@ -182,11 +173,9 @@ class RunAsE2eTest : public ::testing::Test {
     return "";
   }
 
-  static Cluster* cluster_;
   static std::map<std::string, std::unique_ptr<v1::JobService::Stub>>* jobs_;
 };
 
-Cluster* RunAsE2eTest::cluster_ = nullptr;
 std::map<std::string, std::unique_ptr<v1::JobService::Stub>>* RunAsE2eTest::jobs_ =
     new std::map<std::string, std::unique_ptr<v1::JobService::Stub>>();
 

@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ringmaster/v1/queue.grpc.pb.h"
+#include "support/cluster/cluster_test.h"
 #include "support/wait_for.h"
-#include "worker/cluster.h"
 
 namespace ringmaster::test {
 namespace {
@@ -31,20 +31,13 @@ class RunWatchE2eTest : public ::testing::Test {
     auto cluster = Cluster::Start();
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = std::move(*cluster);
-    for (int i = 2; i <= 3; ++i) {
-      WorkerConfig config;
-      config.id = absl::StrCat("rw", i, "-", getpid());
-      config.address = absl::StrCat("127.0.0.", i);
-      config.cpu_slots = 2;
-      ASSERT_TRUE(cluster_->AddWorker(config).ok());
-    }
-    absl::Status ready = cluster_->WaitWorkersReady(2);
+    absl::Status ready = cluster_->AddWorkers({.prefix = "rw", .cpu_slots = 2});
     ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
   }
 
   void TearDown() override {
     if (cluster_ == nullptr) return;
-    if (HasFailure()) std::cerr << cluster_->Logs() << "\n";
+    PrintLogsOnFailure(cluster_.get());
     for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
   }
 
@@ -177,16 +170,13 @@ TEST_F(RunWatchE2eTest, TrainerRankStoppedWithSigstopIsFoundHung) {
 }
 
 TEST_F(RunWatchE2eTest, IdleJobIsCancelledAndItsSlotsReleased) {
-  auto queues = v1::QueueService::NewStub(cluster_->scheduler().channel());
   {
-    grpc::ClientContext ctx;
-    v1::CreateQueueRequest req;
-    req.mutable_queue()->set_name("interactive");
-    req.mutable_queue()->set_idle_timeout_seconds(2);
-    v1::QueueWithStatus resp;
-    grpc::Status s = queues->CreateQueue(&ctx, req, &resp);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    EXPECT_EQ(resp.queue().idle_timeout_seconds(), 2);
+    v1::Queue interactive;
+    interactive.set_name("interactive");
+    interactive.set_idle_timeout_seconds(2);
+    absl::StatusOr<v1::QueueWithStatus> made = cluster_->CreateQueue(interactive);
+    ASSERT_TRUE(made.ok()) << made.status();
+    EXPECT_EQ(made->queue().idle_timeout_seconds(), 2);
   }
   v1::JobSpec spec = Command("left-open", 2, {"/bin/sh", "-c", "sleep 600"});
   spec.set_queue("interactive");

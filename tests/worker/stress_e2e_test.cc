@@ -20,8 +20,8 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/cluster/cluster_test.h"
 #include "support/wait_for.h"
-#include "worker/cluster.h"
 
 namespace ringmaster::test {
 namespace {
@@ -47,33 +47,15 @@ std::string ReadWhole(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-class StressE2eTest : public ::testing::Test {
+class StressE2eTest : public ClusterTest {
  protected:
   static void SetUpTestSuite() {
-    auto cluster = Cluster::Start();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
-    for (int i = 0; i < kWorkers; ++i) {
-      WorkerConfig config;
-      config.id = absl::StrCat("s", i, "-", getpid());
-      config.address = absl::StrCat("127.0.0.", 5 + i);
-      config.cpu_slots = kSlotsPerWorker;
-      ASSERT_TRUE(cluster_->AddWorker(config).ok());
-    }
-    absl::Status ready = cluster_->WaitWorkersReady(kWorkers);
-    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
+    ASSERT_NO_FATAL_FAILURE(StartCluster({}, {.prefix = "s",
+                                              .count = kWorkers,
+                                              .first = 0,
+                                              .first_address = 5,
+                                              .cpu_slots = kSlotsPerWorker}));
     for (auto& w : cluster_->workers()) pids_[w->config().id] = w->process().pid();
-  }
-
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-
-  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
-
-  void TearDown() override {
-    if (cluster_ != nullptr && HasFailure()) std::cerr << cluster_->Logs() << "\n";
   }
 
   // Submits every spec from `threads` client threads at once; returns the job ids.
@@ -182,11 +164,9 @@ class StressE2eTest : public ::testing::Test {
     return left;
   }
 
-  static Cluster* cluster_;
   static std::map<std::string, pid_t> pids_;
 };
 
-Cluster* StressE2eTest::cluster_ = nullptr;
 std::map<std::string, pid_t> StressE2eTest::pids_;
 
 TEST_F(StressE2eTest, BurstOfHundredsOfShortOneRankJobsAllSucceedWithCleanLauncherExits) {

@@ -17,10 +17,8 @@ ringmaster_test(worker_core_test unit
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
   ringmaster_test(worker_e2e_test e2e
     SOURCES
-      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
       ${CMAKE_CURRENT_LIST_DIR}/worker_e2e_test.cc
-      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
-    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+    LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   add_dependencies(worker_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank)
@@ -35,10 +33,8 @@ endif()
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
   ringmaster_test(container_e2e_test e2e
     SOURCES
-      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
       ${CMAKE_CURRENT_LIST_DIR}/container_e2e_test.cc
-      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
-    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+    LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   add_dependencies(container_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank ringmaster-check)
@@ -84,10 +80,8 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
   # Bursts of short jobs against real workers; about a minute on two cores.
   ringmaster_test(worker_stress_e2e_test e2e
     SOURCES
-      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
       ${CMAKE_CURRENT_LIST_DIR}/stress_e2e_test.cc
-      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
-    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+    LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   add_dependencies(worker_stress_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank)
@@ -100,10 +94,8 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
   # Two teams, one cohort: reclaim of a borrower's whole gang, with real rings.
   ringmaster_test(preemption_e2e_test e2e
     SOURCES
-      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
       ${CMAKE_CURRENT_LIST_DIR}/preemption_e2e_test.cc
-      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
-    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+    LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   add_dependencies(preemption_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank)
@@ -114,10 +106,8 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support AND TARGET rin
   # from its checkpoints with the weights of an uninterrupted run; about 25 s.
   ringmaster_test(checkpoint_e2e_test e2e
     SOURCES
-      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
       ${CMAKE_CURRENT_LIST_DIR}/checkpoint_e2e_test.cc
-      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
-    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+    LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   add_dependencies(checkpoint_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank ringmaster-train)
@@ -131,10 +121,8 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support AND TARGET rin
   target_link_libraries(stalled_allreduce PRIVATE MPI::MPI_C)
   ringmaster_test(run_watch_e2e_test e2e
     SOURCES
-      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
       ${CMAKE_CURRENT_LIST_DIR}/run_watch_e2e_test.cc
-      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
-    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+    LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   target_compile_definitions(run_watch_e2e_test PRIVATE
     RINGMASTER_STALLED_ALLREDUCE="$<TARGET_FILE:stalled_allreduce>")
@@ -150,10 +138,8 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
   # elsewhere. About 20 s.
   ringmaster_test(health_check_e2e_test e2e
     SOURCES
-      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
       ${CMAKE_CURRENT_LIST_DIR}/health_check_e2e_test.cc
-      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
-    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+    LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   add_dependencies(health_check_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank ringmaster-check)
@@ -169,10 +155,8 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
   # Teams' ranks as their Unix users (worker --run-as); skips unless run as root.
   ringmaster_test(worker_run_as_e2e_test e2e
     SOURCES
-      ${CMAKE_CURRENT_LIST_DIR}/cluster.cc
       ${CMAKE_CURRENT_LIST_DIR}/run_as_e2e_test.cc
-      ${PROJECT_SOURCE_DIR}/tests/scheduler/harness.cc
-    LIBS ringmaster_test_support ringmaster_worker_client ringmaster_proto gRPC::grpc++
+    LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
       PkgConfig::PQXX)
   add_dependencies(worker_run_as_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank ringmaster-check)

@@ -18,9 +18,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rpc/agent_client.h"
+#include "support/cluster/cluster_test.h"
 #include "support/proc_file.h"
 #include "support/wait_for.h"
-#include "worker/cluster.h"
 
 namespace ringmaster::test {
 namespace {
@@ -72,41 +72,26 @@ std::map<std::string, std::string> JobTag(const std::string& job_id) {
 // One cluster for the whole suite (starting and stopping one takes seconds): three workers,
 // each with 2 CPU slots and 2 simulated t4 GPUs. Every test leaves it as it found it: no live
 // job, no job process, three workers READY.
-class WorkerE2eTest : public ::testing::Test {
+class WorkerE2eTest : public ClusterTest {
  protected:
   static void SetUpTestSuite() {
     const auto start = std::chrono::steady_clock::now();
-    auto cluster = Cluster::Start();
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
-    for (int i = 2; i <= 4; ++i) {
-      WorkerConfig config;
-      // Ids unique to this run: a worker kills what its id left behind.
-      config.id = absl::StrCat("w", i, "-", getpid());
-      config.address = absl::StrCat("127.0.0.", i);
-      config.cpu_slots = 2;
-      config.simulated_gpus = 2;
-      ASSERT_TRUE(cluster_->AddWorker(config).ok());
-    }
-    absl::Status ready = cluster_->WaitWorkersReady(3);
-    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
+    ASSERT_NO_FATAL_FAILURE(
+        StartCluster({}, {.prefix = "w", .count = 3, .cpu_slots = 2, .simulated_gpus = 2}));
     std::cerr << "cluster up in " << MsSince(start) << " ms\n";
   }
 
   static void TearDownTestSuite() {
     const auto start = std::chrono::steady_clock::now();
-    delete cluster_;
-    cluster_ = nullptr;
+    ClusterTest::TearDownTestSuite();
     std::cerr << "cluster down in " << MsSince(start) << " ms\n";
   }
 
-  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
-
   void TearDown() override {
     if (cluster_ == nullptr) return;
-    if (HasFailure()) std::cerr << cluster_->Logs() << "\n";
+    ClusterTest::TearDown();
     // Whatever a failed test left behind must not spill into the next one.
-    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
+    CancelLiveJobs();
     for (const std::string& id : submitted_) {
       EXPECT_THAT(WaitNoProcesses(JobTag(id)), IsEmpty()) << "processes of " << id << " left";
     }
@@ -161,11 +146,8 @@ class WorkerE2eTest : public ::testing::Test {
     return left;
   }
 
-  static Cluster* cluster_;
   std::vector<std::string> submitted_;
 };
-
-Cluster* WorkerE2eTest::cluster_ = nullptr;
 
 TEST_F(WorkerE2eTest, FourRankMpiJobSpansTwoWorkersAndSucceeds) {
   v1::JobSpec spec = CommandSpec("ring", 4, {"/usr/bin/python3", "-c", kRingProbe});

@@ -188,4 +188,29 @@ std::string ArraySummary(const ArrayProgress& p) {
   return s;
 }
 
+DependencyVerdict JudgeWaiting(
+    const std::vector<Dependency>& after,
+    const std::function<const ArrayProgress*(const std::string& job_id)>& array_of,
+    const std::function<std::optional<JobState>(const std::string& job_id)>& state_of) {
+  const ArrayProgress* array = nullptr;  // the first live array it waits for
+  for (const Dependency& d : after) {
+    const ArrayProgress* p = array_of(d.job_id);
+    if (p == nullptr) continue;
+    if (d.condition == AfterCondition::kSucceeded && p->failed + p->cancelled > 0) {
+      return {
+          DependencyVerdict::Kind::kNever,
+          absl::StrCat("array ", d.job_id, " cannot succeed (failed: ", p->failed,
+                       ", cancelled: ", p->cancelled, "), but this job waits for it to succeed")};
+    }
+    if (array == nullptr) array = p;
+  }
+  DependencyVerdict v = JudgeDependencies(after, state_of);
+  if (v.kind == DependencyVerdict::Kind::kWaiting && array != nullptr) {
+    absl::StrAppend(&v.reason, " (",
+                    array->count - array->succeeded - array->failed - array->cancelled, " of ",
+                    array->count, " tasks of the array left)");
+  }
+  return v;
+}
+
 }  // namespace ringmaster::scheduler

@@ -11,12 +11,14 @@
 #define RINGMASTER_SERVICES_SCHEDULER_CORE_ARRAY_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/dependency.h"
 #include "core/types.h"
 
 namespace ringmaster::scheduler {
@@ -63,6 +65,15 @@ struct ArrayProgress {
   int32_t cancelled = 0;
   std::vector<int32_t> failed_indices;  // ascending, at most kShownFailedIndices
 };
+
+// JudgeDependencies, knowing the live arrays' progress (`array_of`: null for a job that is not
+// a live array): a job that waits for an array to succeed can never run once one of its tasks
+// failed or was cancelled, known before the array ends; a wait says how many tasks of the
+// first live array it waits for are left.
+DependencyVerdict JudgeWaiting(
+    const std::vector<Dependency>& after,
+    const std::function<const ArrayProgress*(const std::string& job_id)>& array_of,
+    const std::function<std::optional<JobState>(const std::string& job_id)>& state_of);
 
 // A live array as stored: its spec, and what the store holds of its tasks (at start-up).
 ArrayProgress ProgressOf(const ArraySpec& spec, const ArrayTally& tally);

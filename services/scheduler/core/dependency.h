@@ -1,6 +1,6 @@
 // Job dependencies (JobSpec.after): whether a pending job may run, must wait, or can never run,
 // judged from what is known of the jobs it names. Plain data in, plain data out; the scheduler
-// (scheduler.h, "Dependencies") keeps the states it is judged on.
+// (scheduler.h, "After") keeps the states it is judged on.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_DEPENDENCY_H_
 #define RINGMASTER_SERVICES_SCHEDULER_CORE_DEPENDENCY_H_
 

@@ -829,4 +829,24 @@ PassResult SchedulePass(const PassInput& input, const ClusterState& cluster,
   return pass.Run();
 }
 
+std::string PreemptionReason(const PassResult::Preemption& p, const Job* by) {
+  std::string why = absl::StrCat("preempted by ", p.by_job_id);
+  if (by != nullptr && p.reason == "reclaim") {
+    absl::StrAppend(&why, " (queue ", by->spec.queue, " reclaims its nominal quota)");
+  } else if (by != nullptr) {
+    absl::StrAppend(&why, " (priority ", by->spec.priority, " in queue ", by->spec.queue, ")");
+  }
+  return why;
+}
+
+std::string PlacementReason(const PassResult::Start& start, bool direct) {
+  std::set<std::string> names;
+  for (const auto& rank : start.ranks) names.insert(rank.worker_id);
+  std::string why = absl::StrCat("placed on ", absl::StrJoin(names, ","));
+  if (start.borrowing) absl::StrAppend(&why, ", borrowing from the cohort");
+  if (start.backfilled) absl::StrAppend(&why, ", backfilled before a reservation");
+  if (direct) absl::StrAppend(&why, "; one rank, started without mpirun: no pre-run check");
+  return why;
+}
+
 }  // namespace ringmaster::scheduler

@@ -186,6 +186,12 @@ struct PassResult {
 PassResult SchedulePass(const PassInput& input, const ClusterState& cluster,
                         const PolicyOptions& options);
 
+// The event texts of a pass's decisions: "preempted by j-2 (queue b reclaims its nominal
+// quota)" (`by`: the preemptor, null when no longer live), and "placed on w1,w2, borrowing from
+// the cohort" (`direct`: a one-rank job started without mpirun).
+std::string PreemptionReason(const PassResult::Preemption& p, const Job* by);
+std::string PlacementReason(const PassResult::Start& start, bool direct);
+
 }  // namespace ringmaster::scheduler
 
 #endif  // RINGMASTER_SERVICES_SCHEDULER_CORE_FAIR_SHARE_H_

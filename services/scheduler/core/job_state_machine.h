@@ -1,4 +1,4 @@
-// The job state machine (DESIGN.md):
+// The job state machine, written once here:
 //
 //   PENDING -> STARTING -> RUNNING -> SUCCEEDED | FAILED | CANCELLED
 //   STARTING | RUNNING -> PENDING   (a restart under restart_policy OnFailure)

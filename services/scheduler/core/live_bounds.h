@@ -1,4 +1,4 @@
-// The live-job bounds (docs/scheduler.md, "Live-job bounds"): every live job is held in
+// The live-job bounds (docs/scheduler.md, flags --max-live-*): every live job is held in
 // memory, so a submit past a bound is refused, saying which and why. No I/O.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_LIVE_BOUNDS_H_
 #define RINGMASTER_SERVICES_SCHEDULER_CORE_LIVE_BOUNDS_H_

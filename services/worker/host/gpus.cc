@@ -8,26 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/inventory.h"
+#include "host/nvml.h"
 
 namespace ringmaster::worker {
-namespace {
-
-// The few NVML entry points we use, with their C ABI (nvml.h is not needed to build).
-using NvmlReturn = int;
-using NvmlDevice = void*;
-struct NvmlMemory {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-constexpr NvmlReturn kNvmlSuccess = 0;
-
-template <typename Fn>
-Fn Symbol(void* lib, const char* name) {
-  return reinterpret_cast<Fn>(dlsym(lib, name));
-}
-
-}  // namespace
 
 GpuDiscovery DiscoverGpus() {
   GpuDiscovery result;
@@ -36,13 +19,14 @@ GpuDiscovery DiscoverGpus() {
     result.why_none = "libnvidia-ml.so.1 not found (no NVIDIA driver)";
     return result;
   }
-  auto init = Symbol<NvmlReturn (*)()>(lib, "nvmlInit_v2");
-  auto shutdown = Symbol<NvmlReturn (*)()>(lib, "nvmlShutdown");
-  auto error_string = Symbol<const char* (*)(NvmlReturn)>(lib, "nvmlErrorString");
-  auto count = Symbol<NvmlReturn (*)(unsigned*)>(lib, "nvmlDeviceGetCount_v2");
-  auto handle = Symbol<NvmlReturn (*)(unsigned, NvmlDevice*)>(lib, "nvmlDeviceGetHandleByIndex_v2");
-  auto name = Symbol<NvmlReturn (*)(NvmlDevice, char*, unsigned)>(lib, "nvmlDeviceGetName");
-  auto memory = Symbol<NvmlReturn (*)(NvmlDevice, NvmlMemory*)>(lib, "nvmlDeviceGetMemoryInfo");
+  auto init = NvmlSymbol<NvmlReturn (*)()>(lib, "nvmlInit_v2");
+  auto shutdown = NvmlSymbol<NvmlReturn (*)()>(lib, "nvmlShutdown");
+  auto error_string = NvmlSymbol<const char* (*)(NvmlReturn)>(lib, "nvmlErrorString");
+  auto count = NvmlSymbol<NvmlReturn (*)(unsigned*)>(lib, "nvmlDeviceGetCount_v2");
+  auto handle =
+      NvmlSymbol<NvmlReturn (*)(unsigned, NvmlDevice*)>(lib, "nvmlDeviceGetHandleByIndex_v2");
+  auto name = NvmlSymbol<NvmlReturn (*)(NvmlDevice, char*, unsigned)>(lib, "nvmlDeviceGetName");
+  auto memory = NvmlSymbol<NvmlReturn (*)(NvmlDevice, NvmlMemory*)>(lib, "nvmlDeviceGetMemoryInfo");
   if (!init || !shutdown || !error_string || !count || !handle || !name || !memory) {
     result.why_none = "libnvidia-ml.so.1 lacks the NVML functions we need";
     dlclose(lib);

@@ -3,31 +3,9 @@
 #include <dlfcn.h>
 
 #include "absl/strings/str_cat.h"
+#include "host/nvml.h"
 
 namespace ringmaster::worker {
-namespace {
-
-// NVML's C ABI (nvml.h is not needed to build).
-using NvmlReturn = int;
-using NvmlDevice = void*;
-struct NvmlMemory {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-struct NvmlUtilization {
-  unsigned int gpu;
-  unsigned int memory;
-};
-constexpr NvmlReturn kNvmlSuccess = 0;
-constexpr int kNvmlTemperatureGpu = 0;
-
-template <typename Fn>
-Fn Symbol(void* lib, const char* name) {
-  return reinterpret_cast<Fn>(dlsym(lib, name));
-}
-
-}  // namespace
 
 struct NvmlSampler::Api {
   void* lib = nullptr;
@@ -50,16 +28,16 @@ absl::StatusOr<std::unique_ptr<NvmlSampler>> NvmlSampler::Open() {
     return absl::UnavailableError("libnvidia-ml.so.1 not found (no NVIDIA driver)");
   }
   void* lib = api->lib;
-  api->init = Symbol<decltype(api->init)>(lib, "nvmlInit_v2");
-  api->shutdown = Symbol<decltype(api->shutdown)>(lib, "nvmlShutdown");
-  api->error_string = Symbol<decltype(api->error_string)>(lib, "nvmlErrorString");
-  api->count = Symbol<decltype(api->count)>(lib, "nvmlDeviceGetCount_v2");
-  api->handle = Symbol<decltype(api->handle)>(lib, "nvmlDeviceGetHandleByIndex_v2");
-  api->name = Symbol<decltype(api->name)>(lib, "nvmlDeviceGetName");
-  api->uuid = Symbol<decltype(api->uuid)>(lib, "nvmlDeviceGetUUID");
-  api->memory = Symbol<decltype(api->memory)>(lib, "nvmlDeviceGetMemoryInfo");
-  api->utilization = Symbol<decltype(api->utilization)>(lib, "nvmlDeviceGetUtilizationRates");
-  api->temperature = Symbol<decltype(api->temperature)>(lib, "nvmlDeviceGetTemperature");
+  api->init = NvmlSymbol<decltype(api->init)>(lib, "nvmlInit_v2");
+  api->shutdown = NvmlSymbol<decltype(api->shutdown)>(lib, "nvmlShutdown");
+  api->error_string = NvmlSymbol<decltype(api->error_string)>(lib, "nvmlErrorString");
+  api->count = NvmlSymbol<decltype(api->count)>(lib, "nvmlDeviceGetCount_v2");
+  api->handle = NvmlSymbol<decltype(api->handle)>(lib, "nvmlDeviceGetHandleByIndex_v2");
+  api->name = NvmlSymbol<decltype(api->name)>(lib, "nvmlDeviceGetName");
+  api->uuid = NvmlSymbol<decltype(api->uuid)>(lib, "nvmlDeviceGetUUID");
+  api->memory = NvmlSymbol<decltype(api->memory)>(lib, "nvmlDeviceGetMemoryInfo");
+  api->utilization = NvmlSymbol<decltype(api->utilization)>(lib, "nvmlDeviceGetUtilizationRates");
+  api->temperature = NvmlSymbol<decltype(api->temperature)>(lib, "nvmlDeviceGetTemperature");
   if (!api->init || !api->shutdown || !api->error_string || !api->count || !api->handle ||
       !api->name || !api->uuid || !api->memory || !api->utilization || !api->temperature) {
     dlclose(lib);

@@ -1,4 +1,4 @@
-#include "worker/cluster.h"
+#include "support/cluster/cluster.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -113,6 +113,19 @@ absl::Status Cluster::AddWorker(const WorkerConfig& config) {
   return absl::OkStatus();
 }
 
+absl::Status Cluster::AddWorkers(const WorkerSet& set) {
+  for (int i = 0; i < set.count; ++i) {
+    WorkerConfig config;
+    config.id = absl::StrCat(set.prefix, set.first + i, "-", getpid());
+    config.address = absl::StrCat("127.0.0.", set.first_address + i);
+    config.cpu_slots = set.cpu_slots;
+    config.simulated_gpus = set.simulated_gpus;
+    config.extra_args = set.extra_args;
+    if (absl::Status added = AddWorker(config); !added.ok()) return added;
+  }
+  return WaitWorkersReady(static_cast<int>(workers_.size()));
+}
+
 absl::Status Cluster::WaitWorkersReady(int n, std::chrono::milliseconds timeout) {
   int ready = 0;
   bool ok = WaitFor(
@@ -200,6 +213,33 @@ absl::Status Cluster::Cancel(const std::string& id) {
   grpc::Status s = scheduler_->jobs().CancelJob(&ctx, req, &resp);
   if (!s.ok())
     return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::QueueWithStatus> Cluster::CreateQueue(const v1::Queue& queue) {
+  grpc::ClientContext ctx;
+  v1::CreateQueueRequest req;
+  *req.mutable_queue() = queue;
+  v1::QueueWithStatus resp;
+  grpc::Status s = v1::QueueService::NewStub(scheduler_->channel())->CreateQueue(&ctx, req, &resp);
+  if (!s.ok())
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  return resp;
+}
+
+absl::Status Cluster::CreateCohortQueues(const std::vector<std::string>& names,
+                                         const std::string& cohort, const std::string& gpu_type,
+                                         int64_t nominal) {
+  for (const std::string& name : names) {
+    v1::Queue queue;
+    queue.set_name(name);
+    queue.set_cohort(cohort);
+    queue.set_reclaim_within_cohort(v1::RECLAIM_WITHIN_COHORT_ANY);
+    (*queue.mutable_resources())[gpu_type].set_nominal(nominal);
+    if (absl::StatusOr<v1::QueueWithStatus> made = CreateQueue(queue); !made.ok()) {
+      return made.status();
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -3,8 +3,8 @@
 // from the scheduler's harness) and real ringmaster-worker processes on their own loopback
 // addresses (127.0.0.2, .3, ...), plus the probes the tests need: job processes in /proc,
 // rank logs, job events, worker metrics.
-#ifndef RINGMASTER_TESTS_WORKER_CLUSTER_H_
-#define RINGMASTER_TESTS_WORKER_CLUSTER_H_
+#ifndef RINGMASTER_TESTS_SUPPORT_CLUSTER_CLUSTER_H_
+#define RINGMASTER_TESTS_SUPPORT_CLUSTER_CLUSTER_H_
 
 #include <sys/types.h>
 
@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "ringmaster/v1/agent.grpc.pb.h"
 #include "ringmaster/v1/job.grpc.pb.h"
+#include "ringmaster/v1/queue.grpc.pb.h"
 #include "scheduler/harness.h"
 #include "support/redis_server.h"
 #include "support/subprocess.h"
@@ -32,6 +33,18 @@ struct WorkerConfig {
   int simulated_gpus = 0;       // of type t4
   std::string metrics_service;  // ringmaster-metrics HOST:PORT for the ranks' samples; empty: none
   std::vector<std::string> extra_args;  // more ringmaster-worker flags
+};
+
+// Workers alike but for their number n, counted from `first`: ids `<prefix><n>-<pid>` (unique to
+// the run: a worker kills what its id left behind) on 127.0.0.<n - first + first_address>.
+struct WorkerSet {
+  std::string prefix;  // "w"
+  int count = 2;
+  int first = 2;
+  int first_address = 2;
+  int cpu_slots = 2;
+  int simulated_gpus = 0;                    // of type t4
+  std::vector<std::string> extra_args = {};  // more ringmaster-worker flags
 };
 
 // One ringmaster-worker process on its own address, with free ports for gRPC and /metrics.
@@ -68,6 +81,8 @@ class Cluster {
   ~Cluster();
 
   absl::Status AddWorker(const WorkerConfig& config);
+  // Adds the workers of `set` and waits until every worker of the cluster is READY.
+  absl::Status AddWorkers(const WorkerSet& set);
   // Stops (or reaps) worker `id` and starts it again with the same id and address.
   absl::Status RestartWorker(const std::string& id);
   // Jobs in PENDING, STARTING or RUNNING.
@@ -84,6 +99,11 @@ class Cluster {
   absl::StatusOr<std::string> Submit(const v1::JobSpec& spec);
   absl::StatusOr<v1::Job> GetJob(const std::string& id);
   absl::Status Cancel(const std::string& id);
+  absl::StatusOr<v1::QueueWithStatus> CreateQueue(const v1::Queue& queue);
+  // The queues of teams that share one cohort: each lends its `nominal` GPUs of `gpu_type`
+  // and reclaims them from any borrower (RECLAIM_WITHIN_COHORT_ANY).
+  absl::Status CreateCohortQueues(const std::vector<std::string>& names, const std::string& cohort,
+                                  const std::string& gpu_type, int64_t nominal);
   // Polls until the job is in `state` or has ended; returns the last job seen.
   v1::Job WaitState(const std::string& id, v1::JobState state,
                     std::chrono::milliseconds timeout = std::chrono::seconds(30));
@@ -121,4 +141,4 @@ std::string EnvOfProcess(pid_t pid, const std::string& name);
 
 }  // namespace ringmaster::test
 
-#endif  // RINGMASTER_TESTS_WORKER_CLUSTER_H_
+#endif  // RINGMASTER_TESTS_SUPPORT_CLUSTER_CLUSTER_H_

@@ -1,0 +1,62 @@
+// The fixture of a suite whose tests share one Cluster (starting and stopping one takes
+// seconds): its SetUpTestSuite calls StartCluster, every test fails at once when the cluster
+// did not start, and a failed test prints what the cluster's processes logged. A suite that
+// needs a fresh cluster per test starts its own and prints the same with PrintLogsOnFailure.
+// Not thread-safe: gtest runs one suite at a time, between its SetUpTestSuite and
+// TearDownTestSuite.
+#ifndef RINGMASTER_TESTS_SUPPORT_CLUSTER_CLUSTER_TEST_H_
+#define RINGMASTER_TESTS_SUPPORT_CLUSTER_CLUSTER_TEST_H_
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "support/cluster/cluster.h"
+
+namespace ringmaster::test {
+
+// Everything the cluster's processes printed, when the running test has failed.
+inline void PrintLogsOnFailure(const Cluster* cluster) {
+  if (cluster != nullptr && ::testing::Test::HasFailure()) std::cerr << cluster->Logs() << "\n";
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  // From SetUpTestSuite, inside ASSERT_NO_FATAL_FAILURE: the cluster with `scheduler_args`,
+  // and the workers of `workers` READY.
+  static void StartCluster(std::vector<std::string> scheduler_args, const WorkerSet& workers) {
+    StartCluster(std::move(scheduler_args));
+    if (cluster_ == nullptr) return;
+    absl::Status ready = cluster_->AddWorkers(workers);
+    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
+  }
+  // The cluster without workers (the suite adds its own).
+  static void StartCluster(std::vector<std::string> scheduler_args = {}) {
+    auto cluster = Cluster::Start("", std::move(scheduler_args));
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = cluster->release();
+  }
+
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+
+  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
+
+  void TearDown() override { PrintLogsOnFailure(cluster_); }
+
+  // Whatever a failed test left running must not hold the next one's slots.
+  static void CancelLiveJobs() {
+    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
+  }
+
+  static inline Cluster* cluster_ = nullptr;
+};
+
+}  // namespace ringmaster::test
+
+#endif  // RINGMASTER_TESTS_SUPPORT_CLUSTER_CLUSTER_TEST_H_
