@@ -215,21 +215,16 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
         unrunnable.emplace_back(job.id, std::string(mounts.status().message()));
       } else if (w.assign) {
         // One plan for the gang: every worker must agree on it.
-        CheckPlan plan;
-        plan.run = ChecksJob(job.spec, options_.health_check);
-        plan.min_ratio = options_.check_min_ratio;
-        plan.transport = ExpectedTransportLocked(job.placement);
+        CheckPlan plan = PlanCheck(
+            job, options_.health_check, options_.check_min_ratio,
+            ExpectedTransportLocked(job.placement),
+            [this](const std::string& id)
+                ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return cluster_.OnProbation(id); },
+            [this](const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+              auto b = baselines_.find(key);
+              return b == baselines_.end() ? 0.0 : b->second.busbw_gbps;
+            });
         if (plan.run) plan.token = NewToken();
-        plan.separately = job.separate_check_attempt == job.attempt;
-        for (const auto& r : job.placement) {
-          plan.separately = plan.separately || cluster_.OnProbation(r.worker_id);
-        }
-        const CheckShape shape =
-            ShapeOf(job.placement, plan.transport,
-                    ChecksInSession(job.spec, plan.transport, plan.separately));
-        if (auto b = baselines_.find(shape.Key()); b != baselines_.end()) {
-          plan.baseline_gbps = b->second.busbw_gbps;
-        }
         // The write is done with after this: its job moves to the sends.
         auto assigned = std::make_shared<const Job>(std::move(w.job_write.job));
         std::set<std::string> sent;

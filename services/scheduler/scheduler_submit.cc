@@ -229,18 +229,14 @@ void Scheduler::Created(const std::shared_ptr<Create>& create, Waiter& waiter,
     return;
   }
   const Job& job = create->job;
-  if (created.ok() && created->existing && created->job.team != job.team) {
-    // Another team's request id: say no more than that it is taken.
-    created = absl::AlreadyExistsError(
-        absl::StrCat("request_id ", job.request_id, " is already used; choose another"));
-  } else if (created.ok() && created->existing && !(created->job.spec == job.spec)) {
-    created = absl::AlreadyExistsError(absl::StrCat("request_id ", job.request_id,
-                                                    " was already used for a different spec (job ",
-                                                    created->job.id, ")"));
-  } else if (created.ok() && created->existing) {
-    // The earlier job, as live now if it is.
-    MutexLock view(&view_mu_);
-    if (auto it = stored_.find(created->job.id); it != stored_.end()) created->job = it->second;
+  if (created.ok() && created->existing) {
+    if (absl::Status reuse = CheckRequestIdReuse(created->job, job); !reuse.ok()) {
+      created = reuse;
+    } else {
+      // The earlier job, as live now if it is.
+      MutexLock view(&view_mu_);
+      if (auto it = stored_.find(created->job.id); it != stored_.end()) created->job = it->second;
+    }
   }
   ReleaseLiveJob(job.spec);
   SubmitDone done = std::move(create->done);

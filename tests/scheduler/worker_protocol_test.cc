@@ -11,6 +11,7 @@
 #include "core/health_check.h"
 #include "core/live_bounds.h"
 #include "core/run_watch.h"
+#include "core/validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -365,6 +366,53 @@ TEST(WatchLimitsTest, TheJobsOwnTimeoutThenItsQueuesThenTheDefault) {
   EXPECT_EQ(WatchLimitsOf(spec, &queue).idle_timeout_ms, 300'000);
   spec.progress_timeout_seconds = 30;
   EXPECT_EQ(WatchLimitsOf(spec, &queue).progress_timeout_ms, 30'000);
+}
+
+}  // namespace
+}  // namespace ringmaster::scheduler
+
+namespace ringmaster::scheduler {
+namespace {
+
+TEST(PlanCheckTest, OnePlanForTheGangSeparateWhenVerifyingOrOnProbation) {
+  Job job;
+  job.attempt = 3;
+  job.spec.command = CommandWorkload{{"./train"}, {}};
+  job.placement = {{0, "w1", "", {}}, {1, "w2", "", {}}};
+  auto none = [](const std::string&) { return false; };
+  auto baseline_of = [](const std::string& key) { return key == "2x1/cpu" ? 1.5 : 0.0; };
+  CheckPlan plan = PlanCheck(job, true, 0.6, "cpu", none, baseline_of);
+  EXPECT_TRUE(plan.run);
+  EXPECT_FALSE(plan.separately);
+  EXPECT_EQ(plan.min_ratio, 0.6);
+  EXPECT_EQ(plan.baseline_gbps, 1.5);
+  EXPECT_TRUE(plan.token.empty());  // the caller mints it
+  EXPECT_FALSE(PlanCheck(job, false, 0.6, "cpu", none, baseline_of).run);
+  // A worker on probation, or a blame to verify this attempt: ringmaster-check apart.
+  auto w2 = [](const std::string& id) { return id == "w2"; };
+  EXPECT_TRUE(PlanCheck(job, true, 0.6, "cpu", w2, baseline_of).separately);
+  job.separate_check_attempt = 3;
+  EXPECT_TRUE(PlanCheck(job, true, 0.6, "cpu", none, baseline_of).separately);
+}
+
+TEST(RequestIdReuseTest, TheSameTeamsSameSpecIsTheEarlierJobAnythingElseIsTaken) {
+  Job existing;
+  existing.id = "j-1";
+  existing.team = "a";
+  existing.request_id = "r-1";
+  existing.spec.name = "train";
+  Job asked = existing;
+  asked.id.clear();
+  EXPECT_TRUE(CheckRequestIdReuse(existing, asked).ok());
+  asked.spec.name = "other";
+  absl::Status s = CheckRequestIdReuse(existing, asked);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(s.message(), "request_id r-1 was already used for a different spec (job j-1)");
+  asked = existing;
+  asked.team = "b";
+  s = CheckRequestIdReuse(existing, asked);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(s.message(), "request_id r-1 is already used; choose another");  // nothing of a's
 }
 
 }  // namespace

@@ -83,6 +83,23 @@ std::string CheckEventText(const CheckOutcome& outcome, const CheckShape& shape,
   return text;
 }
 
+CheckPlan PlanCheck(const Job& job, bool enabled, double min_ratio, const std::string& transport,
+                    const std::function<bool(const std::string& worker_id)>& on_probation,
+                    const std::function<double(const std::string& key)>& baseline_of) {
+  CheckPlan plan;
+  plan.run = ChecksJob(job.spec, enabled);
+  plan.min_ratio = min_ratio;
+  plan.transport = transport;
+  plan.separately = job.separate_check_attempt == job.attempt;
+  for (const auto& r : job.placement) {
+    plan.separately = plan.separately || on_probation(r.worker_id);
+  }
+  const CheckShape shape = ShapeOf(job.placement, plan.transport,
+                                   ChecksInSession(job.spec, plan.transport, plan.separately));
+  plan.baseline_gbps = baseline_of(shape.Key());
+  return plan;
+}
+
 CheckDecision DecideCheck(const Job& job, const std::string& worker_id, const CheckOutcome& outcome,
                           const std::function<double(const std::string& key)>& baseline_of,
                           const std::function<bool(const std::string& worker_id)>& on_probation,

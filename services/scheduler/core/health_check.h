@@ -106,6 +106,15 @@ struct CheckPlan {
 // scheduler's --health-check; never a job that starts without mpirun (StartsDirectly).
 bool ChecksJob(const JobSpec& spec, bool enabled);
 
+// The check settings of `job`'s new attempt, one plan for the whole gang (every worker must
+// agree on it), without its token (minted by the caller when `run`): checked unless the spec or
+// `enabled` (--health-check) says not; separately from the job's MPI_Init when a blame is to
+// be verified this attempt or a worker of the placement is on probation; the baseline of the
+// shape it will run as. `transport` is ExpectedTransport of the placement.
+CheckPlan PlanCheck(const Job& job, bool enabled, double min_ratio, const std::string& transport,
+                    const std::function<bool(const std::string& worker_id)>& on_probation,
+                    const std::function<double(const std::string& key)>& baseline_of);
+
 // A check result as the scheduler receives it (CheckResult on the wire).
 struct CheckOutcome {
   std::string job_id;

@@ -391,4 +391,17 @@ absl::Status ValidateWorker(const Worker& worker) {
   return CheckRange("cpu_slots", worker.cpu_slots, 0, kMaxCpuSlots);
 }
 
+absl::Status CheckRequestIdReuse(const Job& existing, const Job& asked) {
+  if (existing.team != asked.team) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("request_id ", asked.request_id, " is already used; choose another"));
+  }
+  if (!(existing.spec == asked.spec)) {
+    return absl::AlreadyExistsError(absl::StrCat("request_id ", asked.request_id,
+                                                 " was already used for a different spec (job ",
+                                                 existing.id, ")"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ringmaster::scheduler

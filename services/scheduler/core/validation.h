@@ -51,6 +51,11 @@ absl::Status ValidateJobId(const std::string& job_id, const std::string& field =
 // A registering worker: id, address, port, GPU inventory and CPU slots.
 absl::Status ValidateWorker(const Worker& worker);
 
+// A submit whose request id an earlier job of `existing` already has: the earlier job is the
+// answer when it is the same team's with the same spec; another team's id says only that it is
+// taken, and another spec names the job that has it (ALREADY_EXISTS both).
+absl::Status CheckRequestIdReuse(const Job& existing, const Job& asked);
+
 }  // namespace ringmaster::scheduler
 
 #endif  // RINGMASTER_SERVICES_SCHEDULER_CORE_VALIDATION_H_
