@@ -315,12 +315,12 @@ class Pass {
   // Placed jobs with what they hold; built when preemption or a reservation first needs it.
   // `replicas`: the size tried (an elastic job's may be below its spec's).
   Attempt TryStart(const Job& job, int32_t replicas);
-  bool TryPreempt(const Job& job, const Attempt& attempt);
+  bool TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas);
   // Elastic jobs (core/elastic.h). TryShrink frees GPUs for `job` by shrinking elastic jobs
   // that it could preempt (down to their min_replicas) or that grew (down to their replicas),
   // and only if that alone makes it fit; Grow gives GPUs idle for the delay to running elastic
   // jobs when no pending job waits for room.
-  bool TryShrink(const Job& job, const Attempt& attempt);
+  bool TryShrink(const Job& job, const Attempt& attempt, int32_t replicas);
   void Grow();
   void Reserve(const Job& job, const Demand& demand);
   bool NeedsBorrowing(const Job& job) const;
@@ -497,14 +497,15 @@ Pass::Attempt Pass::TryStart(const Job& job, int32_t replicas) {
   return a;
 }
 
-bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
+bool Pass::TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas) {
   const Queue* queue = nullptr;
   if (auto it = in_.queues->find(job.spec.queue); it != in_.queues->end()) queue = &it->second;
   if (queue == nullptr) return false;
   // The resource: the one that fit the quota, else the first candidate.
   std::vector<Demand> demands = CandidateDemands(job.spec, cluster_);
   if (demands.empty()) return false;
-  const Demand demand = attempt.quota_ok ? attempt.demand : demands.front();
+  Demand demand = attempt.quota_ok ? attempt.demand : demands.front();
+  demand.amount = int64_t{replicas} * std::max(job.spec.gpus_per_replica, 1);
   const bool reclaim = queue->reclaim_within_cohort != ReclaimWithinCohort::kNever &&
                        !queue->cohort.empty() &&
                        result_.ledger.CanAdmit(job.spec.queue, demand, false).within_nominal;
@@ -581,6 +582,7 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
   QuotaLedger& ledger = result_.ledger;
   ClusterState& cluster = claimed_ ? *claimed_ : cluster_;
   GangRequest request = RequestOf(job.spec);
+  request.replicas = replicas;
   if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
   auto fits = [&]() {
     return ledger.CanAdmit(job.spec.queue, demand, false).fit != Fit::kNo &&
@@ -688,13 +690,14 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
   no_reservation_.insert(shape);
 }
 
-bool Pass::TryShrink(const Job& job, const Attempt& attempt) {
+bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
   const Queue* queue = nullptr;
   if (auto it = in_.queues->find(job.spec.queue); it != in_.queues->end()) queue = &it->second;
   if (queue == nullptr) return false;
   std::vector<Demand> demands = CandidateDemands(job.spec, cluster_);
   if (demands.empty()) return false;
-  const Demand demand = attempt.quota_ok ? attempt.demand : demands.front();
+  Demand demand = attempt.quota_ok ? attempt.demand : demands.front();
+  demand.amount = int64_t{replicas} * std::max(job.spec.gpus_per_replica, 1);
   const bool reclaim = queue->reclaim_within_cohort != ReclaimWithinCohort::kNever &&
                        !queue->cohort.empty() &&
                        result_.ledger.CanAdmit(job.spec.queue, demand, false).within_nominal;
@@ -758,6 +761,7 @@ bool Pass::TryShrink(const Job& job, const Attempt& attempt) {
   QuotaLedger& ledger = result_.ledger;
   ClusterState& cluster = claimed_ ? *claimed_ : cluster_;
   GangRequest request = RequestOf(job.spec);
+  request.replicas = replicas;
   if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
   auto fits = [&]() {
     return ledger.CanAdmit(job.spec.queue, demand, false).fit != Fit::kNo &&
@@ -1080,8 +1084,16 @@ PassResult Pass::Run() {
       continue;
     }
     if (options_.explain) result_.waiting[&job] = a.reason;
+    // Shrinking elastic jobs before preempting anyone whole; for an elastic job, at its
+    // replicas, then at its min_replicas.
+    auto free_for = [&](int32_t n) {
+      return (any_elastic_ && TryShrink(job, a, n)) || TryPreempt(job, a, n);
+    };
     const bool preempted =
-        options_.preemption && ((any_elastic_ && TryShrink(job, a)) || TryPreempt(job, a));
+        options_.preemption &&
+        (free_for(job.spec.replicas) || (IsElastic(job.spec) &&
+                                         job.spec.min_replicas < job.spec.replicas &&
+                                         free_for(job.spec.min_replicas)));
     const size_t reserved = result_.reservations.size();
     if (!preempted && options_.backfill && a.quota_ok &&
         job.spec.replicas * std::max(job.spec.gpus_per_replica, 1) > 1 &&
