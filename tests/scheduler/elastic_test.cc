@@ -103,6 +103,11 @@ class ElasticWorld {
     elastic.settled_idle["t4"] = idle.Settled("t4", now_ms);
   }
   int64_t Size(const std::string& id) { return RunningReplicas(jobs[id]); }
+  void Finish(const std::string& id) {
+    cluster.Release(jobs[id].placement);
+    jobs[id].placement.clear();
+    jobs[id].state = JobState::kSucceeded;
+  }
 
   std::map<std::string, Queue> queues;
   ClusterState cluster;
@@ -173,6 +178,25 @@ TEST(ElasticTest, DoesNotGrowWhileAPendingJobWaitsForRoom) {
   PassResult r = w.Pass();
   ASSERT_THAT(r.resizes, SizeIs(1));
   EXPECT_EQ(r.resizes[0].job_id, e);
+}
+
+TEST(ElasticTest, AJobStartedSmallerGrowsBackToItsReplicasEvenWhileOthersWaitForRoom) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 16);
+  const std::string holder = w.Submit("a", 6).id;
+  const std::string e = w.Submit("a", 4, 2, 8).id;
+  w.Pass();
+  ASSERT_EQ(w.Size(e), 2);
+  w.Finish(holder);
+  Job& waiting = w.Submit("a", 2);
+  waiting.spec.gpus_per_replica = 4;  // needs both workers whole: waits for room
+  w.options.reservations = 0;         // (a reservation would keep the idle GPUs for it)
+  w.ObserveIdle();
+  w.now_ms += 60 * kSecond;
+  w.ObserveIdle();
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].to, 4) << "back to its replicas, no further while a job waits";
 }
 
 TEST(ElasticTest, ShrinksABorrowerBeforePreemptingAnyoneWhole) {

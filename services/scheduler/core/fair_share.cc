@@ -319,7 +319,7 @@ class Pass {
   // Elastic jobs (core/elastic.h). TryShrink frees GPUs for `job` by shrinking elastic jobs
   // that it could preempt (down to their min_replicas) or that grew (down to their replicas),
   // and only if that alone makes it fit; Grow gives GPUs idle for the delay to running elastic
-  // jobs when no pending job waits for room.
+  // jobs: back to their replicas, and beyond when no pending job waits for room.
   bool TryShrink(const Job& job, const Attempt& attempt, int32_t replicas);
   void Grow();
   void Reserve(const Job& job, const Demand& demand);
@@ -367,7 +367,11 @@ class Pass {
   std::vector<std::pair<int64_t, size_t>> ends_;
   size_t ends_scanned_ = 0;
   bool any_elastic_ = false;  // some placed job is elastic
-  // Resources that a pending job fit the quota for but found no room on: no growth into them.
+  // (queue, resource) -> the smallest demand that shrinking could not make room for, as
+  // no_victims_ for preemption.
+  std::map<std::pair<std::string, std::string>, int64_t> no_shrink_;
+  // Resources that a pending job fit the quota for but found no room on: jobs grow on them only
+  // back to their replicas.
   std::set<std::string> wants_room_;
   PassResult result_;
 };
@@ -702,6 +706,16 @@ bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
                        !queue->cohort.empty() &&
                        result_.ledger.CanAdmit(job.spec.queue, demand, false).within_nominal;
   const bool within = queue->within_queue != PreemptWithinQueue::kNever;
+  if (auto failed = no_shrink_.find({job.spec.queue, demand.resource});
+      failed != no_shrink_.end() && demand.amount >= failed->second) {
+    return false;
+  }
+  auto give_up = [&] {
+    auto [it, added] =
+        no_shrink_.emplace(std::make_pair(job.spec.queue, demand.resource), demand.amount);
+    if (!added) it->second = std::min(it->second, demand.amount);
+    return false;
+  };
   // Elastic jobs this one may take ranks from, and down to how many: what it could preempt,
   // to min_replicas; a job of its cohort that grew, to its replicas (GPUs it grew into were
   // idle and nobody waited for them; now somebody does).
@@ -754,7 +768,7 @@ bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
     }
     candidates.push_back({&h, from, floor, from, curve, std::move(why)});
   }
-  if (candidates.empty()) return false;
+  if (candidates.empty()) return give_up();
 
   // Rank by rank, the one that adds the least to its job goes first, until the job fits. Tried
   // in place, as TryPreempt does, and put back before returning.
@@ -801,7 +815,7 @@ bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
   }
   if (!ok) {
     for (const Taken& t : taken) give_back(t);
-    return false;
+    return give_up();
   }
   // The fewest: give back ranks, last taken first, while the job still fits.
   std::vector<bool> needed(taken.size(), true);
@@ -857,7 +871,11 @@ void Pass::Grow() {
   for (const auto& p : result_.preemptions) touched.insert(p.job_id);
   for (const auto& r : result_.resizes) touched.insert(r.job_id);
   for (const auto& [resource, settled] : elastic.settled_idle) {
-    if (settled <= 0 || wants_room_.count(resource) > 0) continue;
+    if (settled <= 0) continue;
+    // GPUs idle for the delay are ones no pending job could start on (each was tried this
+    // pass; reserved ones are not counted). While one waits for more room, jobs only grow back
+    // to the replicas they asked for; beyond that (borrowing for speed) only when nobody waits.
+    const bool waited_for = wants_room_.count(resource) > 0;
     const auto totals = Masked().GpuTotals();
     auto t = totals.find(resource);
     if (t == totals.end()) continue;
@@ -866,6 +884,7 @@ void Pass::Grow() {
     struct Growable {
       const Job* job;
       int32_t from;
+      int32_t cap;  // the most it may grow to now
       int32_t now;
       const std::vector<double>* curve;
       int64_t saved_ms;  // its work is safe up to here
@@ -880,7 +899,8 @@ void Pass::Grow() {
         continue;
       }
       const int32_t n = RunningReplicas(*job);
-      if (n >= spec.max_replicas || HeldDemand(*job, cluster_).resource != resource) continue;
+      const int32_t cap = waited_for ? spec.replicas : spec.max_replicas;
+      if (n >= cap || HeldDemand(*job, cluster_).resource != resource) continue;
       if (!MayResize(in_.elastic, job->id, in_.now_ms, o.max_resizes_per_hour)) continue;
       const std::vector<double>* curve = nullptr;
       if (auto c = elastic.throughput.find(job->id); c != elastic.throughput.end()) {
@@ -896,7 +916,7 @@ void Pass::Grow() {
       const double cost = static_cast<double>(o.restart_cost_ms + in_.now_ms - saved);
       const double before = Throughput(curve, n), after = Throughput(curve, n + 1);
       if (!(after > before) || left * (1 - before / after) < 2 * cost) continue;
-      candidates.push_back({job, n, n, curve, saved, false, {}});
+      candidates.push_back({job, n, cap, n, curve, saved, false, {}});
     }
     // Rank by rank, to the job whose next rank adds the most (then the one with the least work
     // since its checkpoint, which a restart loses).
@@ -904,7 +924,7 @@ void Pass::Grow() {
       Growable* best = nullptr;
       double most = 0;
       for (Growable& c : candidates) {
-        if (c.done || c.now >= c.job->spec.max_replicas || c.job->spec.gpus_per_replica > budget) {
+        if (c.done || c.now >= c.cap || c.job->spec.gpus_per_replica > budget) {
           continue;
         }
         const double gain = RankGain(c.curve, c.now);
@@ -1072,7 +1092,10 @@ PassResult Pass::Run() {
       Attempt smaller = TryStart(job, n);
       if (smaller.placed) a = std::move(smaller);
     }
-    if (in_.elastic != nullptr && !a.placed && a.quota_ok) wants_room_.insert(a.demand.resource);
+    if (in_.elastic != nullptr && !a.placed && a.quota_ok &&
+        a.reason.rfind("unschedulable", 0) != 0) {
+      wants_room_.insert(a.demand.resource);
+    }
     if (a.placed) {
       Allocate(a.ranks);
       result_.ledger.Add(job.spec.queue, a.demand);
