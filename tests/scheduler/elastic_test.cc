@@ -182,7 +182,8 @@ TEST(ElasticTest, DoesNotGrowWhileAPendingJobWaitsForRoom) {
 
 TEST(ElasticTest, AJobStartedSmallerGrowsBackToItsReplicasEvenWhileOthersWaitForRoom) {
   ElasticWorld w(2, 4);
-  w.AddQueue("a", 16);
+  w.AddQueue("a", 2);
+  w.AddQueue("b", 14);
   const std::string holder = w.Submit("a", 6).id;
   const std::string e = w.Submit("a", 4, 2, 8).id;
   w.Pass();
@@ -197,6 +198,24 @@ TEST(ElasticTest, AJobStartedSmallerGrowsBackToItsReplicasEvenWhileOthersWaitFor
   PassResult r = w.Pass();
   ASSERT_THAT(r.resizes, SizeIs(1));
   EXPECT_EQ(r.resizes[0].to, 4) << "back to its replicas, no further while a job waits";
+}
+
+TEST(ElasticTest, AGangWithinItsNominalWaitingForRoomStopsAllGrowth) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 2);
+  w.AddQueue("b", 14);
+  const std::string holder = w.Submit("a", 6).id;
+  const std::string e = w.Submit("a", 4, 2, 8).id;
+  w.Pass();
+  w.Finish(holder);
+  Job& owed = w.Submit("b", 2);
+  owed.spec.gpus_per_replica = 4;  // within b's nominal; needs both workers whole
+  w.options.reservations = 0;
+  w.ObserveIdle();
+  w.now_ms += 60 * kSecond;
+  w.ObserveIdle();
+  EXPECT_THAT(w.Pass().resizes, IsEmpty());
+  EXPECT_EQ(w.Size(e), 2);
 }
 
 TEST(ElasticTest, ShrinksABorrowerBeforePreemptingAnyoneWhole) {

@@ -371,8 +371,8 @@ class Pass {
   // no_victims_ for preemption.
   std::map<std::pair<std::string, std::string>, int64_t> no_shrink_;
   // Resources that a pending job fit the quota for but found no room on: jobs grow on them only
-  // back to their replicas.
-  std::set<std::string> wants_room_;
+  // back to their replicas; not at all when the job is within its queue's nominal (true).
+  std::map<std::string, bool> wants_room_;
   PassResult result_;
 };
 
@@ -875,7 +875,11 @@ void Pass::Grow() {
     // GPUs idle for the delay are ones no pending job could start on (each was tried this
     // pass; reserved ones are not counted). While one waits for more room, jobs only grow back
     // to the replicas they asked for; beyond that (borrowing for speed) only when nobody waits.
-    const bool waited_for = wants_room_.count(resource) > 0;
+    // A job within its queue's nominal that waits for room (a gang waiting for whole workers)
+    // stops all growth: the GPUs that free up are kept for it.
+    auto wanted = wants_room_.find(resource);
+    if (wanted != wants_room_.end() && wanted->second) continue;
+    const bool waited_for = wanted != wants_room_.end();
     const auto totals = Masked().GpuTotals();
     auto t = totals.find(resource);
     if (t == totals.end()) continue;
@@ -1094,7 +1098,7 @@ PassResult Pass::Run() {
     }
     if (in_.elastic != nullptr && !a.placed && a.quota_ok &&
         a.reason.rfind("unschedulable", 0) != 0) {
-      wants_room_.insert(a.demand.resource);
+      wants_room_[a.demand.resource] |= a.check.fit == Fit::kWithinNominal;
     }
     if (a.placed) {
       Allocate(a.ranks);
