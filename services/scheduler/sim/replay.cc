@@ -83,7 +83,7 @@ struct Family {
 };
 constexpr Family kFamilies[kModelFamilies] = {
     // ResNet-101 and Inception V3 under Horovod: 90% at 512 GPUs (128 servers of 4 P100, 25 Gbit/s
-    // RoCE; Horovod's docs/benchmarks): 1 / (1 + 9a) = 0.90.
+    // RoCE; Horovod's benchmarks page): 1 / (1 + 9a) = 0.90.
     {"resnet", (1 / 0.90 - 1) / 9},
     // VGG-16 there: 68% at 512 GPUs.
     {"vgg", (1 / 0.68 - 1) / 9},
