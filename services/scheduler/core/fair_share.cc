@@ -370,6 +370,10 @@ class Pass {
   // (queue, resource) -> the smallest demand that shrinking could not make room for, as
   // no_victims_ for preemption.
   std::map<std::pair<std::string, std::string>, int64_t> no_shrink_;
+  // Indices in holdings_ of the elastic jobs placed before the pass (the only ones that shrink);
+  // built when TryShrink first needs them.
+  std::vector<size_t> elastic_holdings_;
+  bool elastic_holdings_built_ = false;
   // Resources that a pending job fit the quota for but found no room on: jobs grow on them only
   // back to their replicas; not at all when the job is within its queue's nominal (true).
   std::map<std::string, bool> wants_room_;
@@ -729,9 +733,18 @@ bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
   };
   std::vector<Shrinkable> candidates;
   Holdings();
-  for (Holding& h : holdings_) {
+  if (!elastic_holdings_built_) {
+    elastic_holdings_built_ = true;
+    for (size_t i = 0; i < holdings_.size(); ++i) {
+      if (!holdings_[i].fresh && IsElastic(holdings_[i].job->spec)) elastic_holdings_.push_back(i);
+    }
+  }
+  for (size_t i : elastic_holdings_) {
+    Holding& h = holdings_[i];
     const Job& v = *h.job;
-    if (!IsElastic(v.spec) || v.state != JobState::kRunning || h.fresh || h.victim || h.stopping ||
+    // Cheap tests first: a pass asks for every pending job that cannot start.
+    if (v.state != JobState::kRunning || h.victim || h.stopping ||
+        static_cast<int32_t>(h.ranks->size()) <= v.spec.min_replicas ||
         h.demand.resource != demand.resource) {
       continue;
     }
@@ -898,14 +911,17 @@ void Pass::Grow() {
     std::vector<Growable> candidates;
     for (const Job* job : in_.placed) {
       const JobSpec& spec = job->spec;
-      if (!IsElastic(spec) || spec.gpus_per_replica <= 0 || job->state != JobState::kRunning ||
-          in_.stopping.count(job->id) > 0 || touched.count(job->id) > 0) {
+      // Cheap tests first: this runs over every placed job in each pass with idle GPUs.
+      if (!IsElastic(spec) || spec.gpus_per_replica <= 0 || job->state != JobState::kRunning) {
         continue;
       }
       const int32_t n = RunningReplicas(*job);
       const int32_t cap = waited_for ? spec.replicas : spec.max_replicas;
-      if (n >= cap || HeldDemand(*job, cluster_).resource != resource) continue;
-      if (!MayResize(in_.elastic, job->id, in_.now_ms, o.max_resizes_per_hour)) continue;
+      if (n >= cap) continue;
+      if (spec.gpu_type.empty() ? HeldDemand(*job, cluster_).resource != resource
+                                : spec.gpu_type != resource) {
+        continue;
+      }
       const std::vector<double>* curve = nullptr;
       if (auto c = elastic.throughput.find(job->id); c != elastic.throughput.end()) {
         curve = &c->second;
@@ -920,6 +936,10 @@ void Pass::Grow() {
       const double cost = static_cast<double>(o.restart_cost_ms + in_.now_ms - saved);
       const double before = Throughput(curve, n), after = Throughput(curve, n + 1);
       if (!(after > before) || left * (1 - before / after) < 2 * cost) continue;
+      if (in_.stopping.count(job->id) > 0 || touched.count(job->id) > 0 ||
+          !MayResize(in_.elastic, job->id, in_.now_ms, o.max_resizes_per_hour)) {
+        continue;
+      }
       candidates.push_back({job, n, cap, n, curve, saved, false, {}});
     }
     // Rank by rank, to the job whose next rank adds the most (then the one with the least work
