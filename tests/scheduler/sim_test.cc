@@ -78,6 +78,63 @@ TEST(SimTest, FairShareKeepsItsPromisesUnderContentionAndBeatsFifoPerVc) {
       static_cast<long long>(r.preemptions), static_cast<long long>(r.longest_refused_s));
 }
 
+// Elastic jobs on the slice: the same arrivals as without (every queue gets the same jobs and
+// asks the same work), every job ends, no gang is placed outside its range or over another.
+TEST(SimTest, ElasticAndRigidReplaysSeeTheSameArrivals) {
+  Slice s = Load(kSpeedup, kShrink);
+  SimOptions rigid;
+  SimOptions elastic;
+  elastic.elastic = true;
+  SimReport a = Replay(s.jobs, s.vcs, rigid);
+  SimReport b = Replay(s.jobs, s.vcs, elastic);
+  EXPECT_EQ(a.jobs, static_cast<int64_t>(s.jobs.size()));
+  EXPECT_EQ(b.jobs, a.jobs);
+  ASSERT_EQ(a.queues.size(), b.queues.size());
+  for (const auto& [vc, q] : a.queues) {
+    EXPECT_EQ(b.queues[vc].jobs, q.jobs) << vc;
+    EXPECT_EQ(b.queues[vc].demand_gpu_seconds, q.demand_gpu_seconds) << vc;
+  }
+  EXPECT_EQ(a.elastic_jobs, 0);
+  EXPECT_EQ(a.resizes, 0);
+  int64_t multi_gpu = 0;
+  for (const TraceJob& j : s.jobs) multi_gpu += j.gpus >= 2;
+  EXPECT_EQ(b.elastic_jobs, multi_gpu);
+  EXPECT_GT(b.resizes, 0) << "no elastic job was ever resized on the slice";
+  EXPECT_GT(b.resize_lost_gpu_seconds, 0);
+  EXPECT_EQ(b.over_allocations, 0);
+  EXPECT_EQ(b.partial_gangs, 0);
+  std::printf(
+      "slice: avg JCT %.0f s rigid, %.0f s elastic; %lld resizes of %lld elastic jobs; longest "
+      "refused %lld s, %lld s\n",
+      a.avg_jct_s, b.avg_jct_s, static_cast<long long>(b.resizes),
+      static_cast<long long>(b.elastic_jobs), static_cast<long long>(a.longest_refused_s),
+      static_cast<long long>(b.longest_refused_s));
+}
+
+TEST(SimTest, ElasticShapeRunsFromHalfToDoubleInWholeRanks) {
+  int32_t replicas = 0, per = 0;
+  ElasticShape(8, 8, &replicas, &per);
+  EXPECT_EQ(replicas, 2);
+  EXPECT_EQ(per, 4);
+  ElasticShape(2, 8, &replicas, &per);
+  EXPECT_EQ(replicas, 2);
+  EXPECT_EQ(per, 1);
+  ElasticShape(32, 8, &replicas, &per);
+  EXPECT_EQ(replicas, 4);
+  EXPECT_EQ(per, 8);
+  ElasticShape(24, 8, &replicas, &per);
+  EXPECT_EQ(replicas, 4);
+  EXPECT_EQ(per, 6);
+  // The families scale below linear, VGG-like the least of the published ones.
+  for (int f = 0; f < kModelFamilies; ++f) {
+    EXPECT_DOUBLE_EQ(FamilyThroughput(f, 1), 1.0) << FamilyName(f);
+    EXPECT_LT(FamilyThroughput(f, 64), 64.0) << FamilyName(f);
+  }
+  EXPECT_NEAR(FamilyThroughput(0, 512) / 512, 0.90, 1e-9);
+  EXPECT_NEAR(FamilyThroughput(1, 512) / 512, 0.68, 1e-9);
+  EXPECT_NEAR(FamilyThroughput(2, 4) / 4, 0.894, 1e-9);
+}
+
 // The research baselines on the same slice: every job ends, nothing is over-allocated, SRTF
 // preempts and loses work to it, pooling helps it, and 2D-LAS demotes (and so preempts) jobs.
 TEST(SimTest, BaselinesFinishEveryJobAndPoolingHelpsSrtf) {

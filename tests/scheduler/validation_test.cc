@@ -76,6 +76,23 @@ TEST(ValidationTest, Replicas) {
   }
 }
 
+TEST(ValidationTest, ElasticRangeNamesTheFieldOutOfOrder) {
+  JobSpec spec = ValidSpec();
+  spec.min_replicas = 2;
+  spec.max_replicas = 8;
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+  spec.min_replicas = 5;
+  ExpectInvalid(spec, "min_replicas", "must be 1..4, got 5");
+  spec.min_replicas = 0;
+  ExpectInvalid(spec, "min_replicas", "must be 1..4, got 0");
+  spec = ValidSpec();
+  spec.min_replicas = 1;
+  spec.max_replicas = 3;
+  ExpectInvalid(spec, "max_replicas", "must be 4..4096, got 3");
+  spec.max_replicas = 4097;
+  ExpectInvalid(spec, "max_replicas", "must be 4..4096, got 4097");
+}
+
 TEST(ValidationTest, GpusPerReplica) {
   JobSpec spec = ValidSpec();
   spec.gpus_per_replica = 17;

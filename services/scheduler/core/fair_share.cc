@@ -24,6 +24,11 @@ int64_t AmountOf(const JobSpec& spec) {
   return static_cast<int64_t>(spec.replicas) * std::max(spec.gpus_per_replica, 1);
 }
 
+// What a placed job holds: an elastic job's size now may differ from its spec's replicas.
+int64_t HeldAmount(const Job& job) {
+  return static_cast<int64_t>(RunningReplicas(job)) * std::max(job.spec.gpus_per_replica, 1);
+}
+
 // GPUs, or CPU slots, in `ranks`.
 int64_t Units(const std::vector<RankPlacement>& ranks) {
   int64_t n = 0;
@@ -55,7 +60,7 @@ std::vector<Demand> CandidateDemands(const JobSpec& spec, const ClusterState& cl
 }
 
 Demand HeldDemand(const Job& job, const ClusterState& cluster) {
-  const int64_t amount = AmountOf(job.spec);
+  const int64_t amount = HeldAmount(job);
   if (job.spec.gpus_per_replica == 0) return {kCpuResource, amount};
   if (!job.spec.gpu_type.empty()) return {job.spec.gpu_type, amount};
   for (const RankPlacement& rank : job.placement) {
@@ -264,7 +269,8 @@ class Pass {
     absl::flat_hash_map<std::pair<std::string_view, std::string_view>, int64_t> sums;
     std::deque<std::string> types;  // resolved types of jobs that named none
     for (const Job* job : input.placed) {
-      const int64_t amount = AmountOf(job->spec);
+      const int64_t amount = HeldAmount(*job);
+      any_elastic_ |= IsElastic(job->spec);
       std::string_view resource =
           job->spec.gpus_per_replica == 0 ? std::string_view(kCpuResource) : job->spec.gpu_type;
       if (resource.empty()) resource = types.emplace_back(HeldDemand(*job, cluster).resource);
@@ -286,7 +292,7 @@ class Pass {
     int64_t started_ms;
     bool fresh;  // started by this pass: not a victim
     bool stopping = false;
-    bool victim = false;
+    bool victim = false;  // preempted or resized by this pass
     // Its queue's use of the resource up to and including this job, oldest first, and the
     // (queue, resource) group that sum is kept in.
     int64_t cum = 0;
@@ -307,8 +313,15 @@ class Pass {
   };
 
   // Placed jobs with what they hold; built when preemption or a reservation first needs it.
-  Attempt TryStart(const Job& job);
-  bool TryPreempt(const Job& job, const Attempt& attempt);
+  // `replicas`: the size tried (an elastic job's may be below its spec's).
+  Attempt TryStart(const Job& job, int32_t replicas);
+  bool TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas);
+  // Elastic jobs (core/elastic.h). TryShrink frees GPUs for `job` by shrinking elastic jobs
+  // that it could preempt (down to their min_replicas) or that grew (down to their replicas),
+  // and only if that alone makes it fit; Grow gives GPUs idle for the delay to running elastic
+  // jobs: back to their replicas, and beyond when no pending job waits for room.
+  bool TryShrink(const Job& job, const Attempt& attempt, int32_t replicas);
+  void Grow();
   void Reserve(const Job& job, const Demand& demand);
   bool NeedsBorrowing(const Job& job) const;
   void Allocate(const std::vector<RankPlacement>& ranks);
@@ -353,6 +366,17 @@ class Pass {
   // holdings_ up to ends_scanned_ are counted in.
   std::vector<std::pair<int64_t, size_t>> ends_;
   size_t ends_scanned_ = 0;
+  bool any_elastic_ = false;  // some placed job is elastic
+  // (queue, resource) -> the smallest demand that shrinking could not make room for, as
+  // no_victims_ for preemption.
+  std::map<std::pair<std::string, std::string>, int64_t> no_shrink_;
+  // Indices in holdings_ of the elastic jobs placed before the pass (the only ones that shrink);
+  // built when TryShrink first needs them.
+  std::vector<size_t> elastic_holdings_;
+  bool elastic_holdings_built_ = false;
+  // Resources that a pending job fit the quota for but found no room on: jobs grow on them only
+  // back to their replicas; not at all when the job is within its queue's nominal (true).
+  std::map<std::string, bool> wants_room_;
   PassResult result_;
 };
 
@@ -422,12 +446,13 @@ bool Pass::NeedsBorrowing(const Job& job) const {
   return true;
 }
 
-Pass::Attempt Pass::TryStart(const Job& job) {
+Pass::Attempt Pass::TryStart(const Job& job, int32_t replicas) {
   Attempt a;
   std::vector<Demand> demands = CandidateDemands(job.spec, cluster_);
+  const int64_t amount = int64_t{replicas} * std::max(job.spec.gpus_per_replica, 1);
+  for (Demand& d : demands) d.amount = amount;
   if (demands.empty()) {
-    a.reason =
-        absl::StrCat("unschedulable: needs ", AmountOf(job.spec), " x GPU, the cluster has none");
+    a.reason = absl::StrCat("unschedulable: needs ", amount, " x GPU, the cluster has none");
   }
   const int64_t runtime_ms = job.spec.max_runtime_seconds * 1000;
   const bool may_backfill = runtime_ms > 0 && in_.now_ms + runtime_ms <= EarliestReservation();
@@ -444,6 +469,7 @@ Pass::Attempt Pass::TryStart(const Job& job) {
       a.check = check;
     }
     GangRequest request = RequestOf(job.spec);
+    request.replicas = replicas;
     if (request.gpus_per_replica > 0) request.gpu_type = d.resource;
     auto key = std::make_tuple(d.resource, request.replicas, request.gpus_per_replica, may_backfill,
                                request.checked);
@@ -479,14 +505,15 @@ Pass::Attempt Pass::TryStart(const Job& job) {
   return a;
 }
 
-bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
+bool Pass::TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas) {
   const Queue* queue = nullptr;
   if (auto it = in_.queues->find(job.spec.queue); it != in_.queues->end()) queue = &it->second;
   if (queue == nullptr) return false;
   // The resource: the one that fit the quota, else the first candidate.
   std::vector<Demand> demands = CandidateDemands(job.spec, cluster_);
   if (demands.empty()) return false;
-  const Demand demand = attempt.quota_ok ? attempt.demand : demands.front();
+  Demand demand = attempt.quota_ok ? attempt.demand : demands.front();
+  demand.amount = int64_t{replicas} * std::max(job.spec.gpus_per_replica, 1);
   const bool reclaim = queue->reclaim_within_cohort != ReclaimWithinCohort::kNever &&
                        !queue->cohort.empty() &&
                        result_.ledger.CanAdmit(job.spec.queue, demand, false).within_nominal;
@@ -563,6 +590,7 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt) {
   QuotaLedger& ledger = result_.ledger;
   ClusterState& cluster = claimed_ ? *claimed_ : cluster_;
   GangRequest request = RequestOf(job.spec);
+  request.replicas = replicas;
   if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
   auto fits = [&]() {
     return ledger.CanAdmit(job.spec.queue, demand, false).fit != Fit::kNo &&
@@ -670,6 +698,305 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
   no_reservation_.insert(shape);
 }
 
+bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
+  const Queue* queue = nullptr;
+  if (auto it = in_.queues->find(job.spec.queue); it != in_.queues->end()) queue = &it->second;
+  if (queue == nullptr) return false;
+  std::vector<Demand> demands = CandidateDemands(job.spec, cluster_);
+  if (demands.empty()) return false;
+  Demand demand = attempt.quota_ok ? attempt.demand : demands.front();
+  demand.amount = int64_t{replicas} * std::max(job.spec.gpus_per_replica, 1);
+  const bool reclaim = queue->reclaim_within_cohort != ReclaimWithinCohort::kNever &&
+                       !queue->cohort.empty() &&
+                       result_.ledger.CanAdmit(job.spec.queue, demand, false).within_nominal;
+  const bool within = queue->within_queue != PreemptWithinQueue::kNever;
+  if (auto failed = no_shrink_.find({job.spec.queue, demand.resource});
+      failed != no_shrink_.end() && demand.amount >= failed->second) {
+    return false;
+  }
+  auto give_up = [&] {
+    auto [it, added] =
+        no_shrink_.emplace(std::make_pair(job.spec.queue, demand.resource), demand.amount);
+    if (!added) it->second = std::min(it->second, demand.amount);
+    return false;
+  };
+  // Elastic jobs this one may take ranks from, and down to how many: what it could preempt,
+  // to min_replicas; a job of its cohort that grew, to its replicas (GPUs it grew into were
+  // idle and nobody waited for them; now somebody does).
+  struct Shrinkable {
+    Holding* holding;
+    int32_t from;
+    int32_t floor;
+    int32_t now;  // ranks kept while searching
+    const std::vector<double>* curve;
+    std::string why;
+  };
+  std::vector<Shrinkable> candidates;
+  Holdings();
+  if (!elastic_holdings_built_) {
+    elastic_holdings_built_ = true;
+    for (size_t i = 0; i < holdings_.size(); ++i) {
+      if (!holdings_[i].fresh && IsElastic(holdings_[i].job->spec)) elastic_holdings_.push_back(i);
+    }
+  }
+  for (size_t i : elastic_holdings_) {
+    Holding& h = holdings_[i];
+    const Job& v = *h.job;
+    // Cheap tests first: a pass asks for every pending job that cannot start.
+    if (v.state != JobState::kRunning || h.victim || h.stopping ||
+        static_cast<int32_t>(h.ranks->size()) <= v.spec.min_replicas ||
+        h.demand.resource != demand.resource) {
+      continue;
+    }
+    auto vq = in_.queues->find(v.spec.queue);
+    if (vq == in_.queues->end()) continue;
+    if (in_.now_ms - h.started_ms < vq->second.min_runtime_seconds * 1000) continue;
+    const bool same = v.spec.queue == job.spec.queue;
+    if (!same && (queue->cohort.empty() || vq->second.cohort != queue->cohort)) continue;
+    if (!MayResize(in_.elastic, v.id, in_.now_ms, options_.elastic.max_resizes_per_hour)) continue;
+    const int32_t from = static_cast<int32_t>(h.ranks->size());
+    int32_t floor = from;
+    std::string why;
+    const bool lower = v.spec.priority < job.spec.priority;
+    const bool newer_equal = v.spec.priority == job.spec.priority && v.seq > job.seq;
+    if (!same && reclaim && AboveNominal(h) &&
+        (queue->reclaim_within_cohort == ReclaimWithinCohort::kAny || lower)) {
+      floor = v.spec.min_replicas;
+      why = absl::StrCat("queue ", job.spec.queue, " reclaims its nominal quota");
+    } else if (same && within &&
+               (lower || (newer_equal &&
+                          queue->within_queue == PreemptWithinQueue::kLowerOrNewerEqualPriority))) {
+      floor = v.spec.min_replicas;
+      why = absl::StrCat("priority ", job.spec.priority, " in queue ", job.spec.queue);
+    } else if (from > v.spec.replicas) {
+      floor = v.spec.replicas;
+      why = absl::StrCat(job.id, " of queue ", job.spec.queue, " waits for GPUs it grew into");
+    }
+    if (floor >= from) continue;
+    const std::vector<double>* curve = nullptr;
+    if (in_.elastic != nullptr) {
+      if (auto c = in_.elastic->throughput.find(v.id); c != in_.elastic->throughput.end()) {
+        curve = &c->second;
+      }
+    }
+    candidates.push_back({&h, from, floor, from, curve, std::move(why)});
+  }
+  if (candidates.empty()) return give_up();
+
+  // Rank by rank, the one that adds the least to its job goes first, until the job fits. Tried
+  // in place, as TryPreempt does, and put back before returning.
+  QuotaLedger& ledger = result_.ledger;
+  ClusterState& cluster = claimed_ ? *claimed_ : cluster_;
+  GangRequest request = RequestOf(job.spec);
+  request.replicas = replicas;
+  if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
+  auto fits = [&]() {
+    return ledger.CanAdmit(job.spec.queue, demand, false).fit != Fit::kNo &&
+           cluster.Place(request).kind == PlacementDecision::Kind::kPlaced;
+  };
+  struct Taken {
+    Shrinkable* from;
+    const RankPlacement* rank;
+  };
+  auto take = [&](const Taken& t) {
+    ledger.Remove(t.from->holding->job->spec.queue, {demand.resource, Units({*t.rank})});
+    cluster.Release({*t.rank});
+  };
+  auto give_back = [&](const Taken& t) {
+    ledger.Add(t.from->holding->job->spec.queue, {demand.resource, Units({*t.rank})});
+    (void)cluster.Allocate({*t.rank});
+  };
+  std::vector<Taken> taken;
+  bool ok = false;
+  while (!ok) {
+    Shrinkable* best = nullptr;
+    double least = 0;
+    for (Shrinkable& c : candidates) {
+      if (c.now <= c.floor) continue;
+      const double loss = RankGain(c.curve, c.now - 1);
+      if (best == nullptr || loss < least ||
+          (loss == least && c.holding->job->seq > best->holding->job->seq)) {
+        best = &c;
+        least = loss;
+      }
+    }
+    if (best == nullptr) break;
+    --best->now;
+    taken.push_back({best, &(*best->holding->ranks)[best->now]});
+    take(taken.back());
+    ok = fits();
+  }
+  if (!ok) {
+    for (const Taken& t : taken) give_back(t);
+    return give_up();
+  }
+  // The fewest: give back ranks, last taken first, while the job still fits.
+  std::vector<bool> needed(taken.size(), true);
+  for (size_t i = taken.size() - 1; i-- > 0;) {
+    give_back(taken[i]);
+    if (fits()) {
+      needed[i] = false;
+      continue;
+    }
+    take(taken[i]);
+  }
+  std::vector<RankPlacement> planned = cluster.Place(request).ranks;
+  std::map<Shrinkable*, std::set<const RankPlacement*>> freed;
+  for (size_t i = 0; i < taken.size(); ++i) {
+    if (needed[i]) {
+      give_back(taken[i]);
+      freed[taken[i].from].insert(taken[i].rank);
+    }
+  }
+  std::vector<std::string> names;
+  for (const auto& [c, ranks] : freed) {
+    Holding& h = *c->holding;
+    PassResult::Resize resize;
+    resize.job_id = h.job->id;
+    resize.from = c->from;
+    for (const RankPlacement& r : *h.ranks) {
+      if (ranks.count(&r) > 0) continue;
+      resize.ranks.push_back(r);
+      resize.ranks.back().rank = static_cast<int32_t>(resize.ranks.size()) - 1;
+    }
+    resize.to = static_cast<int32_t>(resize.ranks.size());
+    resize.by_job_id = job.id;
+    resize.reason = ShrinkReason(resize.from, resize.to, c->why);
+    h.victim = true;
+    if (h.group >= 0) {
+      groups_[h.group].removed += h.demand.amount * (resize.from - resize.to) / resize.from;
+    }
+    names.push_back(h.job->id);
+    result_.resizes.push_back(std::move(resize));
+  }
+  Mask(planned, /*hard=*/true);
+  result_.claims[job.id] = std::move(planned);
+  if (options_.explain) {
+    result_.waiting[&job] = absl::StrCat("shrinking ", absl::StrJoin(names, ","));
+  }
+  return true;
+}
+
+void Pass::Grow() {
+  const ElasticInput& elastic = *in_.elastic;
+  const ElasticOptions& o = options_.elastic;
+  absl::flat_hash_set<std::string_view> touched;  // preempted or resized by this pass
+  for (const auto& p : result_.preemptions) touched.insert(p.job_id);
+  for (const auto& r : result_.resizes) touched.insert(r.job_id);
+  for (const auto& [resource, settled] : elastic.settled_idle) {
+    if (settled <= 0) continue;
+    // GPUs idle for the delay are ones no pending job could start on (each was tried this
+    // pass; reserved ones are not counted). While one waits for more room, jobs only grow back
+    // to the replicas they asked for; beyond that (borrowing for speed) only when nobody waits.
+    // A job within its queue's nominal that waits for room (a gang waiting for whole workers)
+    // stops all growth: the GPUs that free up are kept for it.
+    auto wanted = wants_room_.find(resource);
+    if (wanted != wants_room_.end() && wanted->second) continue;
+    const bool waited_for = wanted != wants_room_.end();
+    const auto totals = Masked().GpuTotals();
+    auto t = totals.find(resource);
+    if (t == totals.end()) continue;
+    int64_t budget = std::min<int64_t>(settled, t->second.total - t->second.allocated);
+    if (budget <= 0) continue;
+    struct Growable {
+      const Job* job;
+      int32_t from;
+      int32_t cap;  // the most it may grow to now
+      int32_t now;
+      const std::vector<double>* curve;
+      int64_t saved_ms;  // its work is safe up to here
+      bool done = false;
+      std::vector<RankPlacement> added;
+    };
+    std::vector<Growable> candidates;
+    for (const Job* job : in_.placed) {
+      const JobSpec& spec = job->spec;
+      // Cheap tests first: this runs over every placed job in each pass with idle GPUs.
+      if (!IsElastic(spec) || spec.gpus_per_replica <= 0 || job->state != JobState::kRunning) {
+        continue;
+      }
+      const int32_t n = RunningReplicas(*job);
+      const int32_t cap = waited_for ? spec.replicas : spec.max_replicas;
+      if (n >= cap) continue;
+      if (spec.gpu_type.empty() ? HeldDemand(*job, cluster_).resource != resource
+                                : spec.gpu_type != resource) {
+        continue;
+      }
+      const std::vector<double>* curve = nullptr;
+      if (auto c = elastic.throughput.find(job->id); c != elastic.throughput.end()) {
+        curve = &c->second;
+      }
+      // Worth a restart: the time one more rank saves over what is left of the job (its runtime
+      // limit, else as long again as it has run) is at least twice what the restart costs.
+      const int64_t started = job->started_at_ms > 0 ? job->started_at_ms : in_.now_ms;
+      const int64_t left = spec.max_runtime_seconds > 0
+                               ? started + spec.max_runtime_seconds * 1000 - in_.now_ms
+                               : in_.now_ms - started;
+      const int64_t saved = WorkSavedAtMs(*job, started);
+      const double cost = static_cast<double>(o.restart_cost_ms + in_.now_ms - saved);
+      const double before = Throughput(curve, n), after = Throughput(curve, n + 1);
+      if (!(after > before) || left * (1 - before / after) < 2 * cost) continue;
+      if (in_.stopping.count(job->id) > 0 || touched.count(job->id) > 0 ||
+          !MayResize(in_.elastic, job->id, in_.now_ms, o.max_resizes_per_hour)) {
+        continue;
+      }
+      candidates.push_back({job, n, cap, n, curve, saved, false, {}});
+    }
+    // Rank by rank, to the job whose next rank adds the most (then the one with the least work
+    // since its checkpoint, which a restart loses).
+    while (budget > 0) {
+      Growable* best = nullptr;
+      double most = 0;
+      for (Growable& c : candidates) {
+        if (c.done || c.now >= c.cap || c.job->spec.gpus_per_replica > budget) {
+          continue;
+        }
+        const double gain = RankGain(c.curve, c.now);
+        if (gain <= 0) continue;
+        if (best == nullptr || gain > most ||
+            (gain == most && (c.saved_ms > best->saved_ms ||
+                              (c.saved_ms == best->saved_ms && c.job->seq < best->job->seq)))) {
+          best = &c;
+          most = gain;
+        }
+      }
+      if (best == nullptr) break;
+      const JobSpec& spec = best->job->spec;
+      const Demand rank_demand{resource, spec.gpus_per_replica};
+      GangRequest request = RequestOf(spec);
+      request.replicas = 1;
+      request.gpu_type = resource;
+      PlacementDecision p;
+      if (result_.ledger.CanAdmit(spec.queue, rank_demand, false).fit != Fit::kNo) {
+        p = Masked().Place(request);
+      }
+      if (p.kind != PlacementDecision::Kind::kPlaced) {
+        best->done = true;
+        continue;
+      }
+      p.ranks.front().rank = best->now++;
+      Allocate(p.ranks);
+      result_.ledger.Add(spec.queue, rank_demand);
+      best->added.push_back(p.ranks.front());
+      budget -= spec.gpus_per_replica;
+    }
+    for (Growable& c : candidates) {
+      if (c.added.empty()) continue;
+      PassResult::Resize resize;
+      resize.job_id = c.job->id;
+      resize.from = c.from;
+      resize.to = c.now;
+      resize.ranks = c.job->placement;
+      resize.ranks.insert(resize.ranks.end(), c.added.begin(), c.added.end());
+      const Queue* q = nullptr;
+      if (auto it = in_.queues->find(c.job->spec.queue); it != in_.queues->end()) q = &it->second;
+      resize.reason =
+          GrowReason(c.from, c.now, settled, resource, q ? q->cohort : "", o.idle_delay_ms);
+      result_.resizes.push_back(std::move(resize));
+    }
+  }
+}
+
 PassResult Pass::Run() {
   if (options_.explain) result_.waiting.reserve(in_.pending.size());
   // Pending jobs per queue in priority, then submit order. Queues by number, in name order:
@@ -725,7 +1052,8 @@ PassResult Pass::Run() {
   // jobs are not tried: a deep backlog then costs a pass a heap step per job, not a placement.
   // (With reasons, every job is tried, so each reason says what is true for it.) They still take
   // their turn in the order, so the decisions are exactly those of trying them.
-  using Shape = std::tuple<size_t, int32_t, int32_t, std::string_view, bool, bool, int32_t>;
+  using Shape =
+      std::tuple<size_t, int32_t, int32_t, std::string_view, bool, bool, int32_t, int32_t>;
   absl::flat_hash_set<Shape> waits;
   const bool skip_waits = !options_.explain && !options_.strict_fifo;
   auto shape_of = [&](size_t q, const Job& job) {
@@ -737,7 +1065,8 @@ PassResult Pass::Run() {
                  job.spec.gpu_type,
                  ChecksJob(job.spec, /*enabled=*/true),
                  may_backfill,
-                 job.spec.priority};
+                 job.spec.priority,
+                 IsElastic(job.spec) ? job.spec.min_replicas : job.spec.replicas};
   };
   using Key = std::tuple<bool, bool, double, int32_t, int64_t, size_t>;
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
@@ -779,7 +1108,18 @@ PassResult Pass::Run() {
       push(q);
       continue;
     }
-    Attempt a = TryStart(job);
+    Attempt a = TryStart(job, job.spec.replicas);
+    // An elastic job starts at the largest size from its replicas down to min_replicas that
+    // fits now, rather than waiting for its replicas.
+    for (int32_t n = job.spec.replicas - 1;
+         !a.placed && IsElastic(job.spec) && n >= job.spec.min_replicas; --n) {
+      Attempt smaller = TryStart(job, n);
+      if (smaller.placed) a = std::move(smaller);
+    }
+    if (in_.elastic != nullptr && !a.placed && a.quota_ok &&
+        a.reason.rfind("unschedulable", 0) != 0) {
+      wants_room_[a.demand.resource] |= a.check.fit == Fit::kWithinNominal;
+    }
     if (a.placed) {
       Allocate(a.ranks);
       result_.ledger.Add(job.spec.queue, a.demand);
@@ -791,7 +1131,16 @@ PassResult Pass::Run() {
       continue;
     }
     if (options_.explain) result_.waiting[&job] = a.reason;
-    const bool preempted = options_.preemption && TryPreempt(job, a);
+    // Shrinking elastic jobs before preempting anyone whole; for an elastic job, at its
+    // replicas, then at its min_replicas.
+    auto free_for = [&](int32_t n) {
+      return (any_elastic_ && TryShrink(job, a, n)) || TryPreempt(job, a, n);
+    };
+    const bool preempted =
+        options_.preemption &&
+        (free_for(job.spec.replicas) || (IsElastic(job.spec) &&
+                                         job.spec.min_replicas < job.spec.replicas &&
+                                         free_for(job.spec.min_replicas)));
     const size_t reserved = result_.reservations.size();
     if (!preempted && options_.backfill && a.quota_ok &&
         job.spec.replicas * std::max(job.spec.gpus_per_replica, 1) > 1 &&
@@ -811,6 +1160,7 @@ PassResult Pass::Run() {
     }
     push(q);
   }
+  if (in_.elastic != nullptr && any_elastic_) Grow();
   return std::move(result_);
 }
 

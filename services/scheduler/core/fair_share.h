@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/elastic.h"
 #include "core/placement.h"
 #include "core/types.h"
 #include "core/validation.h"
@@ -133,6 +134,8 @@ struct PolicyOptions {
   bool explain = true;
   Order order = Order::kSubmit;
   int64_t starve_after_ms = 6LL * 3600 * 1000;
+  // Elastic jobs (core/elastic.h): when they grow, how often they may be resized.
+  ElasticOptions elastic;
 };
 
 struct PassInput {
@@ -148,6 +151,9 @@ struct PassInput {
   // and one pass could not start it).
   std::map<std::string, std::vector<RankPlacement>> claims;
   int64_t now_ms = 0;
+  // Throughput curves, past resizes and idle GPUs for elastic jobs; null: none known (elastic
+  // jobs still start smaller and shrink, and never grow).
+  const ElasticInput* elastic = nullptr;
 };
 
 struct Reservation {
@@ -168,8 +174,21 @@ struct PassResult {
     std::string by_job_id;
     std::string reason;  // "reclaim" or "priority"
   };
+  // An elastic job to restart at another size: stopped like a preempted job (SIGTERM, the
+  // grace), then started from its last checkpoint on `ranks`, which are GPUs it holds (a shrink:
+  // the first `to` of its ranks) or it holds and idle ones (a growth). Until then nobody else
+  // may take them, as with a claim. A shrink gives the rest to `by_job_id`'s claim.
+  struct Resize {
+    std::string job_id;
+    int32_t from = 0;
+    int32_t to = 0;
+    std::vector<RankPlacement> ranks;
+    std::string by_job_id;  // a shrink's: the pending job the GPUs go to
+    std::string reason;     // "grown from 2 to 4 replicas: ...", "shrunk from 4 to 2: ..."
+  };
   std::vector<Start> starts;
   std::vector<Preemption> preemptions;
+  std::vector<Resize> resizes;
   std::vector<Reservation> reservations;
   // New claims: where each job that preempted will start.
   std::map<std::string, std::vector<RankPlacement>> claims;

@@ -78,6 +78,11 @@ struct JobSpec {
   std::string queue;
   int32_t priority = 0;
   int32_t replicas = 0;
+  // Elastic jobs (core/elastic.h): the scheduler may run the job at any size from min_replicas
+  // to max_replicas ranks, `replicas` being the size it asks for. 0: unset, the job is not
+  // elastic (both are set, or neither).
+  int32_t min_replicas = 0;
+  int32_t max_replicas = 0;
   int32_t gpus_per_replica = 0;
   std::string gpu_type;
   // Exactly one of these is set in a valid spec.

@@ -181,6 +181,16 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& in) {
   if (auto s = CheckDnsLabel("queue", spec.queue); !s.ok()) return s;
   if (auto s = CheckRange("priority", spec.priority, -kMaxPriority, kMaxPriority); !s.ok()) return s;
   if (auto s = CheckRange("replicas", spec.replicas, 1, kMaxReplicas); !s.ok()) return s;
+  if (spec.min_replicas != 0 || spec.max_replicas != 0) {
+    // An elastic job: 1 <= min_replicas <= replicas <= max_replicas <= the bound of replicas.
+    if (auto s = CheckRange("min_replicas", spec.min_replicas, 1, spec.replicas); !s.ok()) {
+      return s;
+    }
+    if (auto s = CheckRange("max_replicas", spec.max_replicas, spec.replicas, kMaxReplicas);
+        !s.ok()) {
+      return s;
+    }
+  }
   if (auto s = CheckRange("gpus_per_replica", spec.gpus_per_replica, 0, kMaxGpusPerReplica);
       !s.ok()) {
     return s;

@@ -68,6 +68,39 @@ void GangShape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_r
   *replicas = gpus / *per_replica;
 }
 
+void ElasticShape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_replica) {
+  int32_t half_replicas = 0;
+  GangShape(std::max(gpus / 2, 1), per_node, &half_replicas, per_replica);
+  *replicas = gpus / *per_replica;
+}
+
+namespace {
+
+// Efficiency at g GPUs: 1 / (1 + a log2 g), `a` fitted to one published point per family.
+struct Family {
+  const char* name;
+  double a;
+};
+constexpr Family kFamilies[kModelFamilies] = {
+    // ResNet-101 and Inception V3 under Horovod: 90% at 512 GPUs (128 servers of 4 P100, 25 Gbit/s
+    // RoCE; Horovod's benchmarks page): 1 / (1 + 9a) = 0.90.
+    {"resnet", (1 / 0.90 - 1) / 9},
+    // VGG-16 there: 68% at 512 GPUs.
+    {"vgg", (1 / 0.68 - 1) / 9},
+    // A small model on one host: the trainer's mlp at 4 t4 GPUs, 89.4% (the study in
+    // docs/ringctl.md): 1 / (1 + 2a) = 0.894.
+    {"mlp", (1 / 0.894 - 1) / 2},
+};
+
+}  // namespace
+
+const char* FamilyName(int family) { return kFamilies[family % kModelFamilies].name; }
+
+double FamilyThroughput(int family, int32_t gpus) {
+  if (gpus <= 0) return 0;
+  return gpus / (1 + kFamilies[family % kModelFamilies].a * std::log2(static_cast<double>(gpus)));
+}
+
 Worker SimNode(int n, int32_t gpus_per_node) {
   Worker w;
   w.id = absl::StrCat("n", n);
@@ -185,16 +218,22 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
   }
 
   struct SimJob {
-    int64_t remaining_s = 0;
+    double remaining_s = 0;  // work left, in seconds at the GPUs the job asked for
     int64_t pending_since_s = 0;
     int64_t queued_s = 0;
     int64_t run_started_s = 0;
     int64_t gpu_seconds = 0;
     int32_t generation = 0;  // bumps when a run ends early: stale completions are ignored
     bool stopping = false;
+    double rate = 1;         // work per second at the size it runs at
+    int64_t restart_s = 0;   // time at the start of this run without progress (a resize's)
+    bool within_nominal = false;  // its queue was within nominal, with it, at submit
+    std::vector<RankPlacement> resize_to;  // set while it stops to restart at another size
   };
   std::vector<Job> jobs;
   std::vector<SimJob> state;
+  ElasticInput elastic;
+  IdleTracker idle(options.policy.elastic.idle_delay_ms);
   for (const TraceJob& t : trace) {
     if (!queues.count(t.vc)) continue;
     Job job;
@@ -203,13 +242,32 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
     job.created_at_ms = t.submit_s * 1000;
     job.spec.queue = t.vc;
     GangShape(t.gpus, options.gpus_per_node, &job.spec.replicas, &job.spec.gpus_per_replica);
+    if (options.elastic && t.gpus >= 2) {
+      ElasticShape(t.gpus, options.gpus_per_node, &job.spec.replicas, &job.spec.gpus_per_replica);
+      job.spec.min_replicas = std::max(1, job.spec.replicas / 2);
+      job.spec.max_replicas = job.spec.replicas * 2;
+      // Never more GPUs than the cluster has.
+      while (int64_t{job.spec.max_replicas} * job.spec.gpus_per_replica > report.total_gpus) {
+        --job.spec.max_replicas;
+      }
+      job.spec.max_replicas = std::max(job.spec.max_replicas, job.spec.replicas);
+      const int family = static_cast<int>(jobs.size() % kModelFamilies);
+      std::vector<double>& curve = elastic.throughput[job.id];
+      for (int32_t n = 0; n <= job.spec.max_replicas; ++n) {
+        curve.push_back(FamilyThroughput(family, n * job.spec.gpus_per_replica));
+      }
+      ++report.elastic_jobs;
+    }
     job.spec.gpu_type = "gpu";
     if (options.runtime_limit_round_s > 0) {
       const int64_t r = options.runtime_limit_round_s;
       job.spec.max_runtime_seconds = (t.duration_s + r - 1) / r * r;
     }
     jobs.push_back(std::move(job));
-    state.push_back({t.duration_s, t.submit_s, 0, 0, 0, 0, false});
+    SimJob s;
+    s.remaining_s = static_cast<double>(t.duration_s);
+    s.pending_since_s = t.submit_s;
+    state.push_back(std::move(s));
   }
   std::vector<const TraceJob*> source;
   for (const TraceJob& t : trace) {
@@ -217,54 +275,107 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
   }
   if (jobs.empty()) return report;
 
-  // (time, kind, job, generation): kind 0 = a run ends, 1 = a preempted job has stopped.
+  // (time, kind, job, generation): kind 0 = a run ends, 1 = a preempted job has stopped, 2 = a
+  // resized job has stopped (it restarts at its new size), 3 = GPUs may have been idle long
+  // enough to grow into (no job).
   using Event = std::tuple<int64_t, int, size_t, int32_t>;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   IndexSet pending(jobs.size()), placed(jobs.size());
   PassInput input;
   input.queues = &queues;
+  if (options.elastic) input.elastic = &elastic;
   PolicyOptions policy = options.policy;
   policy.explain = false;  // nobody reads the reasons here
   // The pass's own input holds the jobs stopping and the claims: no copy of them each pass.
   std::set<std::string>& stopping = input.stopping;
   std::map<std::string, std::set<std::string>> preempting;  // preemptor -> victims stopping
   // Where each preemptor will start; `ripe`: its victims are gone, one more pass to start it.
+  // A growing job's new GPUs are held here under its id until it restarts.
   std::map<std::string, std::vector<RankPlacement>>& claims = input.claims;
   std::set<std::string> ripe;
-  std::vector<double> jct, queued;
+  std::vector<double> jct, queued, queued_within;
   int64_t longest_32 = 0;
   std::map<size_t, int64_t> refused_since;  // job -> since when
   const int64_t first_submit = source.front()->submit_s;
   int64_t last_end = first_submit;
   size_t next_arrival = 0;
   int64_t used_gpu_seconds = 0;
+  std::map<std::string, int64_t> queue_used;  // GPUs placed per queue
+  int64_t wake_at = INT64_MAX;                // the next kind 3 event queued
 
-  auto finish_run = [&](size_t i, int64_t now, bool completed) {
+  auto gpus_of = [&](size_t i) {
+    return static_cast<int64_t>(jobs[i].placement.size()) * jobs[i].spec.gpus_per_replica;
+  };
+  auto end_of = [&](size_t i) {
+    const SimJob& s = state[i];
+    return s.run_started_s + s.restart_s +
+           static_cast<int64_t>(std::ceil(s.remaining_s / s.rate - 1e-9));
+  };
+  auto start_run = [&](size_t i, int64_t now, std::vector<RankPlacement> ranks, int64_t restart) {
+    SimJob& s = state[i];
+    jobs[i].placement = std::move(ranks);
+    jobs[i].state = JobState::kRunning;
+    jobs[i].started_at_ms = now * 1000;
+    jobs[i].last_checkpoint_time_ms = 0;
+    queue_used[jobs[i].spec.queue] += gpus_of(i);
+    s.run_started_s = now;
+    s.restart_s = restart;
+    s.rate = 1;
+    if (auto c = elastic.throughput.find(jobs[i].id); c != elastic.throughput.end()) {
+      s.rate = Throughput(&c->second, static_cast<int32_t>(jobs[i].placement.size())) /
+               Throughput(&c->second, jobs[i].spec.replicas);
+    }
+    placed.insert(i);
+    events.push({end_of(i), 0, i, s.generation});
+  };
+  // Ends the current run: its GPU-time is counted and its GPUs released. Unless it completed,
+  // it keeps the work up to its last checkpoint; what it ran past that is returned (GPU-s).
+  auto end_run = [&](size_t i, int64_t now, bool completed) -> double {
     SimJob& s = state[i];
     const int64_t ran = now - s.run_started_s;
-    const int64_t gpus = int64_t{jobs[i].spec.replicas} * jobs[i].spec.gpus_per_replica;
+    const int64_t gpus = gpus_of(i);
     s.gpu_seconds += ran * gpus;
     used_gpu_seconds += ran * gpus;
     report.queues[jobs[i].spec.queue].gpu_seconds += static_cast<double>(ran * gpus);
+    queue_used[jobs[i].spec.queue] -= gpus;
     cluster.Release(jobs[i].placement);
     jobs[i].placement.clear();
     placed.erase(i);
     ++s.generation;
+    if (completed) return 0;
+    // The restart's own time is counted by the resize that caused it.
+    const int64_t progress = std::max<int64_t>(0, ran - s.restart_s);
+    const int64_t kept = WorkKept(progress, options.checkpoint_interval_s);
+    s.remaining_s -= std::min(static_cast<double>(kept) * s.rate, s.remaining_s - 1);
+    return static_cast<double>((progress - kept) * gpus);
+  };
+  auto finish_run = [&](size_t i, int64_t now, bool completed) {
+    SimJob& s = state[i];
+    const double lost = end_run(i, now, completed);
     if (completed) {
       jobs[i].state = JobState::kSucceeded;
       jct.push_back(static_cast<double>(now - source[i]->submit_s));
       queued.push_back(static_cast<double>(s.queued_s));
-      if (gpus >= 32) longest_32 = std::max(longest_32, s.queued_s);
+      if (s.within_nominal) queued_within.push_back(static_cast<double>(s.queued_s));
+      if (source[i]->gpus >= 32) longest_32 = std::max(longest_32, s.queued_s);
       last_end = std::max(last_end, now);
       return;
     }
     // Preempted: keep the work up to the last checkpoint.
-    const int64_t kept = WorkKept(ran, options.checkpoint_interval_s);
-    s.remaining_s -= std::min(kept, s.remaining_s - 1);
-    report.lost_gpu_seconds += static_cast<double>((ran - kept) * gpus);
+    report.lost_gpu_seconds += lost;
     jobs[i].state = JobState::kPending;
     s.pending_since_s = now;
     pending.insert(i);
+  };
+  // GPUs idle now: neither allocated nor claimed.
+  auto idle_gpus = [&]() {
+    const auto totals = cluster.GpuTotals();
+    auto t = totals.find("gpu");
+    int64_t idle = t == totals.end() ? 0 : t->second.total - t->second.allocated;
+    for (const auto& [id, ranks] : claims) {
+      for (const RankPlacement& r : cluster.FreePart(ranks)) idle -= r.gpu_indices.size();
+    }
+    return idle;
   };
 
   while (next_arrival < jobs.size() || !events.empty()) {
@@ -273,20 +384,46 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
     while (next_arrival < jobs.size() && source[next_arrival]->submit_s == now) {
       pending.insert(next_arrival);
       state[next_arrival].pending_since_s = now;
-      ++report.queues[jobs[next_arrival].spec.queue].jobs;
-      report.queues[jobs[next_arrival].spec.queue].demand_gpu_seconds +=
+      const std::string& q = jobs[next_arrival].spec.queue;
+      state[next_arrival].within_nominal =
+          queue_used[q] + source[next_arrival]->gpus <= report.queues[q].nominal_gpus;
+      ++report.queues[q].jobs;
+      report.queues[q].demand_gpu_seconds +=
           static_cast<double>(source[next_arrival]->duration_s) * source[next_arrival]->gpus;
       ++next_arrival;
     }
     while (!events.empty() && std::get<0>(events.top()) == now) {
       auto [t, kind, i, generation] = events.top();
       events.pop();
+      if (kind == 3) {
+        wake_at = INT64_MAX;
+        continue;
+      }
       if (generation != state[i].generation) continue;
       if (kind == 0) {
         finish_run(i, now, true);
+        claims.erase(jobs[i].id);  // a growth that never happened
         // A victim that ended by itself before its grace ran out frees its preemptor too.
-      } else {
+      } else if (kind == 1) {
         finish_run(i, now, false);
+      } else {
+        // A resize: the run stops, losing the work since its checkpoint, and starts again at
+        // once on its new GPUs, after the restart.
+        report.resize_lost_gpu_seconds += end_run(i, now, false);
+        std::vector<RankPlacement> to = std::move(state[i].resize_to);
+        state[i].resize_to.clear();
+        claims.erase(jobs[i].id);
+        if (!cluster.Allocate(to).ok()) {
+          ++report.over_allocations;
+          pending.insert(i);
+          jobs[i].state = JobState::kPending;
+          state[i].pending_since_s = now;
+        } else {
+          start_run(i, now, std::move(to), options.resize_restart_s);
+          // The restart holds the GPUs without progress: counted with the resize's loss.
+          report.resize_lost_gpu_seconds +=
+              static_cast<double>(options.resize_restart_s * gpus_of(i));
+        }
       }
       if (state[i].stopping) {
         state[i].stopping = false;
@@ -299,9 +436,25 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
       }
     }
 
-    // Nothing waits: a pass could only say so (the service runs it anyway; here it is most
-    // of the replay's passes at a light load).
-    if (pending.empty()) {
+    int64_t settled = 0;
+    if (options.elastic) {
+      idle.Observe("gpu", now * 1000, idle_gpus());
+      settled = idle.Settled("gpu", now * 1000);
+      elastic.settled_idle["gpu"] = settled;
+      // The checkpoints each running job has taken, for what a resize would lose.
+      for (size_t i : placed) {
+        const SimJob& s = state[i];
+        const int64_t ran = now - s.run_started_s - s.restart_s;
+        if (ran >= options.checkpoint_interval_s && options.checkpoint_interval_s > 0) {
+          jobs[i].last_checkpoint_time_ms =
+              (s.run_started_s + s.restart_s + WorkKept(ran, options.checkpoint_interval_s)) *
+              1000;
+        }
+      }
+    }
+    // Nothing waits and nothing could grow: a pass could only say so (the service runs it
+    // anyway; here it is most of the replay's passes at a light load).
+    if (pending.empty() && settled <= 0) {
       refused_since.clear();
       continue;
     }
@@ -324,27 +477,57 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
       ++report.preemptions;
       ++report.queues[jobs[v].spec.queue].preempted;
       // Stops after the grace period, unless it finishes first (its end event comes sooner).
-      const int64_t end = state[v].run_started_s + state[v].remaining_s;
-      if (end > now + options.grace_s)
+      if (end_of(v) > now + options.grace_s)
         events.push({now + options.grace_s, 1, v, state[v].generation});
+    }
+    for (const auto& z : r.resizes) {
+      const size_t v = static_cast<size_t>(std::stoll(z.job_id));
+      state[v].stopping = true;
+      state[v].resize_to = z.ranks;
+      stopping.insert(z.job_id);
+      elastic.resized_at_ms[z.job_id].push_back(now * 1000);
+      ++report.resizes;
+      if (z.to > z.from) ++report.grows;
+      if (!z.by_job_id.empty()) {
+        preempting[z.by_job_id].insert(z.job_id);
+      } else {
+        claims[z.job_id] = z.ranks;
+      }
+      if (end_of(v) > now + options.grace_s) {
+        events.push({now + options.grace_s, 2, v, state[v].generation});
+      }
     }
     for (const auto& s : r.starts) {
       const size_t i = static_cast<size_t>(std::stoll(s.job_id));
       claims.erase(s.job_id);
-      if (static_cast<int32_t>(s.ranks.size()) != jobs[i].spec.replicas) ++report.partial_gangs;
+      const JobSpec& spec = jobs[i].spec;
+      const int32_t n = static_cast<int32_t>(s.ranks.size());
+      if (IsElastic(spec) ? n < spec.min_replicas || n > spec.max_replicas : n != spec.replicas) {
+        ++report.partial_gangs;
+      }
       if (!cluster.Allocate(s.ranks).ok()) {
         ++report.over_allocations;
         continue;
       }
-      jobs[i].placement = s.ranks;
-      jobs[i].state = JobState::kRunning;
-      jobs[i].started_at_ms = now * 1000;
       SimJob& st = state[i];
       st.queued_s += now - st.pending_since_s;
-      st.run_started_s = now;
       pending.erase(i);
-      placed.insert(i);
-      events.push({now + st.remaining_s, 0, i, st.generation});
+      start_run(i, now, s.ranks, 0);
+    }
+    if (options.elastic) {
+      // GPUs left idle: wake when they have been idle for the delay, to grow into them.
+      const int64_t now_idle = idle_gpus();
+      idle.Observe("gpu", now * 1000, now_idle);
+      if (now_idle > idle.Settled("gpu", now * 1000)) {
+        const int64_t rise_ms = idle.NextRise("gpu", now * 1000);
+        if (rise_ms != INT64_MAX) {
+          const int64_t wake = (rise_ms + 999) / 1000;
+          if (wake < wake_at) {
+            wake_at = wake;
+            events.push({wake, 3, 0, 0});
+          }
+        }
+      }
     }
 
     // Promised share: a pending job that fits its queue's unused nominal quota while another
@@ -381,6 +564,15 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
   }
 
   Summarize(jct, queued, &report);
+  {
+    std::vector<double> within = queued_within;
+    std::sort(within.begin(), within.end());
+    if (!within.empty()) {
+      report.p99_queue_within_nominal_s =
+          within[std::min(within.size() - 1,
+                          static_cast<size_t>(std::ceil(0.99 * within.size())) - 1)];
+    }
+  }
   report.longest_wait_32plus_s = longest_32;
   const double span = static_cast<double>(std::max<int64_t>(1, last_end - first_submit));
   report.utilisation = static_cast<double>(used_gpu_seconds) / (report.total_gpus * span);

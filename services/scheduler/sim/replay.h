@@ -41,6 +41,14 @@ struct SimOptions {
   // Each job's max_runtime_seconds: its duration rounded up to the next multiple of this
   // (0: no limits, so nothing backfills into reserved GPUs).
   int64_t runtime_limit_round_s = 3600;
+  // Elastic jobs (docs/fair-share.md, "Elastic jobs in the simulator"): every job of two or
+  // more GPUs may run from half to double its GPUs (ElasticShape), at the throughput of its
+  // model family's curve (FamilyThroughput); the trace's duration is at the GPUs it asked for.
+  // The policy's own settings are policy.elastic.
+  bool elastic = false;
+  // A resize's restart: time the job holds its new GPUs before it makes progress again (beyond
+  // the grace, and the work since its last checkpoint, which it loses).
+  int64_t resize_restart_s = 60;
 };
 
 struct QueueOutcome {
@@ -68,12 +76,28 @@ struct SimReport {
   int64_t partial_gangs = 0;      // starts with fewer ranks than replicas: must stay 0
   int64_t longest_refused_s = 0;  // max over queues
   int64_t total_gpus = 0;
+  // Queueing of jobs whose queue was within its nominal quota, this job included, at submit.
+  double p99_queue_within_nominal_s = 0;
+  int64_t elastic_jobs = 0;
+  int64_t resizes = 0;  // grows and shrinks
+  int64_t grows = 0;
+  // GPU-seconds resizes cost: the work since the last checkpoint, the grace and the restart.
+  double resize_lost_gpu_seconds = 0;
   std::map<std::string, QueueOutcome> queues;
 };
 
 // A trace job's gang: ranks of up to one node's GPUs each (the largest divisor of `gpus` that
 // fits a node, so 16 GPUs are 2 x 8 and 6 are 1 x 6).
 void GangShape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_replica);
+// An elastic trace job of `gpus` (2 or more, even): ranks of half its GPUs' gang shape, so that
+// half, the request and double are whole numbers of ranks (8 GPUs: 2 x 4, from 1 to 4 ranks).
+void ElasticShape(int32_t gpus, int32_t per_node, int32_t* replicas, int32_t* per_replica);
+// The model families of the simulator's jobs: scaling efficiency at g GPUs is 1 / (1 + a log2 g),
+// with `a` from published or the project's figures (docs/fair-share.md). Job i is family i % 3.
+inline constexpr int kModelFamilies = 3;
+const char* FamilyName(int family);
+// Throughput at `gpus` GPUs in GPUs' worth of one GPU's (g x efficiency).
+double FamilyThroughput(int family, int32_t gpus);
 // Node `n` of a simulated cluster: `gpus_per_node` GPUs of the one type "gpu".
 Worker SimNode(int n, int32_t gpus_per_node);
 // The part of a preempted run of `ran` seconds that its checkpoints keep: up to the last one

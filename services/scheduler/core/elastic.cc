@@ -1,0 +1,89 @@
+#include "core/elastic.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringmaster::scheduler {
+
+int32_t RunningReplicas(const Job& job) {
+  if (!IsElastic(job.spec) || job.placement.empty()) return job.spec.replicas;
+  return static_cast<int32_t>(job.placement.size());
+}
+
+double Throughput(const std::vector<double>* curve, int32_t n) {
+  if (curve == nullptr || curve->size() < 2 || n <= 0) return std::max(n, 0);
+  const int32_t last = static_cast<int32_t>(curve->size()) - 1;
+  if (n <= last) return (*curve)[n];
+  return (*curve)[last] * n / last;
+}
+
+double RankGain(const std::vector<double>* curve, int32_t n) {
+  const double one = Throughput(curve, 1);
+  return one > 0 ? (Throughput(curve, n + 1) - Throughput(curve, n)) / one : 0;
+}
+
+bool MayResize(const ElasticInput* input, const std::string& job_id, int64_t now_ms,
+               int32_t limit) {
+  if (input == nullptr) return limit > 0;
+  auto it = input->resized_at_ms.find(job_id);
+  if (it == input->resized_at_ms.end()) return limit > 0;
+  constexpr int64_t kHourMs = 3600 * 1000;
+  const int64_t recent = std::count_if(it->second.begin(), it->second.end(),
+                                       [&](int64_t t) { return t > now_ms - kHourMs; });
+  return recent < limit;
+}
+
+std::string GrowReason(int32_t from, int32_t to, int64_t idle, const std::string& resource,
+                       const std::string& cohort, int64_t idle_delay_ms) {
+  return absl::StrCat("grown from ", from, " to ", to, " replicas: ", idle, " x ", resource,
+                      " idle", cohort.empty() ? "" : absl::StrCat(" in cohort ", cohort), " for ",
+                      idle_delay_ms / 1000, " s");
+}
+
+std::string ShrinkReason(int32_t from, int32_t to, const std::string& why) {
+  return absl::StrCat("shrunk from ", from, " to ", to, ": ", why);
+}
+
+void IdleTracker::Observe(const std::string& resource, int64_t now_ms, int64_t idle) {
+  auto& s = samples_[resource];
+  if (!s.empty() && s.back().first == now_ms) {
+    s.back().second = idle;
+  } else if (s.empty() || s.back().second != idle) {
+    s.emplace_back(now_ms, idle);
+  }
+  // Keep the sample in effect at now - delay and those after it.
+  while (s.size() >= 2 && s[1].first <= now_ms - delay_ms_) s.pop_front();
+}
+
+int64_t IdleTracker::Settled(const std::string& resource, int64_t now_ms) const {
+  auto it = samples_.find(resource);
+  if (it == samples_.end() || it->second.empty()) return 0;
+  const auto& s = it->second;
+  const int64_t from = now_ms - delay_ms_;
+  if (s.front().first > from) return 0;
+  int64_t fewest = std::numeric_limits<int64_t>::max();
+  for (size_t i = 0; i < s.size(); ++i) {
+    // Samples before the one in effect at `from` are gone from the window.
+    if (i + 1 < s.size() && s[i + 1].first <= from) continue;
+    fewest = std::min(fewest, s[i].second);
+  }
+  return fewest;
+}
+
+int64_t IdleTracker::NextRise(const std::string& resource, int64_t now_ms) const {
+  auto it = samples_.find(resource);
+  int64_t next = std::numeric_limits<int64_t>::max();
+  if (it == samples_.end() || it->second.empty()) return next;
+  const auto& s = it->second;
+  // The window's contents change when a sample's successor becomes the one in effect at its
+  // start (t + delay), or when the first sample has been observed for the whole delay.
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int64_t t = s[i].first + delay_ms_;
+    if (t > now_ms) next = std::min(next, t);
+  }
+  return next;
+}
+
+}  // namespace ringmaster::scheduler

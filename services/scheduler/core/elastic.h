@@ -1,0 +1,96 @@
+// Elastic jobs: a job whose spec sets min_replicas and max_replicas may run at any size in that
+// range. The decisions (start smaller, grow into idle GPUs, shrink instead of preempting whole)
+// are made by SchedulePass (core/fair_share.h); this header holds what they are made from: the
+// options, the plain data a caller passes in (throughput per size, past resizes, GPUs idle long
+// enough), the gain of a rank, and the texts of a resize. Pure: no I/O, no clock of its own.
+//
+// A resize is a restart: the job's ranks are stopped (SIGTERM, the grace, a checkpoint) and the
+// job starts again from its last checkpoint at the new size (PassResult::Resize). It is not a
+// failure and counts against nothing but the resize limit.
+#ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_ELASTIC_H_
+#define RINGMASTER_SERVICES_SCHEDULER_CORE_ELASTIC_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "core/types.h"
+
+namespace ringmaster::scheduler {
+
+struct ElasticOptions {
+  // How long GPUs must have stayed idle before a running job grows into them. A resize costs
+  // about the grace (30 s) and a restart (about as long again) of the job's time; waiting as
+  // long as the switch costs before making it is the ski-rental rule, which never pays more
+  // than twice the best choice made knowing how long the GPUs stay idle.
+  int64_t idle_delay_ms = 60'000;
+  // Resizes of one job within any hour, grows and shrinks together. A job at its limit is
+  // neither grown nor shrunk (a reclaim then preempts it whole, as without elastic jobs).
+  int32_t max_resizes_per_hour = 2;
+  // What a restart costs the job, beyond the work since its last checkpoint: the grace and the
+  // start at the new size. A job grows only when the time the growth is expected to save (its
+  // runtime limit left, else the time it has run, at the new speed) is at least twice the cost.
+  int64_t restart_cost_ms = 60'000;
+};
+
+// What a caller knows of elastic jobs beyond their specs. Every field may be empty.
+struct ElasticInput {
+  // By job id: the job's throughput (samples/s, any unit) at n ranks, at [n]; [0] unused. A job
+  // without a curve, or a size past its end, scales linearly from the last known size.
+  absl::flat_hash_map<std::string, std::vector<double>> throughput;
+  // By job id: when it was resized (Unix ms); entries older than an hour may be left out.
+  absl::flat_hash_map<std::string, std::vector<int64_t>> resized_at_ms;
+  // By resource: GPUs that have been idle for at least ElasticOptions::idle_delay_ms
+  // (IdleTracker::Settled).
+  std::map<std::string, int64_t> settled_idle;
+};
+
+// Both min_replicas and max_replicas set (validation makes them both or neither).
+inline bool IsElastic(const JobSpec& spec) {
+  return spec.min_replicas > 0 && spec.max_replicas > 0;
+}
+// The ranks a job runs with now: its placement's for an elastic job that holds one, else its
+// spec's replicas (so a job that is not elastic is counted exactly as before).
+int32_t RunningReplicas(const Job& job);
+
+// Throughput at n ranks on `curve` (null or empty: n).
+double Throughput(const std::vector<double>* curve, int32_t n);
+// What rank n + 1 adds to a job of n ranks, per GPU, as a share of what a GPU gives the job
+// at one rank: (T(n + 1) - T(n)) / T(1). 1 is linear scaling; jobs of different models and
+// rank sizes compare on it (their throughputs are in units of their own).
+double RankGain(const std::vector<double>* curve, int32_t n);
+// Whether the job may be resized now: fewer than `limit` resizes in the hour before now_ms.
+bool MayResize(const ElasticInput* input, const std::string& job_id, int64_t now_ms, int32_t limit);
+
+// The texts of a job's events: "grown from 2 to 4 replicas: 8 x t4 idle in cohort c for 60 s",
+// "shrunk from 4 to 2: queue b reclaims its nominal quota".
+std::string GrowReason(int32_t from, int32_t to, int64_t idle, const std::string& resource,
+                       const std::string& cohort, int64_t idle_delay_ms);
+std::string ShrinkReason(int32_t from, int32_t to, const std::string& why);
+
+// How long GPUs have stayed idle: the caller reports each resource's idle count whenever it may
+// have changed (after each pass, after each job's end), and asks how many have been idle
+// throughout the last `delay_ms`. Not thread-safe.
+class IdleTracker {
+ public:
+  explicit IdleTracker(int64_t delay_ms) : delay_ms_(delay_ms) {}
+  void Observe(const std::string& resource, int64_t now_ms, int64_t idle);
+  // The fewest idle over [now_ms - delay_ms, now_ms]; 0 when not observed that long.
+  int64_t Settled(const std::string& resource, int64_t now_ms) const;
+  // When Settled may next rise without a new observation (a lower count leaving the window);
+  // INT64_MAX when it cannot.
+  int64_t NextRise(const std::string& resource, int64_t now_ms) const;
+
+ private:
+  int64_t delay_ms_;
+  // Per resource: (time, idle) from the one in effect at now - delay on, oldest first.
+  std::map<std::string, std::deque<std::pair<int64_t, int64_t>>> samples_;
+};
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_CORE_ELASTIC_H_

@@ -1,0 +1,363 @@
+// Elastic jobs in SchedulePass (core/elastic.h): start smaller, grow after the idle delay, shrink
+// before preempting whole, chosen by the throughput a rank adds, at most so many resizes an hour.
+#include "core/elastic.h"
+
+#include <map>
+#include <string>
+
+#include "core/fair_share.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringmaster::scheduler {
+namespace {
+
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+constexpr int64_t kSecond = 1000;
+
+// Queues of one cohort on workers of t4 GPUs. A pass is applied as the scheduler would once the
+// grace is over: starts and claims allocate, preempted jobs release, resized jobs move to their
+// new ranks.
+class ElasticWorld {
+ public:
+  ElasticWorld(int workers, int gpus_each) {
+    for (int i = 0; i < workers; ++i) {
+      Worker w;
+      w.id = "w" + std::to_string(i);
+      w.address = "10.0.0.1";
+      for (int g = 0; g < gpus_each; ++g) w.gpus.push_back(Gpu{g, "t4", 0, false});
+      cluster.UpsertWorker(w);
+    }
+  }
+  void AddQueue(const std::string& name, int64_t nominal) {
+    Queue q;
+    q.name = name;
+    q.cohort = "c";
+    q.quotas["t4"] = ResourceQuota{nominal, std::nullopt, std::nullopt};
+    q.reclaim_within_cohort = ReclaimWithinCohort::kAny;
+    q.within_queue = PreemptWithinQueue::kLowerPriority;
+    queues[name] = q;
+  }
+  // min/max 0: not elastic.
+  Job& Submit(const std::string& queue, int32_t replicas, int32_t min = 0, int32_t max = 0,
+              int32_t priority = 0) {
+    Job job;
+    job.id = "j" + std::to_string(++seq);
+    job.seq = seq;
+    job.spec.queue = queue;
+    job.spec.replicas = replicas;
+    job.spec.min_replicas = min;
+    job.spec.max_replicas = max;
+    job.spec.gpus_per_replica = 1;
+    job.spec.gpu_type = "t4";
+    job.spec.priority = priority;
+    // Long enough that growing pays for its restart.
+    job.spec.max_runtime_seconds = 10 * 3600;
+    job.created_at_ms = now_ms;
+    jobs[job.id] = job;
+    return jobs[job.id];
+  }
+
+  PassResult Pass() {
+    PassInput in;
+    in.queues = &queues;
+    in.now_ms = now_ms;
+    in.elastic = &elastic;
+    in.claims = claims;
+    for (auto& [id, job] : jobs) {
+      if (job.state == JobState::kPending) in.pending.push_back(&job);
+      if (job.state == JobState::kRunning) in.placed.push_back(&job);
+    }
+    PassResult r = SchedulePass(in, cluster, options);
+    for (const auto& p : r.preemptions) {
+      Job& v = jobs[p.job_id];
+      cluster.Release(v.placement);
+      v.placement.clear();
+      v.state = JobState::kPending;
+    }
+    for (const auto& z : r.resizes) {
+      Job& v = jobs[z.job_id];
+      cluster.Release(v.placement);
+      EXPECT_TRUE(cluster.Allocate(z.ranks).ok()) << z.job_id;
+      v.placement = z.ranks;
+      v.started_at_ms = now_ms;
+      elastic.resized_at_ms[z.job_id].push_back(now_ms);
+    }
+    claims.clear();
+    for (const auto& s : r.starts) {
+      Job& j = jobs[s.job_id];
+      EXPECT_TRUE(cluster.Allocate(s.ranks).ok()) << s.job_id;
+      j.placement = s.ranks;
+      j.state = JobState::kRunning;
+      j.started_at_ms = now_ms;
+    }
+    claims = r.claims;
+    return r;
+  }
+  // Reports the idle GPUs now and sets what the next pass sees as idle for the delay.
+  void ObserveIdle() {
+    const auto totals = cluster.GpuTotals();
+    idle.Observe("t4", now_ms, totals.at("t4").total - totals.at("t4").allocated);
+    elastic.settled_idle["t4"] = idle.Settled("t4", now_ms);
+  }
+  int64_t Size(const std::string& id) { return RunningReplicas(jobs[id]); }
+  void Finish(const std::string& id) {
+    cluster.Release(jobs[id].placement);
+    jobs[id].placement.clear();
+    jobs[id].state = JobState::kSucceeded;
+  }
+
+  std::map<std::string, Queue> queues;
+  ClusterState cluster;
+  std::map<std::string, Job> jobs;
+  std::map<std::string, std::vector<RankPlacement>> claims;
+  PolicyOptions options;
+  ElasticInput elastic;
+  IdleTracker idle{ElasticOptions{}.idle_delay_ms};
+  int64_t seq = 0;
+  int64_t now_ms = 1'700'000'000'000;
+};
+
+TEST(ElasticTest, StartsAtTheLargestSizeThatFitsInsteadOfWaiting) {
+  ElasticWorld w(1, 4);
+  w.AddQueue("a", 4);
+  w.Submit("a", 2);  // holds 2 of the 4 GPUs
+  w.Pass();
+  const std::string rigid = w.Submit("a", 4).id;
+  const std::string elastic = w.Submit("a", 4, 1, 8).id;
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.starts, SizeIs(1));
+  EXPECT_EQ(r.starts[0].job_id, elastic);
+  EXPECT_THAT(r.starts[0].ranks, SizeIs(2));
+  EXPECT_EQ(w.jobs[rigid].state, JobState::kPending);
+  EXPECT_EQ(w.Size(elastic), 2);
+}
+
+TEST(ElasticTest, GrowsIntoIdleGpusAfterTheDelayNotBefore) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 4);
+  w.AddQueue("b", 4);
+  const std::string e = w.Submit("a", 2, 1, 6).id;
+  w.Pass();
+  w.ObserveIdle();  // 6 idle from now
+  w.now_ms += 59 * kSecond;
+  w.ObserveIdle();
+  EXPECT_THAT(w.Pass().resizes, IsEmpty());
+  w.now_ms += 1 * kSecond;
+  w.ObserveIdle();
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].job_id, e);
+  EXPECT_EQ(r.resizes[0].from, 2);
+  EXPECT_EQ(r.resizes[0].to, 6);
+  EXPECT_THAT(r.resizes[0].ranks, SizeIs(6));
+  EXPECT_EQ(r.resizes[0].reason, "grown from 2 to 6 replicas: 6 x t4 idle in cohort c for 60 s");
+  EXPECT_EQ(w.Size(e), 6);
+}
+
+TEST(ElasticTest, DoesNotGrowWhileAPendingJobWaitsForRoom) {
+  ElasticWorld w(3, 4);
+  w.AddQueue("a", 4);
+  w.AddQueue("b", 8);
+  const std::string e = w.Submit("a", 2, 1, 6).id;  // w0: 2 free
+  w.Submit("b", 1).spec.gpus_per_replica = 3;       // w1: 1 free
+  w.Submit("b", 1).spec.gpus_per_replica = 3;       // w2: 1 free
+  w.Pass();
+  // Its quota lets it borrow, but no worker has 4 GPUs free: it waits for room, and the 4 idle
+  // GPUs are kept for it.
+  Job& waiting = w.Submit("b", 1);
+  waiting.spec.gpus_per_replica = 4;
+  w.ObserveIdle();
+  w.now_ms += 120 * kSecond;
+  w.ObserveIdle();
+  EXPECT_THAT(w.Pass().resizes, IsEmpty());
+  EXPECT_EQ(waiting.state, JobState::kPending);
+  w.jobs.erase(waiting.id);  // cancelled: now nobody pending could use them
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].job_id, e);
+}
+
+TEST(ElasticTest, AJobStartedSmallerGrowsBackToItsReplicasEvenWhileOthersWaitForRoom) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 2);
+  w.AddQueue("b", 14);
+  const std::string holder = w.Submit("a", 6).id;
+  const std::string e = w.Submit("a", 4, 2, 8).id;
+  w.Pass();
+  ASSERT_EQ(w.Size(e), 2);
+  w.Finish(holder);
+  Job& waiting = w.Submit("a", 2);
+  waiting.spec.gpus_per_replica = 4;  // needs both workers whole: waits for room
+  w.options.reservations = 0;         // (a reservation would keep the idle GPUs for it)
+  w.ObserveIdle();
+  w.now_ms += 60 * kSecond;
+  w.ObserveIdle();
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].to, 4) << "back to its replicas, no further while a job waits";
+}
+
+TEST(ElasticTest, AGangWithinItsNominalWaitingForRoomStopsAllGrowth) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 2);
+  w.AddQueue("b", 14);
+  const std::string holder = w.Submit("a", 6).id;
+  const std::string e = w.Submit("a", 4, 2, 8).id;
+  w.Pass();
+  w.Finish(holder);
+  Job& owed = w.Submit("b", 2);
+  owed.spec.gpus_per_replica = 4;  // within b's nominal; needs both workers whole
+  w.options.reservations = 0;
+  w.ObserveIdle();
+  w.now_ms += 60 * kSecond;
+  w.ObserveIdle();
+  EXPECT_THAT(w.Pass().resizes, IsEmpty());
+  EXPECT_EQ(w.Size(e), 2);
+}
+
+TEST(ElasticTest, ShrinksABorrowerBeforePreemptingAnyoneWhole) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 4);
+  w.AddQueue("b", 4);
+  const std::string e = w.Submit("a", 4, 2, 8).id;
+  w.Pass();
+  w.ObserveIdle();
+  w.now_ms += 60 * kSecond;
+  w.ObserveIdle();
+  ASSERT_THAT(w.Pass().resizes, SizeIs(1));
+  ASSERT_EQ(w.Size(e), 8);  // a borrows all of b's nominal
+  w.now_ms += 60 * kSecond;
+  const std::string reclaimer = w.Submit("b", 3).id;
+  PassResult r = w.Pass();
+  EXPECT_THAT(r.preemptions, IsEmpty());
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].job_id, e);
+  EXPECT_EQ(r.resizes[0].to, 5);  // three ranks freed, no more
+  EXPECT_EQ(r.resizes[0].by_job_id, reclaimer);
+  EXPECT_EQ(r.resizes[0].reason, "shrunk from 8 to 5: queue b reclaims its nominal quota");
+  ASSERT_EQ(r.claims.count(reclaimer), 1u);
+  // Fairness: the queue within its nominal gets its GPUs on the next pass.
+  PassResult next = w.Pass();
+  ASSERT_THAT(next.starts, SizeIs(1));
+  EXPECT_EQ(next.starts[0].job_id, reclaimer);
+  EXPECT_EQ(next.ledger.Used("b", "t4"), 3);
+  EXPECT_EQ(w.Size(e), 5);
+}
+
+TEST(ElasticTest, PreemptsWholeWhenShrinkingToMinReplicasIsNotEnough) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 2);
+  w.AddQueue("b", 6);
+  const std::string e = w.Submit("a", 6, 5, 6).id;  // borrows 4 of b's 6
+  w.Submit("b", 2);
+  w.Pass();
+  w.now_ms += 60 * kSecond;
+  w.Submit("b", 4);  // needs all 4 borrowed GPUs: shrinking to 5 frees 1
+  PassResult r = w.Pass();
+  EXPECT_THAT(r.resizes, IsEmpty());
+  ASSERT_THAT(r.preemptions, SizeIs(1));
+  EXPECT_EQ(r.preemptions[0].job_id, e);
+}
+
+TEST(ElasticTest, GrowsTheJobWhoseNextRankAddsTheMostThroughput) {
+  ElasticWorld w(1, 5);
+  w.AddQueue("a", 5);
+  const std::string flat = w.Submit("a", 2, 1, 4).id;
+  const std::string linear = w.Submit("a", 2, 1, 4).id;
+  // The first scales poorly past 2 ranks; the second has no curve (linear).
+  w.elastic.throughput[flat] = {0, 100, 150, 160, 165};
+  w.Pass();
+  w.ObserveIdle();  // 1 idle
+  w.now_ms += 60 * kSecond;
+  w.ObserveIdle();
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].job_id, linear);
+  EXPECT_EQ(r.resizes[0].to, 3);
+}
+
+TEST(ElasticTest, ShrinksTheJobWhoseLastRankAddsTheLeastThroughput) {
+  ElasticWorld w(1, 8);
+  w.AddQueue("a", 0);
+  w.AddQueue("b", 8);
+  const std::string linear = w.Submit("a", 4, 2, 4).id;
+  const std::string flat = w.Submit("a", 4, 2, 4).id;
+  w.elastic.throughput[flat] = {0, 100, 150, 160, 165};
+  w.Pass();
+  w.now_ms += 60 * kSecond;
+  w.Submit("b", 2);
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].job_id, flat);
+  EXPECT_EQ(r.resizes[0].to, 2);
+  EXPECT_EQ(w.Size(linear), 4);
+}
+
+TEST(ElasticTest, NoMoreResizesAnHourThanTheLimit) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 4);
+  w.AddQueue("b", 4);
+  const std::string e = w.Submit("a", 2, 1, 8).id;
+  w.Pass();
+  w.elastic.resized_at_ms[e] = {w.now_ms - 50 * 60 * kSecond, w.now_ms - 10 * 60 * kSecond};
+  w.ObserveIdle();
+  w.now_ms += 60 * kSecond;
+  w.ObserveIdle();
+  EXPECT_THAT(w.Pass().resizes, IsEmpty()) << "two resizes in the last hour";
+  w.now_ms += 10 * 60 * kSecond;  // the first is now older than an hour
+  w.ObserveIdle();
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].to, 8);
+  // At its limit again: a reclaim preempts it whole rather than shrinking it.
+  w.now_ms += 60 * kSecond;
+  w.Submit("b", 2);
+  PassResult reclaim = w.Pass();
+  EXPECT_THAT(reclaim.resizes, IsEmpty());
+  ASSERT_THAT(reclaim.preemptions, SizeIs(1));
+  EXPECT_EQ(reclaim.preemptions[0].job_id, e);
+}
+
+TEST(ElasticTest, JobsThatAreNotElasticNeitherStartSmallerNorResize) {
+  ElasticWorld w(1, 4);
+  w.AddQueue("a", 4);
+  const std::string small = w.Submit("a", 2).id;
+  w.Pass();
+  w.ObserveIdle();
+  w.now_ms += 600 * kSecond;
+  w.ObserveIdle();
+  w.Submit("a", 4);
+  PassResult r = w.Pass();
+  EXPECT_THAT(r.starts, IsEmpty());
+  EXPECT_THAT(r.resizes, IsEmpty());
+  EXPECT_EQ(w.Size(small), 2);
+}
+
+TEST(IdleTrackerTest, SettledIsTheFewestIdleOverTheWholeDelay) {
+  IdleTracker idle(60 * kSecond);
+  const int64_t t0 = 1'000'000;
+  idle.Observe("t4", t0, 4);
+  EXPECT_EQ(idle.Settled("t4", t0 + 59 * kSecond), 0) << "not observed for the delay yet";
+  EXPECT_EQ(idle.NextRise("t4", t0), t0 + 60 * kSecond);
+  EXPECT_EQ(idle.Settled("t4", t0 + 60 * kSecond), 4);
+  idle.Observe("t4", t0 + 70 * kSecond, 1);  // a job took 3
+  idle.Observe("t4", t0 + 80 * kSecond, 5);  // one ended
+  EXPECT_EQ(idle.Settled("t4", t0 + 80 * kSecond), 1);
+  EXPECT_EQ(idle.NextRise("t4", t0 + 80 * kSecond), t0 + 130 * kSecond);
+  EXPECT_EQ(idle.Settled("t4", t0 + 140 * kSecond), 5);
+  EXPECT_EQ(idle.Settled("v100", t0), 0);
+}
+
+TEST(ElasticModelTest, RankGainIsTheNextRanksThroughputOverOneRanks) {
+  const std::vector<double> curve = {0, 100, 180, 240};
+  EXPECT_DOUBLE_EQ(RankGain(&curve, 1), 0.8);
+  EXPECT_DOUBLE_EQ(RankGain(&curve, 2), 0.6);
+  EXPECT_DOUBLE_EQ(RankGain(&curve, 3), 0.8) << "past the curve: linear from its last size";
+  EXPECT_DOUBLE_EQ(RankGain(nullptr, 7), 1.0);
+}
+
+}  // namespace
+}  // namespace ringmaster::scheduler
