@@ -11,6 +11,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <regex>
 
@@ -32,11 +33,15 @@ using namespace std::chrono_literals;
 
 constexpr int kSteps = 60;
 constexpr int kCheckpointEvery = 10;
+// The preempted trainer's run: long enough that its SIGTERM lands mid-run. At about 5 ms a step,
+// 60 steps left a quarter of a second after step 10, which a loaded machine's preemption
+// (a pass, two commits, the stop's way to the worker) missed once.
+constexpr int kPreemptedSteps = 600;
 // The worker's default --checkpoint-root, which the cluster's workers keep.
 constexpr const char* kCheckpointRoot = "/tmp/ringmaster-checkpoints";
 
 // Two ranks, one BLAS thread each: the same arithmetic wherever the ranks are placed.
-v1::JobSpec TrainerSpec(const std::string& name, int checkpoint_every) {
+v1::JobSpec TrainerSpec(const std::string& name, int checkpoint_every, int steps = kSteps) {
   v1::JobSpec spec;
   spec.set_name(name);
   spec.set_replicas(2);
@@ -45,7 +50,7 @@ v1::JobSpec TrainerSpec(const std::string& name, int checkpoint_every) {
         std::string("mlp-small"), std::string("--device"), std::string("cpu"),
         std::string("--batch-size"), std::string("32"), std::string("--data-batches"),
         std::string("8"), std::string("--bucket-mb"), std::string("1"), std::string("--steps"),
-        absl::StrCat(kSteps), std::string("--log-every"), std::string("1"),
+        absl::StrCat(steps), std::string("--log-every"), std::string("1"),
         std::string("--checkpoint-every"), absl::StrCat(checkpoint_every)}) {
     spec.mutable_command()->add_argv(a);
   }
@@ -107,11 +112,14 @@ class CheckpointE2eTest : public ClusterTest {
     return Match(log, "weights checksum: ([0-9a-f]{16})");
   }
 
-  // The checksum of the run never interrupted, computed once on this cluster.
-  static std::string Baseline() {
-    static std::string checksum;
+  // The checksum of the run of `steps` never interrupted, computed once on this cluster.
+  static std::string Baseline(int steps = kSteps) {
+    static std::map<int, std::string> checksums;
+    std::string& checksum = checksums[steps];
     if (!checksum.empty()) return checksum;
-    const std::string id = SubmitOk(TrainerSpec("whole", kCheckpointEvery));
+    // Checkpoints change no weights: the longer run saves none.
+    const std::string id =
+        SubmitOk(TrainerSpec("whole", steps == kSteps ? kCheckpointEvery : 0, steps));
     v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_SUCCEEDED, 60s);
     EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.ShortDebugString();
     checksum = Checksum(Rank0Log(id, 0));
@@ -193,7 +201,7 @@ TEST_F(CheckpointE2eTest, ARankKilledMidRunResumesFromItsCheckpointWithIdentical
 }
 
 TEST_F(CheckpointE2eTest, APreemptedTrainerCheckpointsOnSigtermAndResumesWithIdenticalWeights) {
-  const std::string baseline = Baseline();
+  const std::string baseline = Baseline(kPreemptedSteps);
   ASSERT_FALSE(baseline.empty());
   // Two teams of one cohort, 2 t4 each; team A fills all four GPUs, its trainer borrowing B's.
   absl::Status queues = cluster_->CreateCohortQueues({"team-a", "team-b"}, "lab", "t4", 2);
@@ -211,7 +219,7 @@ TEST_F(CheckpointE2eTest, APreemptedTrainerCheckpointsOnSigtermAndResumesWithIde
   const std::string first = SubmitOk(on_t4(sleeper, "team-a"));
   ASSERT_EQ(cluster_->WaitState(first, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
   // Checkpoints on SIGTERM only: whatever it keeps, it kept because of the preemption.
-  const std::string id = SubmitOk(on_t4(TrainerSpec("a-trainer", 0), "team-a"));
+  const std::string id = SubmitOk(on_t4(TrainerSpec("a-trainer", 0, kPreemptedSteps), "team-a"));
   ASSERT_TRUE(WaitFor([&] { return LastStep(Rank0Log(id, 0)) >= 10; }, 30s, 20ms))
       << Rank0Log(id, 0);
 
