@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "core/fair_share.h"
-#include "core/queue_order.h"
+#include "scheduler/core/fair_share.h"
+#include "scheduler/core/queue_order.h"
 
 using namespace ringmaster::scheduler;
 using Clock = std::chrono::steady_clock;

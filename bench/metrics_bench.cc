@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
-#include "core/job_metrics.h"
-#include "convert/sample_decode.h"
+#include "metrics/convert/sample_decode.h"
+#include "metrics/core/job_metrics.h"
 #include "ringmaster/v1/metrics.grpc.pb.h"
 
 using Clock = std::chrono::steady_clock;

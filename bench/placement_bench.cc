@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "core/placement.h"
+#include "scheduler/core/placement.h"
 
 using namespace ringmaster::scheduler;
 using Clock = std::chrono::steady_clock;

@@ -33,9 +33,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "bench_worker.h"
-#include "core/placement.h"
-#include "host/file_io.h"
 #include "ringmaster/v1/job.grpc.pb.h"
+#include "scheduler/core/placement.h"
+#include "worker/host/file_io.h"
 
 using Clock = std::chrono::steady_clock;
 using ringmaster::bench::BenchWorker;

@@ -26,8 +26,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "host/file_io.h"
 #include "ringmaster/v1/job.grpc.pb.h"
+#include "worker/host/file_io.h"
 
 using Clock = std::chrono::steady_clock;
 namespace v1 = ringmaster::v1;

@@ -11,8 +11,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "host/file_io.h"
 #include "support/test_certs.h"
+#include "worker/host/file_io.h"
 
 namespace ringmaster {
 namespace {

@@ -7,9 +7,9 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "convert/convert.h"
-#include "core/validation.h"
 #include "fuzz_check.h"
+#include "scheduler/convert/convert.h"
+#include "scheduler/core/validation.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace scheduler = ringmaster::scheduler;

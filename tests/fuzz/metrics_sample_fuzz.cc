@@ -8,10 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "convert/sample_decode.h"
-#include "core/job_metrics.h"
 #include "fuzz_check.h"
 #include "fuzz_input.pb.h"
+#include "metrics/convert/sample_decode.h"
+#include "metrics/core/job_metrics.h"
 
 namespace {
 

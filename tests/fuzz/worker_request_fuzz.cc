@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "core/launch.h"
 #include "fuzz_check.h"
 #include "fuzz_input.pb.h"
-#include "rpc/convert.h"
+#include "worker/core/launch.h"
+#include "worker/rpc/convert.h"
 
 namespace {
 

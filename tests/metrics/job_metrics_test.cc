@@ -1,4 +1,4 @@
-#include "core/job_metrics.h"
+#include "metrics/core/job_metrics.h"
 
 #include <cmath>
 #include <limits>

@@ -15,13 +15,13 @@
 #include "common/net.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "host/file_io.h"
 #include "ringmaster/v1/metrics.grpc.pb.h"
 #include "support/http_get.h"
 #include "support/subprocess.h"
 #include "support/test_certs.h"
 #include "support/wait_for.h"
 #include "trainer/metrics_reporter.h"
+#include "worker/host/file_io.h"
 
 namespace ringmaster::test {
 namespace {

@@ -1,14 +1,14 @@
 // DecodeSampleBatch and ValidateSample: what the service runs on every wire message, as pure
 // functions.
-#include "convert/sample_decode.h"
+#include "metrics/convert/sample_decode.h"
 
 #include <functional>
 #include <limits>
 #include <string>
 
-#include "core/job_metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "metrics/core/job_metrics.h"
 
 namespace ringmaster::metrics {
 namespace {

@@ -1,10 +1,10 @@
 // Job arrays' core decisions (core/array.h): task ids, what a task runs, how many are created,
 // how an array ends and what readers see.
-#include "core/array.h"
+#include "scheduler/core/array.h"
 
-#include "core/validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scheduler/core/validation.h"
 
 namespace ringmaster::scheduler {
 namespace {

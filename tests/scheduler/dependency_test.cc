@@ -1,4 +1,4 @@
-#include "core/dependency.h"
+#include "scheduler/core/dependency.h"
 
 #include <map>
 

@@ -1,13 +1,13 @@
 // Elastic jobs in SchedulePass (core/elastic.h): start smaller, grow after the idle delay, shrink
 // before preempting whole, chosen by the throughput a rank adds, at most so many resizes an hour.
-#include "core/elastic.h"
+#include "scheduler/core/elastic.h"
 
 #include <map>
 #include <string>
 
-#include "core/fair_share.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scheduler/core/fair_share.h"
 
 namespace ringmaster::scheduler {
 namespace {

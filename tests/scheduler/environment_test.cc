@@ -1,14 +1,14 @@
 // A job's environment (core/environment.h): the spec fields' validation with hostile values,
 // volumes' validation, the submit's mount rights and the placement's mount resolution.
-#include "core/environment.h"
+#include "scheduler/core/environment.h"
 
 #include <limits>
 #include <string>
 #include <vector>
 
-#include "core/validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scheduler/core/validation.h"
 
 namespace ringmaster::scheduler {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/event_cursor.h"
+#include "scheduler/core/event_cursor.h"
 
 #include <vector>
 

@@ -1,5 +1,5 @@
 // The fair-share policy on plain snapshots with a simulated clock.
-#include "core/fair_share.h"
+#include "scheduler/core/fair_share.h"
 
 #include <deque>
 #include <map>

@@ -1,16 +1,16 @@
 // The scheduler's side of the pre-run check: shapes, baselines, the plan, the job state
 // machine's check inputs, and placement around an unhealthy worker. Pure, no I/O.
-#include "core/health_check.h"
+#include "scheduler/core/health_check.h"
 
 #include <deque>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "core/job_state_machine.h"
-#include "core/placement.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scheduler/core/job_state_machine.h"
+#include "scheduler/core/placement.h"
 
 namespace ringmaster::scheduler {
 namespace {

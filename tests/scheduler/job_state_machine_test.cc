@@ -1,4 +1,4 @@
-#include "core/job_state_machine.h"
+#include "scheduler/core/job_state_machine.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,17 +1,17 @@
 // Where the scheduler looks for a rank's log (core/log_sources.h) and its relay
 // (rpc/log_relay.h) against fake agents: the placed worker only for the current attempt, every
 // known worker otherwise, failures and the bound on concurrent relays.
-#include "rpc/log_relay.h"
+#include "scheduler/rpc/log_relay.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <map>
 #include <mutex>
-#include <condition_variable>
 #include <thread>
 
-#include "core/log_sources.h"
+#include "scheduler/core/log_sources.h"
 
 namespace ringmaster::scheduler {
 namespace {

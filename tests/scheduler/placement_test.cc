@@ -1,4 +1,4 @@
-#include "core/placement.h"
+#include "scheduler/core/placement.h"
 
 #include <random>
 #include <set>

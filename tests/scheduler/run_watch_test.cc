@@ -1,4 +1,4 @@
-#include "core/run_watch.h"
+#include "scheduler/core/run_watch.h"
 
 #include <gtest/gtest.h>
 

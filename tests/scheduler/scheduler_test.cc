@@ -1,7 +1,7 @@
 // Unit tests of Scheduler on the in-memory stores, a FakeClock and a FaultInjectingJobStore:
 // heartbeat expiry, runtime limits and retries on simulated time, and what happens while the
 // store is slow, failing or hung, without a real Postgres or any sleep-and-hope.
-#include "scheduler.h"
+#include "scheduler/scheduler.h"
 
 #include <atomic>
 #include <chrono>
@@ -14,14 +14,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/utf8.h"
-#include "core/array.h"
-#include "core/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
+#include "scheduler/core/array.h"
+#include "scheduler/core/clock.h"
+#include "scheduler/store/in_memory_coordination.h"
+#include "scheduler/store/in_memory_job_store.h"
 #include "store/fault_injecting_job_store.h"
-#include "store/in_memory_coordination.h"
-#include "store/in_memory_job_store.h"
 #include "support/status_test_util.h"
 #include "support/wait_for.h"
 

@@ -1,6 +1,6 @@
 // Placement of GPU shares (core/share_placement.h): FGD's fragmentation measure on hand-worked
 // nodes, and what each policy chooses where the choice is clear.
-#include "core/share_placement.h"
+#include "scheduler/core/share_placement.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -6,9 +6,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/baselines.h"
-#include "sim/replay.h"
-#include "sim/share_experiment.h"
+#include "scheduler/sim/baselines.h"
+#include "scheduler/sim/replay.h"
+#include "scheduler/sim/share_experiment.h"
 
 namespace ringmaster::scheduler::sim {
 namespace {

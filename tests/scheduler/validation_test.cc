@@ -1,4 +1,4 @@
-#include "core/validation.h"
+#include "scheduler/core/validation.h"
 
 #include <string>
 

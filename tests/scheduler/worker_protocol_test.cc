@@ -1,19 +1,19 @@
 // The decisions on what workers tell the scheduler (core/worker_protocol.h), the pre-run
 // check's verdict (DecideCheck), the live-job bounds and a job's watch limits: tables of plain
 // values, no thread, no clock.
-#include "core/worker_protocol.h"
+#include "scheduler/core/worker_protocol.h"
 
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "core/health_check.h"
-#include "core/live_bounds.h"
-#include "core/run_watch.h"
-#include "core/validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scheduler/core/health_check.h"
+#include "scheduler/core/live_bounds.h"
+#include "scheduler/core/run_watch.h"
+#include "scheduler/core/validation.h"
 
 namespace ringmaster::scheduler {
 namespace {

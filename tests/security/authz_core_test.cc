@@ -1,9 +1,9 @@
 // The pure authorization rule (services/scheduler/core/authz.h) over every action and role, and
 // the INTERNAL error ids of common/grpc_status.h.
 #include "common/grpc_status.h"
-#include "core/authz.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scheduler/core/authz.h"
 
 namespace ringmaster::scheduler {
 namespace {

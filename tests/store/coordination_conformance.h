@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "store/coordination.h"
+#include "scheduler/store/coordination.h"
 
 namespace ringmaster::scheduler::store_test {
 

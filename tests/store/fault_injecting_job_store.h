@@ -9,7 +9,7 @@
 #include <map>
 #include <mutex>
 
-#include "store/job_store.h"
+#include "scheduler/store/job_store.h"
 
 namespace ringmaster::scheduler {
 

@@ -6,13 +6,13 @@
 
 #include "coordination_conformance.h"
 #include "fault_injecting_job_store.h"
-#include "core/clock.h"
 #include "gmock/gmock.h"
 #include "job_store_conformance.h"
-#include "store/in_memory_coordination.h"
-#include "store/in_memory_job_store.h"
-#include "store/postgres_pool.h"
-#include "store/redis_coordination.h"
+#include "scheduler/core/clock.h"
+#include "scheduler/store/in_memory_coordination.h"
+#include "scheduler/store/in_memory_job_store.h"
+#include "scheduler/store/postgres_pool.h"
+#include "scheduler/store/redis_coordination.h"
 #include "support/status_test_util.h"
 #include "support/wait_for.h"
 

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "store/job_store.h"
+#include "scheduler/store/job_store.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,7 +1,7 @@
 // The JobStore conformance suite on PostgresJobStore, and what only Postgres has: migrations,
 // the connection pool, an unreachable or vanished server, corrupt rows. Needs
 // $RINGMASTER_TEST_PG_URL (scripts/test sets it); without it these tests fail.
-#include "store/postgres_job_store.h"
+#include "scheduler/store/postgres_job_store.h"
 
 #include <atomic>
 #include <pqxx/pqxx>
@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
-#include "convert/convert.h"
 #include "gmock/gmock.h"
 #include "job_store_conformance.h"
-#include "store/migrations.h"
+#include "scheduler/convert/convert.h"
+#include "scheduler/store/migrations.h"
 #include "support/status_test_util.h"
 #include "support/test_database.h"
 

@@ -1,7 +1,7 @@
 // The coordination conformance suite on the Redis implementations (each test with its own
 // redis-server), and what only Redis has: outages, restarts that come back empty, database
 // and prefix isolation, pub/sub across replicas.
-#include "store/redis_coordination.h"
+#include "scheduler/store/redis_coordination.h"
 
 #include <atomic>
 #include <chrono>

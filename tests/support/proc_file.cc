@@ -1,6 +1,6 @@
 #include "support/proc_file.h"
 
-#include "host/file_io.h"
+#include "worker/host/file_io.h"
 
 namespace ringmaster::test {
 

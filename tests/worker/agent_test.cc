@@ -1,7 +1,7 @@
 // The worker's Agent driven directly (no scheduler, no gRPC): Exec's bound on callers waiting
 // for an assignment, and the teardown that lets the processes of a clean attempt end by
 // themselves, its timers on a clock the test moves.
-#include "agent.h"
+#include "worker/agent.h"
 
 #include <unistd.h>
 

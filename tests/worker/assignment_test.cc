@@ -1,9 +1,9 @@
-#include "core/assignment.h"
+#include "worker/core/assignment.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/auth.h"
+#include "worker/core/auth.h"
 
 namespace ringmaster::worker {
 namespace {

@@ -1,12 +1,12 @@
 // core/container.h: image references, volume paths, what enters a container, the runtime's
 // command line.
-#include "core/container.h"
-#include "core/image_cache.h"
+#include "worker/core/container.h"
 
 #include <algorithm>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "worker/core/image_cache.h"
 
 namespace ringmaster::worker {
 namespace {

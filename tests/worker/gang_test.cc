@@ -1,4 +1,4 @@
-#include "core/gang.h"
+#include "worker/core/gang.h"
 
 #include "common/utf8.h"
 #include "gmock/gmock.h"

@@ -1,12 +1,12 @@
 // GPU readings to dcgm-exporter's metrics, the /metrics text they make, and NVML's absence.
-#include "core/gpu_metrics.h"
+#include "worker/core/gpu_metrics.h"
 
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
 #include "absl/strings/match.h"
-#include "gpu_metrics_collector.h"
-#include "host/nvml_sampler.h"
+#include "worker/gpu_metrics_collector.h"
+#include "worker/host/nvml_sampler.h"
 
 namespace ringmaster::worker {
 namespace {

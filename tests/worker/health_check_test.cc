@@ -1,6 +1,6 @@
 // The launcher's side of the pre-run check: parsing ringmaster-check's result, choosing the
 // culprit, the verdict. Pure functions, no I/O.
-#include "core/health_check.h"
+#include "worker/core/health_check.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

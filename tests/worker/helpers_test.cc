@@ -1,7 +1,7 @@
 // The worker's start-up check of its helper programs and libraries (host/helpers.h): the
 // regression of a quickstart that did not build ringmaster-check, after which every command
 // job failed with mpirun's banner instead of the worker saying what was missing.
-#include "host/helpers.h"
+#include "worker/host/helpers.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -21,10 +21,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "host/file_io.h"
-#include "host/ports.h"
-#include "host/process.h"
-#include "host/users.h"
+#include "worker/host/file_io.h"
+#include "worker/host/ports.h"
+#include "worker/host/process.h"
+#include "worker/host/users.h"
 
 namespace ringmaster::worker {
 namespace {

@@ -1,10 +1,10 @@
-#include "core/inventory.h"
+#include "worker/core/inventory.h"
 
 #include <chrono>
 
-#include "core/auth.h"
-#include "core/backoff.h"
 #include "gtest/gtest.h"
+#include "worker/core/auth.h"
+#include "worker/core/backoff.h"
 
 namespace ringmaster::worker {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/layout.h"
+#include "worker/core/layout.h"
 
 #include <gtest/gtest.h>
 

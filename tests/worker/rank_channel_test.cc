@@ -1,6 +1,6 @@
 // The rank channel between a rank's processes and its wrapper, the LD_PRELOAD rule, and the
 // PMPI library's promise to be harmless in programs that do not use MPI.
-#include "host/rank_channel.h"
+#include "worker/host/rank_channel.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,8 +13,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "core/container.h"
 #include "rank/rank_env.h"
+#include "worker/core/container.h"
 
 namespace ringmaster::worker {
 namespace {

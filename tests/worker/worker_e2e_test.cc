@@ -17,10 +17,10 @@
 #include "common/checkpoint_metadata.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "rpc/agent_client.h"
 #include "support/cluster/cluster_test.h"
 #include "support/proc_file.h"
 #include "support/wait_for.h"
+#include "worker/rpc/agent_client.h"
 
 namespace ringmaster::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "convert/sample_decode.h"
+#include "metrics/convert/sample_decode.h"
 
 #include "absl/strings/str_cat.h"
 

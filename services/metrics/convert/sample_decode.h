@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "core/sample.h"
+#include "metrics/core/sample.h"
 #include "ringmaster/v1/metrics.pb.h"
 
 namespace ringmaster::metrics {

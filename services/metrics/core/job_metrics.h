@@ -17,7 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/string_view.h"
-#include "core/sample.h"
+#include "metrics/core/sample.h"
 
 namespace ringmaster::metrics {
 

@@ -1,4 +1,4 @@
-#include "core/sample.h"
+#include "metrics/core/sample.h"
 
 #include <cmath>
 

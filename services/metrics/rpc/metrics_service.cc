@@ -1,4 +1,4 @@
-#include "rpc/metrics_service.h"
+#include "metrics/rpc/metrics_service.h"
 
 #include <prometheus/metric_family.h>
 

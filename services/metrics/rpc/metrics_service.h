@@ -17,8 +17,8 @@
 #include "absl/status/statusor.h"
 #include "common/job_token.h"
 #include "common/mutex.h"
-#include "convert/sample_decode.h"
-#include "core/job_metrics.h"
+#include "metrics/convert/sample_decode.h"
+#include "metrics/core/job_metrics.h"
 #include "ringmaster/v1/metrics.grpc.pb.h"
 
 namespace ringmaster::metrics {

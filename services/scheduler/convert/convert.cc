@@ -1,9 +1,9 @@
-#include "convert/convert.h"
+#include "scheduler/convert/convert.h"
 
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
-#include "core/array.h"
+#include "scheduler/core/array.h"
 
 namespace ringmaster::scheduler {
 

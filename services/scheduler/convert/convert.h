@@ -6,9 +6,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/types.h"
 #include "ringmaster/v1/job.pb.h"
 #include "ringmaster/v1/worker.pb.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

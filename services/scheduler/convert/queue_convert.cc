@@ -1,4 +1,4 @@
-#include "convert/queue_convert.h"
+#include "scheduler/convert/queue_convert.h"
 
 #include "absl/strings/str_cat.h"
 

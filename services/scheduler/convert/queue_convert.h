@@ -3,9 +3,9 @@
 #define RINGMASTER_SERVICES_SCHEDULER_CONVERT_QUEUE_CONVERT_H_
 
 #include "absl/status/statusor.h"
-#include "core/queue_status.h"
-#include "core/types.h"
 #include "ringmaster/v1/queue.pb.h"
+#include "scheduler/core/queue_status.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

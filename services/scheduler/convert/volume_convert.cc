@@ -1,4 +1,4 @@
-#include "convert/volume_convert.h"
+#include "scheduler/convert/volume_convert.h"
 
 namespace ringmaster::scheduler {
 

@@ -2,8 +2,8 @@
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CONVERT_VOLUME_CONVERT_H_
 #define RINGMASTER_SERVICES_SCHEDULER_CONVERT_VOLUME_CONVERT_H_
 
-#include "core/types.h"
 #include "ringmaster/v1/volume.pb.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

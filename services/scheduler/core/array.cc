@@ -1,4 +1,4 @@
-#include "core/array.h"
+#include "scheduler/core/array.h"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "core/validation.h"  // kMaxEnv, kMaxLabels
+#include "scheduler/core/validation.h"  // kMaxEnv, kMaxLabels
 
 namespace ringmaster::scheduler {
 namespace {

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "core/dependency.h"
-#include "core/types.h"
+#include "scheduler/core/dependency.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

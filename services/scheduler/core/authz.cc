@@ -1,4 +1,4 @@
-#include "core/authz.h"
+#include "scheduler/core/authz.h"
 
 #include <cctype>
 

@@ -1,9 +1,9 @@
-#include "core/dependency.h"
+#include "scheduler/core/dependency.h"
 
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "core/validation.h"
+#include "scheduler/core/validation.h"
 
 namespace ringmaster::scheduler {
 

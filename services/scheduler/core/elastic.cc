@@ -1,4 +1,4 @@
-#include "core/elastic.h"
+#include "scheduler/core/elastic.h"
 
 #include <algorithm>
 #include <limits>

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "core/types.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,4 +1,4 @@
-#include "core/environment.h"
+#include "scheduler/core/environment.h"
 
 #include <algorithm>
 #include <set>
@@ -8,7 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "core/authz.h"
+#include "scheduler/core/authz.h"
 
 namespace ringmaster::scheduler {
 namespace {

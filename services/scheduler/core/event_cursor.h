@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/types.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,4 +1,4 @@
-#include "core/fair_share.h"
+#include "scheduler/core/fair_share.h"
 
 #include <algorithm>
 #include <deque>
@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "core/health_check.h"
+#include "scheduler/core/health_check.h"
 
 namespace ringmaster::scheduler {
 namespace {

@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "core/elastic.h"
-#include "core/placement.h"
-#include "core/types.h"
-#include "core/validation.h"
+#include "scheduler/core/elastic.h"
+#include "scheduler/core/placement.h"
+#include "scheduler/core/types.h"
+#include "scheduler/core/validation.h"
 
 namespace ringmaster::scheduler {
 

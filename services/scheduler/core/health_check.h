@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "core/types.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

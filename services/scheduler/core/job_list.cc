@@ -1,4 +1,4 @@
-#include "core/job_list.h"
+#include "scheduler/core/job_list.h"
 
 #include <utility>
 

@@ -24,7 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/types.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,4 +1,4 @@
-#include "core/job_state_machine.h"
+#include "scheduler/core/job_state_machine.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/types.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

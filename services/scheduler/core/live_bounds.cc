@@ -1,4 +1,4 @@
-#include "core/live_bounds.h"
+#include "scheduler/core/live_bounds.h"
 
 #include "absl/strings/str_cat.h"
 

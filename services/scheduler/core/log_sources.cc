@@ -1,4 +1,4 @@
-#include "core/log_sources.h"
+#include "scheduler/core/log_sources.h"
 
 #include <algorithm>
 

@@ -1,10 +1,10 @@
-#include "core/placement.h"
+#include "scheduler/core/placement.h"
 
 #include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "core/health_check.h"
+#include "scheduler/core/health_check.h"
 
 namespace ringmaster::scheduler {
 

@@ -11,7 +11,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
-#include "core/types.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,4 +1,4 @@
-#include "core/queue_names.h"
+#include "scheduler/core/queue_names.h"
 
 namespace ringmaster::scheduler {
 

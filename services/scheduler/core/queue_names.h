@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "core/types.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,4 +1,4 @@
-#include "core/queue_order.h"
+#include "scheduler/core/queue_order.h"
 
 #include <algorithm>
 

@@ -1,10 +1,10 @@
-#include "core/run_watch.h"
+#include "scheduler/core/run_watch.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/types.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

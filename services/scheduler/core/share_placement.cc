@@ -1,4 +1,4 @@
-#include "core/share_placement.h"
+#include "scheduler/core/share_placement.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "core/types.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,8 +1,8 @@
-#include "core/usage.h"
+#include "scheduler/core/usage.h"
 
 #include <algorithm>
 
-#include "core/fair_share.h"
+#include "scheduler/core/fair_share.h"
 
 namespace ringmaster::scheduler {
 

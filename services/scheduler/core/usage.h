@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/placement.h"
-#include "core/types.h"
+#include "scheduler/core/placement.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,4 +1,4 @@
-#include "core/validation.h"
+#include "scheduler/core/validation.h"
 
 #include <algorithm>
 #include <set>
@@ -7,10 +7,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/array.h"
-#include "core/authz.h"
-#include "core/dependency.h"
-#include "core/environment.h"
+#include "scheduler/core/array.h"
+#include "scheduler/core/authz.h"
+#include "scheduler/core/dependency.h"
+#include "scheduler/core/environment.h"
 
 namespace ringmaster::scheduler {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/worker_protocol.h"
+#include "scheduler/core/worker_protocol.h"
 
 #include <algorithm>
 #include <tuple>

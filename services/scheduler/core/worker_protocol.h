@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "core/job_state_machine.h"
-#include "core/run_watch.h"
-#include "core/types.h"
+#include "scheduler/core/job_state_machine.h"
+#include "scheduler/core/run_watch.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

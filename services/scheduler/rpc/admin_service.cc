@@ -1,4 +1,4 @@
-#include "rpc/admin_service.h"
+#include "scheduler/rpc/admin_service.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"

@@ -4,7 +4,7 @@
 #define RINGMASTER_SERVICES_SCHEDULER_RPC_ADMIN_SERVICE_H_
 
 #include "ringmaster/v1/admin.grpc.pb.h"
-#include "rpc/authenticator.h"
+#include "scheduler/rpc/authenticator.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,4 +1,4 @@
-#include "rpc/authenticator.h"
+#include "scheduler/rpc/authenticator.h"
 
 #include <fcntl.h>
 #include <openssl/crypto.h>

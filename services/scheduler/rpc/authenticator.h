@@ -38,9 +38,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "common/mutex.h"
-#include "core/authz.h"
-#include "core/clock.h"
-#include "store/identity_store.h"
+#include "scheduler/core/authz.h"
+#include "scheduler/core/clock.h"
+#include "scheduler/store/identity_store.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,4 +1,4 @@
-#include "rpc/log_relay.h"
+#include "scheduler/rpc/log_relay.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"

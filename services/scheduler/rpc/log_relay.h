@@ -16,8 +16,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "core/log_sources.h"
 #include "ringmaster/v1/agent.grpc.pb.h"
+#include "scheduler/core/log_sources.h"
 
 namespace ringmaster::scheduler {
 

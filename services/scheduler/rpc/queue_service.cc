@@ -1,7 +1,7 @@
-#include "rpc/queue_service.h"
+#include "scheduler/rpc/queue_service.h"
 
 #include "common/grpc_status.h"
-#include "convert/queue_convert.h"
+#include "scheduler/convert/queue_convert.h"
 
 namespace ringmaster::scheduler {
 namespace {

@@ -1,4 +1,4 @@
-#include "rpc/services.h"
+#include "scheduler/rpc/services.h"
 
 #include <chrono>
 #include <cmath>
@@ -13,8 +13,8 @@
 #include "common/log.h"
 #include "common/tls.h"
 #include "common/utf8.h"
-#include "convert/convert.h"
-#include "core/event_cursor.h"
+#include "scheduler/convert/convert.h"
+#include "scheduler/core/event_cursor.h"
 
 namespace ringmaster::scheduler {
 

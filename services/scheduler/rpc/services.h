@@ -12,9 +12,9 @@
 #include "common/mutex.h"
 #include "ringmaster/v1/job.grpc.pb.h"
 #include "ringmaster/v1/worker.grpc.pb.h"
-#include "rpc/authenticator.h"
-#include "rpc/log_relay.h"
-#include "scheduler.h"
+#include "scheduler/rpc/authenticator.h"
+#include "scheduler/rpc/log_relay.h"
+#include "scheduler/scheduler.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,7 +1,7 @@
-#include "rpc/volume_service.h"
+#include "scheduler/rpc/volume_service.h"
 
 #include "common/grpc_status.h"
-#include "convert/volume_convert.h"
+#include "scheduler/convert/volume_convert.h"
 
 namespace ringmaster::scheduler {
 

@@ -7,8 +7,8 @@
 #define RINGMASTER_SERVICES_SCHEDULER_RPC_VOLUME_SERVICE_H_
 
 #include "ringmaster/v1/volume.grpc.pb.h"
-#include "rpc/authenticator.h"
-#include "scheduler.h"
+#include "scheduler/rpc/authenticator.h"
+#include "scheduler/scheduler.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,11 +1,11 @@
-#include "sim/baselines.h"
+#include "scheduler/sim/baselines.h"
 
 #include <algorithm>
 #include <cmath>
 #include <queue>
 #include <tuple>
 
-#include "core/placement.h"
+#include "scheduler/core/placement.h"
 
 namespace ringmaster::scheduler::sim {
 namespace {

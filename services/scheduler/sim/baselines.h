@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/replay.h"
+#include "scheduler/sim/replay.h"
 
 namespace ringmaster::scheduler::sim {
 

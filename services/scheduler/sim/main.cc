@@ -16,9 +16,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/flags.h"
-#include "sim/baselines.h"
-#include "sim/replay.h"
-#include "sim/share_experiment.h"
+#include "scheduler/sim/baselines.h"
+#include "scheduler/sim/replay.h"
+#include "scheduler/sim/share_experiment.h"
 
 namespace ringmaster::scheduler::sim {
 namespace {

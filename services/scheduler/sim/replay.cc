@@ -1,4 +1,4 @@
-#include "sim/replay.h"
+#include "scheduler/sim/replay.h"
 
 #include <algorithm>
 #include <cmath>

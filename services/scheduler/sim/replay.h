@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/fair_share.h"
+#include "scheduler/core/fair_share.h"
 
 namespace ringmaster::scheduler::sim {
 

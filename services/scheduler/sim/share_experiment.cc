@@ -1,4 +1,4 @@
-#include "sim/share_experiment.h"
+#include "scheduler/sim/share_experiment.h"
 
 #include <time.h>
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/share_placement.h"
+#include "scheduler/core/share_placement.h"
 
 namespace ringmaster::scheduler::sim {
 

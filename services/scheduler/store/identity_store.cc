@@ -1,4 +1,4 @@
-#include "store/identity_store.h"
+#include "scheduler/store/identity_store.h"
 
 #include "absl/strings/str_cat.h"
 

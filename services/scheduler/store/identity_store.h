@@ -13,9 +13,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/authz.h"
-#include "core/types.h"
-#include "store/postgres_pool.h"
+#include "scheduler/core/authz.h"
+#include "scheduler/core/types.h"
+#include "scheduler/store/postgres_pool.h"
 
 namespace ringmaster::scheduler {
 

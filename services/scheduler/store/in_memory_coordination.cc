@@ -1,7 +1,7 @@
-#include "store/in_memory_coordination.h"
+#include "scheduler/store/in_memory_coordination.h"
 
 #include "common/status_macros.h"
-#include "store/store_checks.h"
+#include "scheduler/store/store_checks.h"
 
 namespace ringmaster::scheduler {
 

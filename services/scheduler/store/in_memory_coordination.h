@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/mutex.h"
-#include "core/clock.h"
-#include "store/coordination.h"
+#include "scheduler/core/clock.h"
+#include "scheduler/store/coordination.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,4 +1,4 @@
-#include "store/in_memory_job_store.h"
+#include "scheduler/store/in_memory_job_store.h"
 
 #include <algorithm>
 #include <iterator>
@@ -8,8 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "core/environment.h"
-#include "store/store_checks.h"
+#include "scheduler/core/environment.h"
+#include "scheduler/store/store_checks.h"
 
 namespace ringmaster::scheduler {
 namespace {

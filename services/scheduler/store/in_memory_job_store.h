@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/mutex.h"
-#include "store/job_store.h"
+#include "scheduler/store/job_store.h"
 
 namespace ringmaster::scheduler {
 

@@ -12,10 +12,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/array.h"
-#include "core/health_check.h"
-#include "core/job_list.h"
-#include "core/types.h"
+#include "scheduler/core/array.h"
+#include "scheduler/core/health_check.h"
+#include "scheduler/core/job_list.h"
+#include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
 

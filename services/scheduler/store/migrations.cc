@@ -1,4 +1,4 @@
-#include "store/migrations.h"
+#include "scheduler/store/migrations.h"
 
 #include <set>
 

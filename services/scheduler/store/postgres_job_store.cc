@@ -1,4 +1,4 @@
-#include "store/postgres_job_store.h"
+#include "scheduler/store/postgres_job_store.h"
 
 #include <algorithm>
 #include <functional>
@@ -12,10 +12,10 @@
 #include "absl/strings/str_split.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "convert/convert.h"
-#include "core/queue_names.h"
-#include "store/migrations.h"
-#include "store/store_checks.h"
+#include "scheduler/convert/convert.h"
+#include "scheduler/core/queue_names.h"
+#include "scheduler/store/migrations.h"
+#include "scheduler/store/store_checks.h"
 
 namespace ringmaster::scheduler {
 namespace {

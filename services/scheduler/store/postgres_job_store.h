@@ -12,8 +12,8 @@
 #include <set>
 #include <string>
 
-#include "store/job_store.h"
-#include "store/postgres_pool.h"
+#include "scheduler/store/job_store.h"
+#include "scheduler/store/postgres_pool.h"
 
 namespace ringmaster::scheduler {
 

@@ -1,4 +1,4 @@
-#include "store/postgres_pool.h"
+#include "scheduler/store/postgres_pool.h"
 
 #include <sys/socket.h>
 

@@ -1,4 +1,4 @@
-#include "store/redis_client.h"
+#include "scheduler/store/redis_client.h"
 
 #include <poll.h>
 

@@ -1,4 +1,4 @@
-#include "store/redis_coordination.h"
+#include "scheduler/store/redis_coordination.h"
 
 #include <chrono>
 #include <utility>
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "store/store_checks.h"
+#include "scheduler/store/store_checks.h"
 
 namespace ringmaster::scheduler {
 namespace {

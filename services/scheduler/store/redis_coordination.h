@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "store/coordination.h"
-#include "store/redis_client.h"
+#include "scheduler/store/coordination.h"
+#include "scheduler/store/redis_client.h"
 
 namespace ringmaster::scheduler {
 

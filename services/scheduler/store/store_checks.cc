@@ -1,4 +1,4 @@
-#include "store/store_checks.h"
+#include "scheduler/store/store_checks.h"
 
 #include <algorithm>
 

@@ -12,9 +12,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/types.h"
-#include "store/coordination.h"
-#include "store/job_store.h"
+#include "scheduler/core/types.h"
+#include "scheduler/store/coordination.h"
+#include "scheduler/store/job_store.h"
 
 namespace ringmaster::scheduler::store_internal {
 

@@ -1,4 +1,4 @@
-#include "core/assignment.h"
+#include "worker/core/assignment.h"
 
 namespace ringmaster::worker {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/run_as.h"
-#include "core/types.h"
+#include "worker/core/run_as.h"
+#include "worker/core/types.h"
 
 namespace ringmaster::worker {
 

@@ -1,4 +1,4 @@
-#include "core/auth.h"
+#include "worker/core/auth.h"
 
 namespace ringmaster::worker {
 

@@ -1,4 +1,4 @@
-#include "core/backoff.h"
+#include "worker/core/backoff.h"
 
 #include <algorithm>
 

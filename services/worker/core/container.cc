@@ -1,15 +1,15 @@
-#include "core/container.h"
+#include "worker/core/container.h"
 
 #include <algorithm>
 #include <set>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/string_view.h"
-#include "rank/rank_env.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "rank/rank_env.h"
 
 namespace ringmaster::worker {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/types.h"
+#include "worker/core/types.h"
 
 namespace ringmaster::worker {
 

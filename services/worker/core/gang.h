@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "core/types.h"
+#include "worker/core/types.h"
 
 namespace ringmaster::worker {
 

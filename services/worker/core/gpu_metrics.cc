@@ -1,4 +1,4 @@
-#include "core/gpu_metrics.h"
+#include "worker/core/gpu_metrics.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -1,4 +1,4 @@
-#include "core/health_check.h"
+#include "worker/core/health_check.h"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "core/image_cache.h"
+#include "worker/core/image_cache.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "core/inventory.h"
+#include "worker/core/inventory.h"
 
 #include <algorithm>
 #include <set>

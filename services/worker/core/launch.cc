@@ -1,4 +1,4 @@
-#include "core/launch.h"
+#include "worker/core/launch.h"
 
 #include <algorithm>
 #include <set>

@@ -12,8 +12,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/types.h"
 #include "rank/rank_env.h"
+#include "worker/core/types.h"
 
 namespace ringmaster::worker {
 

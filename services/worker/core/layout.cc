@@ -1,7 +1,7 @@
-#include "core/layout.h"
+#include "worker/core/layout.h"
 
 #include "absl/strings/str_cat.h"
-#include "core/launch.h"
+#include "worker/core/launch.h"
 
 namespace ringmaster::worker {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/progress.h"
+#include "worker/core/progress.h"
 
 namespace ringmaster::worker {
 

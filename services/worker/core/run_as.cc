@@ -1,4 +1,4 @@
-#include "core/run_as.h"
+#include "worker/core/run_as.h"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "core/teardown.h"
+#include "worker/core/teardown.h"
 
 #include <csignal>
 

@@ -1,4 +1,4 @@
-#include "core/throughput.h"
+#include "worker/core/throughput.h"
 
 #include <cctype>
 #include <cmath>

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/health_check.h"
-#include "core/progress.h"
+#include "worker/core/health_check.h"
+#include "worker/core/progress.h"
 
 namespace ringmaster::worker {
 

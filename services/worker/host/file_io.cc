@@ -1,4 +1,4 @@
-#include "host/file_io.h"
+#include "worker/host/file_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-
 #include <string>
 
 namespace ringmaster::worker {

@@ -1,4 +1,4 @@
-#include "host/gpus.h"
+#include "worker/host/gpus.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "core/inventory.h"
-#include "host/nvml.h"
+#include "worker/core/inventory.h"
+#include "worker/host/nvml.h"
 
 namespace ringmaster::worker {
 

@@ -1,4 +1,4 @@
-#include "host/helpers.h"
+#include "worker/host/helpers.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

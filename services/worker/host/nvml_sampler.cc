@@ -1,9 +1,9 @@
-#include "host/nvml_sampler.h"
+#include "worker/host/nvml_sampler.h"
 
 #include <dlfcn.h>
 
 #include "absl/strings/str_cat.h"
-#include "host/nvml.h"
+#include "worker/host/nvml.h"
 
 namespace ringmaster::worker {
 

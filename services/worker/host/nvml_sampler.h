@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/gpu_metrics.h"
+#include "worker/core/gpu_metrics.h"
 
 namespace ringmaster::worker {
 

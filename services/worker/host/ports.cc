@@ -1,4 +1,4 @@
-#include "host/ports.h"
+#include "worker/host/ports.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "host/file_io.h"
+#include "worker/host/file_io.h"
 
 namespace ringmaster::worker {
 namespace {

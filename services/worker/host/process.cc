@@ -1,4 +1,4 @@
-#include "host/process.h"
+#include "worker/host/process.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "host/file_io.h"
+#include "worker/host/file_io.h"
 
 extern char** environ;
 

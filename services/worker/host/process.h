@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "host/users.h"
+#include "worker/host/users.h"
 
 namespace ringmaster::worker {
 

@@ -1,4 +1,4 @@
-#include "host/rank_channel.h"
+#include "worker/host/rank_channel.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

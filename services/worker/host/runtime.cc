@@ -1,4 +1,4 @@
-#include "host/runtime.h"
+#include "worker/host/runtime.h"
 
 #include <poll.h>
 #include <unistd.h>

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "host/process.h"
+#include "worker/host/process.h"
 
 namespace ringmaster::worker {
 

@@ -1,4 +1,4 @@
-#include "host/users.h"
+#include "worker/host/users.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -14,7 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "host/process.h"
+#include "worker/host/process.h"
 
 namespace ringmaster::worker {
 namespace {

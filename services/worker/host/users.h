@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/run_as.h"
+#include "worker/core/run_as.h"
 
 namespace ringmaster::worker {
 

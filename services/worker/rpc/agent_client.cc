@@ -1,4 +1,4 @@
-#include "rpc/agent_client.h"
+#include "worker/rpc/agent_client.h"
 
 #include <optional>
 #include <thread>

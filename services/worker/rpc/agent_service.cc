@@ -1,4 +1,4 @@
-#include "rpc/agent_service.h"
+#include "worker/rpc/agent_service.h"
 
 #include <cmath>
 #include <tuple>
@@ -7,9 +7,9 @@
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/tls.h"
-#include "rpc/agent_client.h"
-#include "rpc/container_convert.h"
-#include "rpc/local_socket.h"
+#include "worker/rpc/agent_client.h"
+#include "worker/rpc/container_convert.h"
+#include "worker/rpc/local_socket.h"
 
 namespace ringmaster::worker {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "agent.h"
 #include "ringmaster/v1/agent.grpc.pb.h"
+#include "worker/agent.h"
 
 namespace ringmaster::worker {
 

@@ -1,4 +1,4 @@
-#include "rpc/container_convert.h"
+#include "worker/rpc/container_convert.h"
 
 namespace ringmaster::worker {
 

@@ -3,8 +3,8 @@
 #ifndef RINGMASTER_SERVICES_WORKER_RPC_CONTAINER_CONVERT_H_
 #define RINGMASTER_SERVICES_WORKER_RPC_CONTAINER_CONVERT_H_
 
-#include "core/container.h"
 #include "ringmaster/v1/agent.pb.h"
+#include "worker/core/container.h"
 
 namespace ringmaster::worker {
 

@@ -1,4 +1,4 @@
-#include "rpc/convert.h"
+#include "worker/rpc/convert.h"
 
 #include "common/utf8.h"
 

@@ -2,8 +2,8 @@
 #ifndef RINGMASTER_SERVICES_WORKER_RPC_CONVERT_H_
 #define RINGMASTER_SERVICES_WORKER_RPC_CONVERT_H_
 
-#include "core/types.h"
 #include "ringmaster/v1/worker.pb.h"
+#include "worker/core/types.h"
 
 namespace ringmaster::worker {
 

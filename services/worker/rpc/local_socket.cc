@@ -1,4 +1,4 @@
-#include "rpc/local_socket.h"
+#include "worker/rpc/local_socket.h"
 
 #include <fcntl.h>
 #include <grpcpp/server_posix.h>

@@ -1,12 +1,12 @@
-#include "rpc/scheduler_session.h"
+#include "worker/rpc/scheduler_session.h"
 
 #include <algorithm>
 #include <random>
 #include <vector>
 
 #include "common/log.h"
-#include "core/backoff.h"
-#include "rpc/convert.h"
+#include "worker/core/backoff.h"
+#include "worker/rpc/convert.h"
 
 namespace ringmaster::worker {
 

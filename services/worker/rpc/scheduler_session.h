@@ -21,9 +21,9 @@
 #include <string>
 #include <thread>
 
-#include "agent.h"
 #include "common/mutex.h"
 #include "ringmaster/v1/worker.grpc.pb.h"
+#include "worker/agent.h"
 
 namespace ringmaster::worker {
 
