@@ -315,6 +315,15 @@ class Pass {
   // Placed jobs with what they hold; built when preemption or a reservation first needs it.
   // `replicas`: the size tried (an elastic job's may be below its spec's).
   Attempt TryStart(const Job& job, int32_t replicas);
+  // What `job` at `replicas` may take GPUs from, for TryPreempt and TryShrink: its queue, the
+  // demand, whether it reclaims within its cohort and may preempt within its queue.
+  struct TakeScope {
+    const Queue* queue;
+    Demand demand;
+    bool reclaim;
+    bool within;
+  };
+  std::optional<TakeScope> ScopeOf(const Job& job, const Attempt& attempt, int32_t replicas);
   bool TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas);
   // Elastic jobs (core/elastic.h). TryShrink frees GPUs for `job` by shrinking elastic jobs
   // that it could preempt (down to their min_replicas) or that grew (down to their replicas),
@@ -505,19 +514,29 @@ Pass::Attempt Pass::TryStart(const Job& job, int32_t replicas) {
   return a;
 }
 
-bool Pass::TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas) {
-  const Queue* queue = nullptr;
-  if (auto it = in_.queues->find(job.spec.queue); it != in_.queues->end()) queue = &it->second;
-  if (queue == nullptr) return false;
+std::optional<Pass::TakeScope> Pass::ScopeOf(const Job& job, const Attempt& attempt,
+                                             int32_t replicas) {
+  auto it = in_.queues->find(job.spec.queue);
+  if (it == in_.queues->end()) return std::nullopt;
+  const Queue* queue = &it->second;
   // The resource: the one that fit the quota, else the first candidate.
   std::vector<Demand> demands = CandidateDemands(job.spec, cluster_);
-  if (demands.empty()) return false;
+  if (demands.empty()) return std::nullopt;
   Demand demand = attempt.quota_ok ? attempt.demand : demands.front();
   demand.amount = int64_t{replicas} * std::max(job.spec.gpus_per_replica, 1);
   const bool reclaim = queue->reclaim_within_cohort != ReclaimWithinCohort::kNever &&
                        !queue->cohort.empty() &&
                        result_.ledger.CanAdmit(job.spec.queue, demand, false).within_nominal;
-  const bool within = queue->within_queue != PreemptWithinQueue::kNever;
+  return TakeScope{queue, demand, reclaim, queue->within_queue != PreemptWithinQueue::kNever};
+}
+
+bool Pass::TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas) {
+  std::optional<TakeScope> scope_of = ScopeOf(job, attempt, replicas);
+  if (!scope_of) return false;
+  const Queue* queue = scope_of->queue;
+  const Demand demand = scope_of->demand;
+  const bool reclaim = scope_of->reclaim;
+  const bool within = scope_of->within;
   if (!reclaim && !within) return false;
 
   if (auto failed = no_victims_.find({job.spec.queue, demand.resource});
@@ -699,17 +718,12 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
 }
 
 bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
-  const Queue* queue = nullptr;
-  if (auto it = in_.queues->find(job.spec.queue); it != in_.queues->end()) queue = &it->second;
-  if (queue == nullptr) return false;
-  std::vector<Demand> demands = CandidateDemands(job.spec, cluster_);
-  if (demands.empty()) return false;
-  Demand demand = attempt.quota_ok ? attempt.demand : demands.front();
-  demand.amount = int64_t{replicas} * std::max(job.spec.gpus_per_replica, 1);
-  const bool reclaim = queue->reclaim_within_cohort != ReclaimWithinCohort::kNever &&
-                       !queue->cohort.empty() &&
-                       result_.ledger.CanAdmit(job.spec.queue, demand, false).within_nominal;
-  const bool within = queue->within_queue != PreemptWithinQueue::kNever;
+  std::optional<TakeScope> scope_of = ScopeOf(job, attempt, replicas);
+  if (!scope_of) return false;
+  const Queue* queue = scope_of->queue;
+  const Demand demand = scope_of->demand;
+  const bool reclaim = scope_of->reclaim;
+  const bool within = scope_of->within;
   if (auto failed = no_shrink_.find({job.spec.queue, demand.resource});
       failed != no_shrink_.end() && demand.amount >= failed->second) {
     return false;
