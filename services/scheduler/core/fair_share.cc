@@ -322,7 +322,13 @@ class Pass {
     Demand demand;
     bool reclaim;
     bool within;
+    GangRequest request;  // the job at `replicas`, on the demand's GPU type
   };
+  // Whether the job of `scope` fits now, quota and GPUs, on the pass's ledger and `cluster`.
+  bool FitsNow(const Job& job, const TakeScope& scope, ClusterState& cluster) {
+    return result_.ledger.CanAdmit(job.spec.queue, scope.demand, false).fit != Fit::kNo &&
+           cluster.Place(scope.request).kind == PlacementDecision::Kind::kPlaced;
+  }
   std::optional<TakeScope> ScopeOf(const Job& job, const Attempt& attempt, int32_t replicas);
   bool TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas);
   // Elastic jobs (core/elastic.h). TryShrink frees GPUs for `job` by shrinking elastic jobs
@@ -527,7 +533,11 @@ std::optional<Pass::TakeScope> Pass::ScopeOf(const Job& job, const Attempt& atte
   const bool reclaim = queue->reclaim_within_cohort != ReclaimWithinCohort::kNever &&
                        !queue->cohort.empty() &&
                        result_.ledger.CanAdmit(job.spec.queue, demand, false).within_nominal;
-  return TakeScope{queue, demand, reclaim, queue->within_queue != PreemptWithinQueue::kNever};
+  GangRequest request = RequestOf(job.spec);
+  request.replicas = replicas;
+  if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
+  return TakeScope{queue, demand, reclaim, queue->within_queue != PreemptWithinQueue::kNever,
+                   std::move(request)};
 }
 
 bool Pass::TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas) {
@@ -608,13 +618,7 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas) 
   // everything is put back before returning: victims keep their GPUs until they stop.
   QuotaLedger& ledger = result_.ledger;
   ClusterState& cluster = claimed_ ? *claimed_ : cluster_;
-  GangRequest request = RequestOf(job.spec);
-  request.replicas = replicas;
-  if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
-  auto fits = [&]() {
-    return ledger.CanAdmit(job.spec.queue, demand, false).fit != Fit::kNo &&
-           cluster.Place(request).kind == PlacementDecision::Kind::kPlaced;
-  };
+  auto fits = [&]() { return FitsNow(job, *scope_of, cluster); };
   auto take = [&](const Holding& h) {
     ledger.Remove(h.job->spec.queue, h.demand);
     cluster.Release(*h.ranks);
@@ -645,7 +649,7 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas) 
     take(*(*it)->holding);
     kept.push_back(*it);
   }
-  std::vector<RankPlacement> planned = cluster.Place(request).ranks;
+  std::vector<RankPlacement> planned = cluster.Place(scope_of->request).ranks;
   for (const Candidate* c : kept) {
     give_back(*c->holding);
     c->holding->victim = true;
@@ -801,13 +805,7 @@ bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
   // in place, as TryPreempt does, and put back before returning.
   QuotaLedger& ledger = result_.ledger;
   ClusterState& cluster = claimed_ ? *claimed_ : cluster_;
-  GangRequest request = RequestOf(job.spec);
-  request.replicas = replicas;
-  if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
-  auto fits = [&]() {
-    return ledger.CanAdmit(job.spec.queue, demand, false).fit != Fit::kNo &&
-           cluster.Place(request).kind == PlacementDecision::Kind::kPlaced;
-  };
+  auto fits = [&]() { return FitsNow(job, *scope_of, cluster); };
   struct Taken {
     Shrinkable* from;
     const RankPlacement* rank;
@@ -854,7 +852,7 @@ bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
     }
     take(taken[i]);
   }
-  std::vector<RankPlacement> planned = cluster.Place(request).ranks;
+  std::vector<RankPlacement> planned = cluster.Place(scope_of->request).ranks;
   std::map<Shrinkable*, std::set<const RankPlacement*>> freed;
   for (size_t i = 0; i < taken.size(); ++i) {
     if (needed[i]) {
