@@ -308,7 +308,11 @@ const std::vector<FlagSpec>& Flags() {
        "QUEUE",
        "queue (list: only this queue)"},
       {"priority", 0, {Verb::kSubmit}, "N", "priority, higher runs first"},
-      {"replicas", 0, {Verb::kSubmit}, "N", "number of ranks"},
+      {"replicas",
+       0,
+       {Verb::kSubmit},
+       "N|MIN:MAX",
+       "number of ranks; MIN:MAX: an elastic job asking for MAX, run with MIN to MAX"},
       {"gpus-per-replica", 0, {Verb::kSubmit}, "N", "GPUs per rank (0: CPU ranks)"},
       {"gpu-type",
        0,
@@ -537,7 +541,18 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
   } else if (name == "priority") {
     RM_ASSIGN_OR_RETURN(o.priority, ParseInt32(name, value, /*allow_negative=*/true));
   } else if (name == "replicas") {
-    RM_ASSIGN_OR_RETURN(o.replicas, ParseInt32(name, value));
+    // MIN:MAX: an elastic job that asks for MAX ranks and may run with as few as MIN.
+    if (auto colon = value.find(':'); colon != std::string::npos) {
+      RM_ASSIGN_OR_RETURN(o.min_replicas, ParseInt32(name, value.substr(0, colon)));
+      RM_ASSIGN_OR_RETURN(o.max_replicas, ParseInt32(name, value.substr(colon + 1)));
+      if (*o.min_replicas < 1 || *o.min_replicas > *o.max_replicas) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--replicas: MIN:MAX needs 1 <= MIN <= MAX, got '", value, "'"));
+      }
+      o.replicas = o.max_replicas;
+    } else {
+      RM_ASSIGN_OR_RETURN(o.replicas, ParseInt32(name, value));
+    }
   } else if (name == "gpus-per-replica") {
     RM_ASSIGN_OR_RETURN(o.gpus_per_replica, ParseInt32(name, value));
   } else if (name == "gpu-type") {

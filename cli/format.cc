@@ -186,6 +186,32 @@ std::string FormatAge(int64_t then_ms, int64_t now_ms) {
   return absl::StrCat(secs / 86400, "d");
 }
 
+namespace {
+
+bool IsElastic(const v1::JobSpec& spec) {
+  return spec.min_replicas() > 0 && spec.max_replicas() > 0;
+}
+
+// The list's REPLICAS: "4"; an elastic job's "3 (2:4)" while it runs at 3, "(2:4)" otherwise.
+std::string ReplicasCell(const v1::Job& job) {
+  const v1::JobSpec& spec = job.spec();
+  if (!IsElastic(spec)) return absl::StrCat(spec.replicas());
+  const std::string range = absl::StrCat("(", spec.min_replicas(), ":", spec.max_replicas(), ")");
+  return job.placement().empty() ? range : absl::StrCat(job.placement_size(), " ", range);
+}
+
+// get's "Replicas:": "4"; an elastic job's "4 (elastic: 2 to 8; running at 3)".
+std::string ReplicasText(const v1::Job& job) {
+  const v1::JobSpec& spec = job.spec();
+  if (!IsElastic(spec)) return absl::StrCat(spec.replicas());
+  std::string text = absl::StrCat(spec.replicas(), " (elastic: ", spec.min_replicas(), " to ",
+                                  spec.max_replicas());
+  if (!job.placement().empty()) absl::StrAppend(&text, "; running at ", job.placement_size());
+  return text + ")";
+}
+
+}  // namespace
+
 std::string FormatGpuRequest(const v1::JobSpec& spec) {
   if (spec.gpus_per_replica() == 0) return "cpu";
   int64_t total = int64_t{spec.replicas()} * spec.gpus_per_replica();
@@ -207,7 +233,7 @@ std::string FormatJobList(const v1::ListJobsResponse& response, int64_t now_ms) 
                                     OrDash(spec.queue()),
                                     JobStateName(job.state()),
                                     absl::StrCat(spec.priority()),
-                                    absl::StrCat(spec.replicas()),
+                                    ReplicasCell(job),
                                     FormatGpuRequest(spec),
                                     absl::StrCat(job.attempt()),
                                     FormatAge(job.created_at_ms(), now_ms),
@@ -256,12 +282,13 @@ std::string FormatJob(const v1::Job& job) {
   }
   std::vector<std::vector<std::string>> rest = {
       {"Attempt:", absl::StrCat(job.attempt())},
-      {"Replicas:", absl::StrCat(spec.replicas())},
+      {"Replicas:", ReplicasText(job)},
       {"GPUs:", gpus},
       {"Workload:", WorkloadText(spec)},
-      {"Launch:", spec.replicas() == 1 && !spec.use_mpirun() ? "directly (one rank, no mpirun)"
-                  : spec.use_mpirun()                        ? "mpirun (use_mpirun)"
-                                                             : "mpirun"},
+      {"Launch:", spec.replicas() == 1 && spec.max_replicas() <= 1 && !spec.use_mpirun()
+                      ? "directly (one rank, no mpirun)"
+                  : spec.use_mpirun() ? "mpirun (use_mpirun)"
+                                      : "mpirun"},
       {"After:", after.empty() ? "-" : absl::StrJoin(after, ", ")},
       {"Restart policy:", restart},
       {"Max runtime:",

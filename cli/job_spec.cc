@@ -121,6 +121,8 @@ absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {
   if (overrides.queue) spec->set_queue(*overrides.queue);
   if (overrides.priority) spec->set_priority(*overrides.priority);
   if (overrides.replicas) spec->set_replicas(*overrides.replicas);
+  if (overrides.min_replicas) spec->set_min_replicas(*overrides.min_replicas);
+  if (overrides.max_replicas) spec->set_max_replicas(*overrides.max_replicas);
   if (overrides.gpus_per_replica) spec->set_gpus_per_replica(*overrides.gpus_per_replica);
   if (overrides.gpu_type) spec->set_gpu_type(*overrides.gpu_type);
   if (overrides.restart_policy) spec->set_restart_policy(*overrides.restart_policy);

@@ -25,6 +25,9 @@ struct SpecOverrides {
   std::optional<std::string> queue;
   std::optional<int32_t> priority;
   std::optional<int32_t> replicas;
+  // Set together by --replicas MIN:MAX (an elastic job).
+  std::optional<int32_t> min_replicas;
+  std::optional<int32_t> max_replicas;
   std::optional<int32_t> gpus_per_replica;
   std::optional<std::string> gpu_type;
   std::optional<v1::RestartPolicy> restart_policy;

@@ -23,10 +23,12 @@
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 21> kTopKeys = {"name",
+constexpr std::array<absl::string_view, 23> kTopKeys = {"name",
                                                         "queue",
                                                         "priority",
                                                         "replicas",
+                                                        "min_replicas",
+                                                        "max_replicas",
                                                         "gpus_per_replica",
                                                         "gpu_type",
                                                         "restart_policy",
@@ -96,6 +98,12 @@ class SpecReader : private YamlFields {
       } else if (key == "replicas") {
         RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, false, true));
         spec->set_replicas(static_cast<int32_t>(v));
+      } else if (key == "min_replicas") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, false, true));
+        spec->set_min_replicas(static_cast<int32_t>(v));
+      } else if (key == "max_replicas") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, false, true));
+        spec->set_max_replicas(static_cast<int32_t>(v));
       } else if (key == "gpus_per_replica") {
         RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, false, true));
         spec->set_gpus_per_replica(static_cast<int32_t>(v));

@@ -300,7 +300,9 @@ class Client:
                 second one; with a different spec it raises ``AlreadyExists``. Defaults to a
                 fresh random id.
             **fields: Spec fields on top of ``spec``, as ``ringctl submit``'s flags: ``name``,
-                ``replicas``, ``gpus_per_replica``, ``gpu_type``, ``queue``, ``priority``,
+                ``replicas`` (N, or ``"MIN:MAX"`` for an elastic job, as ringctl's
+                --replicas; or ``min_replicas`` and ``max_replicas``), ``gpus_per_replica``,
+                ``gpu_type``, ``queue``, ``priority``,
                 ``restart_policy`` (``"Never"``/``"OnFailure"``), ``backoff_limit``,
                 ``max_runtime_seconds``, ``labels`` (merged), ``command`` (a list of strings:
                 the program every rank runs), ``env`` (the command's environment), and the

@@ -26,6 +26,8 @@ _TOP_KEYS = (
     "queue",
     "priority",
     "replicas",
+    "min_replicas",
+    "max_replicas",
     "gpus_per_replica",
     "gpu_type",
     "restart_policy",
@@ -51,7 +53,15 @@ MAX_ARRAY_TASKS = 100_000
 _TRAINER_KEYS = ("model", "batch_size", "steps", "checkpoint_every")
 _COMMAND_KEYS = ("argv", "env", "check_in_mpi_init")
 _STRING_FIELDS = ("name", "queue", "gpu_type")
-_INT_FIELDS = ("priority", "replicas", "gpus_per_replica", "backoff_limit", "max_runtime_seconds")
+_INT_FIELDS = (
+    "priority",
+    "replicas",
+    "min_replicas",
+    "max_replicas",
+    "gpus_per_replica",
+    "backoff_limit",
+    "max_runtime_seconds",
+)
 
 _CONDITIONS = {
     "succeeded": job_pb2.DEPENDENCY_CONDITION_SUCCEEDED,
@@ -385,6 +395,14 @@ def build_spec(spec: SpecLike, overrides: Mapping[str, Any]) -> job_pb2.JobSpec:
 
     w = _Walker("")
     o = dict(overrides)
+    if isinstance(o.get("replicas"), str) and ":" in o["replicas"]:
+        # "MIN:MAX", as ringctl's --replicas: an elastic job asking for MAX ranks.
+        low, _, high = o["replicas"].partition(":")
+        try:
+            o["min_replicas"], o["max_replicas"] = int(low), int(high)
+        except ValueError:
+            raise InvalidSpec(f"replicas: must be N or MIN:MAX, got {o['replicas']!r}") from None
+        o["replicas"] = o["max_replicas"]
     if spec is None and o.get("replicas") is None:
         # One rank unless told otherwise, as ringctl submits from flags alone.
         message.replicas = 1
@@ -454,6 +472,9 @@ def build_spec(spec: SpecLike, overrides: Mapping[str, Any]) -> job_pb2.JobSpec:
 def spec_to_dict(spec: job_pb2.JobSpec) -> Dict[str, Any]:
     """The dict (YAML) form of a JobSpec; ``spec_from_dict(spec_to_dict(s)) == s``."""
     out: Dict[str, Any] = {"name": spec.name, "replicas": spec.replicas}
+    if spec.min_replicas or spec.max_replicas:
+        out["min_replicas"] = spec.min_replicas
+        out["max_replicas"] = spec.max_replicas
     if spec.queue:
         out["queue"] = spec.queue
     if spec.priority:

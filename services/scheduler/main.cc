@@ -104,6 +104,14 @@ ringmaster::Flags MakeFlags() {
   flags.Add("reservation-window-hours", "168",
             "how far ahead a reservation may lie (1..8760); a gang that cannot start sooner "
             "waits without one");
+  flags.Add("elastic-idle-delay-ms", "60000",
+            "elastic jobs grow into GPUs that stayed idle this long (1000..86400000; "
+            "docs/fair-share.md, Elastic jobs)");
+  flags.Add("elastic-resizes-per-hour", "2",
+            "an elastic job is resized at most this often in any hour (0..60; 0: never)");
+  flags.Add("elastic-restart-cost-ms", "60000",
+            "what a resize is reckoned to cost the job beyond its work since the last "
+            "checkpoint; it grows only when that saves at least twice this (0..3600000)");
   flags.Add("admin-token-file", "",
             "bootstrap admin token (docs/security.md): when the file exists its token is "
             "registered as an admin token; when it does not and no admin token exists, a new "
@@ -172,11 +180,12 @@ int main(int argc, char** argv) {
   // Transitions are logged under the scheduler's lock: a slow stderr must not hold it.
   StartAsyncLog();
   int64_t pool = 0, redis_db = 0, connect_timeout_s = 0, lease_ttl_ms = 0, pg_timeout_ms = 0,
-          submit_writers = 0, reservations = 0, window_hours = 0, recheck_s = 0,
-          max_log_relays = 0, max_watchers = 0, max_rpc_threads = 0, max_spec_mib = 0,
-          max_cancels = 0;
+          submit_writers = 0, reservations = 0, window_hours = 0, recheck_s = 0, max_log_relays = 0,
+          max_watchers = 0, max_rpc_threads = 0, max_spec_mib = 0, max_cancels = 0,
+          resizes_per_hour = 0;
   SchedulerOptions options;
-  for (auto s : {flags.GetInt("postgres-pool", &pool), flags.GetInt("redis-db", &redis_db),
+  for (auto s : {flags.GetInt("postgres-pool", &pool),
+                 flags.GetInt("redis-db", &redis_db),
                  flags.GetInt("heartbeat-timeout-ms", &options.heartbeat_timeout_ms),
                  flags.GetInt("heartbeat-interval-ms", &options.heartbeat_interval_ms),
                  flags.GetInt("pass-interval-ms", &options.pass_interval_ms),
@@ -197,7 +206,10 @@ int main(int argc, char** argv) {
                  flags.GetInt("max-live-spec-mib", &max_spec_mib),
                  flags.GetBool("health-check", &options.health_check),
                  flags.GetDouble("check-min-ratio", &options.check_min_ratio),
-                 flags.GetInt("unhealthy-recheck-s", &recheck_s)}) {
+                 flags.GetInt("unhealthy-recheck-s", &recheck_s),
+                 flags.GetInt("elastic-idle-delay-ms", &options.elastic.idle_delay_ms),
+                 flags.GetInt("elastic-resizes-per-hour", &resizes_per_hour),
+                 flags.GetInt("elastic-restart-cost-ms", &options.elastic.restart_cost_ms)}) {
     if (!s.ok()) return Fail(s);
   }
   if (recheck_s < 0 || recheck_s > 30LL * 24 * 3600) {
@@ -205,6 +217,16 @@ int main(int argc, char** argv) {
         "--unhealthy-recheck-s must be 0..2592000 (30 days; 0: only an admin clears)"));
   }
   options.unhealthy_recheck_ms = recheck_s * 1000;
+  if (options.elastic.idle_delay_ms < 1000 || options.elastic.idle_delay_ms > 86'400'000) {
+    return Fail(absl::InvalidArgumentError("--elastic-idle-delay-ms must be 1000..86400000"));
+  }
+  if (resizes_per_hour < 0 || resizes_per_hour > 60) {
+    return Fail(absl::InvalidArgumentError("--elastic-resizes-per-hour must be 0..60"));
+  }
+  options.elastic.max_resizes_per_hour = static_cast<int32_t>(resizes_per_hour);
+  if (options.elastic.restart_cost_ms < 0 || options.elastic.restart_cost_ms > 3'600'000) {
+    return Fail(absl::InvalidArgumentError("--elastic-restart-cost-ms must be 0..3600000"));
+  }
   if (!(options.check_min_ratio >= 0 && options.check_min_ratio <= 1)) {
     return Fail(absl::InvalidArgumentError("--check-min-ratio must be 0..1"));
   }

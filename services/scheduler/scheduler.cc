@@ -401,6 +401,16 @@ void Scheduler::PlaceLocked() {
   policy.reservation_window_ms = options_.reservation_window_ms;
   policy.order = options_.queue_order;
   policy.starve_after_ms = options_.starve_after_ms;
+  policy.elastic = options_.elastic;
+  // Elastic jobs grow only in full passes: an incremental one does not see the jobs that
+  // wait, whom the GPUs that free up are kept for.
+  if (!incremental) {
+    elastic_.settled_idle.clear();
+    for (const auto& [resource, totals] : cluster_.GpuTotals()) {
+      elastic_.settled_idle[resource] = idle_.Settled(resource, now);
+    }
+    in.elastic = &elastic_;
+  }
   PassResult r = SchedulePass(in, cluster_, policy);
   // Why each job waits: derived state, recomputed every pass and served from memory, never
   // stored. Set before the commits below change jobs_, whose jobs the keys point to (non-const
@@ -427,6 +437,7 @@ void Scheduler::PlaceLocked() {
           .Increment();
     }
   }
+  for (const auto& z : r.resizes) ResizeLocked(z, now);
   for (auto& [id, ranks] : r.claims) claims_[id] = std::move(ranks);
   for (const auto& start : r.starts) {
     claims_.erase(start.job_id);
@@ -459,6 +470,36 @@ void Scheduler::PlaceLocked() {
     if (auto s = CommitLocked(id, {JobInput::Kind::kCancel, why}); !s.ok()) {
       RM_LOG(kError) << "cancelling " << id << ": " << s;
     }
+  }
+  // GPUs left idle after the pass: an elastic job grows into them once they stayed idle for
+  // the delay.
+  for (const auto& [resource, totals] : cluster_.GpuTotals()) {
+    idle_.Observe(resource, now, totals.total - totals.allocated);
+  }
+}
+
+void Scheduler::ResizeLocked(const PassResult::Resize& z, int64_t now) {
+  // Stopped like a preempted job; its own claim (z.ranks) ripens when its ranks have exited,
+  // and a shrink's GPUs go to the claim of the job it shrank for.
+  if (!z.by_job_id.empty()) preempting_[z.by_job_id].insert(z.job_id);
+  if (auto s = CommitLocked(z.job_id, {JobInput::Kind::kResized, z.reason}); !s.ok()) {
+    RM_LOG(kError) << "resizing " << z.job_id << ": " << s;
+    if (!z.by_job_id.empty()) {
+      preempting_[z.by_job_id].erase(z.job_id);
+      if (preempting_[z.by_job_id].empty()) preempting_.erase(z.by_job_id);
+    }
+    return;
+  }
+  claims_[z.job_id] = z.ranks;
+  auto& times = elastic_.resized_at_ms[z.job_id];
+  std::erase_if(times, [&](int64_t t) { return t <= now - 3600 * 1000; });
+  times.push_back(now);
+  if (metrics_) {
+    auto job = jobs_.find(z.job_id);
+    metrics_->resizes
+        .Add({{"queue", job == jobs_.end() ? "" : job->second.spec.queue},
+              {"direction", z.to > z.from ? "grow" : "shrink"}})
+        .Increment();
   }
 }
 

@@ -116,6 +116,7 @@
 #include "core/array.h"
 #include "core/clock.h"
 #include "core/dependency.h"
+#include "core/elastic.h"
 #include "core/environment.h"
 #include "core/fair_share.h"
 #include "core/health_check.h"
@@ -234,6 +235,9 @@ struct SchedulerOptions {
   int64_t max_live_spec_bytes = 128LL << 20;
   // A reservation further ahead than this is not made (the gang just waits).
   int64_t reservation_window_ms = 7LL * 24 * 3600 * 1000;
+  // Elastic jobs (core/elastic.h): how long GPUs stay idle before a job grows into them, how
+  // often one job may be resized, what a restart is reckoned to cost.
+  ElasticOptions elastic;
 };
 
 class Scheduler {
@@ -433,6 +437,8 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MarkLostLocked(const std::string& worker_id, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies one of a pass's resizes: the job stops (kResized) and claims z.ranks.
+  void ResizeLocked(const PassResult::Resize& z, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailJobsOnWorkerLocked(const std::string& worker_id, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleRankLocked(const std::string& worker_id, const RankReport& report)
@@ -530,6 +536,8 @@ class Scheduler {
     std::set<int32_t> exited;
     int64_t deadline_ms = 0;
     std::string preemptor;
+    // An elastic job stopping to restart at another size: its own claim ripens when it exits.
+    bool resized = false;
   };
   std::map<std::pair<std::string, int32_t>, Draining> draining_ ABSL_GUARDED_BY(mu_);
   // GPUs promised to jobs that preempted (PassInput::claims); `ripe`: their victims are gone,
@@ -538,6 +546,12 @@ class Scheduler {
   // preemptor -> victims stopping
   std::map<std::string, std::set<std::string>> preempting_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> ripe_claims_ ABSL_GUARDED_BY(mu_);
+  // Elastic jobs: how long GPUs of each type stayed idle (observed after every pass), and
+  // elastic_'s resize times and throughput at each size (rank 0's images/sec), by job; kept in
+  // memory only (a restarted scheduler knows no resize history and assumes linear scaling).
+  IdleTracker idle_ ABSL_GUARDED_BY(mu_){options_.elastic.idle_delay_ms};
+  ElasticInput elastic_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::map<int32_t, double>> measured_ ABSL_GUARDED_BY(mu_);
   // The last full pass made reservations: no incremental pass.
   bool reserved_ ABSL_GUARDED_BY(mu_) = false;
   QuotaLedger ledger_ ABSL_GUARDED_BY(mu_);  // quota use as of the last pass

@@ -38,10 +38,13 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
       write.job_write.usage = std::move(used);
     }
   }
-  if (input.kind == JobInput::Kind::kPreempted) {
+  const bool stopping =
+      input.kind == JobInput::Kind::kPreempted || input.kind == JobInput::Kind::kResized;
+  if (stopping) {
     // Its ranks get the grace period to checkpoint; their GPUs are theirs until they exit.
     Draining& d = draining_[{job_id, from_attempt}];
     d.held = it->second;
+    d.resized = input.kind == JobInput::Kind::kResized;
     d.deadline_ms = now + options_.preemption_grace_ms + 5'000;
     write.stop_grace_ms = options_.preemption_grace_ms;
     for (const auto& [preemptor, victims] : preempting_) {
@@ -66,7 +69,7 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
   }
   if (next.state == JobState::kPending) {
     trackers_.erase(job_id);
-    if (input.kind != JobInput::Kind::kPreempted) newly_pending_.insert(job_id);
+    if (!stopping) newly_pending_.insert(job_id);
     pending_since_ms_[job_id] = now;
     Wake();
   }
@@ -79,6 +82,9 @@ absl::Status Scheduler::CommitLocked(const std::string& job_id, const JobInput& 
     }
     trackers_.erase(job_id);
     pending_since_ms_.erase(job_id);
+    elastic_.resized_at_ms.erase(job_id);
+    elastic_.throughput.erase(job_id);
+    measured_.erase(job_id);
     // The jobs that wait for it are judged again in the next pass.
     for (const std::string& waiting : deps_.Ended(job_id, next.state)) {
       newly_pending_.insert(waiting);

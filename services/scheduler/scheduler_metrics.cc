@@ -76,6 +76,11 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& r)
                       .Help("Jobs preempted whole, by the victim's queue and reason "
                             "(reclaim, priority)")
                       .Register(r)),
+      resizes(prometheus::BuildCounter()
+                  .Name("ringmaster_resizes_total")
+                  .Help("Elastic jobs restarted at another size, by queue and direction (grow, "
+                        "shrink)")
+                  .Register(r)),
       queue_quota(prometheus::BuildGauge()
                       .Name("ringmaster_queue_resources")
                       .Help("Per queue and resource (a GPU type or cpu): nominal quota, in "
@@ -154,6 +159,9 @@ void SchedulerMetrics::UpdateGauges(const LiveView& live) {
     // Counters exist from the start, so that "no preemption" reads 0 rather than nothing.
     for (const char* reason : {"reclaim", "priority"}) {
       preemptions.Add({{"queue", q}, {"reason", reason}});
+    }
+    for (const char* direction : {"grow", "shrink"}) {
+      resizes.Add({{"queue", q}, {"direction", direction}});
     }
     queue_share.Add({{"queue", q}}).Set(live.ledger.Share(q));
     for (const auto& [resource, u] : live.ledger.UsageOf(q)) {

@@ -68,6 +68,7 @@ class SchedulerMetrics {
   prometheus::Histogram* submit_apply;
   prometheus::Histogram& placement_latency;
   prometheus::Family<prometheus::Counter>& preemptions;
+  prometheus::Family<prometheus::Counter>& resizes;
   prometheus::Family<prometheus::Gauge>& queue_quota;
   prometheus::Family<prometheus::Gauge>& queue_share;
   prometheus::Family<prometheus::Counter>& queue_usage;

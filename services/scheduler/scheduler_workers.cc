@@ -114,6 +114,7 @@ void Scheduler::ReleaseDrainedLocked(const std::pair<std::string, int32_t>& atte
   if (it == draining_.end()) return;
   cluster_.Release(it->second.held.placement);
   capacity_grew_ = true;
+  if (it->second.resized) ripe_claims_.insert(attempt.first);
   auto p = preempting_.find(it->second.preemptor);
   if (p != preempting_.end()) {
     p->second.erase(attempt.first);
@@ -285,6 +286,14 @@ void Scheduler::HandleRankLocked(const std::string& worker_id, const RankReport&
       w->second = Watched{job.attempt, RunWatch(static_cast<int32_t>(job.placement.size()), now)};
     }
     w->second.watch.OnReport(report.rank, report.activity, now);
+    if (report.rank == 0 && report.activity.images_per_second.value_or(0) > 0 &&
+        IsElastic(job.spec)) {
+      // Rank 0's images/sec is the job's (the trainer reports the global rate): its
+      // throughput at this size, which decides whom the next idle GPU goes to.
+      auto& measured = measured_[job.id];
+      measured[static_cast<int32_t>(job.placement.size())] = *report.activity.images_per_second;
+      elastic_.throughput[job.id] = ThroughputCurve(measured);
+    }
     return;
   }
   std::optional<JobInput> input = InputOfRankReport(job, worker_id, report, trackers_[job.id]);

@@ -106,6 +106,7 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
   mpirun.allow_run_as_root = geteuid() == 0 && !a->user;
   mpirun.extra_args = options_.mpirun_args;
   mpirun.abort_on_rank_failure = false;
+  if (assignment.elastic) mpirun.extra_exports.push_back(kElasticEnv);
   auto launch_argv = [&] {
     return direct
                ? DirectRankArgv(options_.rank_binary, *workload)

@@ -425,6 +425,16 @@ TEST(ArgsTest, CancelTakesIdAndReason) {
   EXPECT_EQ(cmd.reason, "wrong data");
 }
 
+TEST(ArgsTest, ReplicasMinColonMaxMakesAnElasticJobAskingForMax) {
+  Command cmd = Parse({"submit", "--replicas", "2:8", "--", "hostname"});
+  EXPECT_EQ(cmd.overrides.min_replicas, 2);
+  EXPECT_EQ(cmd.overrides.max_replicas, 8);
+  EXPECT_EQ(cmd.overrides.replicas, 8);
+  EXPECT_EQ(ErrorOf({"submit", "--replicas", "3:2"}),
+            "--replicas: MIN:MAX needs 1 <= MIN <= MAX, got '3:2'");
+  EXPECT_EQ(ErrorOf({"submit", "--replicas", "2:x"}), "--replicas: expected an integer, got 'x'");
+}
+
 TEST(ArgsTest, BadNumbersNameTheFlag) {
   EXPECT_EQ(ErrorOf({"submit", "--replicas", "four"}),
             "--replicas: expected an integer, got 'four'");

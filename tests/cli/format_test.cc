@@ -80,6 +80,20 @@ TEST(FormatTest, JobListShowsOneAlignedRowPerJob) {
             "   3h    restarted: rank 1 exited with code 3\n");
 }
 
+TEST(FormatTest, AnElasticJobShowsItsSizeNowAndItsRange) {
+  v1::Job job = RunningJob();  // two ranks placed
+  job.mutable_spec()->set_replicas(4);
+  job.mutable_spec()->set_min_replicas(2);
+  job.mutable_spec()->set_max_replicas(8);
+  v1::ListJobsResponse response;
+  *response.add_jobs() = job;
+  EXPECT_THAT(FormatJobList(response, kNoonMs), HasSubstr("   2 (2:8)    "));
+  EXPECT_THAT(FormatJob(job), HasSubstr("Replicas:        4 (elastic: 2 to 8; running at 2)\n"));
+  EXPECT_THAT(FormatJob(job), HasSubstr("Launch:          mpirun\n"));
+  job.clear_placement();
+  EXPECT_THAT(FormatJob(job), HasSubstr("Replicas:        4 (elastic: 2 to 8)\n"));
+}
+
 TEST(FormatTest, EmptyJobListSaysSo) {
   EXPECT_EQ(FormatJobList(v1::ListJobsResponse(), kNoonMs), "No jobs.\n");
 }

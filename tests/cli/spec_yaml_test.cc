@@ -85,6 +85,14 @@ command:
   EXPECT_TRUE(spec->command().check_in_mpi_init());
 }
 
+TEST(SpecYamlTest, ParsesAnElasticRange) {
+  absl::StatusOr<v1::JobSpec> spec =
+      ParseJobSpecYaml("name: e\nreplicas: 4\nmin_replicas: 2\nmax_replicas: 8\n", "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->min_replicas(), 2);
+  EXPECT_EQ(spec->max_replicas(), 8);
+}
+
 TEST(SpecYamlTest, AcceptsEveryRestartPolicySpelling) {
   for (const char* text : {"Never", "NEVER", "never"}) {
     auto spec = ParseJobSpecYaml(std::string("restart_policy: ") + text, "job.yaml");

@@ -26,6 +26,18 @@ class SpecTest(unittest.TestCase):
         self.assertEqual(spec.trainer.steps, 1000)
         self.assertEqual(spec_from_dict(spec_to_dict(spec)), spec)
 
+    def test_elastic_range_from_keywords_and_dicts(self):
+        spec = build_spec(None, {"replicas": "2:8", "command": ["hostname"]})
+        self.assertEqual((spec.min_replicas, spec.replicas, spec.max_replicas), (2, 8, 8))
+        data = {"name": "e", "replicas": 4, "min_replicas": 2, "max_replicas": 8,
+                "command": {"argv": ["hostname"]}}
+        spec = spec_from_dict(data)
+        self.assertEqual((spec.min_replicas, spec.replicas, spec.max_replicas), (2, 4, 8))
+        self.assertEqual(spec_from_dict(spec_to_dict(spec)), spec)
+        self.assertNotIn("min_replicas", spec_to_dict(spec_from_dict({"name": "r", "replicas": 2})))
+        with self.assertRaisesRegex(errors.InvalidSpec, "replicas: must be N or MIN:MAX"):
+            build_spec(None, {"replicas": "2:x"})
+
     def test_environment_keys_round_trip_and_keywords_replace_mounts(self):
         data = {"name": "torch", "replicas": 2, "image": "nvcr.io/nvidia/pytorch:24.05-py3",
                 "mounts": [{"volume": "imagenet", "path": "/data", "read_only": True},
@@ -206,7 +218,8 @@ class SpecTest(unittest.TestCase):
             ({"name": "x", "replicas": True},
              "replicas: expected an integer, got a boolean (True)"),
             ({"name": "x", "replica": 1}, "replica: unknown key (expected one of: name, queue, "
-             "priority, replicas, gpus_per_replica, gpu_type, restart_policy, backoff_limit, "
+             "priority, replicas, min_replicas, max_replicas, gpus_per_replica, gpu_type, "
+             "restart_policy, backoff_limit, "
              "max_runtime_seconds, progress_timeout_seconds, labels, health_check, use_mpirun, "
              "after, array, trainer, command, image, mounts, shm_size, workdir)"),
             ({"trainer": {"stepz": 1}}, "trainer.stepz: unknown key (expected one of: model, "

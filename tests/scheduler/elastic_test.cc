@@ -359,5 +359,15 @@ TEST(ElasticModelTest, RankGainIsTheNextRanksThroughputOverOneRanks) {
   EXPECT_DOUBLE_EQ(RankGain(nullptr, 7), 1.0);
 }
 
+TEST(ElasticTest, AThroughputCurveIsDrawnThroughTheSizesMeasured) {
+  EXPECT_TRUE(ThroughputCurve({}).empty());
+  // Measured at 2 and 4: linear below 2, on the line between 2 and 4, linear past 4.
+  const std::vector<double> curve = ThroughputCurve({{2, 100.0}, {4, 160.0}});
+  EXPECT_THAT(curve, ::testing::ElementsAre(0.0, 50.0, 100.0, 130.0, 160.0));
+  EXPECT_DOUBLE_EQ(Throughput(&curve, 8), 320.0);
+  // The gain of a rank falls where scaling flattens: 2 -> 3 adds 30/50 of a rank at one.
+  EXPECT_DOUBLE_EQ(RankGain(&curve, 2), 0.6);
+}
+
 }  // namespace
 }  // namespace ringmaster::scheduler

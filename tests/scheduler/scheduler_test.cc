@@ -1649,6 +1649,170 @@ TEST_F(PreemptionTest, RanksThatNeverReportGiveBackTheirSlotsAfterTheGrace) {
   EXPECT_TRUE(Assigned(b1_));
 }
 
+// An elastic job in the running service: it starts smaller, grows into GPUs idle for the delay
+// and shrinks when another team reclaims, each resize a stop with the grace and a start at the
+// new size that counts against nothing.
+class ElasticServiceTest : public SchedulerTest {
+ protected:
+  static SchedulerOptions Options() {
+    SchedulerOptions options;
+    options.preemption_grace_ms = 30'000;
+    options.elastic.idle_delay_ms = 60'000;
+    options.elastic.restart_cost_ms = 0;
+    return options;
+  }
+  static Worker GpuWorker() {
+    Worker w = CpuWorker("w1", 4);
+    for (int g = 0; g < 4; ++g) w.gpus.push_back(Gpu{g, "t4", 16LL << 30, false});
+    return w;
+  }
+
+  void SetUp() override {
+    Start(Options());
+    link_ = Register(GpuWorker());
+    for (const char* name : {"team-a", "team-b"}) {
+      Queue q;
+      q.name = name;
+      q.cohort = "lab";
+      q.quotas["t4"] = ResourceQuota{2, std::nullopt, std::nullopt};
+      q.reclaim_within_cohort = ReclaimWithinCohort::kAny;
+      RM_ASSERT_OK(scheduler_->CreateQueue(q).status());
+    }
+  }
+
+  static JobSpec GpuSpec(const char* queue, int replicas) {
+    JobSpec spec = InQueue(CommandSpec(replicas, 3600), queue);
+    spec.gpus_per_replica = 1;
+    spec.gpu_type = "t4";
+    return spec;
+  }
+
+  // The job's newest assignment, once every rank of it reported started.
+  Job Started(const std::string& id) {
+    Job last;
+    for (const Job& j : link_->assignments()) {
+      if (j.id == id) last = j;
+    }
+    for (const RankPlacement& r : last.placement) {
+      Report("w1", last, r.rank, RankReport::Kind::kStarted);
+    }
+    EXPECT_TRUE(scheduler_->Flush(5'000).ok());
+    return last;
+  }
+
+  void Exited(const Job& attempt, int exit_code) {
+    for (const RankPlacement& r : attempt.placement) {
+      Report("w1", attempt, r.rank, RankReport::Kind::kExited, exit_code);
+    }
+    scheduler_->RunPass();
+    ASSERT_TRUE(scheduler_->Flush(5'000).ok());
+  }
+
+  // Time passes with the worker's heartbeats and passes going on.
+  void Wait(int64_t ms) {
+    for (int64_t t = 0; t < ms; t += 5'000) {
+      clock_.Advance(5'000);
+      scheduler_->Heartbeat("w1");
+      scheduler_->RunPass();
+    }
+    ASSERT_TRUE(scheduler_->Flush(5'000).ok());
+  }
+
+  std::shared_ptr<RecordingLink> link_;
+};
+
+TEST_F(ElasticServiceTest, StartsSmallerGrowsIntoIdleGpusAndShrinksWhenAnotherTeamReclaims) {
+  const std::string other = SubmitAndPlace(GpuSpec("team-b", 2));
+  Started(other);
+  JobSpec spec = GpuSpec("team-a", 4);
+  spec.min_replicas = 2;
+  spec.max_replicas = 4;
+  const std::string elastic = SubmitAndPlace(spec);
+  // Two of the four GPUs are taken: it starts at 2 rather than waiting for 4.
+  Job first = Started(elastic);
+  EXPECT_EQ(first.placement.size(), 2u);
+  EXPECT_EQ(StoredState(elastic), JobState::kRunning);
+
+  // The other job ends; its GPUs stay idle for the delay, and then the elastic job grows.
+  RM_ASSERT_OK_AND_ASSIGN(Job other_job, scheduler_->GetJob(other));
+  Exited(other_job, 0);
+  Wait(55'000);
+  RM_ASSERT_OK_AND_ASSIGN(Job before, memory_.GetJob(elastic));
+  EXPECT_EQ(before.state, JobState::kRunning) << "grew before the GPUs were idle for 60 s";
+  Wait(10'000);
+  RM_ASSERT_OK_AND_ASSIGN(Job growing, memory_.GetJob(elastic));
+  EXPECT_EQ(growing.state, JobState::kPending);
+  EXPECT_EQ(growing.message, "grown from 2 to 4 replicas: 2 x t4 idle in cohort lab for 60 s");
+  EXPECT_EQ(growing.preemptions, 1);  // not a failure: counts against no backoff_limit
+  EXPECT_THAT(link_->stops(), ::testing::Contains(std::make_pair(elastic, 0)));
+  EXPECT_EQ(link_->graces().back(), 30'000);
+  // Its ranks checkpoint and exit; it starts again at 4 on the GPUs it held and the idle ones.
+  Exited(first, 143);
+  Job second = Started(elastic);
+  EXPECT_EQ(second.attempt, 1);
+  ASSERT_EQ(second.placement.size(), 4u);
+  EXPECT_EQ(StoredState(elastic), JobState::kRunning);
+
+  // Team B comes back for its nominal 2: the elastic job shrinks to 2 instead of stopping whole.
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult b, scheduler_->Submit(GpuSpec("team-b", 2), ""));
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(Job shrinking, memory_.GetJob(elastic));
+  EXPECT_EQ(shrinking.state, JobState::kPending);
+  EXPECT_EQ(shrinking.message, "shrunk from 4 to 2: queue team-b reclaims its nominal quota");
+  EXPECT_EQ(StoredState(b.job.id), JobState::kPending);  // waits for the ranks to stop
+  Exited(second, 143);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  Job third = Started(elastic);
+  EXPECT_EQ(third.attempt, 2);
+  EXPECT_EQ(third.placement.size(), 2u);
+  Started(b.job.id);
+  EXPECT_EQ(StoredState(b.job.id), JobState::kRunning);
+  // The stored events say why each attempt ended, and it ends SUCCEEDED after two resizes.
+  Exited(third, 0);
+  RM_ASSERT_OK_AND_ASSIGN(Job done, memory_.GetJob(elastic));
+  EXPECT_EQ(done.state, JobState::kSucceeded);
+  EXPECT_EQ(done.preemptions, 2);
+}
+
+TEST_F(ElasticServiceTest, AResizeInTheMiddleOfASchedulerRestartLosesNothing) {
+  const std::string other = SubmitAndPlace(GpuSpec("team-b", 2));
+  Started(other);
+  JobSpec spec = GpuSpec("team-a", 4);
+  spec.min_replicas = 2;
+  spec.max_replicas = 4;
+  const std::string elastic = SubmitAndPlace(spec);
+  Job first = Started(elastic);
+  RM_ASSERT_OK_AND_ASSIGN(Job other_job, scheduler_->GetJob(other));
+  Exited(other_job, 0);
+  Wait(65'000);
+  ASSERT_EQ(StoredState(elastic), JobState::kPending);  // growing: its ranks are stopping
+
+  // The scheduler dies before they exit; a new one starts and the worker comes back holding
+  // them, told to stop.
+  scheduler_.reset();
+  Start(Options());
+  link_ = std::make_shared<RecordingLink>();
+  std::vector<HeldRank> held;
+  for (const RankPlacement& r : first.placement)
+    held.push_back({elastic, 0, r.rank, false, 0, true, {}});
+  RM_ASSERT_OK(scheduler_->RegisterWorker(GpuWorker(), held, link_));
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  EXPECT_TRUE(link_->assignments().empty()) << "placed on GPUs its old ranks still hold";
+  // They exit: the job starts again, at 4 now that all four GPUs are free, once.
+  Exited(first, 143);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_THAT(link_->assignments(), SizeIs(1));
+  Job second = Started(elastic);
+  EXPECT_EQ(second.attempt, 1);
+  EXPECT_EQ(second.placement.size(), 4u);
+  Exited(second, 0);
+  EXPECT_EQ(StoredState(elastic), JobState::kSucceeded);
+}
+
 TEST_F(SchedulerTest, SubmitsPastTheLiveJobBoundsAreRefusedAndNothingOfThemIsStored) {
   scheduler_.reset();
   SchedulerOptions options;

@@ -160,6 +160,11 @@ TEST(LaunchTest, LauncherEnvironmentCarriesTheJobAndRankZerosAddress) {
   EXPECT_THAT(env, Contains(Pair("MASTER_PORT", "29500")));
   EXPECT_THAT(env, Contains(Pair("WORLD_SIZE", "4")));
   for (const std::string& name : ExportedToRanks()) EXPECT_EQ(env.count(name), 1u) << name;
+  EXPECT_EQ(env.count("RINGMASTER_ELASTIC"), 0u);
+  Assignment elastic = a;
+  elastic.elastic = true;
+  EXPECT_THAT(LauncherEnvironment(elastic, GangHosts(a.placement), 29500),
+              Contains(Pair("RINGMASTER_ELASTIC", "1")));
 }
 
 TEST(LaunchTest, RankEnvironmentGivesEachRankItsOwnGpusAndLocalRank) {

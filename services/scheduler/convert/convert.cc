@@ -13,6 +13,8 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
   out.queue = spec.queue();
   out.priority = spec.priority();
   out.replicas = spec.replicas();
+  out.min_replicas = spec.min_replicas();
+  out.max_replicas = spec.max_replicas();
   out.gpus_per_replica = spec.gpus_per_replica();
   out.gpu_type = spec.gpu_type();
   if (spec.has_trainer()) {
@@ -84,6 +86,8 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   out.set_queue(spec.queue);
   out.set_priority(spec.priority);
   out.set_replicas(spec.replicas);
+  out.set_min_replicas(spec.min_replicas);
+  out.set_max_replicas(spec.max_replicas);
   out.set_gpus_per_replica(spec.gpus_per_replica);
   out.set_gpu_type(spec.gpu_type);
   if (spec.trainer) {

@@ -12,6 +12,27 @@ int32_t RunningReplicas(const Job& job) {
   return static_cast<int32_t>(job.placement.size());
 }
 
+std::vector<double> ThroughputCurve(const std::map<int32_t, double>& measured) {
+  std::vector<double> curve;
+  if (measured.empty()) return curve;
+  const int32_t last = measured.rbegin()->first;
+  curve.assign(static_cast<size_t>(last) + 1, 0);
+  auto next = measured.begin();
+  int32_t prev_n = 0;
+  double prev_t = 0;  // (0, 0): below the smallest size, linear from it
+  for (int32_t n = 1; n <= last; ++n) {
+    if (n == next->first) {
+      curve[n] = next->second;
+      prev_n = n;
+      prev_t = next->second;
+      ++next;
+      continue;
+    }
+    curve[n] = prev_t + (next->second - prev_t) * (n - prev_n) / (next->first - prev_n);
+  }
+  return curve;
+}
+
 double Throughput(const std::vector<double>* curve, int32_t n) {
   if (curve == nullptr || curve->size() < 2 || n <= 0) return std::max(n, 0);
   const int32_t last = static_cast<int32_t>(curve->size()) - 1;

@@ -57,6 +57,12 @@ inline bool IsElastic(const JobSpec& spec) {
 // spec's replicas (so a job that is not elastic is counted exactly as before).
 int32_t RunningReplicas(const Job& job);
 
+// A curve for ElasticInput::throughput from what was measured (throughput by size; sizes
+// above 0, throughputs above 0): below the smallest size measured, linear from it; between two
+// sizes measured, on the straight line between them; the curve ends at the largest size
+// measured (Throughput goes on linearly from there). Empty when nothing was measured.
+std::vector<double> ThroughputCurve(const std::map<int32_t, double>& measured);
+
 // Throughput at n ranks on `curve` (null or empty: n).
 double Throughput(const std::vector<double>* curve, int32_t n);
 // What rank n + 1 adds to a job of n ranks, per GPU, as a share of what a GPU gives the job

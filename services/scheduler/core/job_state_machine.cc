@@ -64,6 +64,7 @@ absl::StatusOr<Transition> ApplyInput(Job& job, const JobInput& input, int64_t n
       break;
     case Kind::kCheckFailed:
     case Kind::kNotDelivered:
+    case Kind::kResized:
       if (!live) return NotIn(job, "re-place it");
       to = JobState::kPending;
       ++attempt;
@@ -111,7 +112,7 @@ absl::StatusOr<Transition> ApplyInput(Job& job, const JobInput& input, int64_t n
   }
   if (to == JobState::kPending &&
       (input.kind == Kind::kPreempted || input.kind == Kind::kCheckFailed ||
-       input.kind == Kind::kNotDelivered)) {
+       input.kind == Kind::kNotDelivered || input.kind == Kind::kResized)) {
     job.message = input.reason;
   } else if (to == JobState::kPending) {
     job.message = absl::StrCat("restarting (attempt ", attempt - job.preemptions, " of at most ",

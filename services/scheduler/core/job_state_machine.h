@@ -17,6 +17,8 @@
 // 8. kChecked (the attempt's pre-run check reported) records an event, no state change.
 // 9. kCheckFailed (the check named an unhealthy worker) moves STARTING | RUNNING back to
 //    PENDING with attempt + 1, counted with preemptions: not against backoff_limit.
+// 10. kResized (an elastic job restarts at another size) moves STARTING | RUNNING back to
+//    PENDING with attempt + 1, counted with preemptions: not against backoff_limit.
 // Nothing leaves a terminal state. Every transition yields one JobEvent; a transition away
 // from a placement says the ranks must be stopped and the placement released.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_JOB_STATE_MACHINE_H_
@@ -45,6 +47,9 @@ struct JobInput {
     // The attempt never reached its worker (its assignment was lost with a scheduler restart):
     // PENDING again, not counted against backoff_limit, as kCheckFailed.
     kNotDelivered,
+    // An elastic job is stopped to start again at another size (PassResult::Resize): as
+    // kPreempted, its ranks get the grace, and it is not counted against backoff_limit.
+    kResized,
     // The job cannot run as it asks (a volume it mounts is gone): FAILED from any state that
     // is not terminal, without a restart (the next attempt could not run either).
     kUnrunnable,

@@ -8,7 +8,8 @@ namespace ringmaster::scheduler {
 
 absl::StatusOr<LogPlan> PlanLogRead(const Job& job, int32_t rank, std::optional<int32_t> attempt,
                                     const std::vector<Worker>& workers) {
-  const int32_t replicas = job.spec.replicas;
+  // An elastic job's attempts may have run with up to max_replicas ranks.
+  const int32_t replicas = std::max(job.spec.replicas, job.spec.max_replicas);
   if (rank < 0 || (replicas > 0 && rank >= replicas)) {
     return absl::InvalidArgumentError(absl::StrCat("rank: job ", job.id, " has ", replicas,
                                                    " ranks (0..", replicas - 1, "), got ", rank));

@@ -114,8 +114,11 @@ struct JobSpec {
 };
 
 // Whether the job's worker starts its one rank directly, without mpirun: one rank, and the spec
-// does not ask for mpirun. Such an attempt has no pre-run check (no ring to check).
-inline bool StartsDirectly(const JobSpec& spec) { return spec.replicas == 1 && !spec.use_mpirun; }
+// does not ask for mpirun. Such an attempt has no pre-run check (no ring to check). An elastic
+// job may change size, so it always starts under mpirun.
+inline bool StartsDirectly(const JobSpec& spec) {
+  return spec.replicas == 1 && spec.max_replicas <= 1 && !spec.use_mpirun;
+}
 
 // The bytes of a spec's variable-length fields (names, argv, env, labels): what a job's size
 // in memory grows with, beyond a fixed part of about 2 KiB.

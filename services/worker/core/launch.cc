@@ -189,7 +189,7 @@ std::map<std::string, std::string> LauncherEnvironment(const Assignment& assignm
   for (const RankPlacement& r : assignment.placement) {
     if (r.rank == 0) master_addr = r.worker_address;
   }
-  return {
+  std::map<std::string, std::string> env = {
       {kJobIdEnv, assignment.job_id},
       {kAttemptEnv, absl::StrCat(assignment.attempt)},
       {kTokenEnv, assignment.token},
@@ -201,6 +201,8 @@ std::map<std::string, std::string> LauncherEnvironment(const Assignment& assignm
       // shared-memory store; the hash store is silent and fast enough for a bootstrap.
       {"PMIX_MCA_gds", "hash"},
   };
+  if (assignment.elastic) env[kElasticEnv] = "1";
+  return env;
 }
 
 std::map<std::string, std::string> AttemptEnvironment(const AttemptEnvOptions& options,

@@ -208,6 +208,8 @@ inline constexpr const char* kWorkerIdEnv = RM_ENV_WORKER_ID;
 inline constexpr const char* kTokenEnv = "RINGMASTER_TOKEN";
 inline constexpr const char* kAgentAddrEnv = "RINGMASTER_AGENT_ADDR";
 inline constexpr const char* kAgentPortsEnv = "RINGMASTER_AGENT_PORTS";
+// "1" for an elastic job's ranks: a later attempt may run at another WORLD_SIZE.
+inline constexpr const char* kElasticEnv = "RINGMASTER_ELASTIC";
 // Set only for attempts that run as a team's Unix user: the agent's local socket, which
 // ringmaster-rank and ringmaster-rsh call instead of the TCP port (they hold no certificate).
 inline constexpr const char* kAgentSocketEnv = "RINGMASTER_AGENT_SOCKET";

@@ -79,6 +79,9 @@ struct Assignment {
   std::string check_token;
   // Start the one rank directly with ringmaster-rank, without mpirun (AttemptLauncher).
   bool start_directly = false;
+  // An elastic job (JobSpec.min_replicas/max_replicas): its ranks get RINGMASTER_ELASTIC=1, as
+  // a later attempt may run at another size.
+  bool elastic = false;
   // The job's team: whose Unix user runs the attempt on a worker with --run-as.
   std::string team;
   // Set for a job with an image: every rank runs in a container of it.

@@ -39,6 +39,7 @@ Assignment FromProto(const v1::Assignment& proto) {
   a.check_separately = proto.check_separately();
   a.check_token = proto.check_token();
   a.start_directly = proto.start_directly();
+  a.elastic = spec.min_replicas() > 0 && spec.max_replicas() > 0;
   if (!spec.image().empty()) {
     JobImage image;
     image.reference = spec.image();
