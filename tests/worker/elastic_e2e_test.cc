@@ -1,0 +1,158 @@
+// End to end: an elastic job (2 to 4 ranks) on two workers x 2 simulated t4, shared by two
+// teams through queues of one cohort. It starts at 2 while team B holds the other 2, grows to 4
+// once they stayed idle for the delay, shrinks back to 2 when team B reclaims its nominal quota,
+// and ends SUCCEEDED; every attempt's ranks see the size they run at and RINGMASTER_ELASTIC=1.
+// Real scheduler, Postgres, Redis, workers and mpirun rings. Prints how long each resize took,
+// from the scheduler's decision to every rank running at the new size.
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "support/cluster/cluster_test.h"
+#include "support/wait_for.h"
+
+namespace ringmaster::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kGraceMs = 5000;
+constexpr const char* kCheckpointRoot = "/tmp/ringmaster-checkpoints";
+
+// Each rank writes what it was told (attempt, rank, size, elastic) next to the job's checkpoints,
+// then works until the test drops "finish" there; SIGTERM ends it as a checkpointing program
+// would (saving is the trainer's business; here it only says it saw the signal).
+constexpr const char* kElastic =
+    "d=$RINGMASTER_CHECKPOINT_DIR; "
+    "echo \"$WORLD_SIZE $RINGMASTER_ELASTIC\" > \"$d/seen-$RINGMASTER_ATTEMPT-$RANK\"; "
+    "trap 'echo \"$RINGMASTER_ATTEMPT\" > \"$d/sigterm-$RINGMASTER_ATTEMPT-$RANK\"; exit 143' TERM; "
+    "while [ ! -f \"$d/finish\" ]; do sleep 0.2; done";
+
+v1::JobSpec Spec(const std::string& name, const std::string& queue, const std::string& script) {
+  v1::JobSpec spec;
+  spec.set_name(name);
+  spec.set_queue(queue);
+  spec.set_replicas(2);
+  spec.set_gpus_per_replica(1);
+  spec.set_gpu_type("t4");
+  // A limit far ahead: what is left of it is what a growth is judged to save.
+  spec.set_max_runtime_seconds(3600);
+  for (const char* a : {"/bin/sh", "-c"}) spec.mutable_command()->add_argv(a);
+  spec.mutable_command()->add_argv(script);
+  return spec;
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return all;
+}
+
+class ElasticE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cluster = Cluster::Start("", {"--preemption-grace-ms", std::to_string(kGraceMs),
+                                       "--elastic-idle-delay-ms", "3000",
+                                       "--elastic-restart-cost-ms", "0"});
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = std::move(*cluster);
+    absl::Status ready = cluster_->AddWorkers({.prefix = "e", .cpu_slots = 2, .simulated_gpus = 2});
+    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
+    absl::Status queues = cluster_->CreateCohortQueues({"team-a", "team-b"}, "lab", "t4", 2);
+    ASSERT_TRUE(queues.ok()) << queues;
+  }
+
+  void TearDown() override {
+    if (cluster_ == nullptr) return;
+    PrintLogsOnFailure(cluster_.get());
+    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
+  }
+
+  std::string SubmitOk(const v1::JobSpec& spec) {
+    auto id = cluster_->Submit(spec);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.ok() ? *id : "";
+  }
+
+  std::string Dir(const std::string& job) { return absl::StrCat(kCheckpointRoot, "/", job); }
+
+  // Waits until every rank of `attempt` of `job` said what it saw, and returns each rank's line.
+  std::vector<std::string> Seen(const std::string& job, int attempt, int ranks) {
+    std::vector<std::string> seen;
+    for (int rank = 0; rank < ranks; ++rank) {
+      const std::string path = absl::StrCat(Dir(job), "/seen-", attempt, "-", rank);
+      EXPECT_TRUE(WaitFor([&] { return absl::StrContains(Read(path), "\n"); }, 30s))
+          << "rank " << rank << " of attempt " << attempt << " never started";
+      seen.push_back(Read(path));
+    }
+    return seen;
+  }
+
+  // When the event whose reason starts with `prefix` happened, and when the job was next
+  // RUNNING after it; 0 where not seen.
+  std::pair<int64_t, int64_t> Resize(const std::string& job, const std::string& prefix) {
+    int64_t decided = 0, running = 0;
+    for (const v1::JobEvent& e : cluster_->Events(job)) {
+      if (decided == 0 && absl::StartsWith(e.reason(), prefix)) decided = e.time_ms();
+      if (decided != 0 && running == 0 && e.state() == v1::JOB_STATE_RUNNING) {
+        running = e.time_ms();
+      }
+    }
+    return {decided, running};
+  }
+
+  std::unique_ptr<Cluster> cluster_;
+};
+
+TEST_F(ElasticE2eTest, StartsAt2GrowsTo4WhenGpusFreeShrinksTo2WhenATeamReclaimsAndSucceeds) {
+  // Team B holds 2 of the 4 GPUs for a few seconds.
+  const std::string other = SubmitOk(Spec("b-first", "team-b", "sleep 4"));
+  ASSERT_EQ(cluster_->WaitState(other, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+
+  v1::JobSpec spec = Spec("elastic", "team-a", kElastic);
+  spec.set_replicas(4);
+  spec.set_min_replicas(2);
+  spec.set_max_replicas(4);
+  const std::string elastic = SubmitOk(spec);
+  // It starts at 2 rather than waiting for 4.
+  ASSERT_EQ(cluster_->WaitState(elastic, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  EXPECT_THAT(Seen(elastic, 0, 2), ::testing::Each(std::string("2 1\n")));
+  EXPECT_EQ(cluster_->GetJob(elastic)->placement_size(), 2);
+
+  // B's job ends; its GPUs stay idle for the delay and the job grows to 4.
+  ASSERT_EQ(cluster_->WaitState(other, v1::JOB_STATE_SUCCEEDED).state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_THAT(Seen(elastic, 1, 4), ::testing::Each(std::string("4 1\n")));
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(Read(absl::StrCat(Dir(elastic), "/sigterm-0-", rank)), "0\n")
+        << "rank " << rank << " of the first attempt was not stopped with SIGTERM";
+  }
+  ASSERT_TRUE(WaitFor([&] { return cluster_->GetJob(elastic)->state() == v1::JOB_STATE_RUNNING; },
+                      30s));
+  EXPECT_EQ(cluster_->GetJob(elastic)->placement_size(), 4);
+  const auto grow = Resize(elastic, "grown from 2 to 4 replicas: 2 x t4 idle in cohort lab");
+  ASSERT_NE(grow.first, 0) << "no event says why it grew";
+
+  // Team B comes back within its nominal quota: the job shrinks to 2 rather than stopping whole.
+  const std::string reclaim = SubmitOk(Spec("b-again", "team-b", "sleep 1"));
+  EXPECT_THAT(Seen(elastic, 2, 2), ::testing::Each(std::string("2 1\n")));
+  EXPECT_EQ(cluster_->WaitState(reclaim, v1::JOB_STATE_SUCCEEDED, 60s).state(),
+            v1::JOB_STATE_SUCCEEDED);
+  const auto shrink = Resize(elastic, "shrunk from 4 to 2: queue team-b reclaims its nominal quota");
+  ASSERT_NE(shrink.first, 0) << "no event says why it shrank";
+
+  // It finishes at its size now, SUCCEEDED: the resizes were not failures.
+  std::ofstream(absl::StrCat(Dir(elastic), "/finish")).put('\n');
+  v1::Job done = cluster_->WaitState(elastic, v1::JOB_STATE_SUCCEEDED, 60s);
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.ShortDebugString();
+  EXPECT_EQ(done.attempt(), 2);
+  std::printf("resize of an elastic command job (SIGTERM, ranks exit, start at the new size): "
+              "grow 2->4 %lld ms, shrink 4->2 %lld ms from the decision to every rank running\n",
+              static_cast<long long>(grow.second - grow.first),
+              static_cast<long long>(shrink.second - shrink.first));
+}
+
+}  // namespace
+}  // namespace ringmaster::test
