@@ -26,10 +26,13 @@ namespace ringmaster::trainer {
 struct TrainingCheckpoint {
   int64_t step = 0;  // steps completed; training goes on at step + 1
   uint64_t seed = 0;
+  // The ranks and per-rank batch it was written at: only their product, the global batch,
+  // binds a resumed run, which may have another number of ranks (checkpointing.h).
   int32_t world_size = 0;
   int32_t batch_size = 0;
   double lr = 0;
-  // Index of the next synthetic batch each rank reads (the data loader's position).
+  // Index of the next global synthetic batch (the data loader's position; the same on every
+  // rank at every world size).
   int64_t data_position = 0;
   // State of the training-time random stream. The synthetic pool is drawn once from the seed
   // and plain SGD draws nothing per step, so this is the seed-derived state the stream

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -263,6 +265,78 @@ TEST_F(CheckpointDirTest, ResumedTrainingEndsWithTheWeightsOfAnUninterruptedRun)
   EXPECT_EQ(second[1].resumed_from_step, 8);
   EXPECT_EQ(second[0].weights_fingerprint, whole[0].weights_fingerprint);
   EXPECT_EQ(second[1].ranks_differing, 0);
+}
+
+// Trains `config` on `ranks` in-process ranks; rank 0's result.
+absl::StatusOr<TrainResult> TrainOnLocalRanks(const TrainerConfig& config, int ranks) {
+  std::vector<absl::StatusOr<TrainResult>> results(ranks, absl::UnknownError("not run"));
+  auto statuses = RunOnLocalRanks(ranks, [&](LocalCommunicator& comm) -> absl::Status {
+    CpuCompute compute(1);
+    results[comm.rank()] = Train(config, compute, comm, nullptr);
+    return results[comm.rank()].status();
+  });
+  for (const absl::Status& status : statuses) {
+    if (!status.ok()) return status;
+  }
+  return results[0];
+}
+
+// The in-process version of check_elastic.sh: a job resized from 2 to 4 ranks keeps its
+// global batch (the second run's --batch-size of 16 per rank would double it), so it trains
+// the same samples as the run never resized and ends within rounding of its weights.
+TEST_F(CheckpointDirTest, AResumeAtAnotherWorldSizeKeepsTheGlobalBatchAndTheDataOrder) {
+  TrainerConfig config = ResumableConfig(Path("resized"), 8);
+  ASSERT_TRUE(TrainOnLocalRanks(config, 2).ok());
+  config.steps = 16;
+  absl::StatusOr<TrainResult> resized = TrainOnLocalRanks(config, 4);
+  ASSERT_TRUE(resized.ok()) << resized.status();
+  EXPECT_EQ(resized->resumed_from_step, 8);
+  EXPECT_EQ(resized->ranks_differing, 0);
+  std::optional<FoundCheckpoint> end = FindNewestCheckpoint(Path("resized"), nullptr);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->checkpoint.step, 16);
+  EXPECT_EQ(end->checkpoint.world_size, 4);
+  EXPECT_EQ(end->checkpoint.batch_size, 8);
+
+  config.checkpoint_dir = Path("whole");
+  absl::StatusOr<TrainResult> whole = TrainOnLocalRanks(config, 2);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  std::optional<FoundCheckpoint> whole_end = FindNewestCheckpoint(Path("whole"), nullptr);
+  ASSERT_TRUE(whole_end.has_value());
+  ASSERT_EQ(whole_end->checkpoint.parameters.size(), end->checkpoint.parameters.size());
+  float max_difference = 0;
+  for (size_t i = 0; i < end->checkpoint.parameters.size(); ++i) {
+    max_difference = std::max(max_difference, std::abs(end->checkpoint.parameters[i] -
+                                                       whole_end->checkpoint.parameters[i]));
+  }
+  EXPECT_LT(max_difference, 1e-6f);
+  EXPECT_NEAR(resized->final_loss, whole->final_loss, 1e-5);
+}
+
+TEST_F(CheckpointDirTest, AResumeAtAWorldSizeThatDoesNotDivideTheGlobalBatchIsRefused) {
+  TrainerConfig config = ResumableConfig(dir_, 4);  // 2 ranks x 16: a global batch of 32
+  ASSERT_TRUE(TrainOnLocalRanks(config, 2).ok());
+  config.steps = 8;
+  absl::StatusOr<TrainResult> odd = TrainOnLocalRanks(config, 3);
+  EXPECT_EQ(odd.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(odd.status().message(),
+              HasSubstr("a global batch of 32 does not split evenly over 3 rank(s)"));
+}
+
+TEST_F(CheckpointDirTest, AnExplicitGlobalBatchSkipsACheckpointOfAnotherOne) {
+  TrainerConfig config = ResumableConfig(dir_, 4);
+  ASSERT_TRUE(TrainOnLocalRanks(config, 2).ok());
+  config.steps = 8;
+  config.global_batch_size = 64;
+  config.checkpoint_every = 0;  // writes none that would replace step 4's
+  absl::StatusOr<TrainResult> fresh = TrainOnLocalRanks(config, 4);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(fresh->resumed_from_step, 0);
+  config.global_batch_size = 32;
+  config.steps = 12;
+  absl::StatusOr<TrainResult> resumed = TrainOnLocalRanks(config, 4);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->resumed_from_step, 4);
 }
 
 TEST_F(CheckpointDirTest, StopFlagCheckpointsTheAgreedStepAndStopsEveryRank) {

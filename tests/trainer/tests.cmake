@@ -30,6 +30,17 @@ if(TARGET ringmaster_trainer_core)
   set_tests_properties(trainer_mpi_train_2_ranks trainer_mpi_train_4_ranks
     trainer_mpi_allreduce_benchmark_2_ranks PROPERTIES LABELS integration TIMEOUT 120)
 
+  # Elastic resizes, 2 -> 4 and 4 -> 2 ranks, against runs never resized (docs/trainer.md,
+  # "Elastic jobs"); checkpoint_diff compares the weights of two checkpoint files.
+  add_executable(checkpoint_diff ${_trainer_tests}/checkpoint_diff.cc)
+  target_link_libraries(checkpoint_diff PRIVATE ringmaster_trainer_core)
+  target_include_directories(checkpoint_diff PRIVATE ${PROJECT_SOURCE_DIR})
+  set(_elastic ${_trainer_tests}/check_elastic.sh ${_train} $<TARGET_FILE:checkpoint_diff>)
+  add_test(NAME trainer_mpi_elastic_2_to_4_ranks COMMAND ${_elastic} 2 4)
+  add_test(NAME trainer_mpi_elastic_4_to_2_ranks COMMAND ${_elastic} 4 2)
+  set_tests_properties(trainer_mpi_elastic_2_to_4_ranks trainer_mpi_elastic_4_to_2_ranks
+    PROPERTIES LABELS integration TIMEOUT 300)
+
   if(RINGMASTER_HAVE_CUDA)
     # One rank: NCCL refuses two ranks on one GPU, and CI machines have at most one.
     add_test(NAME trainer_gpu_train_and_allreduce
