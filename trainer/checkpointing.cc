@@ -49,8 +49,10 @@ absl::Status Usable(const TrainerConfig& config, size_t parameters, const Traini
   }
   if (c.seed != config.seed) return mismatch("seed", c.seed, config.seed);
   if (c.lr != config.lr) return mismatch("lr", c.lr, config.lr);
-  if (!c.optimizer_state.empty()) {
-    return mismatch("optimizer state of size", c.optimizer_state.size(), "plain SGD");
+  if (c.momentum != config.momentum) return mismatch("momentum", c.momentum, config.momentum);
+  const size_t state = config.momentum != 0 ? parameters : 0;
+  if (c.optimizer_state.size() != state) {
+    return mismatch("optimizer state of size", c.optimizer_state.size(), state);
   }
   return absl::OkStatus();
 }
@@ -101,11 +103,12 @@ absl::StatusOr<ResumePoint> FindResumePoint(const TrainerConfig& config, Compute
   if (found) {
     point.path = std::move(found->path);
     point.parameters = std::move(found->checkpoint.parameters);
+    point.optimizer_state = std::move(found->checkpoint.optimizer_state);
   }
   return point;
 }
 
-absl::Status LoadResumePoint(const TrainerConfig& config, ResumePoint& point, Mlp& mlp,
+absl::Status LoadResumePoint(const TrainerConfig& config, ResumePoint& point, Mlp& mlp, Sgd& sgd,
                              Compute& compute, Communicator& communicator, std::ostream* out) {
   if (point.step == 0) {
     if (out != nullptr && !config.checkpoint_dir.empty()) {
@@ -118,6 +121,10 @@ absl::Status LoadResumePoint(const TrainerConfig& config, ResumePoint& point, Ml
       BroadcastFloats(compute, communicator, mlp.parameter_count(), &point.parameters));
   RM_RETURN_IF_ERROR(mlp.SetParameters(point.parameters));
   point.parameters.clear();
+  RM_RETURN_IF_ERROR(
+      BroadcastFloats(compute, communicator, sgd.state_size(), &point.optimizer_state));
+  RM_RETURN_IF_ERROR(sgd.SetState(point.optimizer_state));
+  point.optimizer_state.clear();
   if (out != nullptr) {
     *out << absl::StrFormat("resumed from checkpoint %s at step %d", point.path, point.step);
     if (point.checkpoint_world_size != communicator.size()) {
@@ -131,8 +138,8 @@ absl::Status LoadResumePoint(const TrainerConfig& config, ResumePoint& point, Ml
 }
 
 absl::StatusOr<bool> CheckpointAtStepBoundary(const TrainerConfig& config, int64_t step, Mlp& mlp,
-                                              Compute& compute, Communicator& communicator,
-                                              std::ostream* out) {
+                                              Sgd& sgd, Compute& compute,
+                                              Communicator& communicator, std::ostream* out) {
   // The step in 12-bit pieces: a float sums up to 2^24 exactly, so up to 4096 ranks' pieces
   // add up without rounding.
   std::vector<float> agree = {StopRequested() ? 1.0f : 0.0f};
@@ -163,10 +170,12 @@ absl::StatusOr<bool> CheckpointAtStepBoundary(const TrainerConfig& config, int64
     checkpoint.world_size = communicator.size();
     checkpoint.batch_size = config.batch_size;
     checkpoint.lr = config.lr;
+    checkpoint.momentum = config.momentum;
     checkpoint.data_position = step % config.data_batches;
     checkpoint.rng_state = TrainingRngState(config, step);
     checkpoint.model = config.model.name;
     RM_ASSIGN_OR_RETURN(checkpoint.parameters, mlp.ParametersToHost());
+    RM_ASSIGN_OR_RETURN(checkpoint.optimizer_state, sgd.StateToHost());
     const auto start = std::chrono::steady_clock::now();
     absl::Status status = WriteCheckpoint(config.checkpoint_dir, checkpoint, NowMs());
     const double ms =

@@ -50,6 +50,7 @@ void AddTrainerFlags(Flags* flags) {
   flags->Add("steps", "100", "training steps");
   flags->Add("warmup-steps", "2", "first steps left out of total images/sec");
   flags->Add("lr", "0.05", "SGD learning rate");
+  flags->Add("momentum", "0", "SGD momentum in [0, 1); 0: plain SGD");
   flags->Add("seed", "42", "seed of the initial weights, the teacher and the data");
   flags->Add("device", "auto", "auto | cpu | gpu (auto: the GPU when every rank has one)");
   flags->Add("bucket-mb", "25", "gradient bucket size in MiB; each bucket is one allreduce");
@@ -140,6 +141,11 @@ absl::StatusOr<TrainerConfig> ConfigFromFlags(const Flags& flags) {
   RM_RETURN_IF_ERROR(flags.GetDouble("lr", &config.lr));
   if (!(config.lr > 0) || !std::isfinite(config.lr)) {
     return absl::InvalidArgumentError(absl::StrCat("--lr must be positive, got ", config.lr));
+  }
+  RM_RETURN_IF_ERROR(flags.GetDouble("momentum", &config.momentum));
+  if (!(config.momentum >= 0 && config.momentum < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--momentum must be in [0, 1), got ", config.momentum));
   }
   int64_t seed = 0;
   RM_RETURN_IF_ERROR(flags.GetInt("seed", &seed));

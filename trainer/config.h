@@ -31,6 +31,7 @@ struct TrainerConfig {
   int steps = 100;
   int warmup_steps = 2;  // excluded from total images/sec
   double lr = 0.05;
+  double momentum = 0;  // SGD momentum (optimizer.h); 0: plain SGD
   uint64_t seed = 42;
   size_t bucket_bytes = 25u << 20;
   int log_every = 10;

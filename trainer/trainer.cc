@@ -9,6 +9,7 @@
 #include "trainer/gradient_buckets.h"
 #include "trainer/host_collectives.h"
 #include "trainer/mlp.h"
+#include "trainer/optimizer.h"
 #include "trainer/synthetic_data.h"
 
 namespace ringmaster::trainer {
@@ -53,7 +54,8 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
   GradientReducer reducer(communicator, mlp.gradients(),
                           PlanBuckets(mlp.layers(), run.bucket_bytes));
   const auto on_layer_ready = [&reducer](int layer) { return reducer.OnLayerReady(layer); };
-  const float scale = static_cast<float>(-run.lr / ranks);
+  RM_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(compute, mlp.parameter_count(), run.lr,
+                                           static_cast<float>(run.momentum)));
   const double global_batch = static_cast<double>(run.batch_size) * ranks;
 
   TrainResult result;
@@ -68,7 +70,7 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
         run.warmup_steps);
     out->flush();
   }
-  RM_RETURN_IF_ERROR(LoadResumePoint(run, resume, mlp, compute, communicator, out));
+  RM_RETURN_IF_ERROR(LoadResumePoint(run, resume, mlp, sgd, compute, communicator, out));
   const int first_step = static_cast<int>(resume.step) + 1;
   result.resumed_from_step = static_cast<int>(resume.step);
   // The warm-up is counted from where this run starts.
@@ -89,7 +91,7 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
     RM_RETURN_IF_ERROR(mlp.Forward(data.inputs(step - 1), data.labels(step - 1)));
     RM_RETURN_IF_ERROR(mlp.Backward(on_layer_ready));
     RM_RETURN_IF_ERROR(reducer.WaitAll());
-    RM_RETURN_IF_ERROR(mlp.ApplyGradients(scale));
+    RM_RETURN_IF_ERROR(sgd.Step(mlp.gradients(), ranks, mlp.parameters()));
     RM_RETURN_IF_ERROR(compute.Synchronize());
     const Clock::time_point now = Clock::now();
     if (step == warm_until) timed_start = now;
@@ -123,8 +125,8 @@ absl::StatusOr<TrainResult> Train(const TrainerConfig& config, Compute& compute,
     }
     last_step = step;
     if (!run.checkpoint_dir.empty()) {
-      RM_ASSIGN_OR_RETURN(bool stop,
-                          CheckpointAtStepBoundary(run, step, mlp, compute, communicator, out));
+      RM_ASSIGN_OR_RETURN(
+          bool stop, CheckpointAtStepBoundary(run, step, mlp, sgd, compute, communicator, out));
       if (stop) {
         result.stopped_at_step = step;
         return result;

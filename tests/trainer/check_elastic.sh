@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What an elastic resize costs ringmaster-train, measured against runs never resized.
 #
-#   check_elastic.sh TRAINER CHECKPOINT_DIFF FROM TO [FLAGS...]
+#   check_elastic.sh TRAINER CHECKPOINT_DIFF FROM TO [FLAGS...]   (FLAGS override the defaults)
 #
 # Trains 40 steps of one global batch (--global-batch-size, default 32) four ways under mpirun
 # on the loopback:

@@ -1,7 +1,8 @@
 // checkpoint_diff A B [MAX_ABS]: how far apart the weights of two ringmaster-train checkpoint
-// files are, for check_elastic.sh. Prints one line of figures; exits 1 when the files do not
-// read back, hold different models or steps, or differ by more than MAX_ABS in some weight
-// (given 0, any difference at all fails: a bit-identical check).
+// files are, for check_elastic.sh. Prints one line of figures (and the optimizer state's
+// largest difference, when there is one); exits 1 when the files do not read back, hold
+// different models, steps or optimizer state sizes, or differ by more than MAX_ABS in some
+// weight (given 0, any difference at all fails: a bit-identical check).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
                  b.status().ToString().c_str());
     return 1;
   }
-  if (a->model != b->model || a->step != b->step || a->parameters.size() != b->parameters.size()) {
+  if (a->model != b->model || a->step != b->step || a->parameters.size() != b->parameters.size() ||
+      a->optimizer_state.size() != b->optimizer_state.size()) {
     std::fprintf(stderr, "not comparable: %s step %lld (%zu weights) vs %s step %lld (%zu)\n",
                  a->model.c_str(), static_cast<long long>(a->step), a->parameters.size(),
                  b->model.c_str(), static_cast<long long>(b->step), b->parameters.size());
@@ -61,6 +63,14 @@ int main(int argc, char** argv) {
       "written at %d x %d and %d x %d (ranks x batch)\n",
       static_cast<long long>(a->step), differing, a->parameters.size(), max_abs, max_weight, rms,
       a->world_size, a->batch_size, b->world_size, b->batch_size);
+  if (!a->optimizer_state.empty()) {
+    double state_max = 0;
+    for (size_t i = 0; i < a->optimizer_state.size(); ++i) {
+      state_max = std::max(
+          state_max, std::fabs(static_cast<double>(a->optimizer_state[i]) - b->optimizer_state[i]));
+    }
+    std::printf("  optimizer state (momentum %g): max |a-b| %.3g\n", a->momentum, state_max);
+  }
   if (argc == 4) {
     const double bound = std::atof(argv[3]);
     // 0 asks for the same bits (so -0 is not 0).

@@ -11,6 +11,7 @@ if(TARGET ringmaster_trainer_core)
       ${_trainer_tests}/cpu_compute_test.cc
       ${_trainer_tests}/gradient_buckets_test.cc
       ${_trainer_tests}/mlp_test.cc
+      ${_trainer_tests}/optimizer_test.cc
       ${_trainer_tests}/trainer_test.cc
     LIBS ringmaster_trainer_core)
   target_include_directories(trainer_test PRIVATE ${PROJECT_SOURCE_DIR})
@@ -38,8 +39,11 @@ if(TARGET ringmaster_trainer_core)
   set(_elastic ${_trainer_tests}/check_elastic.sh ${_train} $<TARGET_FILE:checkpoint_diff>)
   add_test(NAME trainer_mpi_elastic_2_to_4_ranks COMMAND ${_elastic} 2 4)
   add_test(NAME trainer_mpi_elastic_4_to_2_ranks COMMAND ${_elastic} 4 2)
+  # The optimizer state carries over: SGD with momentum (at a stable learning rate).
+  add_test(NAME trainer_mpi_elastic_2_to_4_ranks_momentum
+    COMMAND ${_elastic} 2 4 --momentum 0.9 --lr 0.005)
   set_tests_properties(trainer_mpi_elastic_2_to_4_ranks trainer_mpi_elastic_4_to_2_ranks
-    PROPERTIES LABELS integration TIMEOUT 300)
+    trainer_mpi_elastic_2_to_4_ranks_momentum PROPERTIES LABELS integration TIMEOUT 300)
 
   # The elastic command example (docs/examples/elastic_mpi4py.py) SIGTERMed at 2 ranks and
   # resumed at 4. It needs a python3 that imports mpi4py (Debian's python3-mpi4py); the first
