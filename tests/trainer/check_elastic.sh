@@ -84,7 +84,8 @@ train resized.second "$to" --steps "$steps" --batch-size $((global / from)) ||
   fail "second part at $to ranks exited with $?"
 cat "$work/resized.second.log"
 
-want="at step $stop (written at $from ranks; global batch $global kept, $((global / to)) per rank now)"
+want="at step $stop (written at $from ranks; global batch $global kept,"
+want+=" $((global / to)) per rank now)"
 grep -qF "$want" "$work/resized.second.log" || fail "no line '... $want'"
 
 echo "== resized $from -> $to at step $stop against unresized runs (global batch $global)"

@@ -3,7 +3,7 @@
 # (docs/examples/elastic_mpi4py.py) runs at FROM ranks, its ranks get SIGTERM mid-run, it
 # checkpoints and stops, and the same command runs again at TO ranks with the same
 # RINGMASTER_CHECKPOINT_DIR. It must resume from the step it stopped at (no step lost) and end
-# with the same final weights, to the bit, as a run never stopped.
+# with the same final weights, to the bit, as a run never stopped (at FROM ranks, and at TO).
 #
 #   check_elastic_command.sh PYTHON EXAMPLE FROM TO
 set -u -o pipefail
@@ -44,6 +44,12 @@ wait "$pid" || fail "unresized run exited with $?: $(tail -n 5 "$work/base.log")
 pid=
 base=$(final_weights "$work/base.log")
 [[ -n $base ]] || fail "unresized run printed no final weights"
+run "$to" "$work/base-to" "$work/base-to.log"
+wait "$pid" || fail "unresized run at $to exited with $?: $(tail -n 5 "$work/base-to.log")"
+pid=
+base_to=$(final_weights "$work/base-to.log")
+echo "unresized at $to ranks: $base_to"
+[[ $base_to == "$base" ]] || fail "unresized runs at $from and $to ranks end differently"
 
 # The resized one: slow steps, so the SIGTERM lands mid-run.
 run "$from" "$work/resized" "$work/first.log" --step-seconds 0.03
@@ -71,7 +77,8 @@ run "$to" "$work/resized" "$work/second.log"
 wait "$pid" || fail "resumed run at $to ranks exited with $?: $(tail -n 5 "$work/second.log")"
 pid=
 cat "$work/second.log"
-want="resumed at step $stopped (written at $from rank(s)): global batch 12, $to rank(s) x $((12 / to))"
+want="resumed at step $stopped (written at $from rank(s)): global batch 12,"
+want+=" $to rank(s) x $((12 / to))"
 grep -qF "$want" "$work/second.log" || fail "no line '$want'"
 resized=$(final_weights "$work/second.log")
 echo "unresized at $from ranks: $base"
