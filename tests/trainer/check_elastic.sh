@@ -3,16 +3,15 @@
 #
 #   check_elastic.sh TRAINER CHECKPOINT_DIFF FROM TO [FLAGS...]   (FLAGS override the defaults)
 #
-# Trains 40 steps of one global batch (--global-batch-size, default 32) four ways under mpirun
-# on the loopback:
+# Trains 40 steps with a global batch of 32 three ways under mpirun on the loopback:
 #   base-FROM  40 steps at FROM ranks;
 #   base-TO    40 steps at TO ranks (--global-batch-size: the same global batch);
 #   resized    20 steps at FROM ranks with --batch-size global / FROM, which stop with a
 #              checkpoint, then the same command line at TO ranks (as the scheduler restarts a
 #              resized job) up to step 40: it must keep the checkpoint's global batch.
 # Then checks, printing every figure:
-#   - steps 1-20 of the resized run are bit-identical to base-FROM (losses and the step-20
-#     weights): the same world size sums in the same order;
+#   - steps 1-20 of the resized run are bit-identical to base-FROM (losses, and the step-20
+#     weights and optimizer state): the same world size sums in the same order;
 #   - steps 21-40 are not (the allreduce adds TO partial sums, not FROM, and each rank's
 #     gradient sums over another number of samples), but stay within LOSS_BOUND of base-FROM's
 #     losses and WEIGHT_BOUND of its final weights; base-TO against base-FROM is printed beside
@@ -26,8 +25,8 @@ global=32
 steps=40
 stop=20
 # Measured (docs/trainer.md): the losses (printed to 6 decimals) differ by at most 1e-6, the
-# weights by at most 6e-8 (2 ulp of the largest). The bounds leave 10x for other BLAS builds
-# and thread counts, and still fail on a wrong batch or data order: the losses of two
+# weights by at most 6e-8 (2 ulp of the largest). The bounds leave 10x or more for other BLAS
+# builds and thread counts, and still fail on a wrong batch or data order: the losses of two
 # different batches at the same step differ by 1e-2 and more.
 loss_bound=1e-5
 weight_bound=1e-6
