@@ -39,9 +39,9 @@ struct ResumePoint {
   // The global batch this run trains with: --global-batch-size when set, else the
   // checkpoint's (the ranks it was written at x their batch), else --batch-size x ranks.
   int global_batch = 0;
-  int checkpoint_world_size = 0;  // 0: none
-  std::string path;               // rank 0 only
-  std::vector<float> parameters;  // rank 0 only, until LoadResumePoint
+  int checkpoint_world_size = 0;       // 0: none
+  std::string path;                    // rank 0 only
+  std::vector<float> parameters;       // rank 0 only, until LoadResumePoint
   std::vector<float> optimizer_state;  // rank 0 only, until LoadResumePoint
 };
 
