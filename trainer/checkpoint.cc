@@ -21,7 +21,9 @@ namespace ringmaster::trainer {
 namespace {
 
 constexpr char kMagic[8] = {'R', 'M', 'C', 'K', 'P', 'T', '0', '1'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
+// Version 1 had no momentum field (plain SGD only).
+constexpr uint32_t kFormatVersionWithoutMomentum = 1;
 constexpr absl::string_view kPrefix = "ckpt-";
 constexpr absl::string_view kSuffix = ".rmck";
 
@@ -133,6 +135,7 @@ std::string EncodeCheckpoint(const TrainingCheckpoint& c) {
   Put(&out, c.world_size);
   Put(&out, c.batch_size);
   Put(&out, c.lr);
+  Put(&out, c.momentum);
   Put(&out, c.data_position);
   Put(&out, c.rng_state);
   Put<uint32_t>(&out, static_cast<uint32_t>(c.model.size()));
@@ -159,17 +162,23 @@ absl::StatusOr<TrainingCheckpoint> DecodeCheckpoint(absl::string_view bytes) {
   Reader r(body.substr(sizeof(kMagic)));
   uint32_t version = 0;
   TrainingCheckpoint c;
-  for (absl::Status s :
-       {r.Get(&version, "version"), r.Get(&c.step, "step"), r.Get(&c.seed, "seed"),
-        r.Get(&c.world_size, "world size"), r.Get(&c.batch_size, "batch size"), r.Get(&c.lr, "lr"),
-        r.Get(&c.data_position, "data position"), r.Get(&c.rng_state, "rng state"),
-        r.GetString(&c.model, "model"), r.GetFloats(&c.parameters, "parameters"),
-        r.GetFloats(&c.optimizer_state, "optimizer state")}) {
+  for (absl::Status s : {r.Get(&version, "version"), r.Get(&c.step, "step"), r.Get(&c.seed, "seed"),
+                         r.Get(&c.world_size, "world size"), r.Get(&c.batch_size, "batch size"),
+                         r.Get(&c.lr, "lr")}) {
     if (!s.ok()) return s;
   }
-  if (version != kFormatVersion) {
+  if (version != kFormatVersion && version != kFormatVersionWithoutMomentum) {
     return absl::DataLossError(absl::StrCat("checkpoint format version ", version,
-                                            ", this trainer reads ", kFormatVersion));
+                                            ", this trainer reads ", kFormatVersionWithoutMomentum,
+                                            " and ", kFormatVersion));
+  }
+  if (version == kFormatVersion) {
+    if (absl::Status s = r.Get(&c.momentum, "momentum"); !s.ok()) return s;
+  }
+  for (absl::Status s : {r.Get(&c.data_position, "data position"), r.Get(&c.rng_state, "rng state"),
+                         r.GetString(&c.model, "model"), r.GetFloats(&c.parameters, "parameters"),
+                         r.GetFloats(&c.optimizer_state, "optimizer state")}) {
+    if (!s.ok()) return s;
   }
   if (r.left() != 0) {
     return absl::DataLossError(absl::StrCat("checkpoint has ", r.left(), " bytes past its end"));

@@ -2,12 +2,13 @@
 // newest complete one in a directory, and the SIGTERM flag the training loop polls.
 //
 // A checkpoint file `ckpt-<step, 12 digits>.rmck` holds, little-endian as the host writes it:
-//   magic "RMCKPT01" | u32 format version (1) | i64 step | u64 seed | i32 world size |
-//   i32 batch size | f64 lr | i64 data position | u64 rng state | str model |
+//   magic "RMCKPT01" | u32 format version (2) | i64 step | u64 seed | i32 world size |
+//   i32 batch size | f64 lr | f64 momentum | i64 data position | u64 rng state | str model |
 //   u64 n + n x f32 parameters | u64 m + m x f32 optimizer state | u64 FNV-1a 64 of all before
-// (str: u32 length + bytes). The checksum makes a torn or corrupted file detectable; a file
-// is only ever seen whole because it is written under a temp name, fsynced, renamed and the
-// directory fsynced (WriteFileAtomically). No I/O but plain files; no MPI.
+// (str: u32 length + bytes). Version 1, without the momentum, still reads (as momentum 0). The
+// checksum makes a torn or corrupted file detectable; a file is only ever seen whole because it is
+// written under a temp name, fsynced, renamed and the directory fsynced (WriteFileAtomically). No
+// I/O but plain files; no MPI.
 #ifndef RINGMASTER_TRAINER_CHECKPOINT_H_
 #define RINGMASTER_TRAINER_CHECKPOINT_H_
 
@@ -26,10 +27,14 @@ namespace ringmaster::trainer {
 struct TrainingCheckpoint {
   int64_t step = 0;  // steps completed; training goes on at step + 1
   uint64_t seed = 0;
+  // The ranks and per-rank batch it was written at: only their product, the global batch,
+  // binds a resumed run, which may have another number of ranks (checkpointing.h).
   int32_t world_size = 0;
   int32_t batch_size = 0;
   double lr = 0;
-  // Index of the next synthetic batch each rank reads (the data loader's position).
+  double momentum = 0;  // 0: plain SGD
+  // Index of the next global synthetic batch (the data loader's position; the same on every
+  // rank at every world size).
   int64_t data_position = 0;
   // State of the training-time random stream. The synthetic pool is drawn once from the seed
   // and plain SGD draws nothing per step, so this is the seed-derived state the stream
@@ -37,7 +42,8 @@ struct TrainingCheckpoint {
   uint64_t rng_state = 0;
   std::string model;
   std::vector<float> parameters;
-  // Per-parameter optimizer buffers (momentum, Adam moments). Plain SGD keeps none: empty.
+  // Per-parameter optimizer buffers (the velocity with momentum; optimizer.h). Plain SGD
+  // keeps none: empty.
   std::vector<float> optimizer_state;
 
   bool operator==(const TrainingCheckpoint&) const = default;

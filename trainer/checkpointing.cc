@@ -1,6 +1,7 @@
 #include "trainer/checkpointing.h"
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "common/status_macros.h"
 #include "trainer/checkpoint.h"
 #include "trainer/host_collectives.h"
+#include "trainer/model.h"
 #include "trainer/synthetic_data.h"
 
 namespace ringmaster::trainer {
@@ -26,8 +28,11 @@ uint64_t TrainingRngState(const TrainerConfig& config, int64_t step) {
   return MixSeed(config.seed, 0x7261696e ^ static_cast<uint64_t>(step));
 }
 
-absl::Status Usable(const TrainerConfig& config, int world_size, size_t parameters,
-                    const TrainingCheckpoint& c) {
+int CheckpointGlobalBatch(const TrainingCheckpoint& c) { return c.world_size * c.batch_size; }
+
+// The world size the checkpoint was written at does not matter (see the protocol); only the
+// global batch must be the one asked for, when one is.
+absl::Status Usable(const TrainerConfig& config, size_t parameters, const TrainingCheckpoint& c) {
   auto mismatch = [](absl::string_view what, auto theirs, auto ours) {
     return absl::FailedPreconditionError(
         absl::StrCat("made with ", what, " ", theirs, ", this run has ", ours));
@@ -36,13 +41,18 @@ absl::Status Usable(const TrainerConfig& config, int world_size, size_t paramete
   if (c.parameters.size() != parameters) {
     return mismatch("parameter count", c.parameters.size(), parameters);
   }
-  if (c.world_size != world_size) return mismatch("ranks", c.world_size, world_size);
-  if (c.batch_size != config.batch_size)
-    return mismatch("batch size", c.batch_size, config.batch_size);
+  if (c.world_size <= 0 || c.batch_size <= 0) {
+    return mismatch("ranks x batch", absl::StrCat(c.world_size, " x ", c.batch_size), "> 0");
+  }
+  if (config.global_batch_size > 0 && CheckpointGlobalBatch(c) != config.global_batch_size) {
+    return mismatch("global batch", CheckpointGlobalBatch(c), config.global_batch_size);
+  }
   if (c.seed != config.seed) return mismatch("seed", c.seed, config.seed);
   if (c.lr != config.lr) return mismatch("lr", c.lr, config.lr);
-  if (!c.optimizer_state.empty()) {
-    return mismatch("optimizer state of size", c.optimizer_state.size(), "plain SGD");
+  if (c.momentum != config.momentum) return mismatch("momentum", c.momentum, config.momentum);
+  const size_t state = config.momentum != 0 ? parameters : 0;
+  if (c.optimizer_state.size() != state) {
+    return mismatch("optimizer state of size", c.optimizer_state.size(), state);
   }
   return absl::OkStatus();
 }
@@ -62,46 +72,74 @@ absl::Status BroadcastFloats(Compute& compute, Communicator& communicator, size_
 
 }  // namespace
 
-absl::StatusOr<int64_t> ResumeFromNewestCheckpoint(const TrainerConfig& config, Mlp& mlp,
-                                                   Compute& compute, Communicator& communicator,
-                                                   std::ostream* out) {
+absl::StatusOr<ResumePoint> FindResumePoint(const TrainerConfig& config, Compute& compute,
+                                            Communicator& communicator) {
+  ResumePoint point;
+  point.global_batch = config.global_batch_size > 0 ? config.global_batch_size
+                                                    : config.batch_size * communicator.size();
+  if (config.checkpoint_dir.empty()) return point;
   std::optional<FoundCheckpoint> found;
   if (communicator.rank() == 0) {
     std::vector<std::string> skipped;
-    const int world = communicator.size();
-    const size_t parameters = mlp.parameter_count();
+    const size_t parameters = ParameterCount(config.model);
     found = FindNewestCheckpoint(config.checkpoint_dir, &skipped, [&](const TrainingCheckpoint& c) {
-      return Usable(config, world, parameters, c);
+      return Usable(config, parameters, c);
     });
     for (const std::string& why : skipped) {
       RM_LOG(kWarning) << "ignoring checkpoint " << why;
     }
   }
-  // The step + 1, so that 0 says "none" to the other ranks.
+  // The step + 1, so that 0 says "none" to the other ranks; then the checkpoint's shape.
   uint64_t header = found ? static_cast<uint64_t>(found->checkpoint.step) + 1 : 0;
   RM_RETURN_IF_ERROR(BroadcastHostValue(compute, communicator, &header, 0));
-  if (header == 0) {
-    if (out != nullptr) {
+  if (header == 0) return point;
+  uint64_t world = found ? static_cast<uint64_t>(found->checkpoint.world_size) : 0;
+  uint64_t global = found ? static_cast<uint64_t>(CheckpointGlobalBatch(found->checkpoint)) : 0;
+  RM_RETURN_IF_ERROR(BroadcastHostValue(compute, communicator, &world, 0));
+  RM_RETURN_IF_ERROR(BroadcastHostValue(compute, communicator, &global, 0));
+  point.step = static_cast<int64_t>(header - 1);
+  point.checkpoint_world_size = static_cast<int>(world);
+  point.global_batch = static_cast<int>(global);
+  if (found) {
+    point.path = std::move(found->path);
+    point.parameters = std::move(found->checkpoint.parameters);
+    point.optimizer_state = std::move(found->checkpoint.optimizer_state);
+  }
+  return point;
+}
+
+absl::Status LoadResumePoint(const TrainerConfig& config, ResumePoint& point, Mlp& mlp, Sgd& sgd,
+                             Compute& compute, Communicator& communicator, std::ostream* out) {
+  if (point.step == 0) {
+    if (out != nullptr && !config.checkpoint_dir.empty()) {
       *out << "no checkpoint in " << config.checkpoint_dir << ": starting at step 1\n";
       out->flush();
     }
-    return 0;
+    return absl::OkStatus();
   }
-  const int64_t step = static_cast<int64_t>(header - 1);
-  std::vector<float> parameters;
-  if (found) parameters = std::move(found->checkpoint.parameters);
-  RM_RETURN_IF_ERROR(BroadcastFloats(compute, communicator, mlp.parameter_count(), &parameters));
-  RM_RETURN_IF_ERROR(mlp.SetParameters(parameters));
+  RM_RETURN_IF_ERROR(
+      BroadcastFloats(compute, communicator, mlp.parameter_count(), &point.parameters));
+  RM_RETURN_IF_ERROR(mlp.SetParameters(point.parameters));
+  point.parameters.clear();
+  RM_RETURN_IF_ERROR(
+      BroadcastFloats(compute, communicator, sgd.state_size(), &point.optimizer_state));
+  RM_RETURN_IF_ERROR(sgd.SetState(point.optimizer_state));
+  point.optimizer_state.clear();
   if (out != nullptr) {
-    *out << absl::StrFormat("resumed from checkpoint %s at step %d\n", found->path, step);
+    *out << absl::StrFormat("resumed from checkpoint %s at step %d", point.path, point.step);
+    if (point.checkpoint_world_size != communicator.size()) {
+      *out << absl::StrFormat(" (written at %d ranks; global batch %d kept, %d per rank now)",
+                              point.checkpoint_world_size, point.global_batch, mlp.batch_size());
+    }
+    *out << "\n";
     out->flush();
   }
-  return step;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> CheckpointAtStepBoundary(const TrainerConfig& config, int64_t step, Mlp& mlp,
-                                              Compute& compute, Communicator& communicator,
-                                              std::ostream* out) {
+                                              Sgd& sgd, Compute& compute,
+                                              Communicator& communicator, std::ostream* out) {
   // The step in 12-bit pieces: a float sums up to 2^24 exactly, so up to 4096 ranks' pieces
   // add up without rounding.
   std::vector<float> agree = {StopRequested() ? 1.0f : 0.0f};
@@ -132,10 +170,12 @@ absl::StatusOr<bool> CheckpointAtStepBoundary(const TrainerConfig& config, int64
     checkpoint.world_size = communicator.size();
     checkpoint.batch_size = config.batch_size;
     checkpoint.lr = config.lr;
+    checkpoint.momentum = config.momentum;
     checkpoint.data_position = step % config.data_batches;
     checkpoint.rng_state = TrainingRngState(config, step);
     checkpoint.model = config.model.name;
     RM_ASSIGN_OR_RETURN(checkpoint.parameters, mlp.ParametersToHost());
+    RM_ASSIGN_OR_RETURN(checkpoint.optimizer_state, sgd.StateToHost());
     const auto start = std::chrono::steady_clock::now();
     absl::Status status = WriteCheckpoint(config.checkpoint_dir, checkpoint, NowMs());
     const double ms =

@@ -50,6 +50,8 @@ class Compute {
                                            int cols, float* row_loss, float* dlogits) = 0;
   // y += alpha * x.
   virtual absl::Status Axpy(float alpha, const float* x, size_t count, float* y) = 0;
+  // x *= alpha.
+  virtual absl::Status Scale(float alpha, size_t count, float* x) = 0;
 };
 
 // A buffer owned through the Compute that allocated it. Move-only.

@@ -44,9 +44,13 @@ absl::Status ReadBytes(const Flags& flags, const std::string& name, size_t* out)
 void AddTrainerFlags(Flags* flags) {
   flags->Add("model", "mlp", "model to train: " + absl::StrJoin(ModelNames(), ", "));
   flags->Add("batch-size", "64", "samples per rank per step");
+  flags->Add("global-batch-size", "0",
+             "samples per step over all ranks, split evenly (wins over --batch-size); 0: "
+             "--batch-size x ranks, or a resumed checkpoint's global batch");
   flags->Add("steps", "100", "training steps");
   flags->Add("warmup-steps", "2", "first steps left out of total images/sec");
   flags->Add("lr", "0.05", "SGD learning rate");
+  flags->Add("momentum", "0", "SGD momentum in [0, 1); 0: plain SGD");
   flags->Add("seed", "42", "seed of the initial weights, the teacher and the data");
   flags->Add("device", "auto", "auto | cpu | gpu (auto: the GPU when every rank has one)");
   flags->Add("bucket-mb", "25", "gradient bucket size in MiB; each bucket is one allreduce");
@@ -125,6 +129,7 @@ absl::StatusOr<TrainerConfig> ConfigFromFlags(const Flags& flags) {
   if (num_classes > 0) config.model.num_classes = num_classes;
 
   RM_RETURN_IF_ERROR(ReadInt(flags, "batch-size", 1, 1 << 20, &config.batch_size));
+  RM_RETURN_IF_ERROR(ReadInt(flags, "global-batch-size", 0, 1 << 30, &config.global_batch_size));
   RM_RETURN_IF_ERROR(ReadInt(flags, "steps", 1, std::numeric_limits<int>::max(), &config.steps));
   RM_RETURN_IF_ERROR(
       ReadInt(flags, "warmup-steps", 0, std::numeric_limits<int>::max(), &config.warmup_steps));
@@ -136,6 +141,11 @@ absl::StatusOr<TrainerConfig> ConfigFromFlags(const Flags& flags) {
   RM_RETURN_IF_ERROR(flags.GetDouble("lr", &config.lr));
   if (!(config.lr > 0) || !std::isfinite(config.lr)) {
     return absl::InvalidArgumentError(absl::StrCat("--lr must be positive, got ", config.lr));
+  }
+  RM_RETURN_IF_ERROR(flags.GetDouble("momentum", &config.momentum));
+  if (!(config.momentum >= 0 && config.momentum < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--momentum must be in [0, 1), got ", config.momentum));
   }
   int64_t seed = 0;
   RM_RETURN_IF_ERROR(flags.GetInt("seed", &seed));
@@ -204,6 +214,18 @@ absl::StatusOr<DeviceKind> ResolveDevice(DeviceRequest request, bool gpu_built,
 
 absl::string_view DeviceKindName(DeviceKind kind) {
   return kind == DeviceKind::kGpu ? "gpu" : "cpu";
+}
+
+absl::StatusOr<int> GlobalBatchPerRank(int global_batch, int world_size) {
+  if (world_size <= 0 || global_batch <= 0 || global_batch % world_size != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a global batch of ", global_batch, " does not split evenly over ", world_size,
+        " rank(s); run at a number of ranks that divides ", global_batch,
+        " (an elastic job keeps the global batch of its checkpoint), or start afresh with "
+        "--global-batch-size a multiple of ",
+        world_size));
+  }
+  return global_batch / world_size;
 }
 
 }  // namespace ringmaster::trainer

@@ -25,9 +25,13 @@ struct TrainerConfig {
   // Training.
   ModelSpec model;
   int batch_size = 64;  // per rank
+  // Samples per step over all ranks; 0: batch_size x ranks (or, resuming, the checkpoint's).
+  // Set, it wins over batch_size: each rank takes global / ranks (GlobalBatchPerRank).
+  int global_batch_size = 0;
   int steps = 100;
   int warmup_steps = 2;  // excluded from total images/sec
   double lr = 0.05;
+  double momentum = 0;  // SGD momentum (optimizer.h); 0: plain SGD
   uint64_t seed = 42;
   size_t bucket_bytes = 25u << 20;
   int log_every = 10;
@@ -75,6 +79,11 @@ absl::StatusOr<DeviceKind> ResolveDevice(DeviceRequest request, bool gpu_built,
                                          bool every_rank_has_gpu, absl::string_view why_not);
 
 absl::string_view DeviceKindName(DeviceKind kind);
+
+// Each rank's share of a global batch at `world_size` ranks. FAILED_PRECONDITION naming both
+// sizes when it does not divide evenly: ranks with unequal batches would weigh samples
+// unequally in the averaged gradient, and a resized job must keep its global batch.
+absl::StatusOr<int> GlobalBatchPerRank(int global_batch, int world_size);
 
 }  // namespace ringmaster::trainer
 

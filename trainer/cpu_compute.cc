@@ -114,4 +114,14 @@ absl::Status CpuCompute::Axpy(float alpha, const float* x, size_t count, float* 
   return absl::OkStatus();
 }
 
+absl::Status CpuCompute::Scale(float alpha, size_t count, float* x) {
+  size_t done = 0;
+  while (done < count) {
+    const int chunk = static_cast<int>(std::min<size_t>(count - done, 1u << 30));
+    cblas_sscal(chunk, alpha, x + done, 1);
+    done += chunk;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ringmaster::trainer

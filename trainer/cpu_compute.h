@@ -32,6 +32,7 @@ class CpuCompute : public Compute {
   absl::Status SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int cols,
                                    float* row_loss, float* dlogits) override;
   absl::Status Axpy(float alpha, const float* x, size_t count, float* y) override;
+  absl::Status Scale(float alpha, size_t count, float* x) override;
 };
 
 }  // namespace ringmaster::trainer

@@ -103,4 +103,14 @@ absl::Status CudaCompute::Axpy(float alpha, const float* x, size_t count, float*
   return absl::OkStatus();
 }
 
+absl::Status CudaCompute::Scale(float alpha, size_t count, float* x) {
+  size_t done = 0;
+  while (done < count) {
+    const int chunk = static_cast<int>(std::min<size_t>(count - done, 1u << 30));
+    RM_CUBLAS_RETURN_IF_ERROR(cublasSscal(cublas_, chunk, &alpha, x + done, 1));
+    done += chunk;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ringmaster::trainer

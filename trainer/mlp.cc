@@ -121,8 +121,4 @@ absl::StatusOr<double> Mlp::Loss() {
   return sum / batch_size_;
 }
 
-absl::Status Mlp::ApplyGradients(float scale) {
-  return compute_->Axpy(scale, gradients_.data(), gradients_.size(), parameters_.data());
-}
-
 }  // namespace ringmaster::trainer

@@ -37,11 +37,10 @@ class Mlp {
   absl::Status Backward(const std::function<absl::Status(int layer)>& on_layer_ready);
   // Mean loss of the last Forward (copies to the host, so it waits for the device).
   absl::StatusOr<double> Loss();
-  // parameters += scale * gradients; SGD passes -lr / ranks over summed gradients.
-  absl::Status ApplyGradients(float scale);
 
   const std::vector<LayerShape>& layers() const { return layers_; }
   size_t parameter_count() const { return parameters_.size(); }
+  float* parameters() { return parameters_.data(); }
   float* gradients() { return gradients_.data(); }
   int batch_size() const { return batch_size_; }
 

@@ -1,6 +1,7 @@
 #include "trainer/synthetic_data.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numbers>
 
@@ -55,49 +56,62 @@ std::vector<float> ArgmaxRows(const std::vector<float>& scores, int rows, int co
   return labels;
 }
 
+void SyntheticSample(uint64_t seed, const std::vector<float>& projection_by_latent,
+                     const std::vector<float>& teacher, int num_classes, uint64_t index,
+                     float* inputs, float* label) {
+  const int k = kLatentDim;
+  const size_t input_dim = projection_by_latent.size() / k;
+  Rng rng(MixSeed(MixSeed(seed, 0x5a3b1e), index));
+  std::array<float, kLatentDim> latent;
+  for (float& z : latent) z = rng.Normal();
+  for (size_t j = 0; j < input_dim; ++j) inputs[j] = rng.Normal();
+  // x = noise + P z, latent factor by factor: each input sums in the same order everywhere.
+  for (int i = 0; i < k; ++i) {
+    const float* column = projection_by_latent.data() + static_cast<size_t>(i) * input_dim;
+    for (size_t j = 0; j < input_dim; ++j) inputs[j] += column[j] * latent[i];
+  }
+  std::vector<float> scores(num_classes);
+  for (int c = 0; c < num_classes; ++c) {
+    float score = 0;
+    for (int i = 0; i < k; ++i) score += teacher[static_cast<size_t>(c) * k + i] * latent[i];
+    scores[c] = score;
+  }
+  *label = ArgmaxRows(scores, 1, num_classes)[0];
+}
+
 absl::StatusOr<SyntheticDataset> SyntheticDataset::Create(Compute& compute, int input_dim,
                                                           int num_classes, int batch_size,
-                                                          int batches, uint64_t seed, int rank) {
+                                                          int batches, uint64_t seed, int rank,
+                                                          int world_size) {
   SyntheticDataset data;
   data.batches_ = batches;
   data.input_stride_ = static_cast<size_t>(batch_size) * input_dim;
   data.label_stride_ = batch_size;
   RM_ASSIGN_OR_RETURN(data.inputs_, DeviceBuffer::Allocate(compute, data.input_stride_ * batches));
   RM_ASSIGN_OR_RETURN(data.labels_, DeviceBuffer::Allocate(compute, data.label_stride_ * batches));
-  // x = P z + noise: P's variance 1/k gives the signal unit variance per input, like the noise.
+  // P's variance 1/k gives the signal unit variance per input, like the noise. Kept transposed
+  // (one row per latent factor) for the sample loop.
   const int k = kLatentDim;
   const std::vector<float> teacher = RandomMatrix(MixSeed(seed, 0x7eac), num_classes, k, 1.0f);
   const std::vector<float> projection = RandomMatrix(MixSeed(seed, 0x9201), input_dim, k, 1.0f / k);
-  RM_ASSIGN_OR_RETURN(DeviceBuffer projection_buffer,
-                      DeviceBuffer::Allocate(compute, projection.size()));
-  RM_RETURN_IF_ERROR(
-      compute.CopyFromHost(projection.data(), projection.size(), projection_buffer.data()));
-  RM_ASSIGN_OR_RETURN(DeviceBuffer latent_buffer,
-                      DeviceBuffer::Allocate(compute, size_t{1} * batch_size * k));
-  std::vector<float> inputs(data.input_stride_);
-  std::vector<float> latent(latent_buffer.size());
-  std::vector<float> scores(static_cast<size_t>(batch_size) * num_classes);
-  Rng rng(MixSeed(seed, 0x1000 + static_cast<uint64_t>(rank)));
-  for (int b = 0; b < batches; ++b) {
-    for (float& z : latent) z = rng.Normal();
-    for (float& noise : inputs) noise = rng.Normal();
-    float* device_inputs = data.inputs_.data() + b * data.input_stride_;
-    RM_RETURN_IF_ERROR(compute.CopyFromHost(inputs.data(), inputs.size(), device_inputs));
-    RM_RETURN_IF_ERROR(compute.CopyFromHost(latent.data(), latent.size(), latent_buffer.data()));
-    // The projection is a GEMM on the Compute: quick even for large batches on a GPU.
-    RM_RETURN_IF_ERROR(compute.Gemm(false, true, batch_size, input_dim, k, 1.0f,
-                                    latent_buffer.data(), projection_buffer.data(), 1.0f,
-                                    device_inputs));
-    for (int s = 0; s < batch_size; ++s) {
-      for (int c = 0; c < num_classes; ++c) {
-        float score = 0;
-        for (int i = 0; i < k; ++i) {
-          score += teacher[static_cast<size_t>(c) * k + i] * latent[static_cast<size_t>(s) * k + i];
-        }
-        scores[static_cast<size_t>(s) * num_classes + c] = score;
-      }
+  std::vector<float> projection_by_latent(projection.size());
+  for (int j = 0; j < input_dim; ++j) {
+    for (int i = 0; i < k; ++i) {
+      projection_by_latent[static_cast<size_t>(i) * input_dim + j] =
+          projection[static_cast<size_t>(j) * k + i];
     }
-    const std::vector<float> labels = ArgmaxRows(scores, batch_size, num_classes);
+  }
+  const uint64_t global_batch = static_cast<uint64_t>(batch_size) * world_size;
+  std::vector<float> inputs(data.input_stride_);
+  std::vector<float> labels(batch_size);
+  for (int b = 0; b < batches; ++b) {
+    const uint64_t first = b * global_batch + static_cast<uint64_t>(rank) * batch_size;
+    for (int s = 0; s < batch_size; ++s) {
+      SyntheticSample(seed, projection_by_latent, teacher, num_classes, first + s,
+                      inputs.data() + static_cast<size_t>(s) * input_dim, &labels[s]);
+    }
+    RM_RETURN_IF_ERROR(compute.CopyFromHost(inputs.data(), inputs.size(),
+                                            data.inputs_.data() + b * data.input_stride_));
     RM_RETURN_IF_ERROR(compute.CopyFromHost(labels.data(), labels.size(),
                                             data.labels_.data() + b * data.label_stride_));
   }

@@ -1,8 +1,13 @@
 // Synthetic training data with structure a model can learn quickly: each sample has a few
 // latent factors z; its image-sized input is a fixed random projection of z plus as much
 // noise, and its label is the argmax of a fixed random linear "teacher" of z. Every rank
-// shares projection and teacher and draws its own samples, so data-parallel ranks see
-// different samples of one task, and the loss falls on data never seen before.
+// shares projection and teacher, so data-parallel ranks see different samples of one task, and
+// the loss falls on data never seen before.
+//
+// Samples form one global sequence, each drawn from its own index alone: global batch g holds
+// samples [g x G, (g + 1) x G) of a global batch of G, and rank r of W reads its slice
+// [r x G / W, (r + 1) x G / W). The sequence is the same at every world size, so a job resumed
+// at another size (an elastic resize) goes on with the samples it would have seen.
 #ifndef RINGMASTER_TRAINER_SYNTHETIC_DATA_H_
 #define RINGMASTER_TRAINER_SYNTHETIC_DATA_H_
 
@@ -43,13 +48,21 @@ std::vector<float> RandomMatrix(uint64_t seed, int rows, int cols, float varianc
 // Index of the largest of each row of scores[rows x cols], as floats.
 std::vector<float> ArgmaxRows(const std::vector<float>& scores, int rows, int cols);
 
-// A fixed pool of batches copied to the Compute's memory once and cycled, so the step time
-// measures training, not data generation (as tf_cnn_benchmarks' synthetic data does).
+// Sample `index` of the global sequence: `input_dim` inputs then its label (as a float). Host
+// arithmetic in a fixed order, so the same bits on every rank, world size and device.
+void SyntheticSample(uint64_t seed, const std::vector<float>& projection_by_latent,
+                     const std::vector<float>& teacher, int num_classes, uint64_t index,
+                     float* inputs, float* label);
+
+// A fixed pool of `batches` global batches, of which this rank holds its slice, copied to the
+// Compute's memory once and cycled, so the step time measures training, not data generation
+// (as tf_cnn_benchmarks' synthetic data does).
 class SyntheticDataset {
  public:
+  // `batch_size` is per rank: the global batch is batch_size x world_size.
   static absl::StatusOr<SyntheticDataset> Create(Compute& compute, int input_dim, int num_classes,
                                                  int batch_size, int batches, uint64_t seed,
-                                                 int rank);
+                                                 int rank, int world_size);
 
   // The batch for `step`: batch_size x input_dim inputs and batch_size labels.
   const float* inputs(int step) const;

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -67,15 +69,54 @@ class CheckpointDirTest : public ::testing::Test {
     return names;
   }
 
+  void ExpectAResizeEndsNearTheUnresizedRun(double momentum);
+
   std::string dir_;
 };
 
 TEST(CheckpointFormatTest, RoundTripKeepsEveryField) {
   TrainingCheckpoint c = Sample(1200);
+  c.momentum = 0.9;
   c.optimizer_state = {1.5f, -2.0f};
   absl::StatusOr<TrainingCheckpoint> back = DecodeCheckpoint(EncodeCheckpoint(c));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, c);
+}
+
+// Version 1 as the trainer wrote it before momentum: the same fields less the momentum.
+std::string EncodeVersion1(const TrainingCheckpoint& c) {
+  std::string out = "RMCKPT01";
+  auto put = [&out](const auto& value) {
+    out.append(reinterpret_cast<const char*>(&value), sizeof(value));
+  };
+  auto put_floats = [&](const std::vector<float>& values) {
+    put(static_cast<uint64_t>(values.size()));
+    out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  };
+  put(uint32_t{1});
+  put(c.step);
+  put(c.seed);
+  put(c.world_size);
+  put(c.batch_size);
+  put(c.lr);
+  put(c.data_position);
+  put(c.rng_state);
+  put(static_cast<uint32_t>(c.model.size()));
+  out.append(c.model);
+  put_floats(c.parameters);
+  put_floats(c.optimizer_state);
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a 64
+  for (unsigned char ch : out) hash = (hash ^ ch) * 1099511628211ull;
+  put(hash);
+  return out;
+}
+
+TEST(CheckpointFormatTest, AVersion1FileStillReadsAsPlainSgd) {
+  const TrainingCheckpoint c = Sample(300);
+  absl::StatusOr<TrainingCheckpoint> back = DecodeCheckpoint(EncodeVersion1(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, c);
+  EXPECT_EQ(back->momentum, 0);
 }
 
 TEST(CheckpointFormatTest, TornFileIsRejectedAtEveryLength) {
@@ -263,6 +304,119 @@ TEST_F(CheckpointDirTest, ResumedTrainingEndsWithTheWeightsOfAnUninterruptedRun)
   EXPECT_EQ(second[1].resumed_from_step, 8);
   EXPECT_EQ(second[0].weights_fingerprint, whole[0].weights_fingerprint);
   EXPECT_EQ(second[1].ranks_differing, 0);
+}
+
+// Trains `config` on `ranks` in-process ranks; rank 0's result.
+absl::StatusOr<TrainResult> TrainOnLocalRanks(const TrainerConfig& config, int ranks) {
+  std::vector<absl::StatusOr<TrainResult>> results(ranks, absl::UnknownError("not run"));
+  auto statuses = RunOnLocalRanks(ranks, [&](LocalCommunicator& comm) -> absl::Status {
+    CpuCompute compute(1);
+    results[comm.rank()] = Train(config, compute, comm, nullptr);
+    return results[comm.rank()].status();
+  });
+  for (const absl::Status& status : statuses) {
+    if (!status.ok()) return status;
+  }
+  return results[0];
+}
+
+// The optimizer state is saved and restored: with momentum, a resumed run is still exact.
+TEST_F(CheckpointDirTest, ResumedTrainingWithMomentumEndsWithTheWeightsOfAnUninterruptedRun) {
+  TrainerConfig whole_config = ResumableConfig(Path("whole"), 18);
+  whole_config.momentum = 0.9;
+  absl::StatusOr<TrainResult> whole = TrainOnLocalRanks(whole_config, 2);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  TrainerConfig split = whole_config;
+  split.checkpoint_dir = Path("split");
+  split.steps = 8;
+  ASSERT_TRUE(TrainOnLocalRanks(split, 2).ok());
+  std::optional<FoundCheckpoint> middle = FindNewestCheckpoint(Path("split"), nullptr);
+  ASSERT_TRUE(middle.has_value());
+  EXPECT_EQ(middle->checkpoint.momentum, 0.9);
+  ASSERT_EQ(middle->checkpoint.optimizer_state.size(), middle->checkpoint.parameters.size());
+  EXPECT_NE(*std::max_element(middle->checkpoint.optimizer_state.begin(),
+                              middle->checkpoint.optimizer_state.end()),
+            0.0f);
+  split.steps = 18;
+  absl::StatusOr<TrainResult> resumed = TrainOnLocalRanks(split, 2);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->resumed_from_step, 8);
+  EXPECT_EQ(resumed->weights_fingerprint, whole->weights_fingerprint);
+  // Another momentum is another configuration: its run starts afresh.
+  split.momentum = 0.5;
+  split.checkpoint_every = 0;
+  absl::StatusOr<TrainResult> other = TrainOnLocalRanks(split, 2);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->resumed_from_step, 0);
+}
+
+// The in-process version of check_elastic.sh: a job resized from 2 to 4 ranks keeps its
+// global batch (the second run's --batch-size of 16 per rank would double it), so it trains
+// the same samples as the run never resized and ends within rounding of its weights; with
+// momentum, the velocity carries over too.
+TEST_F(CheckpointDirTest, AResumeAtAnotherWorldSizeKeepsTheGlobalBatchAndTheDataOrder) {
+  for (double momentum : {0.0, 0.9}) {
+    SCOPED_TRACE(absl::StrCat("momentum ", momentum));
+    ExpectAResizeEndsNearTheUnresizedRun(momentum);
+  }
+}
+
+void CheckpointDirTest::ExpectAResizeEndsNearTheUnresizedRun(double momentum) {
+  const std::string resized_dir = Path(absl::StrCat("resized-", momentum));
+  const std::string whole_dir = Path(absl::StrCat("whole-", momentum));
+  TrainerConfig config = ResumableConfig(resized_dir, 8);
+  config.momentum = momentum;
+  ASSERT_TRUE(TrainOnLocalRanks(config, 2).ok());
+  config.steps = 16;
+  absl::StatusOr<TrainResult> resized = TrainOnLocalRanks(config, 4);
+  ASSERT_TRUE(resized.ok()) << resized.status();
+  EXPECT_EQ(resized->resumed_from_step, 8);
+  EXPECT_EQ(resized->ranks_differing, 0);
+  std::optional<FoundCheckpoint> end = FindNewestCheckpoint(resized_dir, nullptr);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->checkpoint.step, 16);
+  EXPECT_EQ(end->checkpoint.world_size, 4);
+  EXPECT_EQ(end->checkpoint.batch_size, 8);
+
+  config.checkpoint_dir = whole_dir;
+  absl::StatusOr<TrainResult> whole = TrainOnLocalRanks(config, 2);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  std::optional<FoundCheckpoint> whole_end = FindNewestCheckpoint(whole_dir, nullptr);
+  ASSERT_TRUE(whole_end.has_value());
+  ASSERT_EQ(whole_end->checkpoint.parameters.size(), end->checkpoint.parameters.size());
+  float max_difference = 0;
+  for (size_t i = 0; i < end->checkpoint.parameters.size(); ++i) {
+    max_difference = std::max(max_difference, std::abs(end->checkpoint.parameters[i] -
+                                                       whole_end->checkpoint.parameters[i]));
+  }
+  EXPECT_LT(max_difference, 1e-6f);
+  EXPECT_NEAR(resized->final_loss, whole->final_loss, 1e-5);
+}
+
+TEST_F(CheckpointDirTest, AResumeAtAWorldSizeThatDoesNotDivideTheGlobalBatchIsRefused) {
+  TrainerConfig config = ResumableConfig(dir_, 4);  // 2 ranks x 16: a global batch of 32
+  ASSERT_TRUE(TrainOnLocalRanks(config, 2).ok());
+  config.steps = 8;
+  absl::StatusOr<TrainResult> odd = TrainOnLocalRanks(config, 3);
+  EXPECT_EQ(odd.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(odd.status().message(),
+              HasSubstr("a global batch of 32 does not split evenly over 3 rank(s)"));
+}
+
+TEST_F(CheckpointDirTest, AnExplicitGlobalBatchSkipsACheckpointOfAnotherOne) {
+  TrainerConfig config = ResumableConfig(dir_, 4);
+  ASSERT_TRUE(TrainOnLocalRanks(config, 2).ok());
+  config.steps = 8;
+  config.global_batch_size = 64;
+  config.checkpoint_every = 0;  // writes none that would replace step 4's
+  absl::StatusOr<TrainResult> fresh = TrainOnLocalRanks(config, 4);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(fresh->resumed_from_step, 0);
+  config.global_batch_size = 32;
+  config.steps = 12;
+  absl::StatusOr<TrainResult> resumed = TrainOnLocalRanks(config, 4);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->resumed_from_step, 4);
 }
 
 TEST_F(CheckpointDirTest, StopFlagCheckpointsTheAgreedStepAndStopsEveryRank) {

@@ -36,18 +36,20 @@ TEST(ConfigTest, DefaultsTrainTheMlpWith25MiBBuckets) {
 }
 
 TEST(ConfigTest, FlagsSetEveryField) {
-  auto config =
-      Parse({"--model=mlp-large", "--batch-size", "16", "--steps=7", "--lr=0.5", "--seed=3",
-             "--device=gpu", "--bucket-mb=0.5", "--warmup-steps=1", "--input-dim=100",
-             "--num-classes=4", "--benchmark=allreduce", "--min-bytes=1K", "--max-bytes=2M",
-             "--iters=3", "--warmup-iters=0", "--metrics-addr=127.0.0.1:7072"});
+  auto config = Parse(
+      {"--model=mlp-large", "--batch-size", "16", "--steps=7", "--lr=0.5", "--seed=3",
+       "--device=gpu", "--bucket-mb=0.5", "--warmup-steps=1", "--input-dim=100", "--num-classes=4",
+       "--benchmark=allreduce", "--min-bytes=1K", "--max-bytes=2M", "--iters=3", "--warmup-iters=0",
+       "--metrics-addr=127.0.0.1:7072", "--global-batch-size=96", "--momentum=0.9"});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->model.name, "mlp-large");
   EXPECT_EQ(config->model.input_dim, 100);
   EXPECT_EQ(config->model.num_classes, 4);
   EXPECT_EQ(config->batch_size, 16);
+  EXPECT_EQ(config->global_batch_size, 96);
   EXPECT_EQ(config->steps, 7);
   EXPECT_DOUBLE_EQ(config->lr, 0.5);
+  EXPECT_DOUBLE_EQ(config->momentum, 0.9);
   EXPECT_EQ(config->seed, 3u);
   EXPECT_EQ(config->device, DeviceRequest::kGpu);
   EXPECT_EQ(config->bucket_bytes, size_t{512} << 10);
@@ -82,6 +84,9 @@ TEST(ConfigTest, BadValuesAreInvalidArgumentNamingTheFlag) {
       {{"--steps=ten"}, "--steps"},
       {{"--steps=5", "--warmup-steps=5"}, "--warmup-steps"},
       {{"--lr=-1"}, "--lr"},
+      {{"--momentum=1"}, "--momentum"},
+      {{"--momentum=-0.5"}, "--momentum"},
+      {{"--global-batch-size=-2"}, "--global-batch-size"},
       {{"--device=tpu"}, "--device"},
       {{"--bucket-mb=0"}, "--bucket-mb"},
       {{"--benchmark=broadcast"}, "--benchmark"},
@@ -123,6 +128,17 @@ TEST(ResolveDeviceTest, DemandedGpuThatIsMissingIsFailedPreconditionWithTheReaso
   auto unbuilt = ResolveDevice(DeviceRequest::kGpu, false, true, "");
   EXPECT_EQ(unbuilt.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(unbuilt.status().message(), HasSubstr("built without CUDA"));
+}
+
+TEST(GlobalBatchPerRankTest, SplitsEvenlyOrRefusesNamingBothSizes) {
+  EXPECT_EQ(*GlobalBatchPerRank(96, 4), 24);
+  EXPECT_EQ(*GlobalBatchPerRank(96, 1), 96);
+  auto odd = GlobalBatchPerRank(96, 5);
+  EXPECT_EQ(odd.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(odd.status().message(),
+              HasSubstr("a global batch of 96 does not split evenly over 5 rank(s)"));
+  EXPECT_THAT(odd.status().message(), HasSubstr("--global-batch-size"));
+  EXPECT_EQ(GlobalBatchPerRank(8, 16).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

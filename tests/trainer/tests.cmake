@@ -11,6 +11,7 @@ if(TARGET ringmaster_trainer_core)
       ${_trainer_tests}/cpu_compute_test.cc
       ${_trainer_tests}/gradient_buckets_test.cc
       ${_trainer_tests}/mlp_test.cc
+      ${_trainer_tests}/optimizer_test.cc
       ${_trainer_tests}/trainer_test.cc
     LIBS ringmaster_trainer_core)
   target_include_directories(trainer_test PRIVATE ${PROJECT_SOURCE_DIR})
@@ -29,6 +30,49 @@ if(TARGET ringmaster_trainer_core)
       --warmup-iters 1)
   set_tests_properties(trainer_mpi_train_2_ranks trainer_mpi_train_4_ranks
     trainer_mpi_allreduce_benchmark_2_ranks PROPERTIES LABELS integration TIMEOUT 120)
+
+  # Elastic resizes, 2 -> 4 and 4 -> 2 ranks, against runs never resized (docs/trainer.md,
+  # "Elastic jobs"); checkpoint_diff compares the weights of two checkpoint files.
+  add_executable(checkpoint_diff ${_trainer_tests}/checkpoint_diff.cc)
+  target_link_libraries(checkpoint_diff PRIVATE ringmaster_trainer_core)
+  target_include_directories(checkpoint_diff PRIVATE ${PROJECT_SOURCE_DIR})
+  set(_elastic ${_trainer_tests}/check_elastic.sh ${_train} $<TARGET_FILE:checkpoint_diff>)
+  add_test(NAME trainer_mpi_elastic_2_to_4_ranks COMMAND ${_elastic} 2 4)
+  add_test(NAME trainer_mpi_elastic_4_to_2_ranks COMMAND ${_elastic} 4 2)
+  # The optimizer state carries over: SGD with momentum (at a stable learning rate).
+  add_test(NAME trainer_mpi_elastic_2_to_4_ranks_momentum
+    COMMAND ${_elastic} 2 4 --momentum 0.9 --lr 0.005)
+  set_tests_properties(trainer_mpi_elastic_2_to_4_ranks trainer_mpi_elastic_4_to_2_ranks
+    trainer_mpi_elastic_2_to_4_ranks_momentum PROPERTIES LABELS integration TIMEOUT 300)
+
+  # The elastic command example (docs/examples/elastic_mpi4py.py) SIGTERMed at 2 ranks and
+  # resumed at 4. It needs a python3 that imports mpi4py (Debian's python3-mpi4py); the first
+  # that does is used, as tests/python does for its modules.
+  if(NOT RINGMASTER_MPI4PY_PYTHON)
+    find_program(_trainer_path_python python3)
+    foreach(candidate /usr/bin/python3 ${_trainer_path_python})
+      execute_process(COMMAND ${candidate} -c "import mpi4py"
+        RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+      if(_rc EQUAL 0)
+        set(RINGMASTER_MPI4PY_PYTHON ${candidate} CACHE FILEPATH
+          "Python 3 with mpi4py, for the elastic command example's test")
+        break()
+      endif()
+    endforeach()
+  endif()
+  if(RINGMASTER_MPI4PY_PYTHON)
+    set(_python ${RINGMASTER_MPI4PY_PYTHON})
+  else()
+    # Not cached: the next configure looks again.
+    set(_python /usr/bin/python3)
+    message(WARNING "No python3 imports mpi4py: trainer_mpi_elastic_command_2_to_4_ranks will "
+      "fail (apt-get install python3-mpi4py)")
+  endif()
+  add_test(NAME trainer_mpi_elastic_command_2_to_4_ranks
+    COMMAND ${_trainer_tests}/check_elastic_command.sh ${_python}
+      ${PROJECT_SOURCE_DIR}/docs/examples/elastic_mpi4py.py 2 4)
+  set_tests_properties(trainer_mpi_elastic_command_2_to_4_ranks PROPERTIES LABELS integration
+    TIMEOUT 300)
 
   if(RINGMASTER_HAVE_CUDA)
     # One rank: NCCL refuses two ranks on one GPU, and CI machines have at most one.

@@ -87,7 +87,7 @@ TEST(TrainTest, SameSeedSameWeightsOtherSeedOtherWeights) {
 TEST(SyntheticDataTest, LabelsAreDeterministicPerRankAndCoverTheClasses) {
   CpuCompute compute(1);
   auto labels_of = [&](uint64_t seed, int rank) {
-    auto data = SyntheticDataset::Create(compute, 64, 10, 32, 8, seed, rank);
+    auto data = SyntheticDataset::Create(compute, 64, 10, 32, 8, seed, rank, 2);
     EXPECT_TRUE(data.ok()) << data.status();
     std::vector<float> labels;
     for (int b = 0; b < 8; ++b) labels.insert(labels.end(), data->labels(b), data->labels(b) + 32);
@@ -102,6 +102,30 @@ TEST(SyntheticDataTest, LabelsAreDeterministicPerRankAndCoverTheClasses) {
     EXPECT_GE(label, 0);
     EXPECT_LT(label, 10);
   }
+}
+
+// What an elastic resize relies on: the global sample sequence does not depend on how many
+// ranks share it. Rank r of 4 (8 per rank) reads what half of rank r / 2 of 2 (16) reads.
+TEST(SyntheticDataTest, TheGlobalSampleSequenceIsTheSameAtEveryWorldSize) {
+  CpuCompute compute(1);
+  constexpr int kInputs = 48, kBatches = 3;
+  auto global_batches = [&](int ranks) {
+    const int per_rank = 16 / ranks;
+    std::vector<std::vector<float>> inputs(kBatches), labels(kBatches);
+    for (int rank = 0; rank < ranks; ++rank) {
+      auto data = SyntheticDataset::Create(compute, kInputs, 7, per_rank, kBatches, 5, rank, ranks);
+      EXPECT_TRUE(data.ok()) << data.status();
+      for (int b = 0; b < kBatches; ++b) {
+        inputs[b].insert(inputs[b].end(), data->inputs(b), data->inputs(b) + per_rank * kInputs);
+        labels[b].insert(labels[b].end(), data->labels(b), data->labels(b) + per_rank);
+      }
+    }
+    return std::make_pair(inputs, labels);
+  };
+  const auto one = global_batches(1);
+  EXPECT_EQ(global_batches(2), one);
+  EXPECT_EQ(global_batches(4), one);
+  EXPECT_NE(one.first[0], one.first[1]);
 }
 
 TEST(SyntheticDataTest, ArgmaxRowsPicksEachRowsLargest) {
