@@ -2,10 +2,13 @@
 // teams through queues of one cohort. It starts at 2 while team B holds the other 2, grows to 4
 // once they stayed idle for the delay, shrinks back to 2 when team B reclaims its nominal quota,
 // and ends SUCCEEDED; every attempt's ranks see the size they run at and RINGMASTER_ELASTIC=1.
-// Real scheduler, Postgres, Redis, workers and mpirun rings. Prints how long each resize took,
-// from the scheduler's decision to every rank running at the new size.
+// The same with the built-in trainer (which resumes at each new size, keeping its global batch)
+// and with docs/examples/elastic_mpi4py.py (whose final weights match a run never resized).
+// Real scheduler, Postgres, Redis, workers and mpirun rings. Prints how long each resize took.
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -104,6 +107,57 @@ class ElasticE2eTest : public ::testing::Test {
     return {decided, running};
   }
 
+  // Rank 0's log of one attempt, from whichever worker ran it ("" when none has it yet).
+  std::string Rank0Log(const std::string& job, int attempt) {
+    for (const auto& w : cluster_->workers()) {
+      absl::StatusOr<std::string> log = cluster_->RankLog(w->agent_addr(), job, 0, attempt);
+      if (log.ok() && !log->empty()) return *log;
+    }
+    return "";
+  }
+
+  // Whether the job runs attempt `attempt` (or has ended) within `timeout`.
+  bool WaitAttempt(const std::string& job, int attempt, std::chrono::seconds timeout = 60s) {
+    return WaitFor(
+        [&] {
+          absl::StatusOr<v1::Job> j = cluster_->GetJob(job);
+          return j.ok() &&
+                 (j->attempt() > attempt ||
+                  (j->attempt() == attempt && j->state() == v1::JOB_STATE_RUNNING) ||
+                  j->state() == v1::JOB_STATE_SUCCEEDED || j->state() == v1::JOB_STATE_FAILED);
+        },
+        timeout);
+  }
+
+  // Team B holds the other 2 GPUs for 4 s while `spec` (elastic 2:4 of team A) starts at 2; it
+  // grows to 4 (attempt 1) once they stayed idle, and shrinks to 2 (attempt 2) when team B
+  // submits again. `on_grown` is called with the job's id as soon as attempt 1 is placed and
+  // returns once the program runs at 4 (a SIGTERM before it set its handler would just kill
+  // it, losing the work since its last checkpoint). Returns the elastic job's id.
+  std::string GrowAndShrink(const v1::JobSpec& spec,
+                            const std::function<void(const std::string&)>& on_grown) {
+    const std::string other = SubmitOk(Spec("b-first", "team-b", "sleep 4"));
+    EXPECT_EQ(cluster_->WaitState(other, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+    const std::string elastic = SubmitOk(spec);
+    EXPECT_EQ(cluster_->WaitState(elastic, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+    EXPECT_EQ(cluster_->GetJob(elastic)->placement_size(), 2);
+    EXPECT_TRUE(WaitFor([&] { return cluster_->GetJob(elastic)->attempt() >= 1; }, 60s))
+        << "it never grew";
+    on_grown(elastic);
+    EXPECT_TRUE(WaitAttempt(elastic, 1));
+    v1::Job grown = *cluster_->GetJob(elastic);
+    EXPECT_EQ(grown.attempt(), 1) << grown.ShortDebugString();
+    EXPECT_EQ(grown.placement_size(), 4) << grown.ShortDebugString();
+    const std::string reclaim = SubmitOk(Spec("b-again", "team-b", "sleep 1"));
+    EXPECT_TRUE(WaitAttempt(elastic, 2));
+    v1::Job shrunk = *cluster_->GetJob(elastic);
+    EXPECT_EQ(shrunk.attempt(), 2) << shrunk.ShortDebugString();
+    EXPECT_EQ(shrunk.placement_size(), 2) << shrunk.ShortDebugString();
+    EXPECT_EQ(cluster_->WaitState(reclaim, v1::JOB_STATE_SUCCEEDED, 60s).state(),
+              v1::JOB_STATE_SUCCEEDED);
+    return elastic;
+  }
+
   std::unique_ptr<Cluster> cluster_;
 };
 
@@ -152,6 +206,97 @@ TEST_F(ElasticE2eTest, StartsAt2GrowsTo4WhenGpusFreeShrinksTo2WhenATeamReclaimsA
               "grow 2->4 %lld ms, shrink 4->2 %lld ms from the decision to every rank running\n",
               static_cast<long long>(grow.second - grow.first),
               static_cast<long long>(shrink.second - shrink.first));
+}
+
+TEST_F(ElasticE2eTest, TheTrainerResumesAtEachNewSizeKeepingItsGlobalBatch) {
+  v1::JobSpec spec = Spec("elastic-train", "team-a", "");
+  spec.clear_command();
+  spec.mutable_trainer()->set_model("mlp-small");
+  spec.mutable_trainer()->set_batch_size(16);  // x 2 ranks at the first start: 32 in all
+  spec.mutable_trainer()->set_steps(4000);
+  spec.set_replicas(4);
+  spec.set_min_replicas(2);
+  spec.set_max_replicas(4);
+  // The resize's time, SIGTERM to the first step at the new size, as rank 0's log shows it.
+  int64_t first_step_ms = 0;
+  auto watch_first_step = [&](const std::string& elastic) {
+    WaitFor(
+        [&] {
+          const std::string log = Rank0Log(elastic, 1);
+          const size_t resumed = log.find("resumed from checkpoint");
+          if (resumed == std::string::npos || log.find("\nstep ", resumed) == std::string::npos) {
+            return false;
+          }
+          first_step_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+          return true;
+        },
+        60s, 20ms);
+  };
+  const std::string elastic = GrowAndShrink(spec, watch_first_step);
+  v1::Job done = cluster_->WaitState(elastic, v1::JOB_STATE_SUCCEEDED, 180s);
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.ShortDebugString();
+  EXPECT_EQ(done.attempt(), 2);
+  // Each attempt resumed from the last one's checkpoint, at its own size, with the same global
+  // batch, and the last reached the end.
+  EXPECT_THAT(Rank0Log(elastic, 1),
+              ::testing::HasSubstr("(written at 2 ranks; global batch 32 kept, 8 per rank now)"));
+  EXPECT_THAT(Rank0Log(elastic, 2),
+              ::testing::HasSubstr("(written at 4 ranks; global batch 32 kept, 16 per rank now)"));
+  EXPECT_THAT(Rank0Log(elastic, 2), ::testing::HasSubstr("step 4000/4000"));
+  const auto grow = Resize(elastic, "grown from 2 to 4 replicas");
+  ASSERT_NE(grow.first, 0);
+  ASSERT_NE(first_step_ms, 0) << "no step at 4 ranks seen in rank 0's log";
+  std::printf(
+      "resize of the trainer (mlp-small, 2 -> 4 ranks): %lld ms from the decision "
+      "(SIGTERM) to the first step at the new size\n",
+      static_cast<long long>(first_step_ms - grow.first));
+  std::filesystem::remove_all(Dir(elastic));
+}
+
+TEST_F(ElasticE2eTest, AnMpi4pyProgramResumesAtEachNewSizeWithTheWeightsOfARunNeverResized) {
+  const std::string program = RINGMASTER_SOURCE_DIR "/docs/examples/elastic_mpi4py.py";
+  auto spec_of = [&](const std::string& name, const std::string& queue, double step_seconds) {
+    v1::JobSpec spec = Spec(name, queue, "");
+    spec.clear_command();
+    for (const std::string& a :
+         {std::string("/usr/bin/python3"), program, std::string("--steps"), std::string("400"),
+          std::string("--step-seconds"), absl::StrCat(step_seconds)}) {
+      spec.mutable_command()->add_argv(a);
+    }
+    return spec;
+  };
+  // The weights a run never resized ends with, on this cluster (fast: no pause per step).
+  const std::string whole = SubmitOk(spec_of("whole", "team-a", 0));
+  ASSERT_EQ(cluster_->WaitState(whole, v1::JOB_STATE_SUCCEEDED, 60s).state(),
+            v1::JOB_STATE_SUCCEEDED);
+  const std::regex weights("final weights: ([^\n]*)");
+  std::smatch m;
+  const std::string whole_log = Rank0Log(whole, 0);
+  ASSERT_TRUE(std::regex_search(whole_log, m, weights)) << whole_log;
+  const std::string expected = m[1].str();
+
+  v1::JobSpec spec = spec_of("elastic-mpi4py", "team-a", 0.1);
+  spec.set_replicas(4);
+  spec.set_min_replicas(2);
+  spec.set_max_replicas(4);
+  const std::string elastic = GrowAndShrink(spec, [&](const std::string& id) {
+    EXPECT_TRUE(
+        WaitFor([&] { return absl::StrContains(Rank0Log(id, 1), "resumed at step"); }, 60s, 20ms));
+  });
+  v1::Job done = cluster_->WaitState(elastic, v1::JOB_STATE_SUCCEEDED, 120s);
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.ShortDebugString();
+  EXPECT_EQ(done.attempt(), 2);
+  EXPECT_THAT(Rank0Log(elastic, 1),
+              ::testing::HasSubstr("(written at 2 rank(s)): global batch 12"));
+  EXPECT_THAT(Rank0Log(elastic, 2),
+              ::testing::HasSubstr("(written at 4 rank(s)): global batch 12"));
+  const std::string last = Rank0Log(elastic, 2);
+  ASSERT_TRUE(std::regex_search(last, m, weights)) << last;
+  EXPECT_EQ(m[1].str(), expected) << "a resized run ended with other weights";
+  std::filesystem::remove_all(Dir(elastic));
+  std::filesystem::remove_all(Dir(whole));
 }
 
 }  // namespace
