@@ -28,6 +28,11 @@
 
 namespace ringmaster {
 
+// Debian's Abseil is built with absl::Mutex's deadlock detection on: a lock-order graph updated
+// on every lock taken inside gRPC (which uses absl::Mutex), a few per cent of every service's CPU
+// in profiles. Each binary's main turns it off; the TSan and thread-safety stages check ours.
+void TurnOffAbslDeadlockDetection();
+
 class CondVar;
 
 class ABSL_LOCKABLE Mutex {

@@ -17,6 +17,7 @@
 #include "common/flags.h"
 #include "common/job_token.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/tls.h"
 #include "rpc/metrics_service.h"
 
@@ -32,6 +33,7 @@ int Fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace ringmaster;
+  ringmaster::TurnOffAbslDeadlockDetection();
   Flags flags("ringmaster-metrics", "Throughput ingest of Ringmaster rings, for Prometheus.");
   flags.Add("listen", "0.0.0.0:7072", "gRPC ingest address");
   flags.Add("metrics-listen", "0.0.0.0:9466", "address of the Prometheus /metrics endpoint");

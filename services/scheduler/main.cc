@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/net.h"
 #include "common/tls.h"
 #include "core/clock.h"
@@ -166,6 +167,7 @@ int Fail(const absl::Status& status) {
 int main(int argc, char** argv) {
   using namespace ringmaster;
   using namespace ringmaster::scheduler;
+  ringmaster::TurnOffAbslDeadlockDetection();
   Flags flags = MakeFlags();
   if (auto s = flags.Parse(argc, argv); !s.ok()) return Fail(s);
   if (flags.help_requested()) {

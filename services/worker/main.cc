@@ -20,15 +20,16 @@
 #include "agent.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/tls.h"
 #include "core/container.h"
 #include "core/inventory.h"
 #include "gpu_metrics_collector.h"
 #include "host/gpus.h"
 #include "host/helpers.h"
-#include "host/runtime.h"
 #include "host/nvml_sampler.h"
 #include "host/ports.h"
+#include "host/runtime.h"
 #include "host/users.h"
 #include "rpc/agent_service.h"
 #include "rpc/local_socket.h"
@@ -166,6 +167,7 @@ int Fail(const absl::Status& status) {
 int main(int argc, char** argv) {
   using namespace ringmaster;
   using namespace ringmaster::worker;
+  ringmaster::TurnOffAbslDeadlockDetection();
   // A write to a pipe whose reader is gone (our stderr after the supervisor died, a peer's
   // socket) must come back as EPIPE, not end the worker. gRPC does this for its own sockets;
   // this covers the log lines on stderr. Children get SIGPIPE back (see Spawn).

@@ -4,11 +4,13 @@
 #include <vector>
 
 #include "common/flags.h"
+#include "common/mutex.h"
 #include "core/launch.h"
 #include "rank_wrapper.h"
 
 int main(int argc, char** argv) {
   using namespace ringmaster::worker;  // NOLINT(build/namespaces): main only
+  ringmaster::TurnOffAbslDeadlockDetection();
   ringmaster::Flags flags("ringmaster-rank",
                           "The wrapper mpirun runs as every rank of a job: runs PROGRAM as the "
                           "rank the worker placed here and reports how it ends.");

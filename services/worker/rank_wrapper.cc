@@ -191,6 +191,10 @@ int RunRank(const std::vector<std::string>& program) {
   // orted (or, started directly, the worker) gone: stop the workload cleanly (it gets SIGKILL if
   // we die first).
   prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // Whatever the workload starts and leaves behind (a daemon that double-forked, a process that
+  // left its group) comes back to us when its parent ends, rather than to init: at the end, an
+  // empty list of children says nothing is left, without a scan of every process on the host.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   // The worker's certificate, from the environment it gave orted and mpirun; or, for a rank
   // that runs as its team's user (which holds no certificate), the agent's local socket.
@@ -416,9 +420,15 @@ int RunRank(const std::vector<std::string>& program) {
       log_sink.Write(data);
       splitters[i].Feed(data, on_line);
     }
-    if (!exited && waitpid(child->pid, &status, WNOHANG) == child->pid) {
-      exited = true;
-      exited_at = Clock::now();
+    // Every child that ended is reaped: the workload, and orphans of it that came to us.
+    for (int st = 0;;) {
+      const pid_t reaped = waitpid(-1, &st, WNOHANG);
+      if (reaped <= 0) break;
+      if (reaped == child->pid && !exited) {
+        status = st;
+        exited = true;
+        exited_at = Clock::now();
+      }
     }
     if (!exited && kill_at && Clock::now() >= *kill_at) {
       kill(-child->pid, SIGKILL);
@@ -442,13 +452,32 @@ int RunRank(const std::vector<std::string>& program) {
   // None can be older than this wrapper: the environments of older processes are not read.
   leftovers.env_started_since_ticks = ProcStartTicks(ReadProcSelfStat()).value_or(0);
   kill(-child->pid, SIGTERM);
-  // One scan of /proc when nothing was left (the usual end); else wait for them, then SIGKILL.
-  if (SignalProcesses(leftovers, SIGTERM) > 0) {
-    const auto give_up = Clock::now() + std::chrono::seconds(1);
-    while (!FindProcesses(leftovers).empty() && Clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Nothing is left when we have no children (the usual end: every descendant still alive
+  // would have one of them as its ancestor, being our subreaped orphan if not our child); only
+  // then is no scan of /proc needed. Else, or where the kernel cannot list children, the
+  // leftovers are found by their tags too, stopped, waited for and killed.
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  const std::optional<std::vector<pid_t>> children = ChildrenOfThisProcess();
+  if (!children || !children->empty()) {
+    auto signal_all = [&](int sig) {
+      int n = SignalProcesses(leftovers, sig);
+      for (pid_t pid : children.value_or(std::vector<pid_t>{})) n += kill(pid, sig) == 0 ? 1 : 0;
+      return n;
+    };
+    if (signal_all(SIGTERM) > 0) {
+      const auto give_up = Clock::now() + std::chrono::seconds(1);
+      auto any_left = [&] {
+        while (waitpid(-1, nullptr, WNOHANG) > 0) {
+        }
+        auto now_children = ChildrenOfThisProcess();
+        return !FindProcesses(leftovers).empty() || (now_children && !now_children->empty());
+      };
+      while (any_left() && Clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      (void)signal_all(SIGKILL);
     }
-    (void)SignalProcesses(leftovers, SIGKILL);
   }
   kill(-child->pid, SIGKILL);
   maybe_report(true);

@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/flags.h"
+#include "common/mutex.h"
 #include "common/tls.h"
 #include "core/launch.h"
 #include "rpc/agent_client.h"
@@ -43,6 +44,7 @@ void WriteAll(int fd, std::string_view data) {
 int main(int argc, char** argv) {
   using namespace ringmaster::worker;
   namespace v1 = ringmaster::v1;
+  ringmaster::TurnOffAbslDeadlockDetection();
   ringmaster::Flags flags("ringmaster-rsh",
                           "mpirun's remote-launch agent: runs COMMAND through the Exec call of "
                           "the Ringmaster worker at HOST, in place of ssh.");

@@ -208,6 +208,18 @@ TEST(ProcessTest, ProcessAliveIsFalseForAZombieAndAReapedProcess) {
   EXPECT_FALSE(ProcessAlive(pid));
 }
 
+TEST(ProcessTest, ChildrenOfThisProcessListsAChildUntilItIsReaped) {
+  const pid_t pid = StartSleeper();
+  ASSERT_GT(pid, 0);
+  std::optional<std::vector<pid_t>> children = ChildrenOfThisProcess();
+  ASSERT_TRUE(children.has_value()) << "this kernel cannot list children";
+  EXPECT_THAT(*children, ::testing::Contains(pid));
+  kill(pid, SIGKILL);
+  ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+  EXPECT_THAT(ChildrenOfThisProcess().value_or(std::vector<pid_t>{}),
+              ::testing::Not(::testing::Contains(pid)));
+}
+
 TEST(ProcessTest, FindProcessesSurvivesProcessesExitingDuringTheScan) {
   // Children that start and exit all the time while /proc is scanned by session and by
   // environment: every read of a vanishing entry must come back as "not ours".

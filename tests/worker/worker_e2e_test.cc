@@ -547,6 +547,28 @@ TEST_F(WorkerE2eTest, ARankThatEndsLeavingADaemonLeavesNothingRunning) {
   }
 }
 
+// The same with a daemon that also dropped its environment (so no tag finds it): it came back to
+// the wrapper, its subreaper, when its parent ended, and is stopped as the wrapper's child.
+TEST_F(WorkerE2eTest, ARankThatEndsLeavingAnUntaggedDaemonLeavesNothingRunning) {
+  auto daemons = [] {
+    int n = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream in(entry.path() / "cmdline");
+      std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (cmdline == std::string("/bin/sleep\0"
+                                 "60017\0",
+                                 17))
+        ++n;
+    }
+    return n;
+  };
+  const std::string id =
+      SubmitOk(ShellSpec("untagged", 1, "setsid env -i /bin/sleep 60017 & echo ok"));
+  v1::Job job = cluster_->WaitState(id, v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.ShortDebugString();
+  EXPECT_TRUE(WaitFor([&] { return daemons() == 0; }, 3s)) << "the untagged daemon still runs";
+}
+
 TEST_F(WorkerE2eTest, OneRankJobThatAsksForMpirunRunsUnderIt) {
   v1::JobSpec spec = ShellSpec("solo-mpirun", 1, "sleep 600");
   spec.set_use_mpirun(true);

@@ -257,6 +257,19 @@ std::vector<pid_t> FindProcesses(const ProcessSelector& selector) {
   return found;
 }
 
+std::optional<std::vector<pid_t>> ChildrenOfThisProcess() {
+  const pid_t self = getpid();
+  absl::StatusOr<std::string> text =
+      ReadFileToString(absl::StrCat("/proc/", self, "/task/", self, "/children"), 1 << 20);
+  if (!text.ok()) return std::nullopt;
+  std::vector<pid_t> children;
+  for (absl::string_view word : absl::StrSplit(*text, ' ', absl::SkipWhitespace())) {
+    pid_t pid = 0;
+    if (absl::SimpleAtoi(word, &pid)) children.push_back(pid);
+  }
+  return children;
+}
+
 int SignalProcesses(const ProcessSelector& selector, int signal) {
   std::vector<pid_t> pids = FindProcesses(selector);
   for (pid_t pid : pids) kill(pid, signal);

@@ -93,6 +93,13 @@ std::vector<pid_t> FindProcesses(const ProcessSelector& selector);
 // Sends `signal` to every process FindProcesses returns; returns how many there were.
 int SignalProcesses(const ProcessSelector& selector, int signal);
 
+// The children of this process's main thread, zombies included (/proc/PID/task/PID/children):
+// those it started, and orphans that came to it as their subreaper (the kernel hands them to
+// the main thread while it lives). nullopt where the kernel has no such file (built without
+// CONFIG_PROC_CHILDREN). One file: listing every thread's would leave /proc entries that the
+// kernel walks again when the process is reaped, which cost its parent more than the scan saved.
+std::optional<std::vector<pid_t>> ChildrenOfThisProcess();
+
 }  // namespace ringmaster::worker
 
 #endif  // RINGMASTER_SERVICES_WORKER_HOST_PROCESS_H_
