@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -30,7 +32,23 @@ namespace {
   _exit(127);
 }
 
-// Runs in the child between fork and exec: async-signal-safe calls only.
+// Sanitizers keep state of their own per process, which a child sharing our memory would
+// corrupt: their builds spawn by fork.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// Runs in the child between fork (or clone) and exec: async-signal-safe calls only. The child
+// may share our memory (Spawn): it starts with every signal blocked, puts our handlers back to
+// the default before it lets any signal in, and writes nothing of ours but errno.
 [[noreturn]] void ExecChild(const SpawnOptions& options, pid_t parent, int out_fd, int err_fd_out,
                             int err_pipe, char* const* argv, char* const* envp) {
   if (options.user) {
@@ -54,11 +72,21 @@ namespace {
   if (!options.new_session && options.new_process_group && setpgid(0, 0) != 0) {
     ChildFailed(err_pipe);
   }
-  // The worker blocks and ignores signals for its own reasons; programs start clean.
+  // The worker blocks and ignores signals for its own reasons; programs start clean. Handlers
+  // first: a signal let in before would run ours in the child.
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction action {};
+    if (sigaction(sig, nullptr, &action) != 0) continue;
+    if (action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN) {
+      action.sa_handler = SIG_DFL;
+      action.sa_flags = 0;
+      sigaction(sig, &action, nullptr);
+    }
+  }
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_DFL);
   int null_fd = open("/dev/null", O_RDWR);
   if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0) ChildFailed(err_pipe);
   int o = out_fd >= 0 ? out_fd : null_fd;
@@ -143,6 +171,44 @@ bool ParseProcStat(const std::string& text, char* state, pid_t* session) {
   return true;
 }
 
+namespace {
+
+struct ChildArgs {
+  const SpawnOptions* options;
+  pid_t parent;
+  int out_fd, err_fd, err_pipe;
+  char* const* argv;
+  char* const* envp;
+};
+
+int ChildMain(void* arg) {
+  const ChildArgs& a = *static_cast<const ChildArgs*>(arg);
+  ExecChild(*a.options, a.parent, a.out_fd, a.err_fd, a.err_pipe, a.argv, a.envp);
+}
+
+// Starts ExecChild in a child that shares our memory until it execs (as posix_spawn does, with
+// CLONE_VM | CLONE_VFORK): fork would copy the page tables of a large multi-threaded process,
+// and every page we write afterwards would fault to be copied, on every job's launch. The
+// calling thread waits until the child has exec'd or exited; signals stay blocked meanwhile.
+pid_t CloneChild(ChildArgs& args) {
+  constexpr size_t kStackBytes = 256 * 1024;  // execvpe's PATH search and script fallback
+  void* stack = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return -1;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t pid = clone(ChildMain, static_cast<char*>(stack) + kStackBytes,
+                          CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  const int err = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  munmap(stack, kStackBytes);
+  errno = err;
+  return pid;
+}
+
+}  // namespace
+
 absl::StatusOr<Spawned> Spawn(const SpawnOptions& options) {
   if (options.argv.empty()) return absl::InvalidArgumentError("Spawn: empty argv");
   // Everything the child needs is built before fork.
@@ -175,15 +241,15 @@ absl::StatusOr<Spawned> Spawn(const SpawnOptions& options) {
   const int child_out = options.pipe_output ? out_pipe[1] : options.output_fd;
   const int child_err = options.pipe_output ? err_pipe_fds[1] : -1;
   const pid_t parent = getpid();
-  const pid_t pid = fork();
+  ChildArgs child{&options, parent, child_out, child_err, status_pipe[1], argv.data(), envp.data()};
+  const pid_t pid = kSanitized ? fork() : CloneChild(child);
   if (pid < 0) {
     int err = errno;
     close_all();
-    return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(err)));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(kSanitized ? "fork: " : "clone: ", std::strerror(err)));
   }
-  if (pid == 0) {
-    ExecChild(options, parent, child_out, child_err, status_pipe[1], argv.data(), envp.data());
-  }
+  if (pid == 0) ChildMain(&child);  // fork's child
   close(status_pipe[1]);
   status_pipe[1] = -1;
   if (options.pipe_output) {
