@@ -327,6 +327,13 @@ std::string FormatJob(const v1::Job& job) {
     rest.insert(rest.begin() + 4, environment.begin(), environment.end());
   }
   fields.insert(fields.end(), rest.begin(), rest.end());
+  // An elastic job's resizes, one a line: when, into which attempt, and why.
+  for (int i = 0; i < job.resizes_size(); ++i) {
+    const v1::JobEvent& e = job.resizes(i);
+    fields.push_back(
+        {i == 0 ? "Resizes:" : "", absl::StrCat(FormatTimeMs(e.time_ms()), " attempt ", e.attempt(),
+                                                ": ", OneLine(e.reason()))});
+  }
   std::string out;
   for (const auto& field : fields) {
     absl::StrAppend(&out, field[0], std::string(17 - field[0].size(), ' '), field[1], "\n");

@@ -508,6 +508,15 @@ absl::StatusOr<Job> Scheduler::GetJob(const std::string& job_id) {
   if (!live.ok()) return live.status();
   absl::StatusOr<Job> job = live->has_value() ? **live : store_->GetJob(job_id);
   if (job.ok()) FillArrayStatus(*job);
+  if (job.ok() && IsElastic(job->spec)) {
+    // Its resizes, from the stored events: a read of the store, off the lock, for elastic
+    // jobs only.
+    absl::StatusOr<std::vector<JobEvent>> events = store_->ListEvents(job_id, 0);
+    if (!events.ok()) return events.status();
+    for (JobEvent& e : *events) {
+      if (IsResizeReason(e.reason)) job->resizes.push_back(std::move(e));
+    }
+  }
   return job;
 }
 

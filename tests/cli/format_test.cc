@@ -92,6 +92,19 @@ TEST(FormatTest, AnElasticJobShowsItsSizeNowAndItsRange) {
   EXPECT_THAT(FormatJob(job), HasSubstr("Launch:          mpirun\n"));
   job.clear_placement();
   EXPECT_THAT(FormatJob(job), HasSubstr("Replicas:        4 (elastic: 2 to 8)\n"));
+  v1::JobEvent* grown = job.add_resizes();
+  grown->set_attempt(1);
+  grown->set_time_ms(kNoonMs);
+  grown->set_reason("grown from 2 to 4 replicas: 2 x t4 idle in cohort lab for 60 s");
+  v1::JobEvent* shrunk = job.add_resizes();
+  shrunk->set_attempt(2);
+  shrunk->set_time_ms(kNoonMs);
+  shrunk->set_reason("shrunk from 4 to 2: queue b reclaims its nominal quota");
+  EXPECT_THAT(FormatJob(job),
+              HasSubstr("Resizes:         2024-05-01T12:00:00Z attempt 1: grown from 2 to 4 "
+                        "replicas: 2 x t4 idle in cohort lab for 60 s\n"
+                        "                 2024-05-01T12:00:00Z attempt 2: shrunk from 4 to 2: "
+                        "queue b reclaims its nominal quota\n"));
 }
 
 TEST(FormatTest, EmptyJobListSaysSo) {

@@ -1774,6 +1774,12 @@ TEST_F(ElasticServiceTest, StartsSmallerGrowsIntoIdleGpusAndShrinksWhenAnotherTe
   RM_ASSERT_OK_AND_ASSIGN(Job done, memory_.GetJob(elastic));
   EXPECT_EQ(done.state, JobState::kSucceeded);
   EXPECT_EQ(done.preemptions, 2);
+  // GetJob lists the resizes, from the stored events.
+  RM_ASSERT_OK_AND_ASSIGN(Job read, scheduler_->GetJob(elastic));
+  ASSERT_THAT(read.resizes, SizeIs(2));
+  EXPECT_EQ(read.resizes[0].reason, growing.message);
+  EXPECT_EQ(read.resizes[0].attempt, 1);
+  EXPECT_EQ(read.resizes[1].reason, shrinking.message);
 }
 
 TEST_F(ElasticServiceTest, AResizeInTheMiddleOfASchedulerRestartLosesNothing) {

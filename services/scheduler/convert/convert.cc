@@ -215,6 +215,7 @@ v1::Job ToProto(const Job& job) {
     out.set_array_id(task->first);
     out.set_array_index(task->second);
   }
+  for (const JobEvent& e : job.resizes) *out.add_resizes() = ToProto(e);
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace ringmaster::scheduler {
@@ -65,6 +66,10 @@ std::string GrowReason(int32_t from, int32_t to, int64_t idle, const std::string
 
 std::string ShrinkReason(int32_t from, int32_t to, const std::string& why) {
   return absl::StrCat("shrunk from ", from, " to ", to, ": ", why);
+}
+
+bool IsResizeReason(const std::string& reason) {
+  return absl::StartsWith(reason, "grown from ") || absl::StartsWith(reason, "shrunk from ");
 }
 
 void IdleTracker::Observe(const std::string& resource, int64_t now_ms, int64_t idle) {

@@ -77,6 +77,8 @@ bool MayResize(const ElasticInput* input, const std::string& job_id, int64_t now
 std::string GrowReason(int32_t from, int32_t to, int64_t idle, const std::string& resource,
                        const std::string& cohort, int64_t idle_delay_ms);
 std::string ShrinkReason(int32_t from, int32_t to, const std::string& why);
+// Whether an event's reason is one of those: the event of a resize.
+bool IsResizeReason(const std::string& reason);
 
 // How long GPUs have stayed idle: the caller reports each resource's idle count whenever it may
 // have changed (after each pass, after each job's end), and asks how many have been idle

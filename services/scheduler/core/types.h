@@ -133,6 +133,17 @@ struct RankPlacement {
   bool operator==(const RankPlacement&) const = default;
 };
 
+struct JobEvent {
+  std::string job_id;
+  int64_t seq = 0;
+  JobState state = JobState::kPending;
+  int32_t attempt = 0;
+  std::string reason;
+  int32_t exit_code = 0;
+  int64_t time_ms = 0;
+  bool operator==(const JobEvent&) const = default;
+};
+
 struct Job {
   std::string id;
   JobSpec spec;
@@ -172,17 +183,9 @@ struct Job {
   int32_t separate_check_attempt = -1;
   // An array's tasks (spec.array): filled in for readers (GetJob, ListJobs), never stored.
   std::optional<ArrayStatus> array_status;
-};
-
-struct JobEvent {
-  std::string job_id;
-  int64_t seq = 0;
-  JobState state = JobState::kPending;
-  int32_t attempt = 0;
-  std::string reason;
-  int32_t exit_code = 0;
-  int64_t time_ms = 0;
-  bool operator==(const JobEvent&) const = default;
+  // An elastic job's resizes, oldest first: its events that were one (IsResizeReason). Filled in
+  // by GetJob from the stored events, never stored apart.
+  std::vector<JobEvent> resizes;
 };
 
 struct Gpu {
