@@ -367,7 +367,7 @@ class Pass {
   std::deque<std::vector<RankPlacement>> started_ranks_;  // stable addresses for holdings_
   std::vector<Holding> fresh_;                            // started by this pass
   std::vector<Group> groups_;
-  std::unordered_map<std::string, std::vector<size_t>> by_queue_;  // holdings of each queue
+  absl::flat_hash_map<std::string_view, std::vector<size_t>> by_queue_;  // holdings of each queue
   // Gang shapes that did not fit this pass; allocations only grow within a pass.
   // (resource, replicas, units per rank, may backfill, checked) -> why it did not fit.
   std::map<std::tuple<std::string, int32_t, int32_t, bool, bool>, std::string> no_room_;
@@ -377,10 +377,25 @@ class Pass {
   // window has ended only shrinks within a pass (starts, claims and reservations take from it).
   // (resource, replicas, units per rank, checked).
   std::set<std::tuple<std::string, int32_t, int32_t, bool>> no_reservation_;
-  // Holdings that must end within the reservation window: (end, index in holdings_), by end;
-  // holdings_ up to ends_scanned_ are counted in.
-  std::vector<std::pair<int64_t, size_t>> ends_;
+  // Placed jobs, then jobs started by this pass, that must end within the reservation window;
+  // the first ends_scanned_ of them are counted in. Read from the input, not from holdings_, so
+  // that a pass that only reserves builds no holdings. Sorted lazily: the first ends_sorted_
+  // are the earliest, in order (sorting a thousand running jobs each pass was a tenth of the
+  // replay). Jobs that end at the same time are freed together, so ties need no order of
+  // their own beyond being deterministic.
+  struct End {
+    int64_t end_ms;
+    size_t order;  // in placed-then-started order
+    const std::vector<RankPlacement>* ranks;
+    bool operator<(const End& o) const {
+      return end_ms != o.end_ms ? end_ms < o.end_ms : order < o.order;
+    }
+  };
+  std::vector<End> ends_;
   size_t ends_scanned_ = 0;
+  size_t ends_sorted_ = 0;
+  // Makes ends_[0, n) the n earliest ends, in order.
+  void SortEnds(size_t n);
   bool any_elastic_ = false;  // some placed job is elastic
   // (queue, resource) -> the smallest demand that shrinking could not make room for, as
   // no_victims_ for preemption.
@@ -417,6 +432,19 @@ int64_t Pass::EarliestReservation() const {
   return earliest;
 }
 
+void Pass::SortEnds(size_t n) {
+  if (n <= ends_sorted_ || ends_sorted_ == ends_.size()) return;
+  // Grow the sorted part geometrically: partial sorts of the rest, a full sort once it is most.
+  const size_t to = std::min(ends_.size(), std::max(n, 2 * ends_sorted_ + 16));
+  if (2 * to >= ends_.size()) {
+    std::sort(ends_.begin() + ends_sorted_, ends_.end());
+    ends_sorted_ = ends_.size();
+    return;
+  }
+  std::partial_sort(ends_.begin() + ends_sorted_, ends_.begin() + to, ends_.end());
+  ends_sorted_ = to;
+}
+
 const std::vector<Pass::Holding>& Pass::Holdings() {
   if (holdings_built_) return holdings_;
   holdings_built_ = true;
@@ -425,16 +453,18 @@ const std::vector<Pass::Holding>& Pass::Holdings() {
                          job->started_at_ms > 0 ? job->started_at_ms : in_.now_ms, false});
     holdings_.back().stopping = in_.stopping.count(job->id) > 0;
   }
-  std::map<std::pair<std::string, std::string>, std::vector<size_t>> groups;
+  // Keyed by views into the jobs and holdings: no string copied per placed job. The groups'
+  // order only numbers them.
+  absl::flat_hash_map<std::pair<std::string_view, std::string_view>, std::vector<size_t>> groups;
   for (size_t i = 0; i < holdings_.size(); ++i) {
     const Holding& h = holdings_[i];
     groups[{h.job->spec.queue, h.demand.resource}].push_back(i);
     by_queue_[h.job->spec.queue].push_back(i);
   }
   for (auto& [key, list] : groups) {
-    auto q = in_.queues->find(key.first);
+    auto q = in_.queues->find(std::string(key.first));
     if (q == in_.queues->end() || q->second.unlimited()) continue;
-    auto quota = q->second.quotas.find(key.second);
+    auto quota = q->second.quotas.find(std::string(key.second));
     groups_.push_back({quota == q->second.quotas.end() ? 0 : quota->second.nominal, 0});
     std::sort(list.begin(), list.end(), [this](size_t a, size_t b) {
       const Holding& x = holdings_[a];
@@ -669,46 +699,65 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas) 
 void Pass::Reserve(const Job& job, const Demand& demand) {
   // Free GPUs in the order running jobs must end (by max_runtime_seconds) until the gang fits.
   // Which jobs end within the window is found once a pass, not once per pending gang: a full
-  // cluster with thousands of them spent most of each pass here. Holdings only grow in a pass.
-  const std::vector<Holding>& holdings = Holdings();
-  if (ends_scanned_ < holdings.size()) {
-    for (; ends_scanned_ < holdings.size(); ++ends_scanned_) {
-      const Holding& h = holdings[ends_scanned_];
-      if (h.job->spec.max_runtime_seconds <= 0) continue;
-      const int64_t end = h.started_ms + h.job->spec.max_runtime_seconds * 1000;
-      if (end - in_.now_ms <= options_.reservation_window_ms) ends_.push_back({end, ends_scanned_});
-    }
-    std::sort(ends_.begin(), ends_.end());
-  }
-  // Nothing ends within the window: no reservation, and no copy of the cluster (a full
-  // cluster with thousands of pending gangs would copy it once per gang per pass).
-  if (ends_.empty()) return;
-  const auto& ends = ends_;
+  // cluster with thousands of them spent most of each pass here. Jobs only start in a pass.
   GangRequest request = RequestOf(job.spec);
   if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
   const auto shape =
       std::make_tuple(demand.resource, request.replicas, request.gpus_per_replica, request.checked);
   if (no_reservation_.count(shape) > 0) return;
+  for (const size_t placed = in_.placed.size(); ends_scanned_ < placed + fresh_.size();
+       ++ends_scanned_) {
+    const bool fresh = ends_scanned_ >= placed;
+    const Job& running = fresh ? *fresh_[ends_scanned_ - placed].job : *in_.placed[ends_scanned_];
+    if (running.spec.max_runtime_seconds <= 0) continue;
+    int64_t started = running.started_at_ms > 0 ? running.started_at_ms : in_.now_ms;
+    if (fresh) started = fresh_[ends_scanned_ - placed].started_ms;
+    const int64_t end = started + running.spec.max_runtime_seconds * 1000;
+    if (end - in_.now_ms > options_.reservation_window_ms) continue;
+    // A job started since the ends were sorted: into the sorted part if it ends before its
+    // last, so that part stays the earliest ends.
+    const End e{end, ends_scanned_,
+                fresh ? fresh_[ends_scanned_ - placed].ranks : &running.placement};
+    if (ends_sorted_ > 0 && e < ends_[ends_sorted_ - 1]) {
+      ends_.insert(std::upper_bound(ends_.begin(), ends_.begin() + ends_sorted_, e), e);
+      ++ends_sorted_;
+    } else {
+      ends_.push_back(e);
+    }
+  }
+  // Nothing ends within the window: no reservation, and no copy of the cluster (a full
+  // cluster with thousands of pending gangs would copy it once per gang per pass).
+  if (ends_.empty()) return;
+  const auto& ends = ends_;
   ClusterState future = Hard();
   std::vector<RankPlacement> reserved;
   for (const Reservation& r : result_.reservations) {
     reserved.insert(reserved.end(), r.ranks.begin(), r.ranks.end());
   }
+  absl::flat_hash_set<std::string_view> reserved_workers;
+  for (const RankPlacement& r : reserved) reserved_workers.insert(r.worker_id);
   (void)future.Allocate(future.FreePart(reserved));
   for (size_t i = 0; i < ends.size();) {
-    const int64_t t = std::max(ends[i].first, in_.now_ms);
-    for (; i < ends.size() && std::max(ends[i].first, in_.now_ms) == t; ++i) {
-      future.Release(*holdings_[ends[i].second].ranks);
+    SortEnds(i + 1);
+    const int64_t t = std::max(ends[i].end_ms, in_.now_ms);
+    bool frees_reserved = false;
+    for (; i < ends.size() && std::max(ends[i].end_ms, in_.now_ms) == t; SortEnds(++i + 1)) {
+      const std::vector<RankPlacement>& ranks = *ends[i].ranks;
+      future.Release(ranks);
+      for (size_t r = 0; !reserved_workers.empty() && !frees_reserved && r < ranks.size(); ++r) {
+        frees_reserved = reserved_workers.contains(ranks[r].worker_id);
+      }
     }
-    // Ended jobs may free reserved GPUs: take them again. Fits first: Place builds a
-    // placement or a reason, and most steps of the search fail.
-    if (!reserved.empty()) (void)future.Allocate(future.FreePart(reserved));
+    // Ended jobs may free reserved GPUs: take them again (only a job on a reserved worker can;
+    // the others leave the reserved GPUs taken). Fits first: Place builds a placement or a
+    // reason, and most steps of the search fail.
+    if (frees_reserved) (void)future.Allocate(future.FreePart(reserved));
     if (!future.Fits(request)) continue;
     PlacementDecision p = future.Place(request);
     if (p.kind != PlacementDecision::Kind::kPlaced) continue;
-    std::set<std::string> workers;
-    for (const RankPlacement& r : p.ranks) workers.insert(r.worker_id);
     if (options_.explain) {
+      std::set<std::string> workers;
+      for (const RankPlacement& r : p.ranks) workers.insert(r.worker_id);
       result_.waiting[&job] = absl::StrCat(
           "reserved: starts by ",
           absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(t), absl::UTCTimeZone()),
