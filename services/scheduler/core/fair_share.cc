@@ -180,11 +180,14 @@ PassResult Pass::Run() {
   };
   std::vector<QueueJobs> by_queue;
   {
-    std::map<std::string_view, std::vector<const Job*>> grouped;
-    for (const Job* job : in_.pending) grouped[job->spec.queue].push_back(job);
-    for (auto& [name, jobs] : grouped) {
-      by_queue.push_back({&jobs.front()->spec.queue, std::move(jobs)});
+    absl::flat_hash_map<std::string_view, size_t> index;
+    for (const Job* job : in_.pending) {
+      auto [it, added] = index.try_emplace(job->spec.queue, by_queue.size());
+      if (added) by_queue.push_back({&job->spec.queue, {}});
+      by_queue[it->second].jobs.push_back(job);
     }
+    std::sort(by_queue.begin(), by_queue.end(),
+              [](const QueueJobs& a, const QueueJobs& b) { return *a.name < *b.name; });
   }
   const bool any_claims = !in_.claims.empty();
   // Jobs with a claim, looked up once each rather than once per comparison.
@@ -200,20 +203,22 @@ PassResult Pass::Run() {
     return j->spec.max_runtime_seconds > 0 ? j->spec.max_runtime_seconds
                                            : std::numeric_limits<int64_t>::max();
   };
+  // Sorted by a key made once per job: a claim first, then the higher priority, then (by
+  // limit) the starved, the shortest limit of the others, then submit order. Comparing keys
+  // instead of looking claims up in each comparison keeps a deep backlog's sort cheap.
+  using OrderKey = std::tuple<bool, int64_t, bool, int64_t, int64_t>;
+  std::vector<std::pair<OrderKey, const Job*>> keyed;
   for (QueueJobs& q : by_queue) {
-    std::sort(q.jobs.begin(), q.jobs.end(), [&](const Job* a, const Job* b) {
-      if (any_claims) {
-        const bool na = claimed.count(a) > 0, nb = claimed.count(b) > 0;
-        if (na != nb) return na;
-      }
-      if (a->spec.priority != b->spec.priority) return a->spec.priority > b->spec.priority;
-      if (by_limit) {
-        const bool sa = a->created_at_ms <= starved_before, sb = b->created_at_ms <= starved_before;
-        if (sa != sb) return sa;
-        if (!sa && limit(a) != limit(b)) return limit(a) < limit(b);
-      }
-      return a->seq < b->seq;
-    });
+    keyed.clear();
+    for (const Job* j : q.jobs) {
+      const bool waits_by_limit = by_limit && j->created_at_ms > starved_before;
+      keyed.push_back({{!(any_claims && claimed.count(j) > 0), -int64_t{j->spec.priority},
+                        waits_by_limit, waits_by_limit ? limit(j) : 0, j->seq},
+                       j});
+    }
+    std::sort(keyed.begin(), keyed.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < keyed.size(); ++i) q.jobs[i] = keyed[i].second;
   }
   // Next queue: heads with a claim first, then heads that fit without borrowing, then the lowest
   // weighted share, then the head's priority and submit order, then the queue's name.
