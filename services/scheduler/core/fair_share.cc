@@ -101,6 +101,12 @@ const std::vector<Pass::Holding>& Pass::Holdings() {
 }
 
 bool Pass::NeedsBorrowing(const Job& job) const {
+  // One resource (most jobs name their GPU type): no list of candidates made.
+  if (job.spec.gpus_per_replica == 0 || !job.spec.gpu_type.empty()) {
+    const Demand d{job.spec.gpus_per_replica == 0 ? kCpuResource : job.spec.gpu_type,
+                   int64_t{job.spec.replicas} * std::max(job.spec.gpus_per_replica, 1)};
+    return result_.ledger.CanAdmit(job.spec.queue, d, false).fit != Fit::kWithinNominal;
+  }
   for (const Demand& d : CandidateDemands(job.spec, cluster_)) {
     if (result_.ledger.CanAdmit(job.spec.queue, d, false).fit == Fit::kWithinNominal) {
       return false;
@@ -246,12 +252,17 @@ PassResult Pass::Run() {
   };
   using Key = std::tuple<bool, bool, double, int32_t, int64_t, size_t>;
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
+  // A queue's share changes only when one of its jobs starts (searches put the ledger back):
+  // computed then, not at each of its jobs' turns.
+  std::vector<double> shares(by_queue.size());
+  auto update_share = [&](size_t q) { shares[q] = result_.ledger.Share(*by_queue[q].name); };
+  for (size_t q = 0; q < by_queue.size(); ++q) update_share(q);
   auto push = [&](size_t q) {
     const QueueJobs& queue = by_queue[q];
     if (queue.head >= queue.jobs.size()) return;
     const Job& job = *queue.jobs[queue.head];
-    heap.push({!any_claims || claimed.count(&job) == 0, NeedsBorrowing(job),
-               result_.ledger.Share(*queue.name), -job.spec.priority, job.seq, q});
+    heap.push({!any_claims || claimed.count(&job) == 0, NeedsBorrowing(job), shares[q],
+               -job.spec.priority, job.seq, q});
   };
   for (size_t q = 0; q < by_queue.size(); ++q) push(q);
 
@@ -269,6 +280,7 @@ PassResult Pass::Run() {
         held.placement = claim->second;
         Demand d = HeldDemand(held, cluster_);
         result_.ledger.Add(job.spec.queue, d);
+        update_share(q);
         result_.starts.push_back({job.id, claim->second, false, false});
         started_ranks_.push_back(claim->second);
         fresh_.push_back({&job, &started_ranks_.back(), d, in_.now_ms, true});
@@ -299,6 +311,7 @@ PassResult Pass::Run() {
     if (a.placed) {
       Allocate(a.ranks);
       result_.ledger.Add(job.spec.queue, a.demand);
+      update_share(q);
       result_.starts.push_back({job.id, a.ranks, a.check.fit == Fit::kBorrowing, a.backfilled});
       started_ranks_.push_back(std::move(a.ranks));
       fresh_.push_back({&job, &started_ranks_.back(), a.demand, in_.now_ms, true});
