@@ -1,13 +1,8 @@
 // Fair share between teams: queues with nominal quotas, borrowing within a cohort, weighted
 // dominant-share order, backfill around reservations for large gangs, and whole-gang
 // preemption. Pure functions over a snapshot: the scheduler, the tests and ringmaster-sim run
-// the same code. docs/scheduler.md, "Queues", explains the rules.
-//
-// Quota model (per cohort and resource, as in Kueue): a queue's nominal quota splits into a
-// guaranteed part that nobody else may use (nominal - lendable) and a lendable part that goes
-// into the cohort's pool. A queue's use above its guaranteed part draws on the pool. A queue
-// admits a job when its use stays within nominal + borrowing limit and the pool has room; it
-// is "borrowing" while its use is above nominal.
+// the same code. docs/scheduler.md, "Queues", explains the rules; quota_ledger.h, the quota
+// model.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_FAIR_SHARE_H_
 #define RINGMASTER_SERVICES_SCHEDULER_CORE_FAIR_SHARE_H_
 

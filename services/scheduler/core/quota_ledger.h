@@ -1,6 +1,11 @@
-// Quota accounting for fair share: what each queue uses of each resource, and what the cohorts'
-// pools have left to lend. Plain data; no I/O. The model is fair_share.h's (docs/scheduler.md,
-// "Queues").
+// Quota accounting for fair share (fair_share.h): what each queue uses of each resource, and
+// what the cohorts' pools have left to lend. Plain data; no I/O. docs/scheduler.md, "Queues".
+//
+// Quota model (per cohort and resource, as in Kueue): a queue's nominal quota splits into a
+// guaranteed part that nobody else may use (nominal - lendable) and a lendable part that goes
+// into the cohort's pool. A queue's use above its guaranteed part draws on the pool. A queue
+// admits a job when its use stays within nominal + borrowing limit and the pool has room; it
+// is "borrowing" while its use is above nominal.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_QUOTA_LEDGER_H_
 #define RINGMASTER_SERVICES_SCHEDULER_CORE_QUOTA_LEDGER_H_
 
