@@ -105,8 +105,11 @@ void Pass::Grow() {
       GangRequest request = RequestOf(spec);
       request.replicas = 1;
       request.gpu_type = resource;
+      // Fits first: Place builds a reason when the rank does not fit, and most jobs' ranks
+      // stop fitting before the budget runs out.
       PlacementDecision p;
-      if (result_.ledger.CanAdmit(spec.queue, rank_demand, false).fit != Fit::kNo) {
+      if (result_.ledger.CanAdmit(spec.queue, rank_demand, false).fit != Fit::kNo &&
+          Masked().Fits(request)) {
         p = Masked().Place(request);
       }
       if (p.kind != PlacementDecision::Kind::kPlaced) {

@@ -213,26 +213,34 @@ bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
     if (in_.now_ms - h.started_ms < vq->second.min_runtime_seconds * 1000) continue;
     const bool same = v.spec.queue == job.spec.queue;
     if (!same && (queue->cohort.empty() || vq->second.cohort != queue->cohort)) continue;
-    if (!MayResize(in_.elastic, v.id, in_.now_ms, options_.elastic.max_resizes_per_hour)) continue;
     const int32_t from = static_cast<int32_t>(h.ranks->size());
     int32_t floor = from;
-    std::string why;
+    enum class Why { kReclaim, kPriority, kGrew } why_kind = Why::kGrew;
     const bool lower = v.spec.priority < job.spec.priority;
     const bool newer_equal = v.spec.priority == job.spec.priority && v.seq > job.seq;
     if (!same && reclaim && AboveNominal(h) &&
         (queue->reclaim_within_cohort == ReclaimWithinCohort::kAny || lower)) {
       floor = v.spec.min_replicas;
-      why = absl::StrCat("queue ", job.spec.queue, " reclaims its nominal quota");
+      why_kind = Why::kReclaim;
     } else if (same && within &&
                (lower || (newer_equal &&
                           queue->within_queue == PreemptWithinQueue::kLowerOrNewerEqualPriority))) {
       floor = v.spec.min_replicas;
-      why = absl::StrCat("priority ", job.spec.priority, " in queue ", job.spec.queue);
+      why_kind = Why::kPriority;
     } else if (from > v.spec.replicas) {
       floor = v.spec.replicas;
-      why = absl::StrCat(job.id, " of queue ", job.spec.queue, " waits for GPUs it grew into");
     }
-    if (floor >= from) continue;
+    // The resize history last: most jobs are ruled out above, and it is a lookup by id.
+    if (floor >= from ||
+        !MayResize(in_.elastic, v.id, in_.now_ms, options_.elastic.max_resizes_per_hour)) {
+      continue;
+    }
+    std::string why =
+        why_kind == Why::kReclaim
+            ? absl::StrCat("queue ", job.spec.queue, " reclaims its nominal quota")
+        : why_kind == Why::kPriority
+            ? absl::StrCat("priority ", job.spec.priority, " in queue ", job.spec.queue)
+            : absl::StrCat(job.id, " of queue ", job.spec.queue, " waits for GPUs it grew into");
     const std::vector<double>* curve = nullptr;
     if (in_.elastic != nullptr) {
       if (auto c = in_.elastic->throughput.find(v.id); c != in_.elastic->throughput.end()) {
