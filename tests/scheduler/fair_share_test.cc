@@ -424,6 +424,30 @@ TEST(FairShareTest, BackfillHonoursReservations) {
   (void)r1;
 }
 
+// Reserved GPUs freed by a running job's end are taken again before the next gang's search
+// goes on: the second gang is reserved on the workers the first one's reservation leaves.
+TEST(FairShareTest, ASecondReservationWaitsForWorkersTheFirstDoesNotHold) {
+  World w(4);  // 32 GPUs
+  Queue q;
+  q.name = "default";
+  w.AddQueue(q);
+  for (int hours = 1; hours <= 4; ++hours) w.Submit("default", 1, 8, 0, hours * 3600);
+  w.Pass();  // w0..w3 full, their jobs ending at +1h, +2h, +3h and +4h
+  Job& first = w.Submit("default", 2, 8);
+  Job& second = w.Submit("default", 2, 8);
+  PassResult r = w.Pass();
+  ASSERT_EQ(r.reservations.size(), 2u);
+  EXPECT_EQ(r.reservations[0].job_id, first.id);
+  EXPECT_EQ(r.reservations[0].start_ms, w.now_ms + 2 * 3600 * 1000);
+  EXPECT_EQ(r.reservations[1].job_id, second.id);
+  EXPECT_EQ(r.reservations[1].start_ms, w.now_ms + 4 * 3600 * 1000);
+  std::set<std::string> first_workers, second_workers;
+  for (const auto& rank : r.reservations[0].ranks) first_workers.insert(rank.worker_id);
+  for (const auto& rank : r.reservations[1].ranks) second_workers.insert(rank.worker_id);
+  EXPECT_THAT(first_workers, UnorderedElementsAre("w0", "w1"));
+  EXPECT_THAT(second_workers, UnorderedElementsAre("w2", "w3"));
+}
+
 // Minutes until a gang of the whole cluster (4 x 8) starts while 1-GPU jobs of 10 to 54 min
 // (limit 1 h) arrive faster than they finish; -1: not within 8 hours.
 int64_t MinutesUntilGangStarts(const PolicyOptions& options) {

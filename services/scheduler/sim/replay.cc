@@ -274,6 +274,22 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
     if (queues.count(t.vc)) source.push_back(&t);
   }
   if (jobs.empty()) return report;
+  // Queues by number, in name order, for what runs over every pending job each pass.
+  const std::string kGpu = "gpu";
+  std::vector<std::string> queue_names;
+  std::vector<int64_t> nominal_of;
+  for (const auto& [name, q] : queues) {
+    queue_names.push_back(name);
+    nominal_of.push_back(report.queues[name].nominal_gpus);
+  }
+  std::vector<size_t> queue_of;
+  for (const Job& job : jobs) {
+    queue_of.push_back(static_cast<size_t>(
+        std::lower_bound(queue_names.begin(), queue_names.end(), job.spec.queue) -
+        queue_names.begin()));
+  }
+  std::vector<bool> borrowing(queue_names.size());
+  std::vector<int64_t> taken(queue_names.size());
 
   // (time, kind, job, generation): kind 0 = a run ends, 1 = a preempted job has stopped, 2 = a
   // resized job has stopped (it restarts at its new size), 3 = GPUs may have been idle long
@@ -532,31 +548,34 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
 
     // Promised share: a pending job that fits its queue's unused nominal quota while another
     // queue borrows is being refused what its queue was promised. How long, per job?
-    std::set<std::string> borrowers;
-    for (const auto& [name, q] : queues) {
-      if (r.ledger.Borrowing(name, "gpu")) borrowers.insert(name);
+    // Per queue by number (queue_of), not by name: this runs over every pending job each pass.
+    size_t borrowers = 0;
+    for (size_t q = 0; q < queue_names.size(); ++q) {
+      borrowing[q] = r.ledger.Borrowing(queue_names[q], kGpu);
+      borrowers += borrowing[q] ? 1 : 0;
     }
     std::map<size_t, int64_t> still_refused;
-    if (!borrowers.empty()) {
-      // GPUs that the queue's preempting jobs have claimed: they start when their victims stop.
-      std::map<std::string, int64_t> claimed;
+    if (borrowers > 0) {
+      // Use of each queue, and GPUs that its preempting jobs have claimed: they start when
+      // their victims stop.
+      for (size_t q = 0; q < queue_names.size(); ++q) {
+        taken[q] = r.ledger.Used(queue_names[q], kGpu);
+      }
       for (const auto& [id, victims] : preempting) {
-        const Job& p = jobs[static_cast<size_t>(std::stoll(id))];
-        claimed[p.spec.queue] += int64_t{p.spec.replicas} * p.spec.gpus_per_replica;
+        const size_t p = static_cast<size_t>(std::stoll(id));
+        taken[queue_of[p]] += int64_t{jobs[p].spec.replicas} * jobs[p].spec.gpus_per_replica;
       }
       for (size_t i : pending) {
-        const std::string& name = jobs[i].spec.queue;
+        const size_t q = queue_of[i];
         const int64_t gpus = preempting.count(jobs[i].id)
                                  ? 0
                                  : int64_t{jobs[i].spec.replicas} * jobs[i].spec.gpus_per_replica;
-        if (r.ledger.Used(name, "gpu") + claimed[name] + gpus > report.queues[name].nominal_gpus) {
-          continue;
-        }
-        if (borrowers.size() == 1 && borrowers.count(name)) continue;
+        if (taken[q] + gpus > nominal_of[q]) continue;
+        if (borrowers == 1 && borrowing[q]) continue;
         auto it = refused_since.find(i);
         const int64_t since = it == refused_since.end() ? now : it->second;
         still_refused[i] = since;
-        auto& longest = report.queues[name].longest_refused_s;
+        auto& longest = report.queues[queue_names[q]].longest_refused_s;
         longest = std::max(longest, now - since);
       }
     }
