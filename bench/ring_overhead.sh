@@ -16,7 +16,8 @@
 # With RINGMASTER_BENCH_IMAGE=1 the platform's ranks run in containers (docs/environments.md):
 # the test image (docker/make-job-image.sh) with mpi_ring.py added, localhost/ringmaster/bench,
 # against the same bare mpirun on the host: the cost of containers, measured.
-# Usage: bench/ring_overhead.sh [ROUNDS] [MB] [RING_ROUNDS]
+# RING_MODE=token makes the ring latency-bound (one message in flight; bench/mpi_ring.py).
+# Usage: [RING_MODE=sendrecv|token] bench/ring_overhead.sh [ROUNDS] [MB] [RING_ROUNDS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RINGMASTER_BUILD_DIR:-$root/build}
@@ -35,14 +36,15 @@ export RINGMASTER_TLS_KEY=${RINGMASTER_TLS_KEY:-$certs/client/tls.key}
 if ! "$ringctl" workers >/dev/null 2>&1; then
   "$root/scripts/quickstart" >/dev/null
 fi
-program=("$python" "$root/bench/mpi_ring.py" "$mb" "$ring_rounds")
+mode=${RING_MODE:-sendrecv}
+program=("$python" "$root/bench/mpi_ring.py" "$mb" "$ring_rounds" 5 "$mode")
 platform_program=("${program[@]}")
 image_flags=()
 if [ "${RINGMASTER_BENCH_IMAGE:-0}" = 1 ]; then
   source "$root/bench/lib/bench_image.sh"
   image=$(make_bench_image)
   image_flags=(--image "$image")
-  platform_program=(/usr/bin/python3 /opt/ringmaster/bench/mpi_ring.py "$mb" "$ring_rounds")
+  platform_program=(/usr/bin/python3 /opt/ringmaster/bench/mpi_ring.py "$mb" "$ring_rounds" 5 "$mode")
   echo "platform side: ranks in containers of $image"
 fi
 
