@@ -64,6 +64,9 @@
 //         Each assignment's mounts are resolved from volumes_ when it is placed and sent; a
 //         volume gone by then fails the job (JobInput::kUnrunnable) instead of a launch
 //         without it.
+//         Each also carries, when the job's team has one, the team's credential for its
+//         image's registry (registry_credentials_, written under registry_writes_ as volumes
+//         are, stored outside mu_; scheduler_registries.cc): only that registry's, never logged.
 // After   (JobSpec.after; core/dependency.h) 1. a submit names only jobs its team may see: live
 //         ones are checked in memory, the others read from the JobStore (on `aside` when given:
 //         never on gRPC's thread), NOT_FOUND otherwise; their ends go to deps_; 2. every pass

@@ -572,6 +572,40 @@ TEST_F(ContainerE2eTest, APrivateRegistrysImageRunsForTheTeamWithCredentialsOnly
   EXPECT_THAT(without.message(), HasSubstr(image));
   EXPECT_THAT(without.message(), HasSubstr("authentication failed"));
   std::cout << "without credentials: " << without.message() << "\n";
+
+  // A team whose credentials the registry refuses: the message says so and names the user.
+  const std::string token_c = MemberToken(*cluster_, "team-reg-c");
+  auto channel_c = CreateChannelWithToken(
+      cluster_->scheduler().addr(), *MakeChannelCredentials(TestCerts::Get().CaOnly()), token_c);
+  {
+    v1::SetRegistryCredentialRequest req;
+    req.set_registry(registry);
+    req.set_username("robot");
+    req.set_secret("not-the-password");
+    v1::RegistryCredential resp;
+    grpc::ClientContext ctx;
+    grpc::Status s =
+        v1::RegistryService::NewStub(channel_c)->SetRegistryCredential(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  std::string wrong_id;
+  spec.set_name("private-wrong-creds");
+  ASSERT_TRUE(SubmitAs(*v1::JobService::NewStub(channel_c), spec, &wrong_id).ok());
+  v1::Job wrong = cluster_->WaitState(wrong_id, v1::JOB_STATE_FAILED, 120s);
+  ASSERT_EQ(wrong.state(), v1::JOB_STATE_FAILED) << wrong.message();
+  EXPECT_THAT(wrong.message(), HasSubstr(image));
+  EXPECT_THAT(wrong.message(),
+              HasSubstr("authentication failed at registry " + registry + " as user robot"));
+  EXPECT_THAT(wrong.message(), ::testing::Not(HasSubstr("not-the-password")));
+  std::cout << "wrong credentials: " << wrong.message() << "\n";
+  // Every auth file is gone once its pull ended.
+  for (auto& w : cluster_->workers()) {
+    const std::filesystem::path auth_dir = w->log_dir() + "/registry-auth";
+    if (!std::filesystem::exists(auth_dir)) continue;
+    EXPECT_TRUE(std::filesystem::is_empty(auth_dir)) << auth_dir;
+    EXPECT_EQ(std::filesystem::status(auth_dir).permissions() & std::filesystem::perms::all,
+              std::filesystem::perms::owner_all);
+  }
   EXPECT_THAT(cluster_->Logs(), ::testing::Not(HasSubstr(kSecret)));
 }
 
