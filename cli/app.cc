@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -14,9 +15,10 @@
 #include "format.h"
 #include "job_spec.h"
 #include "queue_command.h"
-#include "volume_command.h"
+#include "registry_command.h"
 #include "spec_yaml.h"
 #include "study_command.h"
+#include "volume_command.h"
 
 namespace ringmaster::cli {
 namespace {
@@ -63,6 +65,8 @@ class Invocation {
         return RunStudyCommand(cmd_, runtime_, client_, out_, err_);
       case Verb::kAdmin:
         return RunAdminCommand(cmd_, out_, err_);
+      case Verb::kRegistry:
+        return RunRegistryCommand(cmd_, std::cin, out_, err_);
       case Verb::kNone:
         break;
     }

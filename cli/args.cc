@@ -32,7 +32,7 @@ struct VerbInfo {
   const char* summary;
 };
 
-constexpr std::array<VerbInfo, 11> kVerbs = {{
+constexpr std::array<VerbInfo, 12> kVerbs = {{
     {Verb::kSubmit, "submit", "submit [-f FILE] [FLAGS] [--wait | --follow] [-- CMD ARGS...]",
      "Submit a job; prints its id. --wait/--follow: exit 0 only if it SUCCEEDED."},
     {Verb::kGet, "get", "get ID",
@@ -64,7 +64,54 @@ constexpr std::array<VerbInfo, 11> kVerbs = {{
      "volume create NAME --path P [--grant TEAM[:ro]]... [--description D] | update NAME ... | "
      "get NAME | list | delete NAME",
      "Cluster volumes that jobs mount (docs/environments.md); writes need an admin token."},
+    {Verb::kRegistry, "registry",
+     "registry set REGISTRY --username U (--password-stdin | --password-file F) [--team T] | "
+     "list [--team T | --all] | delete REGISTRY [--team T]",
+     "A team's credentials for a private image registry (docs/environments.md); the secret is "
+     "read from stdin or a file and never shown again."},
 }};
+
+// `registry ACTION [REGISTRY]` from the positional arguments (consumed).
+absl::Status ParseRegistryArgs(std::vector<std::string>& positional, Command* cmd) {
+  constexpr const char* kUsage = "expected set, list or delete (see ringctl registry --help)";
+  if (positional.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("missing registry action: ", kUsage));
+  }
+  const std::string action = positional.front();
+  positional.erase(positional.begin());
+  if (action == "set") cmd->registry_action = RegistryAction::kSet;
+  if (action == "list") cmd->registry_action = RegistryAction::kList;
+  if (action == "delete") cmd->registry_action = RegistryAction::kDelete;
+  if (cmd->registry_action == RegistryAction::kNone) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown registry action '", action, "': ", kUsage));
+  }
+  if (cmd->registry_action != RegistryAction::kList) {
+    if (positional.empty() || positional.front().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "missing REGISTRY, a HOST[:PORT] (usage: ringctl registry ", action, " REGISTRY)"));
+    }
+    cmd->registry = positional.front();
+    positional.erase(positional.begin());
+  }
+  const bool set = cmd->registry_action == RegistryAction::kSet;
+  if (set && (cmd->registry_username.empty() || cmd->registry_password_file.empty())) {
+    return absl::InvalidArgumentError(
+        "registry set needs --username U and the secret from --password-stdin or "
+        "--password-file F (never from a flag's value, which shell history keeps)");
+  }
+  if (!set && (!cmd->registry_username.empty() || !cmd->registry_password_file.empty())) {
+    return absl::InvalidArgumentError(
+        "--username, --password-stdin and --password-file belong to registry set");
+  }
+  if (cmd->all_tokens && cmd->registry_action != RegistryAction::kList) {
+    return absl::InvalidArgumentError("--all belongs to registry list");
+  }
+  if (cmd->all_tokens && !cmd->token_team.empty()) {
+    return absl::InvalidArgumentError("registry list takes --team T or --all, not both");
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ParseAdminArgs(std::vector<std::string>& positional, Command* cmd) {
   constexpr const char* kUsage =
@@ -407,7 +454,22 @@ const std::vector<FlagSpec>& Flags() {
        {Verb::kList, Verb::kAdmin},
        "N",
        "at most N jobs (default: all); admin audit: at most N entries (default 100)"},
-      {"team", 0, {Verb::kAdmin}, "T", "admin token create: the token's team"},
+      {"team",
+       0,
+       {Verb::kAdmin, Verb::kRegistry},
+       "T",
+       "admin token create: the token's team; registry: the team (default: the token's)"},
+      {"username", 0, {Verb::kRegistry}, "U", "registry set: the user name at the registry"},
+      {"password-stdin",
+       0,
+       {Verb::kRegistry},
+       nullptr,
+       "registry set: read the password or token from standard input"},
+      {"password-file",
+       0,
+       {Verb::kRegistry},
+       "FILE",
+       "registry set: read the password or token from FILE (one trailing newline is dropped)"},
       {"role", 0, {Verb::kAdmin}, "R", "admin token create: admin, member or viewer"},
       {"expires",
        0,
@@ -425,7 +487,11 @@ const std::vector<FlagSpec>& Flags() {
        {Verb::kVolume},
        "TEAM[:ro]",
        "volume create/update: a team that may mount it (:ro: read-only); repeatable"},
-      {"all", 0, {Verb::kAdmin}, nullptr, "admin token list: revoked and expired tokens too"},
+      {"all",
+       0,
+       {Verb::kAdmin, Verb::kRegistry},
+       nullptr,
+       "admin token list: revoked and expired tokens too; registry list: every team's (admin)"},
       {"array", 0, {Verb::kList}, "ID", "only the tasks of this array"},
       {"page-size", 0, {Verb::kList}, "N", "jobs per ListJobs call (default 500, at most 1000)"},
       {"reason", 0, {Verb::kCancel}, "TEXT", "reason kept in the job's events"},
@@ -632,6 +698,11 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
     cmd->volume_path = value;
   } else if (name == "grant") {
     cmd->volume_grants.push_back(value);
+  } else if (name == "username") {
+    cmd->registry_username = value;
+  } else if (name == "password-file") {
+    if (value.empty()) return absl::InvalidArgumentError("--password-file: expected a FILE");
+    cmd->registry_password_file = value;
   } else if (name == "limit") {
     RM_ASSIGN_OR_RETURN(cmd->limit, ParseInt32(name, value));
   } else if (name == "selector") {
@@ -843,6 +914,8 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
         cmd.study_cpu = true;
       } else if (name == "all") {
         cmd.all_tokens = true;
+      } else if (name == "password-stdin") {
+        cmd.registry_password_file = "-";
       } else if (name == "use-mpirun") {
         cmd.overrides.use_mpirun = true;
       } else {
@@ -880,6 +953,9 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args, const Ge
       break;
     case Verb::kVolume:
       RM_RETURN_IF_ERROR(ParseVolumeArgs(positional, &cmd));
+      break;
+    case Verb::kRegistry:
+      RM_RETURN_IF_ERROR(ParseRegistryArgs(positional, &cmd));
       break;
     case Verb::kStudy:
       RM_RETURN_IF_ERROR(ParseStudyArgs(positional, &cmd));

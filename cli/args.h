@@ -26,8 +26,12 @@ inline constexpr const char* kDefaultScheduler = "localhost:7070";
 inline constexpr const char* kSchedulerEnv = "RINGMASTER_SCHEDULER";
 
 enum class Verb {
-  kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers, kLogs, kQueue, kStudy, kAdmin, kVolume
+  kNone, kSubmit, kGet, kList, kCancel, kWatch, kWorkers, kLogs, kQueue, kStudy, kAdmin, kVolume,
+  kRegistry
 };
+
+// `ringctl registry ACTION`.
+enum class RegistryAction { kNone, kSet, kList, kDelete };
 
 // `ringctl admin ...`.
 enum class AdminAction { kNone, kTokenCreate, kTokenList, kTokenRevoke, kAudit };
@@ -99,6 +103,15 @@ struct Command {
   std::string volume_name;
   std::string volume_path;
   std::vector<std::string> volume_grants;
+
+  // registry set REGISTRY --username U (--password-stdin | --password-file F) [--team T] |
+  // list [--team T | --all] | delete REGISTRY [--team T] (--team goes to token_team, --all to
+  // all_tokens). The secret is read by the command from registry_password_file ("-": stdin),
+  // never taken from a flag's value.
+  RegistryAction registry_action = RegistryAction::kNone;
+  std::string registry;
+  std::string registry_username;
+  std::string registry_password_file;
 
   // study scaling --gpus, --parallel, --cpu, --chart (and the spec flags below); study get ID,
   // study compare A B.

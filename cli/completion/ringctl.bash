@@ -16,7 +16,7 @@ _ringctl() {
     cword=$COMP_CWORD
   fi
 
-  local commands="submit get list cancel watch workers logs queue volume study admin help"
+  local commands="submit get list cancel watch workers logs queue volume registry study admin help"
   local global="--scheduler --output -o --tls-ca --tls-cert --tls-key --token --insecure --help -h"
   local cmd="" i scheduler=()
   for ((i = 1; i < cword; i++)); do
@@ -65,6 +65,7 @@ _ringctl() {
     logs) flags="--index --rank --attempt --follow -f" ;;
     queue) flags="--file -f" ;;
     volume) flags="--path --grant --description" ;;
+    registry) flags="--username --password-stdin --password-file --team --all" ;;
     study)
       flags="--gpus --parallel --cpu --chart --queue --gpu-type --model --steps --batch-size
              --label" ;;
@@ -84,6 +85,10 @@ _ringctl() {
     volume)
       if [[ ${words[cword - 1]} == volume ]]; then
         COMPREPLY=($(compgen -W "create get list update delete" -- "$cur"))
+      fi ;;
+    registry)
+      if [[ ${words[cword - 1]} == registry ]]; then
+        COMPREPLY=($(compgen -W "set list delete" -- "$cur"))
       fi ;;
     study)
       if [[ ${words[cword - 1]} == study ]]; then

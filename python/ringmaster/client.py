@@ -13,6 +13,7 @@ import grpc
 
 from ringmaster.v1 import job_pb2, job_pb2_grpc
 from ringmaster.v1 import queue_pb2, queue_pb2_grpc, volume_pb2, volume_pb2_grpc, worker_pb2_grpc
+from ringmaster.v1 import registry_pb2, registry_pb2_grpc
 
 from . import errors
 from .config import ClientConfig, load_config
@@ -264,6 +265,7 @@ class Client:
         self._cluster = worker_pb2_grpc.ClusterServiceStub(self._channel)
         self._queues = queue_pb2_grpc.QueueServiceStub(self._channel)
         self._volumes = volume_pb2_grpc.VolumeServiceStub(self._channel)
+        self._registries = registry_pb2_grpc.RegistryServiceStub(self._channel)
 
     # -- life of the client --------------------------------------------------------------
 
@@ -682,6 +684,38 @@ class Client:
             FailedPrecondition: A live job mounts it (the message names one).
         """
         self._call(self._volumes.DeleteVolume, volume_pb2.DeleteVolumeRequest(name=name))
+
+    # -- registry credentials (docs/environments.md, "Private registries") ------------------
+
+    def set_registry_credential(
+        self, registry: str, username: str, secret: str, team: str = ""
+    ) -> "registry_pb2.RegistryCredential":
+        """Creates or replaces ``team``'s (default: your token's team) credential for the image
+        registry ``registry`` (``HOST[:PORT]``). A member sets its own team's, an admin any
+        team's. The answer shows everything but the secret, which no call returns.
+
+        Raises:
+            InvalidArgument: A field breaks its rule (the message names it).
+            FailedPrecondition: The team has credentials for 16 other registries already.
+        """
+        request = registry_pb2.SetRegistryCredentialRequest(
+            team=team, registry=registry, username=username, secret=secret)
+        return self._call(self._registries.SetRegistryCredential, request)
+
+    def list_registry_credentials(self, team: str = "") -> List["registry_pb2.RegistryCredential"]:
+        """By team, then registry: ``team``'s (default: your token's team; ``"*"``: every team's,
+        admins only), without secrets."""
+        request = registry_pb2.ListRegistryCredentialsRequest(team=team)
+        return list(self._call(self._registries.ListRegistryCredentials, request).credentials)
+
+    def delete_registry_credential(self, registry: str, team: str = "") -> None:
+        """Deletes ``team``'s (default: your token's team) credential for ``registry``.
+
+        Raises:
+            NotFound: The team has none for that registry.
+        """
+        request = registry_pb2.DeleteRegistryCredentialRequest(team=team, registry=registry)
+        self._call(self._registries.DeleteRegistryCredential, request)
 
     # -- plumbing ------------------------------------------------------------------------
 

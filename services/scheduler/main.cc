@@ -27,6 +27,7 @@
 #include "rpc/admin_service.h"
 #include "rpc/authenticator.h"
 #include "rpc/queue_service.h"
+#include "rpc/registry_service.h"
 #include "rpc/services.h"
 #include "rpc/volume_service.h"
 #include "scheduler.h"
@@ -430,6 +431,7 @@ int main(int argc, char** argv) {
   WorkerServiceImpl worker_service(&scheduler, /*verify_identity=*/!tls->insecure);
   QueueServiceImpl queue_service(&scheduler, &authenticator);
   VolumeServiceImpl volume_service(&scheduler, &authenticator);
+  RegistryServiceImpl registry_service(&scheduler, &authenticator);
   AdminServiceImpl admin_service(&authenticator);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -453,6 +455,7 @@ int main(int argc, char** argv) {
   builder.RegisterService(&worker_service);
   builder.RegisterService(&queue_service);
   builder.RegisterService(&volume_service);
+  builder.RegisterService(&registry_service);
   builder.RegisterService(&admin_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || bound_port == 0) {

@@ -78,6 +78,8 @@ absl::Status Scheduler::Start() {
   if (!queues.ok()) return queues.status();
   auto volumes = store_->ListVolumes();
   if (!volumes.ok()) return volumes.status();
+  auto registry_credentials = store_->ListRegistryCredentials();
+  if (!registry_credentials.ok()) return registry_credentials.status();
   auto usage = store_->ListQueueUsage();
   if (!usage.ok()) return usage.status();
   auto baselines = store_->ListCheckBaselines();
@@ -114,6 +116,9 @@ absl::Status Scheduler::Start() {
     for (auto& [id, progress] : arrays) arrays_[id] = std::move(progress);
     for (Queue& q : *queues) queues_[q.name] = std::move(q);
     for (Volume& v : *volumes) volumes_[v.name] = std::move(v);
+    for (RegistryCredential& c : *registry_credentials) {
+      registry_credentials_[{c.team, c.registry}] = std::move(c);
+    }
     for (const QueueUsage& u : *usage) usage_ms_[{u.queue, u.resource}] = u.used_ms;
     for (CheckBaseline& b : *baselines) {
       if (metrics_) metrics_->check_baseline.Add({{"shape", b.shape}}).Set(b.busbw_gbps);

@@ -64,6 +64,9 @@
 //         Each assignment's mounts are resolved from volumes_ when it is placed and sent; a
 //         volume gone by then fails the job (JobInput::kUnrunnable) instead of a launch
 //         without it.
+//         Each also carries, when the job's team has one, the team's credential for its
+//         image's registry (registry_credentials_, written under registry_writes_ as volumes
+//         are, stored outside mu_; scheduler_registries.cc): only that registry's, never logged.
 // After   (JobSpec.after; core/dependency.h) 1. a submit names only jobs its team may see: live
 //         ones are checked in memory, the others read from the JobStore (on `aside` when given:
 //         never on gRPC's thread), NOT_FOUND otherwise; their ends go to deps_; 2. every pass
@@ -154,6 +157,14 @@ class WorkerLink {
                           const std::vector<ResolvedMount>& mounts) {
     (void)mounts;
     SendAssignmentWithCheck(job, plan);
+  }
+  // The same with the job's team's credential for its image's registry, if it has one; links
+  // that do not carry it send the launch without.
+  virtual void SendLaunchWithAuth(const Job& job, const CheckPlan& plan,
+                                  const std::vector<ResolvedMount>& mounts,
+                                  const std::optional<RegistryCredential>& registry_auth) {
+    (void)registry_auth;
+    SendLaunch(job, plan, mounts);
   }
   // `grace_ms`: SIGTERM to SIGKILL for these ranks; 0: the worker's own default.
   virtual void SendStop(const std::string& job_id, int32_t attempt, const std::string& reason,
@@ -356,6 +367,17 @@ class Scheduler {
   std::vector<Volume> ListVolumes(const std::string& team, bool admin);
   absl::Status DeleteVolume(const std::string& name);
 
+  // Registry credentials of teams (core/registry_credentials.h; docs/environments.md, "Private
+  // registries"): validated (INVALID_ARGUMENT naming the field), stored fenced, kept for the
+  // assignments of the team's jobs. Set creates or replaces; FAILED_PRECONDITION when the team
+  // has credentials for kMaxRegistryCredentialsPerTeam other registries. List: `team`'s, or
+  // every team's for "*". Delete: NOT_FOUND when the team has none for that registry. Nothing
+  // these return or log carries the secret. Who may call is the adapter's (core/authz.h).
+  absl::StatusOr<RegistryCredentialView> SetRegistryCredential(RegistryCredential credential);
+  absl::StatusOr<std::vector<RegistryCredentialView>> ListRegistryCredentials(
+      const std::string& team);
+  absl::Status DeleteRegistryCredential(const std::string& team, const std::string& registry);
+
   const SchedulerOptions& options() const { return options_; }
 
  private:
@@ -520,6 +542,10 @@ class Scheduler {
   std::map<std::string, int64_t> unhealthy_since_ms_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Queue> queues_ ABSL_GUARDED_BY(mu_);    // as stored; loaded by Start()
   std::map<std::string, Volume> volumes_ ABSL_GUARDED_BY(mu_);  // as stored; loaded by Start()
+  RegistryCredentials registry_credentials_ ABSL_GUARDED_BY(mu_);  // as stored; by Start()
+  // Registry credential writes, one at a time (a team's count is checked before its write).
+  // Taken before mu_, never while holding it.
+  Mutex registry_writes_;
   std::map<std::string, std::shared_ptr<WorkerLink>> links_ ABSL_GUARDED_BY(mu_);
   // Streams of workers marked lost, closed by RunPass once mu_ is free.
   std::vector<std::shared_ptr<WorkerLink>> closing_ ABSL_GUARDED_BY(mu_);

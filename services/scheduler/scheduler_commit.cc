@@ -117,6 +117,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
     std::shared_ptr<const Job> job;  // an assignment of this job; null: a stop
     CheckPlan plan;
     std::vector<ResolvedMount> mounts;
+    std::optional<RegistryCredential> registry_auth;
     std::string job_id;
     int32_t attempt = 0;
     std::string reason;
@@ -231,6 +232,8 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
               return b == baselines_.end() ? 0.0 : b->second.busbw_gbps;
             });
         if (plan.run) plan.token = NewToken();
+        std::optional<RegistryCredential> registry_auth =
+            CredentialForImage(registry_credentials_, job.team, job.spec.image);
         // The write is done with after this: its job moves to the sends.
         auto assigned = std::make_shared<const Job>(std::move(w.job_write.job));
         std::set<std::string> sent;
@@ -243,6 +246,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
           assignment.job = assigned;
           assignment.plan = plan;
           assignment.mounts = *mounts;
+          assignment.registry_auth = registry_auth;
         }
       }
     }
@@ -263,7 +267,7 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
   }
   for (const Send& send : sends) {
     if (send.job) {
-      send.link->SendLaunch(*send.job, send.plan, send.mounts);
+      send.link->SendLaunchWithAuth(*send.job, send.plan, send.mounts, send.registry_auth);
     } else {
       send.link->SendStop(send.job_id, send.attempt, send.reason, send.grace_ms);
     }

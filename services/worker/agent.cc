@@ -50,7 +50,8 @@ Agent::Agent(AgentOptions options, prometheus::Registry* registry)
                                  .pull_args = options_.image_pull_args,
                                  .timeout = options_.image_pull_timeout,
                                  .env = options_.runtime_env,
-                                 .cache_bytes = options_.image_cache_bytes}),
+                                 .cache_bytes = options_.image_cache_bytes,
+                                 .auth_dir = options_.log_dir + "/registry-auth"}),
       table_(
           options_.inventory.worker_id, options_.clean_exit_wait, metrics_,
           [this] { return options_.now ? options_.now() : Clock::now(); },
@@ -212,7 +213,8 @@ void Agent::OnAssignment(const Assignment& assignment) {
     } else {
       // Pulled while the attempt starts: by its digest once one is pinned, else by its tag
       // (the launcher's pull of the tag is what pins it).
-      images_.Start(ImageToPull(*assignment.image), assignment.job_id);
+      images_.Start(ImageToPull(*assignment.image), assignment.job_id,
+                    assignment.image->registry_auth);
     }
   }
   a->launcher = plan.launcher;
@@ -529,8 +531,8 @@ absl::StatusOr<ContainerRun> Agent::RankContainer(const Assignment& assignment, 
   }
   JobImage pinned = image;
   pinned.digest = digest;
-  absl::StatusOr<std::string> pulled =
-      images_.Wait(ImageToPull(pinned), assignment.job_id, options_.image_pull_timeout);
+  absl::StatusOr<std::string> pulled = images_.Wait(
+      ImageToPull(pinned), assignment.job_id, options_.image_pull_timeout, pinned.registry_auth);
   if (!pulled.ok()) return pulled.status();
 
   ContainerHost host;

@@ -137,8 +137,9 @@ void AttemptLauncher::Launch(AttemptRecord* a) {
   // pull started when the assignment arrived; waited for only now, so that it overlaps the
   // pre-run check (on the hosts: it needs no image).
   if (assignment.image) {
-    absl::StatusOr<std::string> digest = images_.Wait(
-        ImageToPull(*assignment.image), assignment.job_id, options_.image_pull_timeout);
+    absl::StatusOr<std::string> digest =
+        images_.Wait(ImageToPull(*assignment.image), assignment.job_id, options_.image_pull_timeout,
+                     assignment.image->registry_auth);
     if (!digest.ok()) return fail(digest.status());
     RM_LOG(kInfo) << "job " << assignment.job_id << " attempt " << assignment.attempt
                   << ": image " << assignment.image->reference << " is " << *digest;

@@ -2,19 +2,25 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "common/utf8.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "core/container.h"
 #include "core/image_cache.h"
 #include "host/process.h"
@@ -27,7 +33,69 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kKeepFinished = std::chrono::minutes(10);
 
+// Writes the runtime's auth file for one pull into `dir` (made mode 0700 if it is not there)
+// with mkstemp, so mode 0600 and a name nobody could have guessed and planted; returns its path.
+absl::StatusOr<std::string> WriteAuthFile(const std::string& dir, const std::string& content) {
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
+  }
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(dir, " is not a directory of this worker's own user"));
+  }
+  if ((st.st_mode & 077) != 0 && chmod(dir.c_str(), 0700) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot make ", dir, " private: ", std::strerror(errno)));
+  }
+  std::string path = dir + "/auth-XXXXXX";
+  const int fd = mkstemp(path.data());
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create a file in ", dir, ": ", std::strerror(errno)));
+  }
+  size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t n = write(fd, content.data() + written, content.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = std::strerror(errno);
+      close(fd);
+      unlink(path.c_str());
+      return absl::FailedPreconditionError(absl::StrCat("cannot write ", path, ": ", why));
+    }
+    written += static_cast<size_t>(n);
+  }
+  close(fd);
+  return path;
+}
+
+bool IsAuthenticationFailure(const std::string& lower) {
+  return absl::StrContains(lower, "unauthorized") ||
+         absl::StrContains(lower, "authentication required") ||
+         absl::StrContains(lower, "invalid username/password") ||
+         absl::StrContains(lower, "incorrect username or password");
+}
+
 }  // namespace
+
+std::string RegistryOfReference(const std::string& reference) {
+  const size_t slash = reference.find('/');
+  if (slash == std::string::npos) return "docker.io";
+  const std::string first = reference.substr(0, slash);
+  if (absl::StrContains(first, '.') || absl::StrContains(first, ':') || first == "localhost") {
+    return first;
+  }
+  return "docker.io";
+}
+
+std::string AuthFileContent(const std::string& registry, const RegistryAuth& auth) {
+  // The registry is HOST[:PORT] (checked by the scheduler and by the reference's parse): no
+  // character of it needs escaping in JSON; the user and secret go in base64.
+  return absl::StrCat("{\"auths\":{\"", registry, "\":{\"auth\":\"",
+                      absl::Base64Escape(absl::StrCat(auth.username, ":", auth.secret)), "\"}}}\n");
+}
 
 std::string PullFailureReason(const std::string& output, int exit_code) {
   std::string reason;
@@ -52,7 +120,8 @@ ImagePuller::~ImagePuller() {
   }
 }
 
-absl::StatusOr<ImagePuller::Pulled> ImagePuller::Run(const std::string& reference) {
+absl::StatusOr<ImagePuller::Pulled> ImagePuller::Run(const std::string& reference,
+                                                     const std::optional<RegistryAuth>& auth) {
   const Clock::time_point deadline = Clock::now() + options_.timeout;
   absl::StatusOr<ImageReference> ref = ParseImageReference(reference);
   if (!ref.ok()) return ref.status();
@@ -86,6 +155,29 @@ absl::StatusOr<ImagePuller::Pulled> ImagePuller::Run(const std::string& referenc
   }
   std::vector<std::string> argv = {options_.runtime, "pull", "--quiet"};
   argv.insert(argv.end(), options_.pull_args.begin(), options_.pull_args.end());
+  // A team's credential goes to the runtime in a file of its own for this pull, never on the
+  // command line (which every user of the host can read in /proc), removed when the pull ends.
+  const std::string registry = RegistryOfReference(reference);
+  const bool with_auth =
+      auth && !options_.auth_dir.empty() && absl::AsciiStrToLower(registry) == auth->registry;
+  std::string auth_path;
+  absl::Cleanup remove_auth = [&auth_path] {
+    if (!auth_path.empty()) unlink(auth_path.c_str());
+  };
+  if (with_auth) {
+    absl::StatusOr<std::string> path =
+        WriteAuthFile(options_.auth_dir, AuthFileContent(registry, *auth));
+    if (!path.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot pull image ", reference,
+                                                        " with the team's credentials for ",
+                                                        registry, ": ", path.status().message()));
+    }
+    auth_path = *path;
+    argv.insert(argv.end(), {"--authfile", auth_path});
+  } else if (auth) {
+    RM_LOG(kWarning) << "image " << reference << ": credentials for " << auth->registry
+                     << " not used (the image is pulled from " << registry << ")";
+  }
   argv.push_back(reference);
   CapturedRun pulled = RunCaptured(argv, options_.env, deadline);
   if (pulled.timed_out) {
@@ -93,9 +185,25 @@ absl::StatusOr<ImagePuller::Pulled> ImagePuller::Run(const std::string& referenc
                                                options_.timeout.count() / 1000, " s"));
   }
   if (pulled.exit.ShellCode() != 0) {
-    const std::string why = PullFailureReason(pulled.text, pulled.exit.ShellCode());
+    std::string why = PullFailureReason(pulled.text, pulled.exit.ShellCode());
+    // The runtime does not print the secret; should one ever do, it goes no further.
+    if (with_auth) why = absl::StrReplaceAll(why, {{auth->secret, "[secret]"}});
     const std::string lower = absl::AsciiStrToLower(why);
     const std::string message = absl::StrCat("cannot pull image ", reference, ": ", why);
+    if (IsAuthenticationFailure(lower)) {
+      return absl::PermissionDeniedError(
+          with_auth ? absl::StrCat("cannot pull image ", reference,
+                                   ": authentication failed at registry ", registry, " as user ",
+                                   auth->username,
+                                   " (the job's team's registry credentials; set them again "
+                                   "with `ringctl registry set`): ",
+                                   why)
+                    : absl::StrCat("cannot pull image ", reference,
+                                   ": authentication failed: registry ", registry,
+                                   " wants credentials, and the job's team has none for it "
+                                   "(`ringctl registry set`): ",
+                                   why));
+    }
     if (absl::StrContains(lower, "manifest unknown") || absl::StrContains(lower, "not found") ||
         absl::StrContains(lower, "name unknown")) {
       return absl::NotFoundError(message);
@@ -153,8 +261,8 @@ void ImagePuller::Evict(const std::string& id) {
   }
 }
 
-std::shared_ptr<ImagePuller::Pull> ImagePuller::StartLocked(const std::string& key,
-                                                            const std::string& reference) {
+std::shared_ptr<ImagePuller::Pull> ImagePuller::StartLocked(
+    const std::string& key, const std::string& reference, const std::optional<RegistryAuth>& auth) {
   // Finished pulls are kept a while for the ranks that ask after the launcher; then forgotten.
   const Clock::time_point now = Clock::now();
   for (auto old = pulls_.begin(); old != pulls_.end();) {
@@ -174,8 +282,8 @@ std::shared_ptr<ImagePuller::Pull> ImagePuller::StartLocked(const std::string& k
   }
   auto pull = std::make_shared<Pull>();
   pulls_[key] = pull;
-  pull->thread = std::thread([this, pull, reference] {
-    absl::StatusOr<Pulled> result = Run(reference);
+  pull->thread = std::thread([this, pull, reference, auth] {
+    absl::StatusOr<Pulled> result = Run(reference, auth);
     if (result.ok()) Evict(result->id);
     MutexLock lock(&mu_);
     if (result.ok()) last_used_[result->id] = Clock::now();
@@ -187,16 +295,19 @@ std::shared_ptr<ImagePuller::Pull> ImagePuller::StartLocked(const std::string& k
   return pull;
 }
 
-void ImagePuller::Start(const std::string& reference, const std::string& generation) {
+void ImagePuller::Start(const std::string& reference, const std::string& generation,
+                        const std::optional<RegistryAuth>& auth) {
   MutexLock lock(&mu_);
-  (void)StartLocked(absl::StrCat(reference, "\n", generation), reference);
+  (void)StartLocked(absl::StrCat(reference, "\n", generation), reference, auth);
 }
 
 absl::StatusOr<std::string> ImagePuller::Wait(const std::string& reference,
                                               const std::string& generation,
-                                              std::chrono::milliseconds wait) {
+                                              std::chrono::milliseconds wait,
+                                              const std::optional<RegistryAuth>& auth) {
   MutexLock lock(&mu_);
-  std::shared_ptr<Pull> pull = StartLocked(absl::StrCat(reference, "\n", generation), reference);
+  std::shared_ptr<Pull> pull =
+      StartLocked(absl::StrCat(reference, "\n", generation), reference, auth);
   if (!changed_.WaitFor(&mu_, wait,
                         [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pull->done; })) {
     return absl::UnavailableError(

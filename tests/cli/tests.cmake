@@ -12,6 +12,7 @@ ringmaster_test(cli_test unit
     ${CMAKE_CURRENT_LIST_DIR}/ringctl_binary_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/logs_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/queue_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/registry_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/study_test.cc
   LIBS ringmaster_cli)
 # status_test_util.h (header only).

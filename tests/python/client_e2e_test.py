@@ -278,6 +278,25 @@ class ClientE2eTest(unittest.TestCase):
         with self.assertRaises(ringmaster.FailedPrecondition):
             self.client.delete_queue("default")
 
+    def test_registry_credentials_are_set_listed_without_the_secret_and_deleted(self):
+        team = f"py-{uuid.uuid4().hex[:8]}"
+        secret = "py-registry-s3cret"
+        shown = self.client.set_registry_credential("GHCR.io", "robot", secret, team=team)
+        self.assertEqual((shown.team, shown.registry, shown.username), (team, "ghcr.io", "robot"))
+        self.assertNotIn(secret, str(shown))
+        listed = self.client.list_registry_credentials(team=team)
+        self.assertEqual([(c.registry, c.username) for c in listed], [("ghcr.io", "robot")])
+        everyone = self.client.list_registry_credentials(team="*")
+        self.assertIn(team, [c.team for c in everyone])
+        self.assertNotIn(secret, str(everyone))
+        with self.assertRaises(ringmaster.InvalidArgument) as bad:
+            self.client.set_registry_credential("https://ghcr.io", "robot", secret, team=team)
+        self.assertIn("registry", str(bad.exception))
+        self.assertNotIn(secret, str(bad.exception))
+        self.client.delete_registry_credential("ghcr.io", team=team)
+        with self.assertRaises(ringmaster.NotFound):
+            self.client.delete_registry_credential("ghcr.io", team=team)
+
     def test_volumes_are_created_mounted_refused_while_mounted_and_deleted(self):
         name = f"py-{uuid.uuid4().hex[:8]}"
         created = self.client.create_volume(name, "/mnt/py", grants={"team-x": True},

@@ -59,6 +59,18 @@ class RecordingLink : public WorkerLink {
     std::lock_guard<std::mutex> lock(mu_);
     mounts_.push_back(mounts);
   }
+  void SendLaunchWithAuth(const Job& job, const CheckPlan& plan,
+                          const std::vector<ResolvedMount>& mounts,
+                          const std::optional<RegistryCredential>& registry_auth) override {
+    SendLaunch(job, plan, mounts);
+    std::lock_guard<std::mutex> lock(mu_);
+    auths_.push_back(registry_auth);
+  }
+  // The registry credential of each of assignments(), in the same order.
+  std::vector<std::optional<RegistryCredential>> auths() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return auths_;
+  }
   // The mounts of each of assignments(), in the same order.
   std::vector<std::vector<ResolvedMount>> mounts() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -95,6 +107,7 @@ class RecordingLink : public WorkerLink {
   std::vector<Job> assignments_;
   std::vector<CheckPlan> plans_;
   std::vector<std::vector<ResolvedMount>> mounts_;
+  std::vector<std::optional<RegistryCredential>> auths_;
   std::vector<std::pair<std::string, int32_t>> stops_;
   std::vector<int64_t> graces_;
   std::atomic<bool> closed_{false};
@@ -2063,6 +2076,92 @@ TEST_F(SchedulerTest, VolumesAreShownToTheirTeamsAndAdminsOnly) {
   EXPECT_THAT(scheduler_->ListVolumes("speech", false), SizeIs(1));
   scratch.name = "nothing";
   EXPECT_THAT(scheduler_->UpdateVolume(scratch), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(SchedulerTest, AnAssignmentCarriesOnlyItsTeamsCredentialForItsImagesRegistry) {
+  auto link = Register(CpuWorker("w1", 8));
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "vision", .registry = "Registry.Example.com", .username = "v", .secret = "vs"}));
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "vision", .registry = "ghcr.io", .username = "g", .secret = "gs"}));
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "audio", .registry = "ghcr.io", .username = "a", .secret = "as"}));
+  JobSpec spec = CommandSpec(1);
+  spec.image = "registry.example.com/vision/train:v1";
+  RM_ASSERT_OK(scheduler_->Submit(spec, "", "vision"));
+  RM_ASSERT_OK(scheduler_->Submit(spec, "", "audio"));  // audio has none for this registry
+  spec.image = "ubuntu:24.04";
+  RM_ASSERT_OK(scheduler_->Submit(spec, "", "vision"));  // nor vision for docker.io
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_THAT(link->assignments(), SizeIs(3));
+  const std::vector<Job> assignments = link->assignments();
+  const std::vector<std::optional<RegistryCredential>> auths = link->auths();
+  ASSERT_THAT(auths, SizeIs(3));
+  std::map<std::string, std::optional<RegistryCredential>> by_team_image;
+  for (size_t i = 0; i < 3; ++i) {
+    by_team_image[assignments[i].team + " " + assignments[i].spec.image] = auths[i];
+  }
+  const auto& vision = by_team_image["vision registry.example.com/vision/train:v1"];
+  ASSERT_TRUE(vision.has_value());
+  EXPECT_EQ(vision->registry, "registry.example.com");
+  EXPECT_EQ(vision->username, "v");
+  EXPECT_EQ(vision->secret, "vs");
+  EXPECT_EQ(by_team_image["audio registry.example.com/vision/train:v1"], std::nullopt);
+  EXPECT_EQ(by_team_image["vision ubuntu:24.04"], std::nullopt);
+}
+
+TEST_F(SchedulerTest, RegistryCredentialsAreListedWithoutSecretsAndSurviveARestart) {
+  RM_ASSERT_OK_AND_ASSIGN(
+      RegistryCredentialView set,
+      scheduler_->SetRegistryCredential(
+          {.team = "vision", .registry = "ghcr.io", .username = "v", .secret = "first"}));
+  EXPECT_EQ(set.registry, "ghcr.io");
+  EXPECT_GT(set.updated_at_ms, 0);
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "vision", .registry = "ghcr.io", .username = "v2", .secret = "second"}));
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "audio", .registry = "quay.io", .username = "a", .secret = "as"}));
+  RM_ASSERT_OK_AND_ASSIGN(auto vision, scheduler_->ListRegistryCredentials("vision"));
+  ASSERT_THAT(vision, SizeIs(1));
+  EXPECT_EQ(vision[0].username, "v2");
+  RM_ASSERT_OK_AND_ASSIGN(auto all, scheduler_->ListRegistryCredentials("*"));
+  EXPECT_THAT(all, SizeIs(2));
+  EXPECT_THAT(scheduler_->ListRegistryCredentials("Bad"),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+
+  scheduler_.reset();
+  Start();
+  RM_ASSERT_OK_AND_ASSIGN(auto reloaded, scheduler_->ListRegistryCredentials("*"));
+  EXPECT_EQ(reloaded, all);
+  RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListRegistryCredentials());
+  ASSERT_THAT(stored, SizeIs(2));
+  EXPECT_EQ(stored[1].secret, "second");  // (vision, ghcr.io) after (audio, quay.io)
+
+  EXPECT_THAT(scheduler_->DeleteRegistryCredential("vision", "quay.io"),
+              StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(scheduler_->DeleteRegistryCredential("vision", "https://ghcr.io"),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  RM_EXPECT_OK(scheduler_->DeleteRegistryCredential("vision", "GHCR.io"));
+  RM_ASSERT_OK_AND_ASSIGN(vision, scheduler_->ListRegistryCredentials("vision"));
+  EXPECT_THAT(vision, IsEmpty());
+}
+
+TEST_F(SchedulerTest, ATeamHasCredentialsForAtMostSixteenRegistries) {
+  for (size_t i = 0; i < kMaxRegistryCredentialsPerTeam; ++i) {
+    RM_ASSERT_OK(scheduler_->SetRegistryCredential({.team = "vision",
+                                                    .registry = absl::StrCat("r", i, ".io"),
+                                                    .username = "u",
+                                                    .secret = "s"}));
+  }
+  auto refused = scheduler_->SetRegistryCredential(
+      {.team = "vision", .registry = "one-more.io", .username = "u", .secret = "s"});
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kFailedPrecondition));
+  // Replacing one is not a new one; another team has its own count.
+  RM_EXPECT_OK(scheduler_->SetRegistryCredential(
+      {.team = "vision", .registry = "r0.io", .username = "u", .secret = "t"}));
+  RM_EXPECT_OK(scheduler_->SetRegistryCredential(
+      {.team = "audio", .registry = "one-more.io", .username = "u", .secret = "s"}));
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ ringmaster_test(scheduler_unit_test unit
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/scheduler_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/log_relay_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/registry_credentials_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/../store/fault_injecting_job_store.cc
   LIBS ringmaster_scheduler_lib ringmaster_test_support)
 

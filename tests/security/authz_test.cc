@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/bearer_token.h"
 #include "common/tls.h"
@@ -26,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "ringmaster/v1/admin.grpc.pb.h"
 #include "ringmaster/v1/queue.grpc.pb.h"
+#include "ringmaster/v1/registry.grpc.pb.h"
 #include "ringmaster/v1/volume.grpc.pb.h"
 #include "scheduler/harness.h"
 #include "support/test_certs.h"
@@ -391,6 +393,91 @@ TEST_F(AuthzTest, WrongRoleIsPermissionDeniedNamingTheRightAndStoresNothing) {
     EXPECT_THAT(member.error_message(), HasSubstr(it->second)) << rpc.name;
   }
   EXPECT_EQ(Counts(), before);
+}
+
+// A team's registry credentials: its members set and delete them, any of its tokens lists them,
+// only an admin touches another team's; no answer and no audit entry carries the secret.
+TEST_F(AuthzTest, RegistryCredentialsBelongToTheirTeamAndTheSecretIsNeverReturned) {
+  constexpr char kSecret[] = "authz-registry-s3cret";
+  auto set = [&](const std::shared_ptr<grpc::Channel>& c, const std::string& team,
+                 const std::string& registry, v1::RegistryCredential* resp) {
+    v1::SetRegistryCredentialRequest req;
+    req.set_team(team);
+    req.set_registry(registry);
+    req.set_username("robot");
+    req.set_secret(kSecret);
+    grpc::ClientContext ctx;
+    return v1::RegistryService::NewStub(c)->SetRegistryCredential(Deadline(&ctx), req, resp);
+  };
+  auto list = [&](const std::shared_ptr<grpc::Channel>& c, const std::string& team,
+                  v1::ListRegistryCredentialsResponse* resp) {
+    v1::ListRegistryCredentialsRequest req;
+    req.set_team(team);
+    grpc::ClientContext ctx;
+    return v1::RegistryService::NewStub(c)->ListRegistryCredentials(Deadline(&ctx), req, resp);
+  };
+  auto remove = [&](const std::shared_ptr<grpc::Channel>& c, const std::string& team,
+                    const std::string& registry) {
+    v1::DeleteRegistryCredentialRequest req;
+    req.set_team(team);
+    req.set_registry(registry);
+    v1::DeleteRegistryCredentialResponse resp;
+    grpc::ClientContext ctx;
+    return v1::RegistryService::NewStub(c)->DeleteRegistryCredential(Deadline(&ctx), req, &resp);
+  };
+  v1::RegistryCredential set_resp;
+  grpc::Status s = set(viewer_a_, "", "ghcr.io", &set_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("registries.write"));
+  s = set(member_b_, "team-a", "ghcr.io", &set_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  s = set(member_a_, "", "https://ghcr.io", &set_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(), ::testing::StartsWith("registry: "));
+  s = set(member_a_, "", "GHCR.io", &set_resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(set_resp.team(), "team-a");
+  EXPECT_EQ(set_resp.registry(), "ghcr.io");
+  EXPECT_THAT(set_resp.DebugString(), Not(HasSubstr(kSecret)));
+  ASSERT_TRUE(set(admin_, "team-b", "quay.io", &set_resp).ok());
+
+  v1::ListRegistryCredentialsResponse listed;
+  ASSERT_TRUE(list(viewer_a_, "", &listed).ok());
+  ASSERT_EQ(listed.credentials_size(), 1);
+  EXPECT_EQ(listed.credentials(0).username(), "robot");
+  EXPECT_THAT(listed.DebugString(), Not(HasSubstr(kSecret)));
+  EXPECT_EQ(list(member_b_, "team-a", &listed).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(list(member_a_, "*", &listed).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  v1::ListRegistryCredentialsResponse all;
+  ASSERT_TRUE(list(admin_, "*", &all).ok());
+  EXPECT_EQ(all.credentials_size(), 2);
+  EXPECT_THAT(all.DebugString(), Not(HasSubstr(kSecret)));
+
+  EXPECT_EQ(remove(member_b_, "team-a", "ghcr.io").error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(remove(viewer_a_, "", "ghcr.io").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(remove(member_a_, "", "ghcr.io").ok());
+  EXPECT_EQ(remove(member_a_, "", "ghcr.io").error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(remove(admin_, "team-b", "quay.io").ok());
+
+  // The audit trail names the team and registry, never the secret.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        v1::ListAuditResponse audit;
+        grpc::ClientContext ctx;
+        v1::AdminService::NewStub(admin_)->ListAudit(Deadline(&ctx), v1::ListAuditRequest(),
+                                                     &audit);
+        return absl::StrContains(audit.DebugString(), "team-a/ghcr.io");
+      },
+      std::chrono::seconds(10)));
+  v1::ListAuditResponse audit;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(v1::AdminService::NewStub(admin_)
+                  ->ListAudit(Deadline(&ctx), v1::ListAuditRequest(), &audit)
+                  .ok());
+  EXPECT_THAT(audit.DebugString(), HasSubstr("SetRegistryCredential"));
+  EXPECT_THAT(audit.DebugString(), Not(HasSubstr(kSecret)));
+  EXPECT_THAT(scheduler_->LogTail(), Not(HasSubstr(kSecret)));
 }
 
 TEST_F(AuthzTest, OtherTeamsJobsAreNotFoundAndUnlisted) {

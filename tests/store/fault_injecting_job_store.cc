@@ -187,4 +187,22 @@ absl::Status FaultInjectingJobStore::DeleteVolume(const std::string& name, int64
   return store_->DeleteVolume(name, epoch);
 }
 
+absl::Status FaultInjectingJobStore::SetRegistryCredential(const RegistryCredential& credential,
+                                                           int64_t epoch) {
+  if (auto s = Enter(Call::kSetRegistryCredential); !s.ok()) return s;
+  return store_->SetRegistryCredential(credential, epoch);
+}
+
+absl::StatusOr<std::vector<RegistryCredential>> FaultInjectingJobStore::ListRegistryCredentials() {
+  if (auto s = Enter(Call::kListRegistryCredentials); !s.ok()) return s;
+  return store_->ListRegistryCredentials();
+}
+
+absl::Status FaultInjectingJobStore::DeleteRegistryCredential(const std::string& team,
+                                                              const std::string& registry,
+                                                              int64_t epoch) {
+  if (auto s = Enter(Call::kDeleteRegistryCredential); !s.ok()) return s;
+  return store_->DeleteRegistryCredential(team, registry, epoch);
+}
+
 }  // namespace ringmaster::scheduler

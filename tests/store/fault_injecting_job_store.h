@@ -16,10 +16,30 @@ namespace ringmaster::scheduler {
 class FaultInjectingJobStore : public JobStore {
  public:
   enum class Call {
-    kCreateJob, kGetJob, kListJobs, kListActiveJobs, kUpdateJob, kListEvents,
-    kTakeLeadership, kCommit, kUpsertWorker, kListWorkers, kCreateQueue, kUpdateQueue,
-    kGetQueue, kListQueues, kDeleteQueue, kListQueueUsage, kCreateVolume, kUpdateVolume,
-    kGetVolume, kListVolumes, kDeleteVolume,
+    kCreateJob,
+    kGetJob,
+    kListJobs,
+    kListActiveJobs,
+    kUpdateJob,
+    kListEvents,
+    kTakeLeadership,
+    kCommit,
+    kUpsertWorker,
+    kListWorkers,
+    kCreateQueue,
+    kUpdateQueue,
+    kGetQueue,
+    kListQueues,
+    kDeleteQueue,
+    kListQueueUsage,
+    kCreateVolume,
+    kUpdateVolume,
+    kGetVolume,
+    kListVolumes,
+    kDeleteVolume,
+    kSetRegistryCredential,
+    kListRegistryCredentials,
+    kDeleteRegistryCredential,
   };
 
   // `store` must outlive this object.
@@ -65,6 +85,10 @@ class FaultInjectingJobStore : public JobStore {
   absl::StatusOr<Volume> GetVolume(const std::string& name) override;
   absl::StatusOr<std::vector<Volume>> ListVolumes() override;
   absl::Status DeleteVolume(const std::string& name, int64_t epoch) override;
+  absl::Status SetRegistryCredential(const RegistryCredential& credential, int64_t epoch) override;
+  absl::StatusOr<std::vector<RegistryCredential>> ListRegistryCredentials() override;
+  absl::Status DeleteRegistryCredential(const std::string& team, const std::string& registry,
+                                        int64_t epoch) override;
 
  private:
   struct Fault {

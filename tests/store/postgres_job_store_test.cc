@@ -67,7 +67,7 @@ class PostgresJobStoreBackend : public JobStoreBackend {
       // Queues as the migration leaves them: only default.
       auto status = Exec(*url,
                          "TRUNCATE jobs, job_events, placements, workers, queues, queue_quotas, "
-                         "queue_usage, volumes "
+                         "queue_usage, volumes, registry_credentials "
                          "RESTART IDENTITY; "
                          "INSERT INTO queues (name, created_at_ms, updated_at_ms) "
                          "VALUES ('default', 0, 0)");

@@ -8,6 +8,7 @@ ringmaster_test(scheduler_store_unit_test unit
           ${STORE_TEST_DIR}/job_store_conformance.cc
           ${STORE_TEST_DIR}/queue_store_conformance.cc
           ${STORE_TEST_DIR}/volume_store_conformance.cc
+          ${STORE_TEST_DIR}/registry_store_conformance.cc
           ${STORE_TEST_DIR}/coordination_conformance.cc
   LIBS ringmaster_scheduler_store ringmaster_test_support)
 ringmaster_test(scheduler_store_integration_test integration
@@ -16,5 +17,6 @@ ringmaster_test(scheduler_store_integration_test integration
           ${STORE_TEST_DIR}/job_store_conformance.cc
           ${STORE_TEST_DIR}/queue_store_conformance.cc
           ${STORE_TEST_DIR}/volume_store_conformance.cc
+          ${STORE_TEST_DIR}/registry_store_conformance.cc
           ${STORE_TEST_DIR}/coordination_conformance.cc
   LIBS ringmaster_scheduler_store ringmaster_test_support)

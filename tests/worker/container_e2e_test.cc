@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <set>
 
@@ -30,16 +31,17 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "common/net.h"
-#include "gmock/gmock.h"
 #include "common/bearer_token.h"
+#include "common/net.h"
 #include "common/tls.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ringmaster/v1/admin.grpc.pb.h"
+#include "ringmaster/v1/registry.grpc.pb.h"
 #include "ringmaster/v1/volume.grpc.pb.h"
 #include "support/cluster/cluster_test.h"
-#include "support/test_certs.h"
 #include "support/http_get.h"
+#include "support/test_certs.h"
 #include "support/wait_for.h"
 
 namespace ringmaster::test {
@@ -473,6 +475,138 @@ TEST_F(ContainerE2eTest, AWorkerKilledMidJobLeavesNoContainerAfterItRestarts) {
     EXPECT_TRUE(WaitFor([&] { return ContainersOf(wid).empty(); }, 60s))
         << wid << ": " << absl::StrJoin(ContainersOf(wid), ",");
   }
+}
+
+// A token of role member of `team`, made by the admin.
+std::string MemberToken(Cluster& cluster, const std::string& team) {
+  v1::CreateTokenRequest req;
+  req.set_team(team);
+  req.set_role("member");
+  v1::CreateTokenResponse resp;
+  grpc::ClientContext ctx;
+  grpc::Status s =
+      v1::AdminService::NewStub(cluster.scheduler().channel())->CreateToken(&ctx, req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return resp.token();
+}
+
+// A registry that wants a password (docker-registry's htpasswd auth, a bcrypt line made with
+// python3's crypt): a team that set its credentials with `RegistryService` runs its job from
+// it; a team without fails naming the image and the refused authentication, and no message,
+// log or answer carries the secret.
+TEST_F(ContainerE2eTest, APrivateRegistrysImageRunsForTheTeamWithCredentialsOnly) {
+  constexpr char kSecret[] = "s3cret-registry-pass";
+  auto [hashed, htpasswd] =
+      Sh(absl::StrCat("python3 -W ignore -c \"import crypt; print('robot:' + crypt.crypt('",
+                      kSecret, "', crypt.mksalt(crypt.METHOD_BLOWFISH)))\""));
+  ASSERT_EQ(hashed, 0) << htpasswd;
+  ASSERT_THAT(htpasswd, ::testing::StartsWith("robot:$2"));
+  std::ofstream(*dir_ + "/htpasswd") << htpasswd;
+  auto port = PickFreePort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  const std::string registry = absl::StrCat("127.0.0.1:", *port);
+  {
+    std::ofstream config(*dir_ + "/private.yml");
+    config << "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: "
+           << *dir_ << "/private\nhttp:\n  addr: " << registry
+           << "\nauth:\n  htpasswd:\n    realm: ringmaster-test\n    path: " << *dir_
+           << "/htpasswd\n";
+  }
+  auto started = Subprocess::Start({"docker-registry", "serve", *dir_ + "/private.yml"});
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<Subprocess> private_registry = *std::move(started);
+  ASSERT_TRUE(WaitFor(
+      [&] { return Sh("curl -s -o /dev/null http://" + registry + "/v2/").first == 0; }, 15s))
+      << private_registry->LogTail();
+  const std::string image = absl::StrCat(registry, "/vision/private:1");
+  auto [pushed, push_out] =
+      Sh(absl::StrCat("podman push --quiet --tls-verify=false --creds robot:", kSecret, " ",
+                      kLocalImage, " ", image));
+  ASSERT_EQ(pushed, 0) << push_out;
+  // No worker may have it already from the push.
+  Sh(absl::StrCat("podman rmi --force ", image));
+
+  const std::string token = MemberToken(*cluster_, "team-reg-a");
+  auto channel = CreateChannelWithToken(cluster_->scheduler().addr(),
+                                        *MakeChannelCredentials(TestCerts::Get().CaOnly()), token);
+  auto registries = v1::RegistryService::NewStub(channel);
+  {
+    v1::SetRegistryCredentialRequest req;
+    req.set_registry(registry);
+    req.set_username("robot");
+    req.set_secret(kSecret);
+    v1::RegistryCredential resp;
+    grpc::ClientContext ctx;
+    grpc::Status s = registries->SetRegistryCredential(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.team(), "team-reg-a");
+    EXPECT_THAT(resp.DebugString(), ::testing::Not(HasSubstr(kSecret)));
+  }
+  {
+    v1::ListRegistryCredentialsRequest req;
+    v1::ListRegistryCredentialsResponse resp;
+    grpc::ClientContext ctx;
+    grpc::Status s = registries->ListRegistryCredentials(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(resp.credentials_size(), 1);
+    EXPECT_EQ(resp.credentials(0).registry(), registry);
+    EXPECT_THAT(resp.DebugString(), ::testing::Not(HasSubstr(kSecret)));
+  }
+
+  v1::JobSpec spec =
+      ImageJob("private", 2, {"python3", "-c", "print('ran from the private registry')"});
+  spec.set_image(image);
+  auto team_a = v1::JobService::NewStub(channel);
+  auto team_b = JobsOfTeam(*cluster_, "team-reg-b");
+  std::string with_id, without_id;
+  ASSERT_TRUE(SubmitAs(*team_a, spec, &with_id).ok());
+  v1::Job with = cluster_->WaitState(with_id, v1::JOB_STATE_SUCCEEDED, 180s);
+  ASSERT_EQ(with.state(), v1::JOB_STATE_SUCCEEDED) << with.message() << cluster_->Logs();
+  EXPECT_THAT(AllLogs(with), HasSubstr("ran from the private registry"));
+
+  Sh(absl::StrCat("podman rmi --force ", image));
+  spec.set_name("private-no-creds");
+  ASSERT_TRUE(SubmitAs(*team_b, spec, &without_id).ok());
+  v1::Job without = cluster_->WaitState(without_id, v1::JOB_STATE_FAILED, 120s);
+  ASSERT_EQ(without.state(), v1::JOB_STATE_FAILED) << without.message();
+  EXPECT_THAT(without.message(), HasSubstr(image));
+  EXPECT_THAT(without.message(), HasSubstr("authentication failed"));
+  std::cout << "without credentials: " << without.message() << "\n";
+
+  // A team whose credentials the registry refuses: the message says so and names the user.
+  const std::string token_c = MemberToken(*cluster_, "team-reg-c");
+  auto channel_c = CreateChannelWithToken(
+      cluster_->scheduler().addr(), *MakeChannelCredentials(TestCerts::Get().CaOnly()), token_c);
+  {
+    v1::SetRegistryCredentialRequest req;
+    req.set_registry(registry);
+    req.set_username("robot");
+    req.set_secret("not-the-password");
+    v1::RegistryCredential resp;
+    grpc::ClientContext ctx;
+    grpc::Status s =
+        v1::RegistryService::NewStub(channel_c)->SetRegistryCredential(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  std::string wrong_id;
+  spec.set_name("private-wrong-creds");
+  ASSERT_TRUE(SubmitAs(*v1::JobService::NewStub(channel_c), spec, &wrong_id).ok());
+  v1::Job wrong = cluster_->WaitState(wrong_id, v1::JOB_STATE_FAILED, 120s);
+  ASSERT_EQ(wrong.state(), v1::JOB_STATE_FAILED) << wrong.message();
+  EXPECT_THAT(wrong.message(), HasSubstr(image));
+  EXPECT_THAT(wrong.message(),
+              HasSubstr("authentication failed at registry " + registry + " as user robot"));
+  EXPECT_THAT(wrong.message(), ::testing::Not(HasSubstr("not-the-password")));
+  std::cout << "wrong credentials: " << wrong.message() << "\n";
+  // Every auth file is gone once its pull ended.
+  for (auto& w : cluster_->workers()) {
+    const std::filesystem::path auth_dir = w->log_dir() + "/registry-auth";
+    if (!std::filesystem::exists(auth_dir)) continue;
+    EXPECT_TRUE(std::filesystem::is_empty(auth_dir)) << auth_dir;
+    EXPECT_EQ(std::filesystem::status(auth_dir).permissions() & std::filesystem::perms::all,
+              std::filesystem::perms::owner_all);
+  }
+  EXPECT_THAT(cluster_->Logs(), ::testing::Not(HasSubstr(kSecret)));
 }
 
 }  // namespace

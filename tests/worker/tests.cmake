@@ -76,6 +76,10 @@ ringmaster_test(worker_agent_test unit
     ${CMAKE_CURRENT_LIST_DIR}/gpu_metrics_test.cc
   LIBS ringmaster_worker_lib)
 
+ringmaster_test(worker_image_puller_test unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/image_puller_test.cc
+  LIBS ringmaster_worker_lib)
+
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
   # Bursts of short jobs against real workers; about a minute on two cores.
   ringmaster_test(worker_stress_e2e_test e2e

@@ -72,6 +72,12 @@ const char* ActionName(Action action) {
       return "UpdateVolume";
     case Action::kDeleteVolume:
       return "DeleteVolume";
+    case Action::kSetRegistryCredential:
+      return "SetRegistryCredential";
+    case Action::kListRegistryCredentials:
+      return "ListRegistryCredentials";
+    case Action::kDeleteRegistryCredential:
+      return "DeleteRegistryCredential";
   }
   return "unknown";
 }
@@ -90,8 +96,11 @@ Level LevelOf(Action action) {
     case Action::kListQueues:
     case Action::kGetVolume:
     case Action::kListVolumes:
+    case Action::kListRegistryCredentials:
       return Level::kRead;
     case Action::kSubmitJob:
+    case Action::kSetRegistryCredential:
+    case Action::kDeleteRegistryCredential:
     case Action::kCancelJob:
     case Action::kReadJobLogs:
       return Level::kWrite;
@@ -148,6 +157,11 @@ const char* RequiredRight(Action action) {
     case Action::kUpdateVolume:
     case Action::kDeleteVolume:
       return "volumes.admin";
+    case Action::kListRegistryCredentials:
+      return "registries.read";
+    case Action::kSetRegistryCredential:
+    case Action::kDeleteRegistryCredential:
+      return "registries.write";
   }
   return "admin";
 }

@@ -53,6 +53,9 @@ enum class Action {
   kCreateVolume,
   kUpdateVolume,
   kDeleteVolume,
+  kSetRegistryCredential,
+  kListRegistryCredentials,
+  kDeleteRegistryCredential,
 };
 const char* ActionName(Action action);
 

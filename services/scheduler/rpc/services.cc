@@ -654,6 +654,11 @@ class WorkerStream final
   }
   void SendLaunch(const Job& job, const CheckPlan& plan,
                   const std::vector<ResolvedMount>& mounts) override {
+    SendLaunchWithAuth(job, plan, mounts, std::nullopt);
+  }
+  void SendLaunchWithAuth(const Job& job, const CheckPlan& plan,
+                          const std::vector<ResolvedMount>& mounts,
+                          const std::optional<RegistryCredential>& registry_auth) override {
     v1::SchedulerMessage msg = AssignmentOf(job);
     v1::Assignment* a = msg.mutable_assignment();
     a->set_run_check(plan.run);
@@ -668,6 +673,12 @@ class WorkerStream final
       mount->set_host_path(m.host_path);
       mount->set_container_path(m.container_path);
       mount->set_read_only(m.read_only);
+    }
+    if (registry_auth) {
+      v1::RegistryAuth* auth = a->mutable_registry_auth();
+      auth->set_registry(registry_auth->registry);
+      auth->set_username(registry_auth->username);
+      auth->set_secret(registry_auth->secret);
     }
     Enqueue(std::move(msg));
   }

@@ -427,4 +427,32 @@ absl::Status InMemoryJobStore::DeleteVolume(const std::string& name, int64_t epo
   return absl::OkStatus();
 }
 
+absl::Status InMemoryJobStore::SetRegistryCredential(const RegistryCredential& credential,
+                                                     int64_t epoch) {
+  MutexLock lock(&mu_);
+  if (epoch != epoch_) return FencedError(epoch, epoch_);
+  registry_credentials_[{credential.team, credential.registry}] = credential;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<RegistryCredential>> InMemoryJobStore::ListRegistryCredentials() {
+  MutexLock lock(&mu_);
+  std::vector<RegistryCredential> out;
+  out.reserve(registry_credentials_.size());
+  for (const auto& [key, credential] : registry_credentials_) out.push_back(credential);
+  return out;
+}
+
+absl::Status InMemoryJobStore::DeleteRegistryCredential(const std::string& team,
+                                                        const std::string& registry,
+                                                        int64_t epoch) {
+  MutexLock lock(&mu_);
+  if (epoch != epoch_) return FencedError(epoch, epoch_);
+  if (registry_credentials_.erase({team, registry}) == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("team ", team, " has no credentials for registry ", registry));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ringmaster::scheduler

@@ -45,6 +45,10 @@ class InMemoryJobStore : public JobStore {
   absl::StatusOr<Volume> GetVolume(const std::string& name) override;
   absl::StatusOr<std::vector<Volume>> ListVolumes() override;
   absl::Status DeleteVolume(const std::string& name, int64_t epoch) override;
+  absl::Status SetRegistryCredential(const RegistryCredential& credential, int64_t epoch) override;
+  absl::StatusOr<std::vector<RegistryCredential>> ListRegistryCredentials() override;
+  absl::Status DeleteRegistryCredential(const std::string& team, const std::string& registry,
+                                        int64_t epoch) override;
 
  private:
   struct StoredJob {
@@ -64,6 +68,7 @@ class InMemoryJobStore : public JobStore {
   std::map<std::string, CheckBaseline> baselines_ ABSL_GUARDED_BY(mu_);  // by shape
   std::map<std::string, Queue> queues_ ABSL_GUARDED_BY(mu_);             // by name
   std::map<std::string, Volume> volumes_ ABSL_GUARDED_BY(mu_);           // by name
+  RegistryCredentials registry_credentials_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringmaster::scheduler

@@ -15,6 +15,7 @@
 #include "scheduler/core/array.h"
 #include "scheduler/core/health_check.h"
 #include "scheduler/core/job_list.h"
+#include "scheduler/core/registry_credentials.h"
 #include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
@@ -165,6 +166,18 @@ class JobStore {
   // NOT_FOUND when there is no such volume; FAILED_PRECONDITION naming a job while a job that
   // is not terminal mounts it (checked in the same transaction as the delete).
   virtual absl::Status DeleteVolume(const std::string& name, int64_t epoch) = 0;
+
+  // Teams' registry credentials (core/registry_credentials.h), one per (team, registry). Writes
+  // are fenced by `epoch` and store the credential as given: validation is the caller's. Set
+  // inserts it or replaces the team's one for that registry.
+  virtual absl::Status SetRegistryCredential(const RegistryCredential& credential,
+                                             int64_t epoch) = 0;
+  // Every credential, secrets included (for the scheduler's memory, never for an answer), by
+  // team then registry.
+  virtual absl::StatusOr<std::vector<RegistryCredential>> ListRegistryCredentials() = 0;
+  // NOT_FOUND when the team has none for that registry.
+  virtual absl::Status DeleteRegistryCredential(const std::string& team,
+                                                const std::string& registry, int64_t epoch) = 0;
 
   // Accounting stored by Commit (JobWrite::usage), summed per queue and resource, by queue then
   // resource. A deleted queue's usage is deleted with it.

@@ -228,6 +228,19 @@ CREATE INDEX jobs_array_seq ON jobs (array_id, seq DESC) WHERE array_id IS NOT N
 -- ListJobs without an array: arrays are one line each, their tasks left out.
 CREATE INDEX jobs_untasked_seq ON jobs (seq DESC) WHERE array_id IS NULL;
 )sql"},
+    {14, "registry credentials of teams, for pulling their jobs' images", R"sql(
+-- One per team and registry (HOST[:PORT], lower-case). The secret (password or token) is sent
+-- only to the worker that pulls a job's image, and never returned by an API
+-- (docs/environments.md, "Private registries").
+CREATE TABLE registry_credentials (
+  team           text NOT NULL,
+  registry       text NOT NULL,
+  username       text NOT NULL,
+  secret         text NOT NULL,
+  updated_at_ms  bigint NOT NULL,
+  PRIMARY KEY (team, registry)
+);
+)sql"},
 };
 
 // Strictly increasing from 1. Parallel branches reserve version numbers, so a gap may exist

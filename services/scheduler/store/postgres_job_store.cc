@@ -237,6 +237,17 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "AND spec->'mounts' @> jsonb_build_array(jsonb_build_object('volume', $1::text)) "
      "ORDER BY seq LIMIT 1"},
     {"delete_volume", "DELETE FROM volumes WHERE name = $1"},
+    // Registry credentials: the secret is read only to load the scheduler's memory.
+    {"upsert_registry_credential",
+     "INSERT INTO registry_credentials (team, registry, username, secret, updated_at_ms) "
+     "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (team, registry) DO UPDATE SET "
+     "username = EXCLUDED.username, secret = EXCLUDED.secret, "
+     "updated_at_ms = EXCLUDED.updated_at_ms"},
+    {"select_registry_credentials",
+     "SELECT team, registry, username, secret, updated_at_ms FROM registry_credentials "
+     "ORDER BY team, registry"},
+    {"delete_registry_credential",
+     "DELETE FROM registry_credentials WHERE team = $1 AND registry = $2"},
     // One row per GPU (or one with NULL GPU columns for a worker without any), in stored order.
     {"select_workers",
      "SELECT w.id, w.address, w.port, w.cpu_slots, w.state, w.registered_at_ms, "
@@ -1369,6 +1380,52 @@ absl::Status PostgresJobStore::DeleteVolume(const std::string& name, int64_t epo
           mounting[0][1].as<std::string>(), "; cancel it or wait for it to end first"));
     }
     tx.exec_prepared("delete_volume", name);
+    tx.commit();
+    return absl::OkStatus();
+  });
+}
+
+absl::Status PostgresJobStore::SetRegistryCredential(const RegistryCredential& credential,
+                                                     int64_t epoch) {
+  return pool_->Run([&](pqxx::connection& conn) -> absl::Status {
+    pqxx::work tx(conn);
+    RM_RETURN_IF_ERROR(CheckFence(tx, epoch));
+    tx.exec_prepared("upsert_registry_credential", credential.team, credential.registry,
+                     credential.username, credential.secret, credential.updated_at_ms);
+    tx.commit();
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<RegistryCredential>> PostgresJobStore::ListRegistryCredentials() {
+  return pool_->Run<std::vector<RegistryCredential>>(
+      [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<RegistryCredential>> {
+        ReadTransaction tx(conn);
+        std::vector<RegistryCredential> out;
+        for (const auto& row : tx.exec_prepared("select_registry_credentials")) {
+          RegistryCredential c;
+          c.team = row[0].as<std::string>();
+          c.registry = row[1].as<std::string>();
+          c.username = row[2].as<std::string>();
+          c.secret = row[3].as<std::string>();
+          c.updated_at_ms = row[4].as<int64_t>();
+          out.push_back(std::move(c));
+        }
+        tx.commit();
+        return out;
+      });
+}
+
+absl::Status PostgresJobStore::DeleteRegistryCredential(const std::string& team,
+                                                        const std::string& registry,
+                                                        int64_t epoch) {
+  return pool_->Run([&](pqxx::connection& conn) -> absl::Status {
+    pqxx::work tx(conn);
+    RM_RETURN_IF_ERROR(CheckFence(tx, epoch));
+    if (tx.exec_prepared("delete_registry_credential", team, registry).affected_rows() == 0) {
+      return absl::NotFoundError(
+          absl::StrCat("team ", team, " has no credentials for registry ", registry));
+    }
     tx.commit();
     return absl::OkStatus();
   });

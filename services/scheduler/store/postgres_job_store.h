@@ -49,6 +49,10 @@ class PostgresJobStore : public JobStore {
   absl::StatusOr<Volume> GetVolume(const std::string& name) override;
   absl::StatusOr<std::vector<Volume>> ListVolumes() override;
   absl::Status DeleteVolume(const std::string& name, int64_t epoch) override;
+  absl::Status SetRegistryCredential(const RegistryCredential& credential, int64_t epoch) override;
+  absl::StatusOr<std::vector<RegistryCredential>> ListRegistryCredentials() override;
+  absl::Status DeleteRegistryCredential(const std::string& team, const std::string& registry,
+                                        int64_t epoch) override;
 
   // How many migrations Connect applied (0 when the schema was already current).
   int migrations_applied() const { return migrations_applied_; }

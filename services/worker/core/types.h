@@ -47,6 +47,16 @@ struct AssignedMount {
   bool operator==(const AssignedMount&) const = default;
 };
 
+// The job's team's credential for the registry of its image (Assignment.registry_auth;
+// docs/environments.md, "Private registries"). The secret goes to the runtime in a private file
+// for the pull, and nowhere else: never into a log line, a command line or a message.
+struct RegistryAuth {
+  std::string registry;  // HOST[:PORT], lower-case
+  std::string username;
+  std::string secret;
+  bool operator==(const RegistryAuth&) const = default;
+};
+
 // The environment a job with an image runs in (JobSpec.image; docs/environments.md).
 struct JobImage {
   std::string reference;  // as the spec gives it
@@ -54,6 +64,7 @@ struct JobImage {
   std::vector<AssignedMount> mounts;
   int64_t shm_size_bytes = 0;
   std::string workdir;
+  std::optional<RegistryAuth> registry_auth;
 };
 
 // One job attempt as the scheduler assigned it: every rank of the gang, on every worker.

@@ -49,6 +49,11 @@ Assignment FromProto(const v1::Assignment& proto) {
     }
     image.shm_size_bytes = spec.shm_size_bytes();
     image.workdir = spec.workdir();
+    if (proto.has_registry_auth()) {
+      image.registry_auth =
+          RegistryAuth{proto.registry_auth().registry(), proto.registry_auth().username(),
+                       proto.registry_auth().secret()};
+    }
     a.image = std::move(image);
   }
   return a;

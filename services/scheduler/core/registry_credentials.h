@@ -1,0 +1,79 @@
+// Teams' credentials for private image registries (docs/environments.md, "Private
+// registries"): what one is, the rules it is checked against, and which one goes with a job's
+// image. The secret is held here only to be stored and sent to the worker that pulls the
+// image; nothing that lists credentials, logs or audits carries it (RegistryCredentialView).
+// Pure functions on plain structs, no I/O; thread-safe.
+#ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_REGISTRY_CREDENTIALS_H_
+#define RINGMASTER_SERVICES_SCHEDULER_CORE_REGISTRY_CREDENTIALS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace ringmaster::scheduler {
+
+inline constexpr size_t kMaxRegistryBytes = 255;
+inline constexpr size_t kMaxRegistryUsernameBytes = 256;
+inline constexpr size_t kMaxRegistrySecretBytes = 4096;
+inline constexpr size_t kMaxRegistryCredentialsPerTeam = 16;
+// The registry of an image reference without one, as Docker and Podman read it.
+inline constexpr char kDefaultRegistry[] = "docker.io";
+
+struct RegistryCredential {
+  std::string team;
+  std::string registry;  // HOST[:PORT], lower-case
+  std::string username;
+  std::string secret;  // password or token: never logged, never returned by an API
+  int64_t updated_at_ms = 0;
+  bool operator==(const RegistryCredential&) const = default;
+};
+
+// What may be shown of a credential: everything but the secret.
+struct RegistryCredentialView {
+  std::string team;
+  std::string registry;
+  std::string username;
+  int64_t updated_at_ms = 0;
+  bool operator==(const RegistryCredentialView&) const = default;
+};
+RegistryCredentialView ViewOf(const RegistryCredential& credential);
+
+// HOST[:PORT]: HOST a DNS name of '.'-separated labels of [a-z0-9-] (each 1..63, not starting
+// or ending with '-') or an IPv4 address, PORT 1..65535, at most 255 bytes in all; upper-case
+// letters are taken as lower-case. Returns the lower-case form, or INVALID_ARGUMENT naming
+// `field`.
+absl::StatusOr<std::string> NormalizeRegistry(const std::string& registry,
+                                              const std::string& field);
+
+// Returns `in` with its registry lower-cased, or INVALID_ARGUMENT naming the first bad field:
+// team (a team name), registry (as NormalizeRegistry), username (1..256 printable ASCII
+// characters, no ':', which would end the user in HTTP basic authentication), secret (1..4096
+// bytes of UTF-8 without control characters). The messages never quote the secret.
+absl::StatusOr<RegistryCredential> ValidateRegistryCredential(RegistryCredential in);
+
+// The registry an image reference is pulled from, lower-case: its first component when that has
+// a '.' or ':' or is "localhost" (as Docker reads references), else docker.io.
+std::string RegistryOfImage(const std::string& image);
+
+// Keyed by (team, registry).
+using RegistryCredentials = std::map<std::pair<std::string, std::string>, RegistryCredential>;
+
+// The credential of `team` for the registry of `image`, if it has one; none for a job without
+// an image or a team. Only this one goes to the worker: never another registry's or team's.
+std::optional<RegistryCredential> CredentialForImage(const RegistryCredentials& credentials,
+                                                     const std::string& team,
+                                                     const std::string& image);
+
+// How many registries `team` has credentials for.
+size_t CountForTeam(const RegistryCredentials& credentials, const std::string& team);
+
+}  // namespace ringmaster::scheduler
+
+#endif  // RINGMASTER_SERVICES_SCHEDULER_CORE_REGISTRY_CREDENTIALS_H_
