@@ -247,8 +247,9 @@ struct SchedulerOptions {
   // A reservation further ahead than this is not made (the gang just waits).
   int64_t reservation_window_ms = 7LL * 24 * 3600 * 1000;
   // Elastic jobs (core/elastic.h): how long GPUs stay idle before a job grows into them, how
-  // often one job may be resized, what a restart is reckoned to cost.
-  ElasticOptions elastic;
+  // often one job may be resized, what a restart is reckoned to cost; their ranks checkpoint
+  // when stopped (docs/fair-share.md, "Elastic jobs").
+  ElasticOptions elastic{.saves_on_stop = true};
 };
 
 class Scheduler {

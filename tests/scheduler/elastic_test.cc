@@ -369,5 +369,23 @@ TEST(ElasticTest, AThroughputCurveIsDrawnThroughTheSizesMeasured) {
   EXPECT_DOUBLE_EQ(RankGain(&curve, 2), 0.6);
 }
 
+TEST(ElasticTest, AJobThatSavesWhenStoppedLosesOnlyTheRestartAndGrowsSooner) {
+  // Ten minutes in, no runtime limit and no checkpoint: a restart would lose all ten minutes,
+  // unless the job saves when stopped (the live service's contract).
+  for (bool saves : {false, true}) {
+    ElasticWorld w(2, 4);
+    w.options.elastic.saves_on_stop = saves;
+    w.AddQueue("a", 4);
+    w.AddQueue("b", 4);
+    Job& job = w.Submit("a", 2, 1, 6);
+    job.spec.max_runtime_seconds = 0;
+    w.Pass();
+    w.ObserveIdle();
+    w.now_ms += 10 * 60 * kSecond;
+    w.ObserveIdle();
+    EXPECT_THAT(w.Pass().resizes, SizeIs(saves ? 1 : 0)) << "saves_on_stop " << saves;
+  }
+}
+
 }  // namespace
 }  // namespace ringmaster::scheduler

@@ -35,6 +35,11 @@ struct ElasticOptions {
   // start at the new size. A job grows only when the time the growth is expected to save (its
   // runtime limit left, else the time it has run, at the new speed) is at least twice the cost.
   int64_t restart_cost_ms = 60'000;
+  // The jobs save a checkpoint when stopped (SIGTERM, the grace): a restart then loses only
+  // restart_cost_ms, not also the work since their last checkpoint. The live service's contract
+  // (the trainer does; docs/trainer.md asks it of elastic command programs); not the
+  // simulator's Philly jobs, which checkpoint only now and then.
+  bool saves_on_stop = false;
 };
 
 // What a caller knows of elastic jobs beyond their specs. Every field may be empty.

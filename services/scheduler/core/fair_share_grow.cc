@@ -72,7 +72,8 @@ void Pass::Grow() {
                                ? started + spec.max_runtime_seconds * 1000 - in_.now_ms
                                : in_.now_ms - started;
       const int64_t saved = WorkSavedAtMs(*job, started);
-      const double cost = static_cast<double>(o.restart_cost_ms + in_.now_ms - saved);
+      const double cost =
+          static_cast<double>(o.restart_cost_ms + (o.saves_on_stop ? 0 : in_.now_ms - saved));
       const double before = Throughput(curve, n), after = Throughput(curve, n + 1);
       if (!(after > before) || left * (1 - before / after) < 2 * cost) continue;
       if (in_.stopping.count(job->id) > 0 || touched.count(job->id) > 0 ||
