@@ -1731,16 +1731,23 @@ class ElasticServiceTest : public SchedulerTest {
     ASSERT_TRUE(scheduler_->Flush(5'000).ok());
   }
 
+  // Team B runs a job on 2 of the 4 GPUs (its id in *other); then team A's elastic job (2:4)
+  // is submitted and placed. Returns the elastic job's id.
+  std::string ElasticBesideAnother(std::string* other) {
+    *other = SubmitAndPlace(GpuSpec("team-b", 2));
+    Started(*other);
+    JobSpec spec = GpuSpec("team-a", 4);
+    spec.min_replicas = 2;
+    spec.max_replicas = 4;
+    return SubmitAndPlace(spec);
+  }
+
   std::shared_ptr<RecordingLink> link_;
 };
 
 TEST_F(ElasticServiceTest, StartsSmallerGrowsIntoIdleGpusAndShrinksWhenAnotherTeamReclaims) {
-  const std::string other = SubmitAndPlace(GpuSpec("team-b", 2));
-  Started(other);
-  JobSpec spec = GpuSpec("team-a", 4);
-  spec.min_replicas = 2;
-  spec.max_replicas = 4;
-  const std::string elastic = SubmitAndPlace(spec);
+  std::string other;
+  const std::string elastic = ElasticBesideAnother(&other);
   // Two of the four GPUs are taken: it starts at 2 rather than waiting for 4.
   Job first = Started(elastic);
   EXPECT_EQ(first.placement.size(), 2u);
@@ -1796,12 +1803,8 @@ TEST_F(ElasticServiceTest, StartsSmallerGrowsIntoIdleGpusAndShrinksWhenAnotherTe
 }
 
 TEST_F(ElasticServiceTest, AResizeInTheMiddleOfASchedulerRestartLosesNothing) {
-  const std::string other = SubmitAndPlace(GpuSpec("team-b", 2));
-  Started(other);
-  JobSpec spec = GpuSpec("team-a", 4);
-  spec.min_replicas = 2;
-  spec.max_replicas = 4;
-  const std::string elastic = SubmitAndPlace(spec);
+  std::string other;
+  const std::string elastic = ElasticBesideAnother(&other);
   Job first = Started(elastic);
   RM_ASSERT_OK_AND_ASSIGN(Job other_job, scheduler_->GetJob(other));
   Exited(other_job, 0);
