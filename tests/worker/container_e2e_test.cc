@@ -277,8 +277,8 @@ TEST_F(ContainerE2eTest, AnImageThatDoesNotExistFailsNamingItAndNoWorkerIsBlamed
   EXPECT_EQ(after.state(), v1::JOB_STATE_SUCCEEDED) << after.message() << cluster_->Logs();
 }
 
-// A JobService stub that calls as a member of `team` (a token made by the admin).
-std::unique_ptr<v1::JobService::Stub> JobsOfTeam(Cluster& cluster, const std::string& team) {
+// A token of role member of `team`, made by the admin.
+std::string MemberToken(Cluster& cluster, const std::string& team) {
   v1::CreateTokenRequest req;
   req.set_team(team);
   req.set_role("member");
@@ -287,8 +287,14 @@ std::unique_ptr<v1::JobService::Stub> JobsOfTeam(Cluster& cluster, const std::st
   grpc::Status s =
       v1::AdminService::NewStub(cluster.scheduler().channel())->CreateToken(&ctx, req, &resp);
   EXPECT_TRUE(s.ok()) << s.error_message();
+  return resp.token();
+}
+
+// A JobService stub that calls as a member of `team`.
+std::unique_ptr<v1::JobService::Stub> JobsOfTeam(Cluster& cluster, const std::string& team) {
   return v1::JobService::NewStub(CreateChannelWithToken(
-      cluster.scheduler().addr(), *MakeChannelCredentials(TestCerts::Get().CaOnly()), resp.token()));
+      cluster.scheduler().addr(), *MakeChannelCredentials(TestCerts::Get().CaOnly()),
+      MemberToken(cluster, team)));
 }
 
 grpc::Status SubmitAs(v1::JobService::Stub& jobs, const v1::JobSpec& spec, std::string* id) {
@@ -475,19 +481,6 @@ TEST_F(ContainerE2eTest, AWorkerKilledMidJobLeavesNoContainerAfterItRestarts) {
     EXPECT_TRUE(WaitFor([&] { return ContainersOf(wid).empty(); }, 60s))
         << wid << ": " << absl::StrJoin(ContainersOf(wid), ",");
   }
-}
-
-// A token of role member of `team`, made by the admin.
-std::string MemberToken(Cluster& cluster, const std::string& team) {
-  v1::CreateTokenRequest req;
-  req.set_team(team);
-  req.set_role("member");
-  v1::CreateTokenResponse resp;
-  grpc::ClientContext ctx;
-  grpc::Status s =
-      v1::AdminService::NewStub(cluster.scheduler().channel())->CreateToken(&ctx, req, &resp);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return resp.token();
 }
 
 // A registry that wants a password (docker-registry's htpasswd auth, a bcrypt line made with

@@ -23,7 +23,6 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr int kGraceMs = 5000;
-constexpr const char* kCheckpointRoot = "/tmp/ringmaster-checkpoints";
 
 // Each rank writes what it was told (attempt, rank, size, elastic) next to the job's checkpoints,
 // then works until the test drops "finish" there; SIGTERM ends it as a checkpointing program
@@ -54,33 +53,14 @@ std::string Read(const std::string& path) {
   return all;
 }
 
-class ElasticE2eTest : public ::testing::Test {
+class ElasticE2eTest : public TwoTeamsTest {
  protected:
   void SetUp() override {
-    auto cluster = Cluster::Start("", {"--preemption-grace-ms", std::to_string(kGraceMs),
-                                       "--elastic-idle-delay-ms", "3000",
-                                       "--elastic-restart-cost-ms", "0"});
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = std::move(*cluster);
-    absl::Status ready = cluster_->AddWorkers({.prefix = "e", .cpu_slots = 2, .simulated_gpus = 2});
-    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
-    absl::Status queues = cluster_->CreateCohortQueues({"team-a", "team-b"}, "lab", "t4", 2);
-    ASSERT_TRUE(queues.ok()) << queues;
+    ASSERT_NO_FATAL_FAILURE(
+        StartTwoTeams({"--preemption-grace-ms", std::to_string(kGraceMs), "--elastic-idle-delay-ms",
+                       "3000", "--elastic-restart-cost-ms", "0"},
+                      "e"));
   }
-
-  void TearDown() override {
-    if (cluster_ == nullptr) return;
-    PrintLogsOnFailure(cluster_.get());
-    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
-  }
-
-  std::string SubmitOk(const v1::JobSpec& spec) {
-    auto id = cluster_->Submit(spec);
-    EXPECT_TRUE(id.ok()) << id.status();
-    return id.ok() ? *id : "";
-  }
-
-  std::string Dir(const std::string& job) { return absl::StrCat(kCheckpointRoot, "/", job); }
 
   // Waits until every rank of `attempt` of `job` said what it saw, and returns each rank's line.
   std::vector<std::string> Seen(const std::string& job, int attempt, int ranks) {
@@ -157,8 +137,6 @@ class ElasticE2eTest : public ::testing::Test {
               v1::JOB_STATE_SUCCEEDED);
     return elastic;
   }
-
-  std::unique_ptr<Cluster> cluster_;
 };
 
 TEST_F(ElasticE2eTest, StartsAt2GrowsTo4WhenGpusFreeShrinksTo2WhenATeamReclaimsAndSucceeds) {

@@ -24,7 +24,6 @@ using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
 constexpr int kGraceMs = 5000;
-constexpr const char* kCheckpointRoot = "/tmp/ringmaster-checkpoints";
 
 // A rank that runs until SIGTERM, saving "where it was" on the way out (slowly: 2 s, within
 // the grace period, as a real checkpoint takes time); run again, it finds what it saved and
@@ -56,31 +55,12 @@ bool FileHas(const std::string& path, const std::string& text) {
   return absl::StrContains(all, text);
 }
 
-class PreemptionE2eTest : public ::testing::Test {
+class PreemptionE2eTest : public TwoTeamsTest {
  protected:
   void SetUp() override {
-    auto cluster = Cluster::Start("", {"--preemption-grace-ms", std::to_string(kGraceMs)});
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = std::move(*cluster);
-    absl::Status ready = cluster_->AddWorkers({.prefix = "p", .cpu_slots = 2, .simulated_gpus = 2});
-    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
-    absl::Status queues = cluster_->CreateCohortQueues({"team-a", "team-b"}, "lab", "t4", 2);
-    ASSERT_TRUE(queues.ok()) << queues;
+    ASSERT_NO_FATAL_FAILURE(
+        StartTwoTeams({"--preemption-grace-ms", std::to_string(kGraceMs)}, "p"));
   }
-
-  void TearDown() override {
-    if (cluster_ == nullptr) return;
-    PrintLogsOnFailure(cluster_.get());
-    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
-  }
-
-  std::string SubmitOk(const v1::JobSpec& spec) {
-    auto id = cluster_->Submit(spec);
-    EXPECT_TRUE(id.ok()) << id.status();
-    return id.ok() ? *id : "";
-  }
-
-  std::string Dir(const std::string& job) { return absl::StrCat(kCheckpointRoot, "/", job); }
 
   // Team A fills the cluster (its second gang borrows team B's nominal); team B submits.
   void Crowd(std::string* a1, std::string* a2, std::string* b1) {
@@ -96,8 +76,6 @@ class PreemptionE2eTest : public ::testing::Test {
     }
     *b1 = SubmitOk(Spec("b-own-share", "team-b", "echo \"b rank $RANK\"; sleep 1"));
   }
-
-  std::unique_ptr<Cluster> cluster_;
 };
 
 TEST_F(PreemptionE2eTest, AQueueWithinItsNominalReclaimsABorrowersWholeGang) {

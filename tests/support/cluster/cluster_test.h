@@ -57,6 +57,42 @@ class ClusterTest : public ::testing::Test {
   static inline Cluster* cluster_ = nullptr;
 };
 
+// The fixture of a suite whose every test gets a cluster of its own, shared by two teams: two
+// workers of 2 simulated t4 each and the queues team-a and team-b of cohort "lab", 2 t4 of
+// nominal quota each, which reclaim from any borrower.
+class TwoTeamsTest : public ::testing::Test {
+ protected:
+  // From SetUp, inside ASSERT_NO_FATAL_FAILURE; the workers' ids start with `worker_prefix`.
+  void StartTwoTeams(std::vector<std::string> scheduler_args, const std::string& worker_prefix) {
+    auto cluster = Cluster::Start("", std::move(scheduler_args));
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = std::move(*cluster);
+    absl::Status ready =
+        cluster_->AddWorkers({.prefix = worker_prefix, .cpu_slots = 2, .simulated_gpus = 2});
+    ASSERT_TRUE(ready.ok()) << ready << "\n" << cluster_->Logs();
+    absl::Status queues = cluster_->CreateCohortQueues({"team-a", "team-b"}, "lab", "t4", 2);
+    ASSERT_TRUE(queues.ok()) << queues;
+  }
+
+  void TearDown() override {
+    if (cluster_ == nullptr) return;
+    PrintLogsOnFailure(cluster_.get());
+    for (const v1::Job& job : cluster_->LiveJobs()) (void)cluster_->Cancel(job.id());
+  }
+
+  std::string SubmitOk(const v1::JobSpec& spec) {
+    auto id = cluster_->Submit(spec);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.ok() ? *id : "";
+  }
+
+  // The job's checkpoint directory (RINGMASTER_CHECKPOINT_DIR), under the workers' default
+  // --checkpoint-root, which all workers of the machine share.
+  static std::string Dir(const std::string& job) { return "/tmp/ringmaster-checkpoints/" + job; }
+
+  std::unique_ptr<Cluster> cluster_;
+};
+
 }  // namespace ringmaster::test
 
 #endif  // RINGMASTER_TESTS_SUPPORT_CLUSTER_CLUSTER_TEST_H_
