@@ -17,6 +17,8 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
   out.max_replicas = spec.max_replicas();
   out.gpus_per_replica = spec.gpus_per_replica();
   out.gpu_type = spec.gpu_type();
+  out.gpu_share = spec.gpu_share();
+  out.gpu_memory = spec.gpu_memory();
   if (spec.has_trainer()) {
     out.trainer = TrainerWorkload{spec.trainer().model(), spec.trainer().batch_size(),
                                   spec.trainer().steps(), std::nullopt};
@@ -90,6 +92,8 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   out.set_max_replicas(spec.max_replicas);
   out.set_gpus_per_replica(spec.gpus_per_replica);
   out.set_gpu_type(spec.gpu_type);
+  out.set_gpu_share(spec.gpu_share);
+  out.set_gpu_memory(spec.gpu_memory);
   if (spec.trainer) {
     auto* t = out.mutable_trainer();
     t->set_model(spec.trainer->model);
@@ -169,6 +173,8 @@ v1::RankPlacement ToProto(const RankPlacement& rank) {
   out.set_worker_address(rank.worker_address);
   for (int32_t gpu : rank.gpu_indices) out.add_gpu_indices(gpu);
   out.set_worker_port(rank.worker_port);
+  out.set_gpu_share(rank.gpu_share);
+  out.set_gpu_memory(rank.gpu_memory);
   return out;
 }
 
@@ -179,6 +185,8 @@ RankPlacement FromProto(const v1::RankPlacement& rank) {
   out.worker_address = rank.worker_address();
   out.gpu_indices.assign(rank.gpu_indices().begin(), rank.gpu_indices().end());
   out.worker_port = rank.worker_port();
+  out.gpu_share = rank.gpu_share();
+  out.gpu_memory = rank.gpu_memory();
   return out;
 }
 

@@ -85,6 +85,10 @@ struct JobSpec {
   int32_t max_replicas = 0;
   int32_t gpus_per_replica = 0;
   std::string gpu_type;
+  // A share of one GPU in thousandths (1..1000, with gpus_per_replica 1); 0: whole GPUs. Its
+  // device memory in bytes (0: no limit of its own). docs/gpu-sharing.md.
+  int32_t gpu_share = 0;
+  int64_t gpu_memory = 0;
   // Exactly one of these is set in a valid spec.
   std::optional<TrainerWorkload> trainer;
   std::optional<CommandWorkload> command;
@@ -130,6 +134,9 @@ struct RankPlacement {
   std::string worker_address;
   std::vector<int32_t> gpu_indices;
   int32_t worker_port = 0;
+  // The job's gpu_share and gpu_memory: what the rank holds of its one GPU (0: all of it).
+  int32_t gpu_share = 0;
+  int64_t gpu_memory = 0;
   bool operator==(const RankPlacement&) const = default;
 };
 
