@@ -361,6 +361,12 @@ const std::vector<FlagSpec>& Flags() {
        "N|MIN:MAX",
        "number of ranks; MIN:MAX: an elastic job asking for MAX, run with MIN to MAX"},
       {"gpus-per-replica", 0, {Verb::kSubmit}, "N", "GPUs per rank (0: CPU ranks)"},
+      {"gpu-share",
+       0,
+       {Verb::kSubmit},
+       "FRACTION",
+       "a share of one GPU per rank, e.g. 0.25 (docs/gpu-sharing.md; sets --gpus-per-replica 1)"},
+      {"gpu-memory", 0, {Verb::kSubmit}, "SIZE", "device memory per shared rank, e.g. 10Gi"},
       {"gpu-type",
        0,
        {Verb::kSubmit, Verb::kStudy},
@@ -621,6 +627,10 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
     }
   } else if (name == "gpus-per-replica") {
     RM_ASSIGN_OR_RETURN(o.gpus_per_replica, ParseInt32(name, value));
+  } else if (name == "gpu-share") {
+    RM_ASSIGN_OR_RETURN(o.gpu_share, ParseGpuShare(value, "--gpu-share"));
+  } else if (name == "gpu-memory") {
+    RM_ASSIGN_OR_RETURN(o.gpu_memory, ParseByteSize(value, "--gpu-memory"));
   } else if (name == "gpu-type") {
     o.gpu_type = value;
   } else if (name == "model") {

@@ -10,6 +10,35 @@
 
 namespace ringmaster::cli {
 
+absl::StatusOr<int32_t> ParseGpuShare(absl::string_view text, absl::string_view field) {
+  absl::string_view t = absl::StripAsciiWhitespace(text);
+  auto bad = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field,
+                     ": expected a fraction of one GPU in (0, 1] with at most 3 decimals, such as "
+                     "0.25, got '",
+                     text, "'"));
+  };
+  const size_t dot = t.find('.');
+  absl::string_view whole = t.substr(0, dot);
+  absl::string_view decimals = dot == absl::string_view::npos ? "" : t.substr(dot + 1);
+  auto digits = [](absl::string_view d) {
+    return std::all_of(d.begin(), d.end(), [](char c) { return absl::ascii_isdigit(c); });
+  };
+  if (whole.size() > 1 || decimals.size() > 3 || (whole.empty() && decimals.empty()) ||
+      !digits(whole) || !digits(decimals)) {
+    return bad();
+  }
+  int32_t thousandths = whole.empty() ? 0 : (whole[0] - '0') * 1000;
+  int32_t scale = 100;
+  for (char c : decimals) {
+    thousandths += (c - '0') * scale;
+    scale /= 10;
+  }
+  if (thousandths < 1 || thousandths > 1000) return bad();
+  return thousandths;
+}
+
 absl::StatusOr<int64_t> ParseByteSize(absl::string_view text, absl::string_view field) {
   struct Unit {
     absl::string_view suffix;

@@ -17,6 +17,10 @@ namespace ringmaster::cli {
 // of bytes -> bytes. INVALID_ARGUMENT naming `field` for anything else, or past int64.
 absl::StatusOr<int64_t> ParseByteSize(absl::string_view text, absl::string_view field);
 
+// A share of one GPU: a decimal fraction in (0, 1] with at most three decimals ("0.25", ".5",
+// "1") -> thousandths (250, 500, 1000). INVALID_ARGUMENT naming `field` for anything else.
+absl::StatusOr<int32_t> ParseGpuShare(absl::string_view text, absl::string_view field);
+
 // "imagenet:/data", "imagenet:/data:ro", "scratch:/tmp/s:rw" -> a Mount. The path is everything
 // between the first ':' and an optional trailing ":ro" or ":rw".
 absl::StatusOr<v1::Mount> ParseMountFlag(absl::string_view text);

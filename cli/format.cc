@@ -214,8 +214,20 @@ std::string ReplicasText(const v1::Job& job) {
 
 std::string FormatGpuRequest(const v1::JobSpec& spec) {
   if (spec.gpus_per_replica() == 0) return "cpu";
+  const std::string type = spec.gpu_type().empty() ? "any" : spec.gpu_type();
+  if (spec.gpu_share() > 0) {
+    return absl::StrCat(spec.replicas(), " x ", FormatGpuShare(spec.gpu_share()), " ", type);
+  }
   int64_t total = int64_t{spec.replicas()} * spec.gpus_per_replica();
-  return absl::StrCat(total, " x ", spec.gpu_type().empty() ? "any" : spec.gpu_type());
+  return absl::StrCat(total, " x ", type);
+}
+
+std::string FormatGpuShare(int64_t thousandths) {
+  std::string out = absl::StrCat(thousandths / 1000);
+  if (thousandths % 1000 == 0) return out;
+  std::string digits = absl::StrCat(thousandths % 1000 + 1000).substr(1);
+  while (digits.back() == '0') digits.pop_back();
+  return absl::StrCat(out, ".", digits);
 }
 
 std::string FormatJobList(const v1::ListJobsResponse& response, int64_t now_ms) {
@@ -253,6 +265,13 @@ std::string FormatJob(const v1::Job& job) {
                          ? "none (CPU ranks)"
                          : absl::StrCat(spec.gpus_per_replica(), " per replica, type ",
                                         spec.gpu_type().empty() ? "any" : spec.gpu_type());
+  if (spec.gpu_share() > 0) {
+    gpus =
+        absl::StrCat("a share of ", FormatGpuShare(spec.gpu_share()), " of one per replica, type ",
+                     spec.gpu_type().empty() ? "any" : spec.gpu_type());
+    if (spec.gpu_memory() > 0)
+      absl::StrAppend(&gpus, ", ", spec.gpu_memory(), " bytes of its memory");
+  }
   std::string restart = RestartPolicyName(spec.restart_policy());
   if (spec.restart_policy() == v1::RESTART_POLICY_ON_FAILURE) {
     // backoff_limit has presence: unset means the scheduler's default, 0 means no restart.
@@ -392,6 +411,25 @@ std::string FormatWorkers(const v1::ListWorkersResponse& response, int64_t now_m
       {"WORKER", "ADDRESS", "STATE", "GPUS (USED/TOTAL)", "CPU SLOTS", "HEARTBEAT"}, rows);
   absl::StrAppend(&out, "\nREADY totals: GPUs ", GpuCountsText(cluster), "; CPU slots ", cpu_used,
                   "/", cpu_total, "\n");
+  // A GPU counts as used above when a whole rank or any share holds it; the shares apart.
+  std::vector<std::vector<std::string>> shared;
+  for (const v1::WorkerInfo& w : response.workers()) {
+    for (const v1::GpuUse& use : w.gpu_uses()) {
+      if (use.whole() || use.share() == 0) continue;
+      int64_t memory = 0;
+      for (const v1::Gpu& gpu : w.gpus()) {
+        if (gpu.index() == use.index()) memory = gpu.memory_bytes();
+      }
+      shared.push_back({w.worker_id(), absl::StrCat(use.index()),
+                        absl::StrCat(FormatGpuShare(use.share()), "/1"),
+                        absl::StrCat(use.share_ranks()), absl::StrCat(use.memory(), "/", memory)});
+    }
+  }
+  if (!shared.empty()) {
+    absl::StrAppend(
+        &out, "\nShared GPUs:\n",
+        RenderTable({"WORKER", "GPU", "SHARES HELD", "RANKS", "MEMORY PROMISED (BYTES)"}, shared));
+  }
   bool header = false;
   for (const v1::WorkerInfo& w : response.workers()) {
     if (w.unhealthy_reason().empty()) continue;

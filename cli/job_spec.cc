@@ -125,6 +125,14 @@ absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {
   if (overrides.max_replicas) spec->set_max_replicas(*overrides.max_replicas);
   if (overrides.gpus_per_replica) spec->set_gpus_per_replica(*overrides.gpus_per_replica);
   if (overrides.gpu_type) spec->set_gpu_type(*overrides.gpu_type);
+  if (overrides.gpu_share) {
+    spec->set_gpu_share(*overrides.gpu_share);
+    // A share is of one GPU: a spec without GPUs gets one per rank.
+    if (!overrides.gpus_per_replica && spec->gpus_per_replica() == 0) {
+      spec->set_gpus_per_replica(1);
+    }
+  }
+  if (overrides.gpu_memory) spec->set_gpu_memory(*overrides.gpu_memory);
   if (overrides.restart_policy) spec->set_restart_policy(*overrides.restart_policy);
   if (overrides.backoff_limit) spec->set_backoff_limit(*overrides.backoff_limit);
   if (overrides.max_runtime_seconds) {

@@ -30,6 +30,9 @@ struct SpecOverrides {
   std::optional<int32_t> max_replicas;
   std::optional<int32_t> gpus_per_replica;
   std::optional<std::string> gpu_type;
+  // --gpu-share (thousandths; also sets gpus_per_replica 1 unless given) and --gpu-memory.
+  std::optional<int32_t> gpu_share;
+  std::optional<int64_t> gpu_memory;
   std::optional<v1::RestartPolicy> restart_policy;
   std::optional<int32_t> backoff_limit;
   std::optional<int64_t> max_runtime_seconds;

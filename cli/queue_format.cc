@@ -21,13 +21,26 @@ std::set<std::string> Resources(const v1::QueueWithStatus& q) {
   return names;
 }
 
+// An amount given whole and in thousandths (exact where jobs hold GPU shares): "3", "0.75".
+// A scheduler from before shares sends only the whole amount.
+std::string Amount(int64_t whole, int64_t thousandths) {
+  return thousandths == 0 ? absl::StrCat(whole) : FormatGpuShare(thousandths);
+}
+std::string InUse(const v1::ResourceStatus& r) {
+  return Amount(r.in_use(), r.in_use_thousandths());
+}
+std::string Borrowed(const v1::ResourceStatus& r) {
+  return Amount(r.borrowed(), r.borrowed_thousandths());
+}
+std::string Lent(const v1::ResourceStatus& r) { return Amount(r.lent(), r.lent_thousandths()); }
+
 // "t4:3 cpu:8" over the resources where `value` is not 0; "0" when it is 0 everywhere.
 std::string PerResource(const v1::QueueWithStatus& q,
-                        const std::function<int64_t(const v1::ResourceStatus&)>& value) {
+                        const std::function<std::string(const v1::ResourceStatus&)>& value) {
   std::vector<std::string> parts;
   for (const std::string& name : Resources(q)) {
     auto it = q.status().resources().find(name);
-    if (it == q.status().resources().end() || value(it->second) == 0) continue;
+    if (it == q.status().resources().end() || value(it->second) == "0") continue;
     parts.push_back(absl::StrCat(name, ":", value(it->second)));
   }
   return parts.empty() ? "0" : absl::StrJoin(parts, " ");
@@ -53,10 +66,8 @@ std::string FormatQueueList(const v1::ListQueuesResponse& response) {
   std::vector<std::vector<std::string>> rows;
   for (const v1::QueueWithStatus& q : response.queues()) {
     rows.push_back({q.queue().name(), q.queue().cohort().empty() ? "-" : q.queue().cohort(),
-                    absl::StrCat(q.queue().weight()), Nominal(q.queue()),
-                    PerResource(q, [](const v1::ResourceStatus& r) { return r.in_use(); }),
-                    PerResource(q, [](const v1::ResourceStatus& r) { return r.borrowed(); }),
-                    PerResource(q, [](const v1::ResourceStatus& r) { return r.lent(); }),
+                    absl::StrCat(q.queue().weight()), Nominal(q.queue()), PerResource(q, InUse),
+                    PerResource(q, Borrowed), PerResource(q, Lent),
                     absl::StrCat(q.status().pending_jobs()), Share(q.status().weighted_share())});
   }
   return RenderTable(
@@ -108,8 +119,7 @@ std::string FormatQueue(const v1::QueueWithStatus& q) {
       lending =
           quota->second.has_lending_limit() ? absl::StrCat(quota->second.lending_limit()) : "all";
     }
-    rows.push_back({name, nominal, borrowing, lending, absl::StrCat(u.in_use()),
-                    absl::StrCat(u.borrowed()), absl::StrCat(u.lent()),
+    rows.push_back({name, nominal, borrowing, lending, InUse(u), Borrowed(u), Lent(u),
                     absl::StrFormat("%.2f", u.used_seconds() / 3600.0)});
   }
   absl::StrAppend(&out, "\n",

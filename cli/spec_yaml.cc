@@ -23,7 +23,7 @@
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 23> kTopKeys = {"name",
+constexpr std::array<absl::string_view, 25> kTopKeys = {"name",
                                                         "queue",
                                                         "priority",
                                                         "replicas",
@@ -31,6 +31,8 @@ constexpr std::array<absl::string_view, 23> kTopKeys = {"name",
                                                         "max_replicas",
                                                         "gpus_per_replica",
                                                         "gpu_type",
+                                                        "gpu_share",
+                                                        "gpu_memory",
                                                         "restart_policy",
                                                         "backoff_limit",
                                                         "max_runtime_seconds",
@@ -135,6 +137,25 @@ class SpecReader : private YamlFields {
         RM_ASSIGN_OR_RETURN(*spec->mutable_image(), String(value, key));
       } else if (key == "workdir") {
         RM_ASSIGN_OR_RETURN(*spec->mutable_workdir(), String(value, key));
+      } else if (key == "gpu_share") {
+        // A fraction of one GPU: 0.25 (a YAML number or string).
+        RM_ASSIGN_OR_RETURN(std::string text, String(value, key));
+        auto share = ParseGpuShare(text, key);
+        if (!share.ok()) {
+          return Error(key, absl::StrCat("expected a fraction of one GPU in (0, 1] with at most 3 "
+                                         "decimals, such as 0.25, got ",
+                                         Describe(value)));
+        }
+        spec->set_gpu_share(*share);
+      } else if (key == "gpu_memory") {
+        RM_ASSIGN_OR_RETURN(std::string text, String(value, key));
+        auto bytes = ParseByteSize(text, key);
+        if (!bytes.ok()) {
+          return Error(key, absl::StrCat("expected a size such as 10Gi, 512Mi or a number of "
+                                         "bytes, got ",
+                                         Describe(value)));
+        }
+        spec->set_gpu_memory(*bytes);
       } else if (key == "shm_size") {
         // "8Gi" or a number of bytes.
         RM_ASSIGN_OR_RETURN(std::string text, String(value, key));

@@ -304,7 +304,9 @@ class Client:
             **fields: Spec fields on top of ``spec``, as ``ringctl submit``'s flags: ``name``,
                 ``replicas`` (N, or ``"MIN:MAX"`` for an elastic job, as ringctl's
                 --replicas; or ``min_replicas`` and ``max_replicas``), ``gpus_per_replica``,
-                ``gpu_type``, ``queue``, ``priority``,
+                ``gpu_type``, ``gpu_share`` (a fraction of one GPU per rank, ``0.25``; sets
+                ``gpus_per_replica`` 1) and ``gpu_memory`` (``"10Gi"`` or bytes; see
+                docs/gpu-sharing.md), ``queue``, ``priority``,
                 ``restart_policy`` (``"Never"``/``"OnFailure"``), ``backoff_limit``,
                 ``max_runtime_seconds``, ``labels`` (merged), ``command`` (a list of strings:
                 the program every rank runs), ``env`` (the command's environment), and the

@@ -30,6 +30,8 @@ _TOP_KEYS = (
     "max_replicas",
     "gpus_per_replica",
     "gpu_type",
+    "gpu_share",
+    "gpu_memory",
     "restart_policy",
     "backoff_limit",
     "max_runtime_seconds",
@@ -91,6 +93,8 @@ SPEC_KEYWORDS = _INT_FIELDS + _STRING_FIELDS + (
     "use_mpirun",
     "after",
     "array",
+    "gpu_share",
+    "gpu_memory",
 )
 
 # shm_size: "8Gi" (Ki Mi Gi Ti binary; k K M G T decimal) or a number of bytes, as ringctl.
@@ -269,6 +273,20 @@ class _Walker:
             out.append(mount)
         return out
 
+    def gpu_share(self, value: Any, path: str) -> int:
+        """A fraction of one GPU in (0, 1], at most 3 decimals (0.25, "0.25") -> thousandths."""
+        text = str(value).strip() if isinstance(value, (int, float, str)) and \
+            not isinstance(value, bool) else None
+        whole, _, decimals = (text or "").partition(".")
+        ok = (text is not None and len(whole) <= 1 and len(decimals) <= 3 and
+              (whole or decimals) and (whole + decimals).isdigit() and
+              (whole + decimals).isascii())
+        thousandths = int(whole or "0") * 1000 + int((decimals + "000")[:3]) if ok else 0
+        if not 1 <= thousandths <= 1000:
+            raise self.error(path, "expected a fraction of one GPU in (0, 1] with at most 3 "
+                                   f"decimals, such as 0.25, got {_describe(value)}")
+        return thousandths
+
     def set_int(self, message: Any, field: str, value: Any, path: str) -> None:
         number = self.integer(value, path)
         try:
@@ -307,6 +325,10 @@ class _Walker:
                 spec.array.CopyFrom(self.array(value, key))
             elif key == "shm_size":
                 spec.shm_size_bytes = self.byte_size(value, key)
+            elif key == "gpu_share":
+                spec.gpu_share = self.gpu_share(value, key)
+            elif key == "gpu_memory":
+                spec.gpu_memory = self.byte_size(value, key)
             elif key == "trainer":
                 trainer = spec.trainer
                 trainer.SetInParent()
@@ -425,6 +447,13 @@ def build_spec(spec: SpecLike, overrides: Mapping[str, Any]) -> job_pb2.JobSpec:
         message.mounts.extend(w.mounts(o["mounts"], "mounts"))
     if o.get("shm_size") is not None:
         message.shm_size_bytes = w.byte_size(o["shm_size"], "shm_size")
+    if o.get("gpu_share") is not None:
+        message.gpu_share = w.gpu_share(o["gpu_share"], "gpu_share")
+        # A share is of one GPU, as ringctl's --gpu-share: one per rank unless given.
+        if o.get("gpus_per_replica") is None and not message.gpus_per_replica:
+            message.gpus_per_replica = 1
+    if o.get("gpu_memory") is not None:
+        message.gpu_memory = w.byte_size(o["gpu_memory"], "gpu_memory")
     if o.get("after") is not None:
         # Replaces the spec's list, as ringctl's --after does.
         del message.after[:]
@@ -483,6 +512,11 @@ def spec_to_dict(spec: job_pb2.JobSpec) -> Dict[str, Any]:
         out["gpus_per_replica"] = spec.gpus_per_replica
     if spec.gpu_type:
         out["gpu_type"] = spec.gpu_type
+    if spec.gpu_share:
+        out["gpu_share"] = f"{spec.gpu_share // 1000}.{spec.gpu_share % 1000:03d}".rstrip("0") \
+            .rstrip(".")
+    if spec.gpu_memory:
+        out["gpu_memory"] = spec.gpu_memory
     if spec.restart_policy == job_pb2.RESTART_POLICY_NEVER:
         out["restart_policy"] = "Never"
     elif spec.restart_policy == job_pb2.RESTART_POLICY_ON_FAILURE:

@@ -180,6 +180,7 @@ struct WorkerView {
   std::vector<int32_t> allocated_gpus;
   int32_t cpu_slots_used = 0;
   bool on_probation = false;  // unhealthy, and taking checked jobs again
+  std::vector<ClusterState::GpuUse> gpu_uses;  // per GPU in use: whole, or its shares
 };
 
 // A queue and what it holds right now (GetQueue, ListQueues).

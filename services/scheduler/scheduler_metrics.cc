@@ -129,7 +129,28 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& r)
                     .Name("ringmaster_workers_unhealthy")
                     .Help("Workers out of placement after a failed pre-run check")
                     .Register(r)
-                    .Add({})) {}
+                    .Add({})),
+      gpus_shared(prometheus::BuildGauge()
+                      .Name("ringmaster_gpus_shared")
+                      .Help("GPUs of ready workers that ranks with a gpu_share hold, by type")
+                      .Register(r)),
+      gpu_share_held(prometheus::BuildGauge()
+                         .Name("ringmaster_gpu_share_allocated")
+                         .Help("Of the shared GPUs, the GPUs' worth the shares hold, by type")
+                         .Register(r)),
+      gpus_fragmented(prometheus::BuildGauge()
+                          .Name("ringmaster_gpus_fragmented")
+                          .Help("Free capacity on shared GPUs, in GPUs, by type: only shares "
+                                "may use it, never a whole-GPU rank")
+                          .Register(r)),
+      device_share(prometheus::BuildGauge()
+                       .Name("ringmaster_gpu_device_share")
+                       .Help("Per GPU of a worker: the fraction of it shares hold (0..1)")
+                       .Register(r)),
+      device_memory_promised(prometheus::BuildGauge()
+                                 .Name("ringmaster_gpu_device_memory_promised_bytes")
+                                 .Help("Per GPU of a worker: device memory promised to shares")
+                                 .Register(r)) {}
 
 void SchedulerMetrics::UpdateGauges(const LiveView& live) {
   std::map<std::pair<std::string, std::string>, int64_t> job_counts;
@@ -171,7 +192,7 @@ void SchedulerMetrics::UpdateGauges(const LiveView& live) {
                                  {"borrowed", u.borrowed},
                                  {"lent", u.lent}}) {
         queue_quota.Add({{"queue", q}, {"resource", resource}, {"kind", kind}})
-            .Set(static_cast<double>(value));
+            .Set(static_cast<double>(value) / static_cast<double>(QuotaScale(resource)));
       }
     }
   }
@@ -184,10 +205,31 @@ void SchedulerMetrics::UpdateGauges(const LiveView& live) {
   }
   auto totals = live.cluster.GpuTotals();
   for (const auto& type : gpu_labels_) totals.try_emplace(type);
+  const auto shares = live.cluster.ShareTotalsByType();
   for (const auto& [type, t] : totals) {
     gpu_labels_.insert(type);
     gpus.Add({{"gpu_type", type}}).Set(t.total);
     gpus_allocated.Add({{"gpu_type", type}}).Set(t.allocated);
+    auto s = shares.find(type);
+    const double shared = s == shares.end() ? 0 : s->second.devices;
+    const double held = s == shares.end() ? 0 : s->second.held / double{kWholeGpuShare};
+    gpus_shared.Add({{"gpu_type", type}}).Set(shared);
+    gpu_share_held.Add({{"gpu_type", type}}).Set(held);
+    gpus_fragmented.Add({{"gpu_type", type}}).Set(shared - held);
+  }
+  for (const auto& [worker, gpu] : device_labels_) {
+    device_share.Add({{"worker", worker}, {"gpu", gpu}}).Set(0);
+    device_memory_promised.Add({{"worker", worker}, {"gpu", gpu}}).Set(0);
+  }
+  for (const auto& [id, w] : live.workers) {
+    for (const ClusterState::GpuUse& use : live.cluster.GpuUses(id)) {
+      if (use.share == 0) continue;
+      const std::string gpu = std::to_string(use.index);
+      device_labels_.insert({id, gpu});
+      device_share.Add({{"worker", id}, {"gpu", gpu}}).Set(use.share / double{kWholeGpuShare});
+      device_memory_promised.Add({{"worker", id}, {"gpu", gpu}})
+          .Set(static_cast<double>(use.memory));
+    }
   }
   auto cpu = live.cluster.CpuTotals();
   cpu_slots.Add({{"kind", "total"}}).Set(cpu.total);

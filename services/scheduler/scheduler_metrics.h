@@ -80,6 +80,12 @@ class SchedulerMetrics {
   prometheus::Family<prometheus::Counter>& checks;
   prometheus::Histogram& check_seconds;
   prometheus::Gauge& unhealthy;
+  // GPU shares (docs/gpu-sharing.md): per type, and per device of a worker.
+  prometheus::Family<prometheus::Gauge>& gpus_shared;
+  prometheus::Family<prometheus::Gauge>& gpu_share_held;
+  prometheus::Family<prometheus::Gauge>& gpus_fragmented;
+  prometheus::Family<prometheus::Gauge>& device_share;
+  prometheus::Family<prometheus::Gauge>& device_memory_promised;
 
  private:
   // Label sets set before (UpdateGauges only).
@@ -87,6 +93,7 @@ class SchedulerMetrics {
   std::set<std::pair<std::string, std::string>> job_labels_;
   std::set<std::string> queue_labels_;
   std::set<std::string> gpu_labels_;
+  std::set<std::pair<std::string, std::string>> device_labels_;  // (worker, GPU index)
 };
 
 }  // namespace ringmaster::scheduler

@@ -47,6 +47,14 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
   if (auto s = ValidateRequestId(request_id); !s.ok()) return done(s);
   auto valid = ValidateJobSpec(spec);
   if (!valid.ok()) return done(valid.status());
+  if (valid->gpu_memory > 0) {
+    std::vector<Worker> workers;
+    {
+      MutexLock lock(&mu_);
+      for (const auto& [id, w] : workers_) workers.push_back(w);
+    }
+    if (auto s = CheckGpuMemoryFits(*valid, workers); !s.ok()) return done(s);
+  }
   if (writer_.fenced()) {
     return done(absl::UnavailableError("this scheduler is no longer the leader; retry"));
   }

@@ -405,7 +405,8 @@ absl::StatusOr<WorkerView> Scheduler::ClearWorkerHealth(const std::string& worke
   }
   Worker& w = it->second;
   if (!w.unhealthy_reason.empty()) ClearHealthLocked(w, "cleared by an admin");
-  return WorkerView{w, cluster_.AllocatedGpus(w.id), cluster_.CpuSlotsUsed(w.id)};
+  return WorkerView{w, cluster_.AllocatedGpus(w.id), cluster_.CpuSlotsUsed(w.id), false,
+                    cluster_.GpuUses(w.id)};
 }
 
 std::map<std::string, CheckBaseline> Scheduler::CheckBaselines() {
@@ -417,8 +418,8 @@ std::vector<WorkerView> Scheduler::ListWorkers() {
   MutexLock lock(&mu_);
   std::vector<WorkerView> out;
   for (const auto& [id, w] : workers_) {
-    out.push_back(
-        {w, cluster_.AllocatedGpus(id), cluster_.CpuSlotsUsed(id), cluster_.OnProbation(id)});
+    out.push_back({w, cluster_.AllocatedGpus(id), cluster_.CpuSlotsUsed(id),
+                   cluster_.OnProbation(id), cluster_.GpuUses(id)});
   }
   return out;
 }

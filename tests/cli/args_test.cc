@@ -129,6 +129,26 @@ TEST(ArgsTest, SubmitReadsTheEnvironmentFlags) {
   EXPECT_EQ(spec.shm_size_bytes(), 8LL << 30);
 }
 
+TEST(ArgsTest, SubmitReadsAGpuShareAndItsMemory) {
+  Command cmd = Parse({"submit", "--gpu-share", "0.25", "--gpu-memory", "10Gi", "--", "eval"});
+  EXPECT_EQ(cmd.overrides.gpu_share, 250);
+  EXPECT_EQ(cmd.overrides.gpu_memory, 10LL << 30);
+  v1::JobSpec spec;
+  ASSERT_TRUE(ApplyOverrides(cmd.overrides, &spec).ok());
+  EXPECT_EQ(spec.gpu_share(), 250);
+  EXPECT_EQ(spec.gpus_per_replica(), 1);  // a share is of one GPU
+  EXPECT_EQ(spec.gpu_memory(), 10LL << 30);
+  EXPECT_EQ(*ParseGpuShare(".5", "x"), 500);
+  EXPECT_EQ(*ParseGpuShare("1", "x"), 1000);
+  EXPECT_EQ(*ParseGpuShare("0.001", "x"), 1);
+  for (const char* bad : {"0", "0.0", "1.5", "0.0005", "abc", "", ".", "-0.25", "1/4", "25%"}) {
+    EXPECT_THAT(ErrorOf({"submit", "--gpu-share", bad}),
+                HasSubstr("--gpu-share: expected a fraction of one GPU in (0, 1]"))
+        << bad;
+  }
+  EXPECT_THAT(ErrorOf({"submit", "--gpu-memory", "lots"}), HasSubstr("--gpu-memory"));
+}
+
 TEST(ArgsTest, SubmitReadsAfterAndUseMpirun) {
   Command cmd = Parse({"submit", "--after", "j-0123456789ab", "--after", "j-0123456789ac:failed",
                        "--after", "j-0123456789ad:ended", "--use-mpirun", "--", "true"});

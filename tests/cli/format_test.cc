@@ -9,6 +9,7 @@ namespace ringmaster::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // 2024-05-01T12:00:00Z.
 constexpr int64_t kNoonMs = 1714564800000;
@@ -379,6 +380,43 @@ TEST(FormatTest, JsonUsesProtoFieldNamesAndPrintsZeros) {
   EXPECT_EQ(*line,
             "{\"job_id\":\"j-1\",\"seq\":\"1\",\"state\":\"JOB_STATE_UNSPECIFIED\",\"attempt\":0,"
             "\"reason\":\"\",\"exit_code\":0,\"time_ms\":\"0\"}\n");
+}
+
+TEST(FormatTest, SharedGpusAreListedUnderTheWorkers) {
+  v1::ListWorkersResponse response;
+  v1::WorkerInfo* w = response.add_workers();
+  w->set_worker_id("w2");
+  w->set_address("127.0.0.2");
+  w->set_state("READY");
+  for (int i = 0; i < 2; ++i) {
+    v1::Gpu* gpu = w->add_gpus();
+    gpu->set_index(i);
+    gpu->set_type("t4");
+    gpu->set_memory_bytes(16LL << 30);
+  }
+  w->add_allocated_gpus(0);
+  w->add_allocated_gpus(1);
+  v1::GpuUse* shared = w->add_gpu_uses();
+  shared->set_index(0);
+  shared->set_share(750);
+  shared->set_share_ranks(3);
+  shared->set_memory(4LL << 30);
+  v1::GpuUse* whole = w->add_gpu_uses();
+  whole->set_index(1);
+  whole->set_whole(true);
+  const std::string out = FormatWorkers(response, 0);
+  EXPECT_THAT(out, HasSubstr("t4 2/2"));
+  EXPECT_THAT(out, HasSubstr("Shared GPUs:\n"));
+  EXPECT_THAT(out, HasSubstr("w2       0     0.75/1        3       4294967296/17179869184"));
+  EXPECT_THAT(out, Not(HasSubstr("w2       1     ")));
+
+  v1::JobSpec spec;
+  spec.set_replicas(4);
+  spec.set_gpus_per_replica(1);
+  spec.set_gpu_type("t4");
+  spec.set_gpu_share(125);
+  EXPECT_EQ(FormatGpuRequest(spec), "4 x 0.125 t4");
+  EXPECT_EQ(FormatGpuShare(2500), "2.5");
 }
 
 TEST(FormatTest, AWorkerOnProbationSaysSoAndStaysOutOfTheTotals) {

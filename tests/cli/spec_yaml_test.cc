@@ -386,6 +386,20 @@ command: {argv: [torchrun, train.py]}
   EXPECT_EQ(bytes->shm_size_bytes(), 1048576);
 }
 
+TEST(SpecYamlTest, AGpuShareAndItsMemoryAreRead) {
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(
+      "name: eval\ngpus_per_replica: 1\ngpu_share: 0.25\ngpu_memory: 4Gi\n"
+      "command: {argv: [a]}\n",
+      "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->gpu_share(), 250);
+  EXPECT_EQ(spec->gpu_memory(), 4LL << 30);
+  EXPECT_THAT(ErrorOf("gpu_share: 2\n"),
+              HasSubstr("job.yaml: gpu_share: expected a fraction of one GPU in (0, 1]"));
+  EXPECT_THAT(ErrorOf("gpu_share: [1]\n"), HasSubstr("job.yaml: gpu_share: expected"));
+  EXPECT_THAT(ErrorOf("gpu_memory: much\n"), HasSubstr("job.yaml: gpu_memory: expected a size"));
+}
+
 TEST(SpecYamlTest, BadEnvironmentKeysNameTheirPath) {
   EXPECT_THAT(ErrorOf("image: a\nshm_size: eight\n"), HasSubstr("job.yaml: shm_size: expected a size"));
   EXPECT_THAT(ErrorOf("image: a\nshm_size: -1Gi\n"), HasSubstr("shm_size"));

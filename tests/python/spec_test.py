@@ -38,6 +38,22 @@ class SpecTest(unittest.TestCase):
         with self.assertRaisesRegex(errors.InvalidSpec, "replicas: must be N or MIN:MAX"):
             build_spec(None, {"replicas": "2:x"})
 
+    def test_gpu_shares_parse_round_trip_and_name_their_key(self):
+        spec = build_spec(None, {"gpu_share": 0.25, "gpu_memory": "10Gi", "command": ["true"]})
+        self.assertEqual((spec.gpu_share, spec.gpu_memory, spec.gpus_per_replica),
+                         (250, 10 << 30, 1))
+        data = {"name": "eval", "replicas": 2, "gpus_per_replica": 1, "gpu_share": "0.125",
+                "gpu_memory": 1 << 30, "command": {"argv": ["true"]}}
+        spec = spec_from_dict(data)
+        self.assertEqual(spec.gpu_share, 125)
+        self.assertEqual(spec_to_dict(spec)["gpu_share"], "0.125")
+        self.assertEqual(spec_from_dict(spec_to_dict(spec)), spec)
+        self.assertEqual(spec_to_dict(build_spec(None, {"gpu_share": "1"}))["gpu_share"], "1")
+        for value in (0, "0", 1.5, "0.0005", "a", True, "-0.25", ".", "1.001"):
+            with self.assertRaises(errors.InvalidSpec) as raised:
+                spec_from_dict({"name": "x", "gpu_share": value})
+            self.assertIn("gpu_share: expected a fraction of one GPU", str(raised.exception))
+
     def test_environment_keys_round_trip_and_keywords_replace_mounts(self):
         data = {"name": "torch", "replicas": 2, "image": "nvcr.io/nvidia/pytorch:24.05-py3",
                 "mounts": [{"volume": "imagenet", "path": "/data", "read_only": True},
@@ -219,7 +235,7 @@ class SpecTest(unittest.TestCase):
              "replicas: expected an integer, got a boolean (True)"),
             ({"name": "x", "replica": 1}, "replica: unknown key (expected one of: name, queue, "
              "priority, replicas, min_replicas, max_replicas, gpus_per_replica, gpu_type, "
-             "restart_policy, backoff_limit, "
+             "gpu_share, gpu_memory, restart_policy, backoff_limit, "
              "max_runtime_seconds, progress_timeout_seconds, labels, health_check, use_mpirun, "
              "after, array, trainer, command, image, mounts, shm_size, workdir)"),
             ({"trainer": {"stepz": 1}}, "trainer.stepz: unknown key (expected one of: model, "

@@ -243,7 +243,7 @@ TEST(ElasticTest, ShrinksABorrowerBeforePreemptingAnyoneWhole) {
   PassResult next = w.Pass();
   ASSERT_THAT(next.starts, SizeIs(1));
   EXPECT_EQ(next.starts[0].job_id, reclaimer);
-  EXPECT_EQ(next.ledger.Used("b", "t4"), 3);
+  EXPECT_EQ(next.ledger.Used("b", "t4"), 3 * kWholeGpuShare);
   EXPECT_EQ(w.Size(e), 5);
 }
 

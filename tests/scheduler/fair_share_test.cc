@@ -109,33 +109,36 @@ class World {
   int64_t now_ms = 1'700'000'000'000;
 };
 
+// Whole GPUs in the ledger's thousandths (QuotaScale).
+constexpr int64_t G(int64_t gpus) { return gpus * kWholeGpuShare; }
+
 TEST(QuotaLedgerTest, FitsWithinNominalThenByBorrowingWithinTheCohortsPool) {
   std::map<std::string, Queue> queues{{"a", MakeQueue("a", "c", 8)}, {"b", MakeQueue("b", "c", 8)}};
   QuotaLedger ledger(queues);
-  EXPECT_EQ(ledger.CanAdmit("a", {"t4", 8}).fit, Fit::kWithinNominal);
-  EXPECT_EQ(ledger.CanAdmit("a", {"t4", 12}).fit, Fit::kBorrowing);
-  EXPECT_EQ(ledger.CanAdmit("a", {"t4", 16}).fit, Fit::kBorrowing);
-  auto no = ledger.CanAdmit("a", {"t4", 17});
+  EXPECT_EQ(ledger.CanAdmit("a", {"t4", G(8)}).fit, Fit::kWithinNominal);
+  EXPECT_EQ(ledger.CanAdmit("a", {"t4", G(12)}).fit, Fit::kBorrowing);
+  EXPECT_EQ(ledger.CanAdmit("a", {"t4", G(16)}).fit, Fit::kBorrowing);
+  auto no = ledger.CanAdmit("a", {"t4", G(17)});
   EXPECT_EQ(no.fit, Fit::kNo);
   EXPECT_THAT(no.reason, HasSubstr("queue a: needs 17 x t4, nominal 8, in use 0"));
-  ledger.Add("b", {"t4", 6});
-  EXPECT_EQ(ledger.CanAdmit("a", {"t4", 10}).fit, Fit::kBorrowing);
-  EXPECT_EQ(ledger.CanAdmit("a", {"t4", 11}).fit, Fit::kNo);
+  ledger.Add("b", {"t4", G(6)});
+  EXPECT_EQ(ledger.CanAdmit("a", {"t4", G(10)}).fit, Fit::kBorrowing);
+  EXPECT_EQ(ledger.CanAdmit("a", {"t4", G(11)}).fit, Fit::kNo);
   // b's own nominal is still b's, though a borrowed it: within nominal, refused, reclaimable.
-  ledger.Add("a", {"t4", 10});
-  auto b = ledger.CanAdmit("b", {"t4", 2});
+  ledger.Add("a", {"t4", G(10)});
+  auto b = ledger.CanAdmit("b", {"t4", G(2)});
   EXPECT_EQ(b.fit, Fit::kNo);
   EXPECT_TRUE(b.within_nominal);
-  EXPECT_EQ(ledger.UsageOf("a")["t4"].borrowed, 2);
-  EXPECT_EQ(ledger.UsageOf("b")["t4"].lent, 2);
+  EXPECT_EQ(ledger.UsageOf("a")["t4"].borrowed, G(2));
+  EXPECT_EQ(ledger.UsageOf("b")["t4"].lent, G(2));
 }
 
 TEST(QuotaLedgerTest, NoCohortMeansNoBorrowing) {
   std::map<std::string, Queue> queues{{"a", MakeQueue("a", "", 8)}, {"b", MakeQueue("b", "", 8)}};
   QuotaLedger ledger(queues);
-  EXPECT_EQ(ledger.CanAdmit("a", {"t4", 8}).fit, Fit::kWithinNominal);
-  EXPECT_EQ(ledger.CanAdmit("a", {"t4", 9}).fit, Fit::kNo);
-  EXPECT_EQ(ledger.CanAdmit("a", {"v100", 1}).fit, Fit::kNo);  // no quota for it: nominal 0
+  EXPECT_EQ(ledger.CanAdmit("a", {"t4", G(8)}).fit, Fit::kWithinNominal);
+  EXPECT_EQ(ledger.CanAdmit("a", {"t4", G(9)}).fit, Fit::kNo);
+  EXPECT_EQ(ledger.CanAdmit("a", {"v100", G(1)}).fit, Fit::kNo);  // no quota for it: nominal 0
 }
 
 TEST(QuotaLedgerTest, BorrowingAndLendingLimitsHold) {
@@ -143,14 +146,14 @@ TEST(QuotaLedgerTest, BorrowingAndLendingLimitsHold) {
                                       {"b", MakeQueue("b", "c", 8, std::nullopt, /*lending=*/2)},
                                       {"z", MakeQueue("z", "c", 8)}};
   QuotaLedger ledger(queues);
-  EXPECT_EQ(ledger.CanAdmit("a", {"t4", 12}).fit, Fit::kBorrowing);
-  EXPECT_EQ(ledger.CanAdmit("a", {"t4", 13}).fit, Fit::kNo);  // borrowing limit
+  EXPECT_EQ(ledger.CanAdmit("a", {"t4", G(12)}).fit, Fit::kBorrowing);
+  EXPECT_EQ(ledger.CanAdmit("a", {"t4", G(13)}).fit, Fit::kNo);  // borrowing limit
   // z may take its 8, a's 8 and b's lendable 2, not b's guaranteed 6.
-  EXPECT_EQ(ledger.CanAdmit("z", {"t4", 18}).fit, Fit::kBorrowing);
-  EXPECT_EQ(ledger.CanAdmit("z", {"t4", 19}).fit, Fit::kNo);
-  ledger.Add("z", {"t4", 18});
-  EXPECT_EQ(ledger.CanAdmit("b", {"t4", 6}).fit, Fit::kWithinNominal);  // guaranteed part
-  EXPECT_EQ(ledger.CanAdmit("b", {"t4", 7}).fit, Fit::kNo);
+  EXPECT_EQ(ledger.CanAdmit("z", {"t4", G(18)}).fit, Fit::kBorrowing);
+  EXPECT_EQ(ledger.CanAdmit("z", {"t4", G(19)}).fit, Fit::kNo);
+  ledger.Add("z", {"t4", G(18)});
+  EXPECT_EQ(ledger.CanAdmit("b", {"t4", G(6)}).fit, Fit::kWithinNominal);  // guaranteed part
+  EXPECT_EQ(ledger.CanAdmit("b", {"t4", G(7)}).fit, Fit::kNo);
 }
 
 TEST(QuotaLedgerTest, UnlimitedQueueIsBoundOnlyByTheCluster) {
@@ -158,7 +161,7 @@ TEST(QuotaLedgerTest, UnlimitedQueueIsBoundOnlyByTheCluster) {
   d.name = "default";
   std::map<std::string, Queue> queues{{"default", d}};
   QuotaLedger ledger(queues);
-  EXPECT_EQ(ledger.CanAdmit("default", {"t4", 100000}).fit, Fit::kWithinNominal);
+  EXPECT_EQ(ledger.CanAdmit("default", {"t4", G(100000)}).fit, Fit::kWithinNominal);
   EXPECT_EQ(ledger.Share("default"), 0);
 }
 

@@ -12,6 +12,7 @@ ringmaster_test(scheduler_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/dependency_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/array_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/share_placement_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/gpu_share_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/worker_protocol_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/elastic_test.cc
   LIBS ringmaster_scheduler_core)

@@ -433,6 +433,35 @@ TEST_P(JobStoreConformanceTest, ListJobsIncludesPlacements) {
   EXPECT_EQ(jobs[0].placement, started.placement);
 }
 
+TEST_P(JobStoreConformanceTest, AJobOfGpuSharesKeepsItsShareInItsSpecAndPlacement) {
+  Job job = MakeJob("j-1");
+  job.spec.gpus_per_replica = 1;
+  job.spec.gpu_share = 250;
+  job.spec.gpu_memory = int64_t{4} << 30;
+  RM_ASSERT_OK(store().CreateJob(job, FirstEvent(job)));
+  Job started = job;
+  started.state = JobState::kStarting;
+  started.attempt = 1;
+  RankPlacement rank{0, "w1", "127.0.0.2", {1}, 7071};
+  rank.gpu_share = 250;
+  rank.gpu_memory = int64_t{4} << 30;
+  started.placement = {rank};
+  RM_ASSERT_OK(store().UpdateJob(started, Event(job, 2, JobState::kStarting)));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));
+  EXPECT_EQ(got.spec.gpu_share, 250);
+  EXPECT_EQ(got.spec.gpu_memory, int64_t{4} << 30);
+  EXPECT_EQ(got.placement, started.placement);
+  RM_ASSERT_OK_AND_ASSIGN(auto active, store().ListActiveJobs());
+  ASSERT_THAT(active, SizeIs(1));
+  EXPECT_EQ(active[0].placement, started.placement);
+  // A job stored before shares existed reads as whole GPUs.
+  Job whole = MakeJob("j-2");
+  RM_ASSERT_OK(store().CreateJob(whole, FirstEvent(whole)));
+  RM_ASSERT_OK_AND_ASSIGN(Job old, store().GetJob("j-2"));
+  EXPECT_EQ(old.spec.gpu_share, 0);
+  EXPECT_EQ(old.spec.gpu_memory, 0);
+}
+
 TEST_P(JobStoreConformanceTest, ListActiveJobsReturnsUnfinishedJobsInSeqOrderWithPlacements) {
   std::vector<Job> jobs;
   for (int i = 0; i < 5; ++i) {

@@ -111,6 +111,14 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
       PkgConfig::PQXX)
   add_dependencies(elastic_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
     ringmaster-rank)
+
+  ringmaster_test(gpu_share_e2e_test e2e
+    SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/gpu_share_e2e_test.cc
+    LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
+      PkgConfig::PQXX)
+  add_dependencies(gpu_share_e2e_test ringmaster-scheduler ringmaster-worker ringmaster-rsh
+    ringmaster-rank ringmaster-train)
 endif()
 
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support AND TARGET ringmaster-train)

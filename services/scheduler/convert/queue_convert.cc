@@ -1,6 +1,7 @@
 #include "scheduler/convert/queue_convert.h"
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/core/quota_ledger.h"
 
 namespace ringmaster::scheduler {
 
@@ -107,9 +108,15 @@ v1::QueueStatus ToProto(const QueueStatus& status) {
   v1::QueueStatus out;
   for (const auto& [resource, usage] : status.resources) {
     v1::ResourceStatus& r = (*out.mutable_resources())[resource];
-    r.set_in_use(usage.in_use);
-    r.set_borrowed(usage.borrowed);
-    r.set_lent(usage.lent);
+    // The ledger counts GPUs in thousandths (shares), CPU slots whole.
+    const int64_t scale = QuotaScale(resource);
+    auto whole = [&](int64_t units) { return (units + scale - 1) / scale; };
+    r.set_in_use(whole(usage.in_use));
+    r.set_borrowed(whole(usage.borrowed));
+    r.set_lent(whole(usage.lent));
+    r.set_in_use_thousandths(usage.in_use * 1000 / scale);
+    r.set_borrowed_thousandths(usage.borrowed * 1000 / scale);
+    r.set_lent_thousandths(usage.lent * 1000 / scale);
     r.set_used_seconds(usage.used_seconds);
   }
   out.set_pending_jobs(status.pending_jobs);

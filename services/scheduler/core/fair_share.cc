@@ -83,7 +83,8 @@ const std::vector<Pass::Holding>& Pass::Holdings() {
     auto q = in_.queues->find(std::string(key.first));
     if (q == in_.queues->end() || q->second.unlimited()) continue;
     auto quota = q->second.quotas.find(std::string(key.second));
-    groups_.push_back({quota == q->second.quotas.end() ? 0 : quota->second.nominal, 0});
+    groups_.push_back(
+        {quota == q->second.quotas.end() ? 0 : quota->second.nominal * QuotaScale(key.second), 0});
     std::sort(list.begin(), list.end(), [this](size_t a, size_t b) {
       const Holding& x = holdings_[a];
       const Holding& y = holdings_[b];
@@ -104,7 +105,7 @@ bool Pass::NeedsBorrowing(const Job& job) const {
   // One resource (most jobs name their GPU type): no list of candidates made.
   if (job.spec.gpus_per_replica == 0 || !job.spec.gpu_type.empty()) {
     const Demand d{job.spec.gpus_per_replica == 0 ? kCpuResource : job.spec.gpu_type,
-                   int64_t{job.spec.replicas} * std::max(job.spec.gpus_per_replica, 1)};
+                   int64_t{job.spec.replicas} * UnitsPerRank(job.spec)};
     return result_.ledger.CanAdmit(job.spec.queue, d, false).fit != Fit::kWithinNominal;
   }
   for (const Demand& d : CandidateDemands(job.spec, cluster_)) {
@@ -118,10 +119,11 @@ bool Pass::NeedsBorrowing(const Job& job) const {
 Pass::Attempt Pass::TryStart(const Job& job, int32_t replicas) {
   Attempt a;
   std::vector<Demand> demands = CandidateDemands(job.spec, cluster_);
-  const int64_t amount = int64_t{replicas} * std::max(job.spec.gpus_per_replica, 1);
+  const int64_t amount = int64_t{replicas} * UnitsPerRank(job.spec);
   for (Demand& d : demands) d.amount = amount;
   if (demands.empty()) {
-    a.reason = absl::StrCat("unschedulable: needs ", amount, " x GPU, the cluster has none");
+    a.reason = absl::StrCat("unschedulable: needs ", DescribeUnits("GPU", amount),
+                            ", the cluster has none");
   }
   const int64_t runtime_ms = job.spec.max_runtime_seconds * 1000;
   const bool may_backfill = runtime_ms > 0 && in_.now_ms + runtime_ms <= EarliestReservation();
@@ -140,7 +142,7 @@ Pass::Attempt Pass::TryStart(const Job& job, int32_t replicas) {
     GangRequest request = RequestOf(job.spec);
     request.replicas = replicas;
     if (request.gpus_per_replica > 0) request.gpu_type = d.resource;
-    auto key = std::make_tuple(d.resource, request.replicas, request.gpus_per_replica, may_backfill,
+    auto key = std::make_tuple(d.resource, request.replicas, RankSize(request), may_backfill,
                                request.checked);
     if (auto memo = no_room_.find(key); memo != no_room_.end()) {
       a.reason = memo->second;
@@ -235,7 +237,7 @@ PassResult Pass::Run() {
   // (With reasons, every job is tried, so each reason says what is true for it.) They still take
   // their turn in the order, so the decisions are exactly those of trying them.
   using Shape =
-      std::tuple<size_t, int32_t, int32_t, std::string_view, bool, bool, int32_t, int32_t>;
+      std::tuple<size_t, int32_t, int64_t, std::string_view, bool, bool, int32_t, int32_t>;
   absl::flat_hash_set<Shape> waits;
   const bool skip_waits = !options_.explain && !options_.strict_fifo;
   auto shape_of = [&](size_t q, const Job& job) {
@@ -243,7 +245,7 @@ PassResult Pass::Run() {
     const bool may_backfill = runtime_ms > 0 && in_.now_ms + runtime_ms <= EarliestReservation();
     return Shape{q,
                  job.spec.replicas,
-                 job.spec.gpus_per_replica,
+                 RankSize(RequestOf(job.spec)),
                  job.spec.gpu_type,
                  ChecksJob(job.spec, /*enabled=*/true),
                  may_backfill,

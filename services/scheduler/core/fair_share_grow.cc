@@ -51,7 +51,9 @@ void Pass::Grow() {
     for (const Job* job : in_.placed) {
       const JobSpec& spec = job->spec;
       // Cheap tests first: this runs over every placed job in each pass with idle GPUs.
-      if (!IsElastic(spec) || spec.gpus_per_replica <= 0 || job->state != JobState::kRunning) {
+      // Jobs of GPU shares do not grow: the budget counts whole idle GPUs.
+      if (!IsElastic(spec) || spec.gpus_per_replica <= 0 || spec.gpu_share > 0 ||
+          job->state != JobState::kRunning) {
         continue;
       }
       const int32_t n = RunningReplicas(*job);
@@ -102,7 +104,7 @@ void Pass::Grow() {
       }
       if (best == nullptr) break;
       const JobSpec& spec = best->job->spec;
-      const Demand rank_demand{resource, spec.gpus_per_replica};
+      const Demand rank_demand{resource, UnitsPerRank(spec)};
       GangRequest request = RequestOf(spec);
       request.replicas = 1;
       request.gpu_type = resource;

@@ -22,11 +22,22 @@
 
 namespace ringmaster::scheduler::fair_share_internal {
 
-// GPUs, or CPU slots, in `ranks`.
+// GPUs (in the ledger's thousandths), or CPU slots, in `ranks`.
 inline int64_t Units(const std::vector<RankPlacement>& ranks) {
   int64_t n = 0;
-  for (const RankPlacement& r : ranks) n += r.gpu_indices.empty() ? 1 : r.gpu_indices.size();
+  for (const RankPlacement& r : ranks) {
+    n += r.gpu_indices.empty() ? 1
+         : r.gpu_share > 0     ? r.gpu_share
+                           : int64_t{kWholeGpuShare} * static_cast<int64_t>(r.gpu_indices.size());
+  }
   return n;
+}
+
+// The size of one rank of a gang for the pass's memos of shapes: its GPUs, or for a share of
+// one GPU a negative code of the share and its memory in MiB, so that no two shapes meet.
+inline int64_t RankSize(const GangRequest& r) {
+  if (r.gpu_share == 0) return r.gpus_per_replica;
+  return -((int64_t{r.gpu_share} << 21) | (r.gpu_memory >> 20));
 }
 
 // Up to when a running job's work is safe: its last checkpoint, or the start of its attempt
@@ -137,13 +148,14 @@ class Pass {
   absl::flat_hash_map<std::string_view, std::vector<size_t>> by_queue_;  // holdings of each queue
   // Gang shapes that did not fit this pass; allocations only grow within a pass.
   // (resource, replicas, units per rank, may backfill, checked) -> why it did not fit.
-  std::map<std::tuple<std::string, int32_t, int32_t, bool, bool>, std::string> no_room_;
-  // (queue, resource) -> the smallest demand for which no victims were found.
+  std::map<std::tuple<std::string, int32_t, int64_t, bool, bool>, std::string> no_room_;
+  // (queue, resource) -> the smallest demand for which no victims were found. Whole-GPU jobs
+  // only: a share's room depends on more than its amount (the device's memory, its mix).
   std::map<std::pair<std::string, std::string>, int64_t> no_victims_;
   // Gang shapes that found no reservation this pass: what is free once every running job in the
   // window has ended only shrinks within a pass (starts, claims and reservations take from it).
   // (resource, replicas, units per rank, checked).
-  std::set<std::tuple<std::string, int32_t, int32_t, bool>> no_reservation_;
+  std::set<std::tuple<std::string, int32_t, int64_t, bool>> no_reservation_;
   // Placed jobs, then jobs started by this pass, that must end within the reservation window;
   // the first ends_scanned_ of them are counted in. Read from the input, not from holdings_, so
   // that a pass that only reserves builds no holdings. Sorted lazily: the first ends_sorted_

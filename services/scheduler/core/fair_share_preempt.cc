@@ -26,7 +26,7 @@ std::optional<Pass::TakeScope> Pass::ScopeOf(const Job& job, const Attempt& atte
   std::vector<Demand> demands = CandidateDemands(job.spec, cluster_);
   if (demands.empty()) return std::nullopt;
   Demand demand = attempt.quota_ok ? attempt.demand : demands.front();
-  demand.amount = int64_t{replicas} * std::max(job.spec.gpus_per_replica, 1);
+  demand.amount = int64_t{replicas} * UnitsPerRank(job.spec);
   const bool reclaim = queue->reclaim_within_cohort != ReclaimWithinCohort::kNever &&
                        !queue->cohort.empty() &&
                        result_.ledger.CanAdmit(job.spec.queue, demand, false).within_nominal;
@@ -46,8 +46,9 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas) 
   const bool within = scope_of->within;
   if (!reclaim && !within) return false;
 
+  const bool memo = job.spec.gpu_share == 0;
   if (auto failed = no_victims_.find({job.spec.queue, demand.resource});
-      failed != no_victims_.end() && demand.amount >= failed->second) {
+      memo && failed != no_victims_.end() && demand.amount >= failed->second) {
     return false;  // later jobs of a queue have no more candidates than earlier ones
   }
   struct Candidate {
@@ -91,6 +92,7 @@ bool Pass::TryPreempt(const Job& job, const Attempt& attempt, int32_t replicas) 
     }
   }
   auto give_up = [&] {
+    if (!memo) return false;
     auto [it, added] =
         no_victims_.emplace(std::make_pair(job.spec.queue, demand.resource), demand.amount);
     if (!added) it->second = std::min(it->second, demand.amount);
@@ -170,11 +172,13 @@ bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
   const Demand demand = scope_of->demand;
   const bool reclaim = scope_of->reclaim;
   const bool within = scope_of->within;
+  const bool memo = job.spec.gpu_share == 0;
   if (auto failed = no_shrink_.find({job.spec.queue, demand.resource});
-      failed != no_shrink_.end() && demand.amount >= failed->second) {
+      memo && failed != no_shrink_.end() && demand.amount >= failed->second) {
     return false;
   }
   auto give_up = [&] {
+    if (!memo) return false;
     auto [it, added] =
         no_shrink_.emplace(std::make_pair(job.spec.queue, demand.resource), demand.amount);
     if (!added) it->second = std::min(it->second, demand.amount);

@@ -38,7 +38,7 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
   GangRequest request = RequestOf(job.spec);
   if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
   const auto shape =
-      std::make_tuple(demand.resource, request.replicas, request.gpus_per_replica, request.checked);
+      std::make_tuple(demand.resource, request.replicas, RankSize(request), request.checked);
   if (no_reservation_.count(shape) > 0) return;
   for (const size_t placed = in_.placed.size(); ends_scanned_ < placed + fresh_.size();
        ++ends_scanned_) {

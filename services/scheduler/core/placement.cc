@@ -11,8 +11,9 @@ namespace ringmaster::scheduler {
 GangRequest RequestOf(const JobSpec& spec) {
   // With the scheduler's --health-check off nobody is put on probation, so `enabled` does not
   // matter here.
-  return GangRequest{spec.replicas, spec.gpus_per_replica, spec.gpu_type,
-                     ChecksJob(spec, /*enabled=*/true)};
+  return GangRequest{spec.replicas,  spec.gpus_per_replica,
+                     spec.gpu_type,  ChecksJob(spec, /*enabled=*/true),
+                     spec.gpu_share, spec.gpu_memory};
 }
 
 int32_t ClusterState::TypeId(const std::string& type) {
@@ -39,7 +40,7 @@ void ClusterState::Recount(Node& node) {
   node.total_by_type.assign(type_names_.size(), 0);
   for (size_t i = 0; i < node.worker->gpus.size(); ++i) {
     ++node.total_by_type[node.gpu_type_id[i]];
-    if (!node.gpu_used[i]) ++node.free_by_type[node.gpu_type_id[i]];
+    if (!node.gpu_used[i] && node.gpu_shared[i] == 0) ++node.free_by_type[node.gpu_type_id[i]];
   }
 }
 
@@ -87,6 +88,11 @@ void ClusterState::UpsertWorker(const Worker& worker) {
   auto it = index().find(worker.id);
   size_t n;
   std::set<int32_t> used;
+  struct Held {
+    int32_t share = 0, ranks = 0;
+    int64_t memory = 0;
+  };
+  std::map<int32_t, Held> shared;  // by GPU index
   int32_t cpu_used = 0;
   if (it == index().end()) {
     n = nodes_.size();
@@ -99,6 +105,10 @@ void ClusterState::UpsertWorker(const Worker& worker) {
     // Keep allocations of GPUs that still exist under the same index.
     for (size_t i = 0; i < old.worker->gpus.size(); ++i) {
       if (old.gpu_used[i]) used.insert(old.worker->gpus[i].index);
+      if (old.gpu_shared[i] > 0) {
+        shared[old.worker->gpus[i].index] = {old.gpu_shared[i], old.gpu_share_ranks[i],
+                                             old.gpu_memory_shared[i]};
+      }
     }
     cpu_used = old.cpu_used;
   }
@@ -109,8 +119,16 @@ void ClusterState::UpsertWorker(const Worker& worker) {
   node.state = worker.state;
   node.gpu_type_id = std::move(type_ids);
   node.gpu_used.assign(worker.gpus.size(), false);
+  node.gpu_shared.assign(worker.gpus.size(), 0);
+  node.gpu_share_ranks.assign(worker.gpus.size(), 0);
+  node.gpu_memory_shared.assign(worker.gpus.size(), 0);
   for (size_t i = 0; i < worker.gpus.size(); ++i) {
     node.gpu_used[i] = used.count(worker.gpus[i].index) > 0;
+    if (auto held = shared.find(worker.gpus[i].index); held != shared.end()) {
+      node.gpu_shared[i] = held->second.share;
+      node.gpu_share_ranks[i] = held->second.ranks;
+      node.gpu_memory_shared[i] = held->second.memory;
+    }
     auto& list = nodes_by_type_[node.gpu_type_id[i]];
     if (std::find(list.begin(), list.end(), n) == list.end()) list.push_back(n);
   }
@@ -156,6 +174,12 @@ absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
   // allocates once per start and per claim, and node-based containers were most of that.
   std::vector<std::pair<size_t, size_t>> gpus;   // (node, slot)
   std::vector<std::pair<size_t, int32_t>> cpus;  // (node, slots)
+  struct ShareTaken {
+    size_t node, slot;
+    int32_t share;
+    int64_t memory;
+  };
+  std::vector<ShareTaken> shares;
   for (const RankPlacement& rank : ranks) {
     auto it = index().find(rank.worker_id);
     if (it == index().end()) {
@@ -179,7 +203,24 @@ absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
             absl::StrCat("worker ", rank.worker_id, " has no GPU ", index));
       }
       size_t slot = pos - node.worker->gpus.begin();
-      if (node.gpu_used[slot]) {
+      if (rank.gpu_share > 0) {
+        int32_t taken = 0;
+        int64_t memory_taken = 0;
+        for (const ShareTaken& t : shares) {
+          if (t.node == it->second && t.slot == slot) {
+            taken += t.share;
+            memory_taken += t.memory;
+          }
+        }
+        if (!ShareFits(node, slot, rank.gpu_share, rank.gpu_memory, taken, memory_taken)) {
+          return absl::FailedPreconditionError(absl::StrCat("GPU ", index, " of ", rank.worker_id,
+                                                            " has no room for a share of ",
+                                                            rank.gpu_share, " thousandths"));
+        }
+        shares.push_back({it->second, slot, rank.gpu_share, rank.gpu_memory});
+        continue;
+      }
+      if (node.gpu_used[slot] || node.gpu_shared[slot] > 0) {
         return absl::FailedPreconditionError(
             absl::StrCat("GPU ", index, " of ", rank.worker_id, " is already allocated"));
       }
@@ -196,6 +237,7 @@ absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
   std::vector<size_t> touched;
   for (const auto& [node_index, slot] : gpus) touched.push_back(node_index);
   for (const auto& [node_index, n] : cpus) touched.push_back(node_index);
+  for (const ShareTaken& t : shares) touched.push_back(t.node);
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
   for (size_t node_index : touched) Contribute(nodes_[node_index], -1);
@@ -203,6 +245,13 @@ absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
     Node& node = nodes_[node_index];
     node.gpu_used[slot] = true;
     --node.free_by_type[node.gpu_type_id[slot]];
+  }
+  for (const ShareTaken& t : shares) {
+    Node& node = nodes_[t.node];
+    if (node.gpu_shared[t.slot] == 0) --node.free_by_type[node.gpu_type_id[t.slot]];
+    node.gpu_shared[t.slot] += t.share;
+    node.gpu_share_ranks[t.slot] += 1;
+    node.gpu_memory_shared[t.slot] += t.memory;
   }
   for (const auto& [node_index, n] : cpus) nodes_[node_index].cpu_used += n;
   for (size_t node_index : touched) Contribute(nodes_[node_index], +1);
@@ -220,9 +269,23 @@ void ClusterState::Release(const std::vector<RankPlacement>& ranks) {
     }
     for (int32_t index : rank.gpu_indices) {
       for (size_t slot = 0; slot < node.worker->gpus.size(); ++slot) {
-        if (node.worker->gpus[slot].index == index && node.gpu_used[slot]) {
+        if (node.worker->gpus[slot].index != index) continue;
+        if (rank.gpu_share > 0) {
+          if (node.gpu_shared[slot] == 0) continue;
+          node.gpu_shared[slot] = std::max(0, node.gpu_shared[slot] - rank.gpu_share);
+          node.gpu_share_ranks[slot] = std::max(0, node.gpu_share_ranks[slot] - 1);
+          node.gpu_memory_shared[slot] =
+              std::max<int64_t>(0, node.gpu_memory_shared[slot] - rank.gpu_memory);
+          if (node.gpu_share_ranks[slot] == 0) {
+            node.gpu_shared[slot] = 0;
+            node.gpu_memory_shared[slot] = 0;
+          }
+          if (node.gpu_shared[slot] == 0 && !node.gpu_used[slot]) {
+            ++node.free_by_type[node.gpu_type_id[slot]];
+          }
+        } else if (node.gpu_used[slot]) {
           node.gpu_used[slot] = false;
-          ++node.free_by_type[node.gpu_type_id[slot]];
+          if (node.gpu_shared[slot] == 0) ++node.free_by_type[node.gpu_type_id[slot]];
         }
       }
     }
@@ -230,9 +293,13 @@ void ClusterState::Release(const std::vector<RankPlacement>& ranks) {
   }
 }
 
+bool ClusterState::Usable(const Node& node, const GangRequest& request) const {
+  return node.ready() || (request.checked && node.on_probation());
+}
+
 int32_t ClusterState::Capacity(const Node& node, const GangRequest& request,
                                int32_t type_id) const {
-  if (!node.ready() && !(request.checked && node.on_probation())) return 0;
+  if (!Usable(node, request)) return 0;
   if (request.gpus_per_replica == 0) return node.worker->cpu_slots - node.cpu_used;
   return node.free_by_type[type_id] / request.gpus_per_replica;
 }
@@ -240,6 +307,7 @@ int32_t ClusterState::Capacity(const Node& node, const GangRequest& request,
 // Packs the gang onto the fewest workers: the largest capacities first, then the smallest
 // worker that still holds the remainder (best fit keeps big holes for big jobs).
 PlacementDecision ClusterState::PlaceType(const GangRequest& request, int32_t type_id) const {
+  if (request.gpu_share > 0) return PlaceShares(request, type_id);
   const bool cpu = request.gpus_per_replica == 0;
   const int32_t units = cpu ? 1 : request.gpus_per_replica;
   const int64_t needed = static_cast<int64_t>(request.replicas) * units;
@@ -313,7 +381,10 @@ PlacementDecision ClusterState::PlaceType(const GangRequest& request, int32_t ty
     for (int32_t r = 0; r < count; ++r) {
       RankPlacement placement{rank++, node.worker->id, node.worker->address, {}, node.worker->port};
       for (int32_t g = 0; !cpu && g < units; ++g) {
-        while (node.gpu_used[slot] || node.gpu_type_id[slot] != type_id) ++slot;
+        while (node.gpu_used[slot] || node.gpu_shared[slot] > 0 ||
+               node.gpu_type_id[slot] != type_id) {
+          ++slot;
+        }
         placement.gpu_indices.push_back(node.worker->gpus[slot++].index);
       }
       decision.ranks.push_back(std::move(placement));
@@ -323,6 +394,8 @@ PlacementDecision ClusterState::PlaceType(const GangRequest& request, int32_t ty
 }
 
 bool ClusterState::FitsType(const GangRequest& request, int32_t type_id) const {
+  if (request.gpu_share > 0)
+    return PlaceShares(request, type_id).kind == PlacementDecision::Kind::kPlaced;
   const bool cpu = request.gpus_per_replica == 0;
   const int64_t needed =
       static_cast<int64_t>(request.replicas) * (cpu ? 1 : request.gpus_per_replica);
@@ -363,11 +436,38 @@ PlacementDecision ClusterState::Place(const GangRequest& request) const {
   if (!request.gpu_type.empty()) {
     auto it = type_ids_.find(request.gpu_type);
     if (it != type_ids_.end()) return PlaceType(request, it->second);
+    if (request.gpu_share > 0) {
+      PlacementDecision none;
+      none.kind = PlacementDecision::Kind::kInfeasible;
+      none.reason =
+          absl::StrCat("needs ", request.replicas, " x ", GpuFraction(request.gpu_share), " of a ",
+                       request.gpu_type, ", the cluster has no ", request.gpu_type);
+      return none;
+    }
     PlacementDecision none;
     none.kind = PlacementDecision::Kind::kInfeasible;
     none.reason = absl::StrCat("needs ", int64_t{request.replicas} * request.gpus_per_replica,
                                " x ", request.gpu_type, ", the cluster has 0");
     return none;
+  }
+  if (request.gpu_share > 0) {
+    // Any type: the first type (by name) whose devices take the shares now.
+    PlacementDecision first;
+    first.kind = PlacementDecision::Kind::kInfeasible;
+    first.reason = absl::StrCat("needs ", request.replicas, " x ", GpuFraction(request.gpu_share),
+                                " of a GPU, the cluster has none");
+    std::vector<std::pair<std::string, int32_t>> types;
+    for (const auto& [name, id] : type_ids_) types.emplace_back(name, id);
+    std::sort(types.begin(), types.end());
+    for (const auto& [name, id] : types) {
+      PlacementDecision d = PlaceShares(request, id);
+      if (d.kind == PlacementDecision::Kind::kPlaced) return d;
+      if (d.kind == PlacementDecision::Kind::kWait ||
+          first.kind != PlacementDecision::Kind::kWait) {
+        first = std::move(d);
+      }
+    }
+    return first;
   }
   // Any type: every rank still gets the same type. Prefer the type that needs the fewest
   // workers, then the one with the least free capacity, to keep large pools whole.
@@ -430,7 +530,20 @@ std::vector<int32_t> ClusterState::AllocatedGpus(const std::string& worker_id) c
   if (it == index().end()) return out;
   const Node& node = nodes_[it->second];
   for (size_t i = 0; i < node.worker->gpus.size(); ++i) {
-    if (node.gpu_used[i]) out.push_back(node.worker->gpus[i].index);
+    if (node.gpu_used[i] || node.gpu_shared[i] > 0) out.push_back(node.worker->gpus[i].index);
+  }
+  return out;
+}
+
+std::vector<ClusterState::GpuUse> ClusterState::GpuUses(const std::string& worker_id) const {
+  std::vector<GpuUse> out;
+  auto it = index().find(worker_id);
+  if (it == index().end()) return out;
+  const Node& node = nodes_[it->second];
+  for (size_t i = 0; i < node.worker->gpus.size(); ++i) {
+    if (!node.gpu_used[i] && node.gpu_shared[i] == 0) continue;
+    out.push_back({node.worker->gpus[i].index, node.gpu_used[i], node.gpu_shared[i],
+                   node.gpu_share_ranks[i], node.gpu_memory_shared[i]});
   }
   return out;
 }
@@ -467,9 +580,11 @@ std::vector<RankPlacement> ClusterState::FreePart(const std::vector<RankPlacemen
     }
     for (int32_t index : rank.gpu_indices) {
       for (size_t slot = 0; slot < node.worker->gpus.size(); ++slot) {
-        if (node.worker->gpus[slot].index == index && !node.gpu_used[slot]) {
-          part.gpu_indices.push_back(index);
-        }
+        if (node.worker->gpus[slot].index != index) continue;
+        const bool free = rank.gpu_share > 0
+                              ? ShareFits(node, slot, rank.gpu_share, rank.gpu_memory)
+                              : !node.gpu_used[slot] && node.gpu_shared[slot] == 0;
+        if (free) part.gpu_indices.push_back(index);
       }
     }
     if (!part.gpu_indices.empty()) out.push_back(std::move(part));

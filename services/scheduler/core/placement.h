@@ -22,9 +22,18 @@ struct GangRequest {
   // The attempt runs a pre-run check (the spec's health_check), so it may also use workers on
   // probation: unhealthy ones whose next passing check clears them.
   bool checked = false;
+  // Each rank takes this much of one GPU (thousandths, gpus_per_replica 1) on a device that
+  // only shares hold, and gpu_memory bytes of its memory; 0: whole GPUs (JobSpec.gpu_share).
+  int32_t gpu_share = 0;
+  int64_t gpu_memory = 0;
 };
 
 GangRequest RequestOf(const JobSpec& spec);
+
+// A whole GPU in the thousandths of JobSpec.gpu_share.
+inline constexpr int32_t kWholeGpuShare = 1000;
+// Thousandths of a GPU as a decimal: 250 -> "0.25", 1000 -> "1", 2500 -> "2.5".
+std::string GpuFraction(int64_t thousandths);
 
 struct PlacementDecision {
   enum class Kind {
@@ -73,8 +82,23 @@ class ClusterState {
   // Per GPU type over ready workers; "cpu" is not a key (see CpuTotals).
   std::map<std::string, TypeTotals> GpuTotals() const;
   TypeTotals CpuTotals() const;
-  // GPU indices and CPU slots in use on one worker.
+  // GPU indices and CPU slots in use on one worker (held whole or by shares).
   std::vector<int32_t> AllocatedGpus(const std::string& worker_id) const;
+  // What placements hold of each GPU in use on one worker.
+  struct GpuUse {
+    int32_t index = 0;
+    bool whole = false;
+    int32_t share = 0;  // thousandths held by shares
+    int32_t share_ranks = 0;
+    int64_t memory = 0;  // bytes promised to the shares
+  };
+  std::vector<GpuUse> GpuUses(const std::string& worker_id) const;
+  // Per GPU type over ready workers: the devices that shares hold, and the thousandths held.
+  struct ShareTotals {
+    int32_t devices = 0;
+    int64_t held = 0;
+  };
+  std::map<std::string, ShareTotals> ShareTotalsByType() const;
   int32_t CpuSlotsUsed(const std::string& worker_id) const;
   // The type of one GPU of a worker; empty when unknown.
   std::string GpuTypeOf(const std::string& worker_id, int32_t gpu_index) const;
@@ -89,7 +113,12 @@ class ClusterState {
     bool healthy = true;
     bool probation = false;
     // Inline: a pass copies every node, and heap vectors made that copy most of a pass.
-    absl::InlinedVector<bool, 8> gpu_used;          // parallel to worker.gpus
+    absl::InlinedVector<bool, 8> gpu_used;  // parallel to worker.gpus: held whole
+    // Parallel to worker.gpus: what ranks with a gpu_share hold of it. A GPU is free (counted
+    // in free_by_type) when neither a whole rank nor a share holds it.
+    absl::InlinedVector<int32_t, 8> gpu_shared;  // thousandths
+    absl::InlinedVector<int32_t, 8> gpu_share_ranks;
+    absl::InlinedVector<int64_t, 8> gpu_memory_shared;  // bytes
     absl::InlinedVector<int32_t, 8> gpu_type_id;    // parallel to worker.gpus
     absl::InlinedVector<int32_t, 2> free_by_type;   // by type id
     absl::InlinedVector<int32_t, 2> total_by_type;  // by type id
@@ -120,6 +149,14 @@ class ClusterState {
   int32_t Capacity(const Node& node, const GangRequest& request, int32_t type_id) const;
   PlacementDecision PlaceType(const GangRequest& request, int32_t type_id) const;
   bool FitsType(const GangRequest& request, int32_t type_id) const;
+  // Ranks with a gpu_share: each on one device of the type with room for its share and memory
+  // (placement_shares.cc).
+  PlacementDecision PlaceShares(const GangRequest& request, int32_t type_id) const;
+  // Whether `slot` of `node` takes one more rank of `share` and `memory` (beyond `taken` and
+  // `memory_taken` already chosen for it in this placement).
+  static bool ShareFits(const Node& node, size_t slot, int32_t share, int64_t memory,
+                        int32_t taken = 0, int64_t memory_taken = 0);
+  bool Usable(const Node& node, const GangRequest& request) const;
 
   // The node of a worker id. Shared between copies and copied before it changes (a new
   // worker): passes copy the state thousands of times, workers join rarely.

@@ -11,6 +11,7 @@ namespace ringmaster::scheduler {
 
 // One resource of a queue (a GPU type, or "cpu" for CPU slots). Counts are GPUs (or slots).
 struct ResourceUsage {
+  // In the ledger's units (QuotaScale: thousandths of a GPU, whole CPU slots).
   int64_t in_use = 0;    // held by the queue's placed jobs
   int64_t borrowed = 0;  // of in_use, above the queue's nominal
   int64_t lent = 0;      // of the queue's nominal, used by other queues of its cohort

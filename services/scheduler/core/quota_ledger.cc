@@ -8,19 +8,29 @@
 namespace ringmaster::scheduler {
 namespace {
 
-int64_t AmountOf(const JobSpec& spec) {
-  return static_cast<int64_t>(spec.replicas) * std::max(spec.gpus_per_replica, 1);
-}
+int64_t AmountOf(const JobSpec& spec) { return int64_t{spec.replicas} * UnitsPerRank(spec); }
 
-std::string Describe(const Demand& d) {
-  return d.resource == kCpuResource ? absl::StrCat(d.amount, " CPU slots")
-                                    : absl::StrCat(d.amount, " x ", d.resource);
-}
+std::string Describe(const Demand& d) { return DescribeUnits(d.resource, d.amount); }
 
 }  // namespace
 
+int64_t QuotaScale(std::string_view resource) {
+  return resource == kCpuResource ? 1 : kWholeGpuShare;
+}
+
+int64_t UnitsPerRank(const JobSpec& spec) {
+  if (spec.gpus_per_replica == 0) return 1;
+  if (spec.gpu_share > 0) return spec.gpu_share;
+  return int64_t{spec.gpus_per_replica} * kWholeGpuShare;
+}
+
+std::string DescribeUnits(std::string_view resource, int64_t units) {
+  return resource == kCpuResource ? absl::StrCat(units, " CPU slots")
+                                  : absl::StrCat(GpuFraction(units), " x ", std::string(resource));
+}
+
 int64_t HeldAmount(const Job& job) {
-  return static_cast<int64_t>(RunningReplicas(job)) * std::max(job.spec.gpus_per_replica, 1);
+  return int64_t{RunningReplicas(job)} * UnitsPerRank(job.spec);
 }
 
 std::vector<Demand> CandidateDemands(const JobSpec& spec, const ClusterState& cluster) {
@@ -56,9 +66,11 @@ QuotaLedger::QuotaLedger(const std::map<std::string, Queue>& queues) {
     for (const auto& [resource, quota] : queue.quotas) {
       Account a;
       a.resource = resource;
-      a.nominal = quota.nominal;
-      a.lendable = std::min(quota.lending_limit.value_or(a.nominal), a.nominal);
-      if (quota.borrowing_limit) a.borrow_cap = a.nominal + *quota.borrowing_limit;
+      const int64_t scale = QuotaScale(resource);
+      a.nominal = quota.nominal * scale;
+      a.lendable =
+          std::min(quota.lending_limit ? *quota.lending_limit * scale : a.nominal, a.nominal);
+      if (quota.borrowing_limit) a.borrow_cap = a.nominal + *quota.borrowing_limit * scale;
       if (queue.cohort.empty()) a.lendable = a.nominal;  // a pool of its own
       a.guaranteed = a.nominal - a.lendable;
       if (!q.unlimited && !queue.cohort.empty()) {
@@ -145,12 +157,17 @@ QuotaLedger::Check QuotaLedger::CanAdmit(const std::string& queue_name, const De
   auto refuse = [&](const std::string& why) {
     check.fit = Fit::kNo;
     if (!explain) return check;
+    const int64_t scale = QuotaScale(demand.resource);
     check.reason = absl::StrCat("queue ", queue_name, ": needs ", Describe(demand), ", nominal ",
-                                a.nominal, ", in use ", a.used, why);
+                                GpuFraction(a.nominal * 1000 / scale), ", in use ",
+                                GpuFraction(a.used * 1000 / scale), why);
     return check;
   };
   if (a.borrow_cap >= 0 && next > a.borrow_cap) {
-    return refuse(explain ? absl::StrCat(", borrowing limit ", a.borrow_cap - a.nominal) : "");
+    return refuse(
+        explain ? absl::StrCat(", borrowing limit ", GpuFraction((a.borrow_cap - a.nominal) * 1000 /
+                                                                 QuotaScale(demand.resource)))
+                : "");
   }
   if (q->cohort.empty()) {
     if (next > a.nominal) return refuse(", no cohort to borrow from");
@@ -164,7 +181,9 @@ QuotaLedger::Check QuotaLedger::CanAdmit(const std::string& queue_name, const De
       if (!explain) return refuse("");
       return refuse(check.within_nominal
                         ? absl::StrCat(", lent to borrowers in cohort ", q->cohort)
-                        : absl::StrCat(", cohort ", q->cohort, " has ", free, " to lend"));
+                        : absl::StrCat(", cohort ", q->cohort, " has ",
+                                       GpuFraction(free * 1000 / QuotaScale(demand.resource)),
+                                       " to lend"));
     }
   }
   check.fit = check.within_nominal ? Fit::kWithinNominal : Fit::kBorrowing;

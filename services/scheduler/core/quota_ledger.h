@@ -22,7 +22,16 @@
 
 namespace ringmaster::scheduler {
 
-// What a job takes from its queue: `amount` GPUs of one type, or CPU slots ("cpu").
+// The ledger's units per unit of a resource: a GPU is 1000 (JobSpec.gpu_share is in
+// thousandths of one), a CPU slot 1. Queue quotas, in whole GPUs and slots, are scaled by it.
+int64_t QuotaScale(std::string_view resource);
+// What one rank of `spec` takes, in the ledger's units.
+int64_t UnitsPerRank(const JobSpec& spec);
+// `units` of `resource` as people read them: "8 x t4", "0.25 x t4", "3 CPU slots".
+std::string DescribeUnits(std::string_view resource, int64_t units);
+
+// What a job takes from its queue: `amount` of one GPU type (in thousandths, QuotaScale), or
+// CPU slots ("cpu").
 struct Demand {
   std::string resource;
   int64_t amount = 0;

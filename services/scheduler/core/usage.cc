@@ -12,8 +12,10 @@ std::optional<QueueUsage> AttemptUsage(const Job& job, const ClusterState& clust
   Demand held = HeldDemand(job, cluster);
   // A placement whose workers the cluster no longer lists has no known GPU type.
   if (held.resource.empty()) held.resource = "gpu";
-  return QueueUsage{job.spec.queue, held.resource,
-                    held.amount * std::max<int64_t>(0, now_ms - job.started_at_ms)};
+  // Resource-ms in whole units: a share of a GPU is charged its fraction.
+  return QueueUsage{
+      job.spec.queue, held.resource,
+      held.amount * std::max<int64_t>(0, now_ms - job.started_at_ms) / QuotaScale(held.resource)};
 }
 
 UsageTotals WithRunning(UsageTotals stored, const std::vector<const Job*>& jobs,

@@ -11,6 +11,7 @@
 #include "scheduler/core/authz.h"
 #include "scheduler/core/dependency.h"
 #include "scheduler/core/environment.h"
+#include "scheduler/core/placement.h"
 
 namespace ringmaster::scheduler {
 namespace {
@@ -194,6 +195,25 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& in) {
   if (auto s = CheckRange("gpus_per_replica", spec.gpus_per_replica, 0, kMaxGpusPerReplica);
       !s.ok()) {
     return s;
+  }
+  if (spec.gpu_share != 0) {
+    if (auto s = CheckRange("gpu_share", spec.gpu_share, 1, kWholeGpuShare); !s.ok()) return s;
+    if (spec.gpus_per_replica != 1) {
+      return Invalid("gpu_share", absl::StrCat("needs gpus_per_replica 1 (a share is of one GPU), "
+                                               "got gpus_per_replica ",
+                                               spec.gpus_per_replica));
+    }
+  }
+  if (spec.gpu_memory != 0) {
+    if (spec.gpu_share == 0) {
+      return Invalid("gpu_memory",
+                     "is only allowed with gpu_share (a whole GPU's memory is "
+                     "all its own)");
+    }
+    if (auto s = CheckRange("gpu_memory", spec.gpu_memory, int64_t{1} << 20, kMaxGpuMemory);
+        !s.ok()) {
+      return s;
+    }
   }
   if (!spec.gpu_type.empty()) {
     if (!IsGpuType(spec.gpu_type)) {
@@ -412,6 +432,24 @@ absl::Status CheckRequestIdReuse(const Job& existing, const Job& asked) {
                                                  existing.id, ")"));
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckGpuMemoryFits(const JobSpec& spec, const std::vector<Worker>& workers) {
+  if (spec.gpu_memory == 0) return absl::OkStatus();
+  bool any = false;
+  int64_t largest = 0;
+  for (const Worker& worker : workers) {
+    for (const Gpu& gpu : worker.gpus) {
+      if (!spec.gpu_type.empty() && gpu.type != spec.gpu_type) continue;
+      any = true;
+      largest = std::max(largest, gpu.memory_bytes);
+    }
+  }
+  if (!any || spec.gpu_memory <= largest) return absl::OkStatus();
+  return Invalid("gpu_memory",
+                 absl::StrCat("must be at most ", largest, " bytes, the memory of the largest ",
+                              spec.gpu_type.empty() ? "GPU" : spec.gpu_type,
+                              " in the cluster; got ", spec.gpu_memory));
 }
 
 }  // namespace ringmaster::scheduler

@@ -509,6 +509,14 @@ void FillWorkerInfo(const WorkerView& view, bool admin, v1::WorkerInfo* info) {
   info->set_cpu_slots(view.worker.cpu_slots);
   info->set_state(WorkerStateName(view.worker.state));
   for (int32_t g : view.allocated_gpus) info->add_allocated_gpus(g);
+  for (const ClusterState::GpuUse& u : view.gpu_uses) {
+    v1::GpuUse* use = info->add_gpu_uses();
+    use->set_index(u.index);
+    use->set_whole(u.whole);
+    use->set_share(u.share);
+    use->set_share_ranks(u.share_ranks);
+    use->set_memory(u.memory);
+  }
   info->set_cpu_slots_used(view.cpu_slots_used);
   info->set_last_heartbeat_ms(view.worker.last_heartbeat_ms);
   if (!view.worker.unhealthy_reason.empty()) {

@@ -392,7 +392,13 @@ absl::Status AttachPlacements(pqxx::transaction_base& tx, std::vector<Job>* jobs
       }
       rank.gpu_indices.push_back(index);
     }
-    by_id.at(job_id)->placement.push_back(std::move(rank));
+    // What a rank holds of its GPU is the job's (every rank of a job holds the same share).
+    Job& job = *by_id.at(job_id);
+    if (!rank.gpu_indices.empty()) {
+      rank.gpu_share = job.spec.gpu_share;
+      rank.gpu_memory = job.spec.gpu_memory;
+    }
+    job.placement.push_back(std::move(rank));
   }
   return absl::OkStatus();
 }
