@@ -74,6 +74,7 @@ ringmaster_test(worker_agent_test unit
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/agent_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/gpu_metrics_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/convert_test.cc
   LIBS ringmaster_worker_lib)
 
 ringmaster_test(worker_image_puller_test unit
