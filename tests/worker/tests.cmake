@@ -12,6 +12,7 @@ ringmaster_test(worker_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/assignment_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/layout_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/container_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/gpu_share_test.cc
   LIBS ringmaster_worker_core)
 
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
