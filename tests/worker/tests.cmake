@@ -48,6 +48,7 @@ ringmaster_test(worker_host_test unit
     ${CMAKE_CURRENT_LIST_DIR}/host_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rank_channel_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/helpers_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/mps_daemon_test.cc
   LIBS ringmaster_worker_host)
 if(TARGET ringmaster_pmpi)
   # The counter in a real (1-rank) MPI program with many nonblocking collectives in flight.
