@@ -28,6 +28,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::map<std::string, std::string> WithoutRingmasterSettings(
+    std::map<std::string, std::string> env) {
+  std::erase_if(env, [](const auto& entry) { return entry.first.rfind("RINGMASTER_", 0) == 0; });
+  return env;
+}
+
 }  // namespace
 
 Agent::Agent(AgentOptions options, prometheus::Registry* registry)
@@ -61,13 +67,12 @@ Agent::Agent(AgentOptions options, prometheus::Registry* registry)
       reaper_(options_, layout_, table_, launcher_, metrics_, master_ports_),
       mps_(MpsDaemonOptions{.control_binary = options_.mps_control,
                             .dir = layout_.MpsDir(),
-                            .env = CurrentEnvironment(),
+                            // As the attempts' (below): none of the worker's own settings.
+                            .env = WithoutRingmasterSettings(CurrentEnvironment()),
                             .worker_id = options_.inventory.worker_id}) {
   // Children get a clean slate: our own RINGMASTER_* settings (flag fallbacks) would leak into
   // programs that read the same names (ringmaster-train's flags do).
-  for (auto& [name, value] : CurrentEnvironment()) {
-    if (name.rfind("RINGMASTER_", 0) != 0) env_options_.base.emplace(name, value);
-  }
+  env_options_.base = WithoutRingmasterSettings(CurrentEnvironment());
   env_options_.worker_id = options_.inventory.worker_id;
   SetPort(options_.inventory.port);
   env_options_.check_delay_ms = options_.check_delay_ms;
