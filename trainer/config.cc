@@ -70,6 +70,12 @@ void AddTrainerFlags(Flags* flags) {
   flags->Add("queue", "", "queue label of the samples");
   flags->Add("gpu-type", "", "gpu_type label of the samples");
   flags->Add("worker-id", "", "worker label of the samples");
+  flags->Add("gpu-share", "",
+             "this rank's share of its GPU, printed at start (the worker sets "
+             "RINGMASTER_GPU_SHARE); empty: a whole device");
+  flags->Add("gpu-memory", "0",
+             "device memory this rank may use (K, M, G suffixes; the worker sets "
+             "RINGMASTER_GPU_MEMORY): a run that needs more exits at once saying so; 0: no limit");
   flags->Add("benchmark", "", "empty: train; 'allreduce': sweep allreduce sizes instead");
   flags->Add("min-bytes", "8", "allreduce benchmark: smallest message (K, M, G suffixes)");
   flags->Add("max-bytes", "256M", "allreduce benchmark: largest message");
@@ -171,6 +177,23 @@ absl::StatusOr<TrainerConfig> ConfigFromFlags(const Flags& flags) {
   config.queue = flags.Get("queue");
   config.gpu_type = flags.Get("gpu-type");
   config.worker_id = flags.Get("worker-id");
+  config.gpu_share = flags.Get("gpu-share");
+  if (!config.gpu_share.empty()) {
+    double share = 0;
+    if (!absl::SimpleAtod(config.gpu_share, &share) || !(share > 0 && share <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--gpu-share must be a fraction of one GPU in (0, 1], got '", config.gpu_share, "'"));
+    }
+  }
+  absl::StatusOr<size_t> gpu_memory = ParseByteSize(flags.Get("gpu-memory"));
+  if (!gpu_memory.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gpu-memory: ", gpu_memory.status().message()));
+  }
+  if (*gpu_memory > static_cast<size_t>(std::numeric_limits<int64_t>::max())) {
+    return absl::InvalidArgumentError("--gpu-memory is too large");
+  }
+  config.gpu_memory = static_cast<int64_t>(*gpu_memory);
 
   RM_RETURN_IF_ERROR(ReadBytes(flags, "min-bytes", &config.min_bytes));
   RM_RETURN_IF_ERROR(ReadBytes(flags, "max-bytes", &config.max_bytes));

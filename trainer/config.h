@@ -52,6 +52,13 @@ struct TrainerConfig {
   std::string gpu_type;
   std::string worker_id;
 
+  // A share of one GPU (docs/gpu-sharing.md; the worker sets RINGMASTER_GPU_SHARE and
+  // RINGMASTER_GPU_MEMORY): the share as the worker wrote it ("0.25"; empty: a whole device),
+  // printed at start, and the device memory this rank may use in bytes (0: no limit), which a
+  // run that needs more refuses before allocating anything (memory_estimate.h).
+  std::string gpu_share;
+  int64_t gpu_memory = 0;
+
   // --benchmark allreduce.
   size_t min_bytes = 8;
   size_t max_bytes = size_t{256} << 20;

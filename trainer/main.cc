@@ -1,5 +1,7 @@
 // ringmaster-train: the rank program of Ringmaster's built-in workload. Flags and wiring only;
 // see trainer.h for the training step and docs/trainer.md for the whole program.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -19,6 +21,7 @@
 #include "trainer/device_agreement.h"
 #include "trainer/gpu_backend.h"
 #include "trainer/host_collectives.h"
+#include "trainer/memory_estimate.h"
 #include "trainer/metrics_reporter.h"
 #include "trainer/mpi_communicator.h"
 #include "trainer/trainer.h"
@@ -29,6 +32,8 @@ namespace {
 constexpr int kExitUsage = 2;
 // After SIGTERM with the checkpoint saved: the shell's code for "ended by SIGTERM".
 constexpr int kExitStoppedBySigterm = 128 + 15;
+// The run needs more device memory than RINGMASTER_GPU_MEMORY allows: a failure like any other.
+constexpr int kExitOverMemoryLimit = 1;
 
 // OpenBLAS starts one thread per core in every rank; with several ranks on one machine they
 // would fight over the cores, so each rank gets its share unless the user chose.
@@ -121,6 +126,14 @@ absl::Status Run(const TrainerConfig& config, MpiRuntime& runtime) {
     std::cout << "ringmaster-train: " << mpi->size() << " rank(s), device "
               << DeviceKindName(device) << ": " << compute.name() << ", communicator "
               << communicator->name() << std::endl;
+    if (!config.gpu_share.empty() || config.gpu_memory > 0) {
+      std::cout << "ringmaster-train: GPU share "
+                << (config.gpu_share.empty() ? "whole device" : config.gpu_share)
+                << ", memory limit "
+                << (config.gpu_memory > 0 ? absl::StrCat(config.gpu_memory, " bytes") : "none")
+                << "; this run needs " << EstimateDeviceMemory(config, mpi->size()).total()
+                << " bytes" << std::endl;
+    }
   }
   return FailJobUnlessShared(
       Work(config, compute, *communicator, leader ? &std::cout : nullptr, reporter.get()), runtime);
@@ -153,6 +166,16 @@ int main(int argc, char** argv) {
   if (!mpi.ok()) {
     RM_LOG(kError) << mpi.status();
     return 1;
+  }
+  // Before any device or buffer exists: every rank computes the same and refuses together, so
+  // none waits in a collective for another (docs/gpu-sharing.md, "The trainer's memory check").
+  if (absl::Status fits = CheckDeviceMemory(*config, (*mpi)->world_size(), config->gpu_memory);
+      !fits.ok()) {
+    // One write: the ranks' lines must not interleave where their outputs meet.
+    const std::string line = absl::StrCat("ringmaster-train: ", fits.message(), "\n");
+    const ssize_t written = write(STDERR_FILENO, line.data(), line.size());
+    (void)written;  // nowhere else to say it; the exit code still does
+    return kExitOverMemoryLimit;
   }
   // Only a trainer that checkpoints has a use for SIGTERM's grace period; others die at once.
   if (config->mode == Mode::kTrain && !config->checkpoint_dir.empty()) InstallStopSignalHandlers();

@@ -23,6 +23,11 @@
 #define RM_ENV_SIMULATED_GPUS "RINGMASTER_SIMULATED_GPUS"
 #define RM_ENV_METRICS_ADDR "RINGMASTER_METRICS_ADDR"
 #define RM_ENV_CHECKPOINT_DIR "RINGMASTER_CHECKPOINT_DIR"
+/* A rank holding a share of one GPU (docs/gpu-sharing.md): the share as a decimal fraction of
+ * a GPU ("0.25"), and the device memory it may use in bytes (set only when the job limits it).
+ * Whole-GPU and CPU ranks get neither. */
+#define RM_ENV_GPU_SHARE "RINGMASTER_GPU_SHARE"
+#define RM_ENV_GPU_MEMORY "RINGMASTER_GPU_MEMORY"
 /* The pre-run check inside MPI_Init: where rank 0 writes its result (check_result.h), and a
  * delay before every allreduce of it (a slow host on purpose, for tests). */
 #define RM_ENV_PRECHECK_RESULT "RINGMASTER_PRECHECK_RESULT"

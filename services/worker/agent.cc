@@ -16,6 +16,7 @@
 #include "common/tls.h"
 #include "core/assignment.h"
 #include "core/auth.h"
+#include "core/gpu_share.h"
 #include "core/launch.h"
 #include "core/run_as.h"
 #include "host/file_io.h"
@@ -26,6 +27,12 @@ namespace ringmaster::worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+std::map<std::string, std::string> WithoutRingmasterSettings(
+    std::map<std::string, std::string> env) {
+  std::erase_if(env, [](const auto& entry) { return entry.first.rfind("RINGMASTER_", 0) == 0; });
+  return env;
+}
 
 }  // namespace
 
@@ -57,12 +64,15 @@ Agent::Agent(AgentOptions options, prometheus::Registry* registry)
           [this] { return options_.now ? options_.now() : Clock::now(); },
           [this] { reaper_.Wake(); }),
       launcher_(options_, layout_, env_options_, table_, metrics_, master_ports_, images_),
-      reaper_(options_, layout_, table_, launcher_, metrics_, master_ports_) {
+      reaper_(options_, layout_, table_, launcher_, metrics_, master_ports_),
+      mps_(MpsDaemonOptions{.control_binary = options_.mps_control,
+                            .dir = layout_.MpsDir(),
+                            // As the attempts' (below): none of the worker's own settings.
+                            .env = WithoutRingmasterSettings(CurrentEnvironment()),
+                            .worker_id = options_.inventory.worker_id}) {
   // Children get a clean slate: our own RINGMASTER_* settings (flag fallbacks) would leak into
   // programs that read the same names (ringmaster-train's flags do).
-  for (auto& [name, value] : CurrentEnvironment()) {
-    if (name.rfind("RINGMASTER_", 0) != 0) env_options_.base.emplace(name, value);
-  }
+  env_options_.base = WithoutRingmasterSettings(CurrentEnvironment());
   env_options_.worker_id = options_.inventory.worker_id;
   SetPort(options_.inventory.port);
   env_options_.check_delay_ms = options_.check_delay_ms;
@@ -88,6 +98,8 @@ void Agent::Start() {
     RM_LOG(kWarning) << "killed " << n << " processes left by an earlier run of worker "
                      << options_.inventory.worker_id;
   }
+  // An MPS daemon an earlier life left: its directory goes with the session directories below.
+  if (!options_.simulated_gpus) mps_.StopLeftover();
   // Session directories of attempts an earlier life did not get to forget.
   // opendir/readdir rather than a directory_iterator, whose increment throws on a read error.
   if (DIR* dir = opendir(layout_.session_root.c_str())) {
@@ -120,7 +132,10 @@ void Agent::Start() {
 }
 
 void Agent::Shutdown() {
-  if (!reaper_.Running()) return;
+  if (!reaper_.Running()) {
+    mps_.Stop();
+    return;
+  }
   {
     MutexLock lock(&table_.mu());
     for (auto& [key, a] : table_.attempts()) {
@@ -146,6 +161,8 @@ void Agent::Shutdown() {
     }
   }
   for (std::thread& t : threads) t.join();
+  // Its clients are gone: the MPS servers end with it.
+  mps_.Stop();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -159,6 +176,11 @@ void Agent::OnAssignment(const Assignment& assignment) {
   }
   // Before the lock: it looks at the file system.
   const absl::Status volumes = CheckVolumes(assignment);
+  // Before the lock too: the first shared attempt on real GPUs starts the MPS daemon (seconds).
+  absl::Status mps = absl::OkStatus();
+  if (!options_.simulated_gpus && PlacesSharedRankOn(assignment, options_.inventory.worker_id)) {
+    mps = mps_.Ensure().status();
+  }
   MutexLock lock(&table_.mu());
   const AttemptTable::Key key{assignment.job_id, assignment.attempt};
   std::vector<HeldAttempt> held;
@@ -195,6 +217,7 @@ void Agent::OnAssignment(const Assignment& assignment) {
       valid = user.status();
     }
   }
+  if (valid.ok() && !mps.ok()) valid = mps;
   if (valid.ok() && assignment.image) {
     if (!volumes.ok()) {
       valid = volumes;
@@ -431,6 +454,8 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
   std::optional<Assignment> containerized;  // a copy, for the container's plan
   // Signed before the lock: it reads two files and signs, and proves only the job id.
   const std::string job_token = JobToken(job_id);
+  // Before the lock as well: the daemon's lock may be held through a start (seconds).
+  const std::string mps_pipe_directory = mps_.PipeDirectory();
   {
     MutexLock lock(&table_.mu());
     RM_ASSIGN_OR_RETURN(AttemptRecord * a, table_.Authorize(job_id, attempt, token));
@@ -457,6 +482,7 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
     host.job_token = job_token;
     host.checkpoint_dir = layout_.CheckpointDir(job_id);
     host.check_result_path = launcher_.CheckResultPath(*a);
+    host.mps_pipe_directory = mps_pipe_directory;
     started.env = RankEnvironment(a->assignment, started.rank, host);
     absl::StatusOr<std::vector<std::string>> workload =
         WorkloadArgv(a->assignment, options_.train_binary);
@@ -542,6 +568,7 @@ absl::StatusOr<ContainerRun> Agent::RankContainer(const Assignment& assignment, 
   host.simulated_gpus = options_.simulated_gpus;
   host.extra_args = options_.container_args;
   host.host_open_mpi = options_.host_open_mpi;
+  host.mps_pipe_directory = mps_.PipeDirectory();
   // What the rank reads and writes of the platform's, at the same path inside: its job's
   // checkpoints, the attempt's Open MPI session directories (PMIx's rendezvous files), the CA.
   if (!options_.checkpoint_root.empty()) {

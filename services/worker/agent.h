@@ -6,7 +6,10 @@
 //
 // Protocols (written once, here; docs/workers.md tells the same story for operators):
 // Launch  1. the scheduler sends every worker of the gang the Assignment (job, attempt, spec,
-//            full placement, token); each worker records it and reports nothing yet;
+//            full placement, token); each worker records it and reports nothing yet. A job
+//            with a GPU share on this worker's real GPUs first needs the MPS control daemon
+//            (host/mps_daemon.h): started here if it does not run yet; where it cannot be, the
+//            attempt fails to launch, naming the worker and why;
 //         2. the worker holding rank 0 is the launcher: it writes LOG_DIR/JOB/ATTEMPT/hostfile
 //            (`ADDRESS slots=N` per worker, in rank order), takes a MASTER_PORT from its pool
 //            (held until the attempt is forgotten: no two attempts share one) and runs
@@ -103,6 +106,7 @@
 #include "core/layout.h"
 #include "core/types.h"
 #include "exec_session.h"
+#include "host/mps_daemon.h"
 #include "host/ports.h"
 #include "host/process.h"
 #include "host/users.h"
@@ -193,6 +197,9 @@ struct AgentOptions {
   std::vector<std::string> protected_paths;
   // The Open MPI version of `mpirun` ("4.1.4"), which containers' MPI must match in its series.
   std::string host_open_mpi;
+  // NVIDIA's MPS control program, which enforces GPU shares on real GPUs (--mps-control;
+  // host/mps_daemon.h). Unused with simulated GPUs.
+  std::string mps_control = kMpsControlBinary;
 };
 
 struct StartedRank {
@@ -311,6 +318,9 @@ class Agent {
   AttemptTable table_;
   AttemptLauncher launcher_;
   Reaper reaper_;
+  // Started by the first attempt with a GPU share on this worker's real GPUs; stopped at
+  // Shutdown. Thread-safe; never called under table_.mu() (its start takes seconds).
+  MpsDaemon mps_;
 
   CondVar assignments_cv_;  // Exec waiting for an assignment, on table_.mu()
   int exec_waiters_ ABSL_GUARDED_BY(table_.mu()) = 0;  // how many do

@@ -126,6 +126,9 @@ ringmaster::Flags MakeFlags() {
   flags.Add("image-cache-gib", "100",
             "disk bound of the image store: after a pull, the least recently used images are "
             "removed until it is within it; 0: no bound");
+  flags.Add("mps-control", "nvidia-cuda-mps-control",
+            "NVIDIA's MPS control program, looked up on PATH: run as this worker's own daemon "
+            "to enforce GPU shares on real GPUs (docs/gpu-sharing.md)");
   flags.Add("kill-grace-ms", "5000", "SIGTERM to SIGKILL when stopping a job's processes");
   flags.Add("checkpoint-root", "/tmp/ringmaster-checkpoints",
             "ranks get RINGMASTER_CHECKPOINT_DIR=<this>/<job id>, kept across attempts (a "
@@ -251,6 +254,7 @@ int main(int argc, char** argv) {
   options.rank_binary = flags.Get("rank-binary");
   options.check_binary = flags.Get("check-binary");
   options.container_runtime = flags.Get("container-runtime");
+  options.mps_control = flags.Get("mps-control");
   options.container_args =
       absl::StrSplit(flags.Get("container-args"), ' ', absl::SkipEmpty());
   options.image_pull_args =

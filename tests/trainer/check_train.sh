@@ -5,6 +5,9 @@
 #   check_train.sh allreduce RANKS TRAINER [FLAGS...]  every size reports 0 wrong values
 #   check_train.sh gpu       RANKS TRAINER [FLAGS...]  both of the above on --device gpu over
 #                                                      NCCL; exit 77 (skip) when no GPU exists
+#   check_train.sh over-memory RANKS TRAINER [FLAGS...]  with RINGMASTER_GPU_MEMORY below what
+#                                                      the run needs: every rank exits non-zero
+#                                                      at once, saying so, and trains nothing
 set -u -o pipefail
 
 mode=$1 ranks=$2 trainer=$3
@@ -48,6 +51,10 @@ check_train() {
   awk -v n="$images" 'BEGIN { exit !(n > 0) }' || fail "total images/sec is $images"
   grep -q "^weights consistent across $ranks ranks: yes$" "$log" ||
     fail "weights not reported consistent across $ranks ranks"
+  if [[ -n ${RINGMASTER_GPU_MEMORY-} ]]; then
+    grep -qE "^ringmaster-train: GPU share ${RINGMASTER_GPU_SHARE-whole device}, memory limit ${RINGMASTER_GPU_MEMORY} bytes; this run needs [0-9]+ bytes$" "$log" ||
+      fail "no start line with the GPU share and memory limit"
+  fi
   echo "OK: loss $initial -> $final, total images/sec $images, weights consistent"
 }
 
@@ -83,7 +90,25 @@ case $mode in
     run --device gpu --benchmark allreduce --max-bytes 64M --iters 5 --warmup-iters 2
     check_allreduce
     ;;
+  over-memory)
+    # As the worker runs a job's mpirun: one rank's exit does not end the others (mpirun then
+    # exits 0 whatever the ranks did), so each rank reports its own exit code.
+    mpirun_flags+=(--mca orte_abort_on_non_zero_status 0)
+    timeout --kill-after=10 240 mpirun -np "$ranks" "${mpirun_flags[@]}" \
+      bash -c '"$@"; code=$?; echo "rank exit $code"; exit $code' rank "$trainer" "$@" \
+      >"$log" 2>&1
+    cat "$log"
+    failed=$(grep -c "^rank exit [1-9]" "$log")
+    [[ $failed -eq $ranks ]] ||
+      fail "$failed of $ranks ranks exited non-zero with RINGMASTER_GPU_MEMORY=${RINGMASTER_GPU_MEMORY-}"
+    pattern="^ringmaster-train: needs [0-9]+ bytes of GPU memory \(model [a-z-]+, [0-9]+ samples"
+    pattern+=" per rank\); RINGMASTER_GPU_MEMORY allows ${RINGMASTER_GPU_MEMORY}$"
+    refusals=$(grep -cE "$pattern" "$log")
+    [[ $refusals -eq $ranks ]] || fail "$refusals of $ranks ranks said what they need"
+    if grep -q "^step " "$log"; then fail "trained despite the limit"; fi
+    echo "OK: every rank refused: $(grep -m1 -E "$pattern" "$log")"
+    ;;
   *)
-    fail "unknown mode '$mode' (train, allreduce or gpu)"
+    fail "unknown mode '$mode' (train, allreduce, gpu or over-memory)"
     ;;
 esac

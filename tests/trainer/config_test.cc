@@ -73,6 +73,24 @@ TEST(ConfigTest, EnvironmentIsTheFallback) {
   EXPECT_EQ(config->batch_size, 4);  // the flag wins
 }
 
+TEST(ConfigTest, AGpuShareAndItsMemoryComeFromTheWorkersEnvironment) {
+  auto whole = Parse({});
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(whole->gpu_share, "");
+  EXPECT_EQ(whole->gpu_memory, 0);
+  setenv("RINGMASTER_GPU_SHARE", "0.25", 1);
+  setenv("RINGMASTER_GPU_MEMORY", "1073741824", 1);
+  auto shared = Parse({});
+  unsetenv("RINGMASTER_GPU_SHARE");
+  unsetenv("RINGMASTER_GPU_MEMORY");
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_EQ(shared->gpu_share, "0.25");
+  EXPECT_EQ(shared->gpu_memory, int64_t{1} << 30);
+  auto by_flag = Parse({"--gpu-memory=512M", "--gpu-share=1"});
+  ASSERT_TRUE(by_flag.ok()) << by_flag.status();
+  EXPECT_EQ(by_flag->gpu_memory, int64_t{512} << 20);
+}
+
 TEST(ConfigTest, BadValuesAreInvalidArgumentNamingTheFlag) {
   struct Case {
     std::vector<std::string> args;
@@ -94,6 +112,10 @@ TEST(ConfigTest, BadValuesAreInvalidArgumentNamingTheFlag) {
       {{"--max-bytes=lots"}, "--max-bytes"},
       {{"--min-bytes=1M", "--max-bytes=1K"}, "--min-bytes"},
       {{"--num-classes=1"}, "--num-classes"},
+      {{"--gpu-memory=lots"}, "--gpu-memory"},
+      {{"--gpu-share=0"}, "--gpu-share"},
+      {{"--gpu-share=1.5"}, "--gpu-share"},
+      {{"--gpu-share=quarter"}, "--gpu-share"},
   };
   for (const Case& c : cases) {
     auto config = Parse(c.args);

@@ -10,6 +10,7 @@ if(TARGET ringmaster_trainer_core)
       ${_trainer_tests}/config_test.cc
       ${_trainer_tests}/cpu_compute_test.cc
       ${_trainer_tests}/gradient_buckets_test.cc
+      ${_trainer_tests}/memory_estimate_test.cc
       ${_trainer_tests}/mlp_test.cc
       ${_trainer_tests}/optimizer_test.cc
       ${_trainer_tests}/trainer_test.cc
@@ -30,6 +31,21 @@ if(TARGET ringmaster_trainer_core)
       --warmup-iters 1)
   set_tests_properties(trainer_mpi_train_2_ranks trainer_mpi_train_4_ranks
     trainer_mpi_allreduce_benchmark_2_ranks PROPERTIES LABELS integration TIMEOUT 120)
+
+  # A GPU share's memory limit (docs/gpu-sharing.md): the worker's RINGMASTER_GPU_MEMORY far
+  # below what the run needs is refused at once, saying so; one well above it trains as usual.
+  add_test(NAME trainer_mpi_gpu_memory_limit_refused
+    COMMAND ${_check} over-memory 2 ${_train} --model mlp-small --batch-size 16 --steps 10
+      --data-batches 4)
+  set_tests_properties(trainer_mpi_gpu_memory_limit_refused PROPERTIES
+    ENVIRONMENT "RINGMASTER_GPU_MEMORY=1048576;RINGMASTER_GPU_SHARE=0.25")
+  add_test(NAME trainer_mpi_gpu_memory_limit_fits
+    COMMAND ${_check} train 2 ${_train} --model mlp-small --batch-size 16 --steps 10
+      --data-batches 4 --log-every 5)
+  set_tests_properties(trainer_mpi_gpu_memory_limit_fits PROPERTIES
+    ENVIRONMENT "RINGMASTER_GPU_MEMORY=67108864;RINGMASTER_GPU_SHARE=0.25")
+  set_tests_properties(trainer_mpi_gpu_memory_limit_refused trainer_mpi_gpu_memory_limit_fits
+    PROPERTIES LABELS integration TIMEOUT 120)
 
   # Elastic resizes, 2 -> 4 and 4 -> 2 ranks, against runs never resized (docs/trainer.md,
   # "Elastic jobs"); checkpoint_diff compares the weights of two checkpoint files.

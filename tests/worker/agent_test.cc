@@ -1,6 +1,7 @@
 // The worker's Agent driven directly (no scheduler, no gRPC): Exec's bound on callers waiting
 // for an assignment, and the teardown that lets the processes of a clean attempt end by
-// themselves, its timers on a clock the test moves.
+// themselves, its timers on a clock the test moves; and a job with a GPU share on real GPUs,
+// whose MPS daemon (a stand-in here) is started for it or fails its launch.
 #include "worker/agent.h"
 
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <string>
 #include <thread>
@@ -362,6 +364,63 @@ TEST(AgentTeardownTest, ARankUnreportedWhenItsStoppedAttemptIsGoneIsReportedKill
   EXPECT_THAT(ended[0].message, HasSubstr("before it could report its exit"));
   EXPECT_THAT(ended[0].message, HasSubstr("(orted) exited with code 3"));
   agent.Shutdown();
+}
+
+// A quarter-GPU job's rank 1 on this worker's GPU 0, which this worker offers as a real one.
+Assignment SharedPeerAssignment(const std::string& job_id) {
+  Assignment a = PeerAssignment(job_id);
+  a.placement[1].gpu_indices = {0};
+  a.gpu_share = 250;
+  a.gpu_memory = int64_t{1} << 30;
+  return a;
+}
+
+TEST(AgentGpuShareTest, WithoutTheMpsDaemonASharedAttemptFailsNamingTheWorker) {
+  const std::string dir = TempDir();
+  AgentOptions options = Options(dir);
+  options.mps_control = dir + "/no-such-mps-control";
+  Agent agent(options, nullptr);
+  agent.Start();
+  agent.OnAssignment(SharedPeerAssignment("j-share"));
+  std::vector<RankStatus> statuses = agent.NextStatuses(256, std::chrono::milliseconds(1000));
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_EQ(statuses[0].rank, 1);
+  EXPECT_EQ(statuses[0].kind, RankStatus::Kind::kLaunchFailed);
+  EXPECT_THAT(statuses[0].message, HasSubstr("worker w1 cannot enforce GPU shares"));
+  EXPECT_THAT(statuses[0].message, HasSubstr("no-such-mps-control"));
+  agent.Shutdown();
+}
+
+TEST(AgentGpuShareTest, ASharedRankIsAnMpsClientOfTheWorkersDaemonWhichStopsAtShutdown) {
+  const std::string dir = TempDir();
+  // Stands in for nvidia-cuda-mps-control: `-d` writes the pid file, a command is logged.
+  const std::string control = dir + "/fake-mps-control";
+  {
+    std::ofstream out(control);
+    out << "#!/bin/sh\n"
+        << "if [ \"$1\" = -d ]; then echo $$ > \"$CUDA_MPS_PIPE_DIRECTORY/" << kMpsPidFile
+        << "\"; exit 0; fi\n"
+        << "read command; echo \"$command\" >> \"$CUDA_MPS_LOG_DIRECTORY/commands\"\n";
+  }
+  std::filesystem::permissions(control, std::filesystem::perms::owner_all);
+  AgentOptions options = Options(dir);
+  options.mps_control = control;
+  Agent agent(options, nullptr);
+  agent.Start();
+  agent.OnAssignment(SharedPeerAssignment("j-share"));
+  absl::StatusOr<StartedRank> started = agent.StartRank("j-share", 0, "secret-token", 1, getpid());
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string mps = dir + "/mpi/mps" + SessionSuffix("w1");
+  EXPECT_EQ(started->env["CUDA_MPS_PIPE_DIRECTORY"], mps + "/pipe");
+  EXPECT_EQ(started->env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "25");
+  EXPECT_EQ(started->env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=1024M");
+  EXPECT_EQ(started->env["RINGMASTER_GPU_SHARE"], "0.25");
+  EXPECT_EQ(started->env["CUDA_VISIBLE_DEVICES"], "0");
+  agent.Shutdown();
+  std::ifstream commands(mps + "/log/commands");
+  std::string command;
+  EXPECT_TRUE(std::getline(commands, command));
+  EXPECT_EQ(command, "quit");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ ringmaster_test(worker_core_test unit
     ${CMAKE_CURRENT_LIST_DIR}/assignment_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/layout_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/container_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/gpu_share_test.cc
   LIBS ringmaster_worker_core)
 
 if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
@@ -47,6 +48,7 @@ ringmaster_test(worker_host_test unit
     ${CMAKE_CURRENT_LIST_DIR}/host_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/rank_channel_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/helpers_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/mps_daemon_test.cc
   LIBS ringmaster_worker_host)
 if(TARGET ringmaster_pmpi)
   # The counter in a real (1-rank) MPI program with many nonblocking collectives in flight.
@@ -74,6 +76,7 @@ ringmaster_test(worker_agent_test unit
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/agent_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/gpu_metrics_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/convert_test.cc
   LIBS ringmaster_worker_lib)
 
 ringmaster_test(worker_image_puller_test unit

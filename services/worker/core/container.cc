@@ -242,6 +242,10 @@ absl::StatusOr<ContainerRun> PlanRankContainer(const Assignment& assignment, int
     run.mounts.insert(run.mounts.end(), host.driver_mounts.begin(), host.driver_mounts.end());
     // Only the rank's device nodes exist inside, and CUDA numbers what it can open from 0.
     run.env_values["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(visible, ",");
+    // The rank is an MPS client (core/gpu_share.h): the daemon's pipes at the path it is told.
+    if (assignment.gpu_share > 0 && !host.mps_pipe_directory.empty()) {
+      run.mounts.push_back({host.mps_pipe_directory, host.mps_pipe_directory, false});
+    }
   }
   return run;
 }

@@ -115,6 +115,10 @@ struct ContainerHost {
   // The workers' Open MPI version ("4.1.4"; empty: unknown), which an MPI rank's image must
   // match in its release series: its MPI_Init checks (RINGMASTER_HOST_OPEN_MPI).
   std::string host_open_mpi;
+  // The worker's MPS pipe directory (host/mps_daemon.h), mounted at the same path into the
+  // containers of shared ranks on real GPUs, where their CUDA_MPS_PIPE_DIRECTORY points; empty:
+  // no daemon runs.
+  std::string mps_pipe_directory;
 };
 
 // "4.1.4" from `mpirun --version`'s first line ("mpirun (Open MPI) 4.1.4"); empty when it is
@@ -124,8 +128,10 @@ std::string OpenMpiVersion(const std::string& mpirun_version_output);
 // The container of placed rank `rank` of `assignment` (which has an image), running
 // REPOSITORY@`digest`: the job's volumes, the platform's mounts, the rank's GPUs (only its own:
 // /dev/nvidiaN of each placed index, numbered from 0 inside as CUDA_VISIBLE_DEVICES says), the
-// labels and name. The program, environment names and the wrapper's own mounts are the
-// wrapper's to add. INVALID_ARGUMENT for a bad reference or digest.
+// labels and name; for a rank of a job with a GPU share on real GPUs, the MPS pipe directory
+// (the container shares the host's IPC namespace already, as MPS clients need). The program,
+// environment names and the wrapper's own mounts are the wrapper's to add. INVALID_ARGUMENT for a
+// bad reference or digest.
 absl::StatusOr<ContainerRun> PlanRankContainer(const Assignment& assignment, int32_t rank,
                                                const std::string& digest,
                                                const ContainerHost& host);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/job_token.h"
+#include "worker/core/gpu_share.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -318,6 +319,10 @@ std::map<std::string, std::string> RankEnvironment(const Assignment& assignment,
     env["CUDA_VISIBLE_DEVICES"] = gpus;
     // The worker numbers GPUs in PCI bus order (NVML); CUDA must agree.
     if (!gpus.empty()) env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+  }
+  for (auto& [name, value] :
+       GpuShareEnvironment(assignment, *self, host.simulated_gpus ? "" : host.mps_pipe_directory)) {
+    env[name] = std::move(value);
   }
   return env;
 }

@@ -168,6 +168,10 @@ struct RankHost {
   // Where rank 0 writes an in-session check's result (RINGMASTER_PRECHECK_RESULT, set only
   // when ChecksInSession; every rank gets it, as every rank takes part).
   std::string check_result_path;
+  // The pipe directory of this worker's MPS control daemon, for ranks of a job with a GPU share
+  // on real GPUs (GpuShareEnvironment, core/gpu_share.h); empty on simulated GPUs or while no
+  // daemon runs.
+  std::string mps_pipe_directory;
 };
 
 // Whether the attempt's pre-run check runs inside the job's own MPI_Init (the rank wrapper's
@@ -182,7 +186,8 @@ bool ChecksInSession(const Assignment& assignment);
 inline constexpr char kPrecheckResultEnv[] = RM_ENV_PRECHECK_RESULT;
 
 // Environment of placed rank `rank` running on this worker, set by its wrapper over what it
-// inherited. The command's own env comes first; ours wins on a clash.
+// inherited. The command's own env comes first; ours wins on a clash. A rank of a job with a GPU
+// share gets GpuShareEnvironment's variables too.
 std::map<std::string, std::string> RankEnvironment(const Assignment& assignment, int32_t rank,
                                                    const RankHost& host);
 

@@ -49,4 +49,8 @@ std::string WorkerLayout::CheckpointDir(const std::string& job_id) const {
   return checkpoint_root.empty() ? "" : absl::StrCat(checkpoint_root, "/", job_id);
 }
 
+std::string WorkerLayout::MpsDir() const {
+  return absl::StrCat(session_root, "/mps", session_suffix);
+}
+
 }  // namespace ringmaster::worker

@@ -45,6 +45,10 @@ struct WorkerLayout {
   bool IsOwnSessionBase(const std::string& name) const;
   // CHECKPOINT_ROOT/JOB, kept across attempts; empty without a checkpoint root.
   std::string CheckpointDir(const std::string& job_id) const;
+  // session_root/mps.SUFFIX: the directories of this worker's MPS control daemon (pipe/ and
+  // log/, core/gpu_share.h), on local disk as NVIDIA asks, and one per worker as its daemon is.
+  // Its name is one of IsOwnSessionBase's, so an earlier life's is removed at start too.
+  std::string MpsDir() const;
 };
 
 }  // namespace ringmaster::worker

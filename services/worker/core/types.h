@@ -93,6 +93,12 @@ struct Assignment {
   // An elastic job (JobSpec.min_replicas/max_replicas): its ranks get RINGMASTER_ELASTIC=1, as
   // a later attempt may run at another size.
   bool elastic = false;
+  // A share of one GPU (JobSpec.gpu_share, thousandths; 0: whole GPUs) and the device memory
+  // each rank may use (JobSpec.gpu_memory, bytes; 0: no limit of its own). Every placed rank of
+  // such a job has exactly one GPU index, which other shared ranks may be using too; its ranks
+  // are told both (core/gpu_share.h) and, on real GPUs, run as MPS clients.
+  int32_t gpu_share = 0;
+  int64_t gpu_memory = 0;
   // The job's team: whose Unix user runs the attempt on a worker with --run-as.
   std::string team;
   // Set for a job with an image: every rank runs in a container of it.

@@ -40,6 +40,8 @@ Assignment FromProto(const v1::Assignment& proto) {
   a.check_token = proto.check_token();
   a.start_directly = proto.start_directly();
   a.elastic = spec.min_replicas() > 0 && spec.max_replicas() > 0;
+  a.gpu_share = spec.gpu_share();
+  a.gpu_memory = spec.gpu_memory();
   if (!spec.image().empty()) {
     JobImage image;
     image.reference = spec.image();
