@@ -154,8 +154,9 @@ TEST_F(GpuShareE2eTest, SixteenQuartersShareFourDevicesAndAWholeJobWaitsForOneWi
     }
   }
   EXPECT_TRUE(whole_seen);
-  const std::string told = Read(Dir(w) + "/seen-0");
-  EXPECT_EQ(told, absl::StrCat(" ", device.second, "\n")) << "a whole rank is told no share";
+  const std::string told = Dir(w) + "/seen-0";
+  ASSERT_TRUE(WaitFor([&] { return !Read(told).empty(); }, 10s));
+  EXPECT_EQ(Read(told), absl::StrCat(" ", device.second, "\n")) << "a whole rank is told no share";
   for (const std::string& id : all) Finish(id);
   Finish(w);
   EXPECT_EQ(cluster_->WaitState(w, v1::JOB_STATE_SUCCEEDED).state(), v1::JOB_STATE_SUCCEEDED);
@@ -188,6 +189,42 @@ TEST_F(GpuShareE2eTest, QuotasBorrowingAndReclaimCountShares) {
   EXPECT_EQ(QueueT4("team-b").in_use_thousandths(), 2000);
   for (const std::string& id : a) Finish(id);
   for (const std::string& id : b) Finish(id);
+}
+
+TEST_F(GpuShareE2eTest, ATrainerPastItsMemoryLimitFailsAloneBesideItsNeighbour) {
+  // Whole-GPU jobs hold three of the four devices: the neighbour's is the only one for shares.
+  std::vector<std::string> wholes;
+  for (int i = 0; i < 3; ++i)
+    wholes.push_back(SubmitOk(Spec(absl::StrCat("whole-", i), "default", 0)));
+  ASSERT_TRUE(AllRunning(wholes)) << cluster_->Logs();
+  const std::string neighbour = SubmitOk(Spec("neighbour", "default", 500));
+  ASSERT_EQ(cluster_->WaitState(neighbour, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  v1::JobSpec spec;
+  spec.set_name("too-big");
+  spec.set_replicas(1);
+  spec.set_gpus_per_replica(1);
+  spec.set_gpu_type("t4");
+  spec.set_gpu_share(250);
+  spec.set_gpu_memory(int64_t{1} << 20);  // 1 MiB: mlp-small needs more
+  spec.mutable_trainer()->set_model("mlp-small");
+  spec.mutable_trainer()->set_steps(20);
+  const std::string trainer = SubmitOk(spec);
+  const v1::Job failed = cluster_->WaitState(trainer, v1::JOB_STATE_FAILED);
+  ASSERT_EQ(failed.state(), v1::JOB_STATE_FAILED) << cluster_->Logs();
+  std::string log;
+  for (const auto& w : cluster_->workers()) {
+    absl::StatusOr<std::string> l = cluster_->RankLog(w->agent_addr(), trainer, 0);
+    if (l.ok() && !l->empty()) log = *l;
+  }
+  EXPECT_THAT(log, ::testing::HasSubstr("bytes of GPU memory (model mlp-small"));
+  EXPECT_THAT(log, ::testing::HasSubstr("RINGMASTER_GPU_MEMORY allows 1048576"));
+  absl::StatusOr<v1::Job> still = cluster_->GetJob(neighbour);
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(still->state(), v1::JOB_STATE_RUNNING);
+  Finish(neighbour);
+  for (const std::string& id : wholes) Finish(id);
+  EXPECT_EQ(cluster_->WaitState(neighbour, v1::JOB_STATE_SUCCEEDED).state(),
+            v1::JOB_STATE_SUCCEEDED);
 }
 
 }  // namespace
