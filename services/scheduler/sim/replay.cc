@@ -559,7 +559,7 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
       // Use of each queue, and GPUs that its preempting jobs have claimed: they start when
       // their victims stop.
       for (size_t q = 0; q < queue_names.size(); ++q) {
-        taken[q] = r.ledger.Used(queue_names[q], kGpu);
+        taken[q] = r.ledger.Used(queue_names[q], kGpu) / QuotaScale(kGpu);  // whole GPUs
       }
       for (const auto& [id, victims] : preempting) {
         const size_t p = static_cast<size_t>(std::stoll(id));
