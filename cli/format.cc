@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "common/thousandths.h"
 #include "job_spec.h"
 
 namespace ringmaster::cli {
@@ -222,13 +223,7 @@ std::string FormatGpuRequest(const v1::JobSpec& spec) {
   return absl::StrCat(total, " x ", type);
 }
 
-std::string FormatGpuShare(int64_t thousandths) {
-  std::string out = absl::StrCat(thousandths / 1000);
-  if (thousandths % 1000 == 0) return out;
-  std::string digits = absl::StrCat(thousandths % 1000 + 1000).substr(1);
-  while (digits.back() == '0') digits.pop_back();
-  return absl::StrCat(out, ".", digits);
-}
+std::string FormatGpuShare(int64_t thousandths) { return ThousandthsText(thousandths); }
 
 std::string FormatJobList(const v1::ListJobsResponse& response, int64_t now_ms) {
   if (response.jobs().empty()) return "No jobs.\n";

@@ -5,18 +5,12 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/thousandths.h"
 #include "scheduler/core/placement.h"
 
 namespace ringmaster::scheduler {
 
-std::string GpuFraction(int64_t thousandths) {
-  std::string out = absl::StrCat(thousandths / 1000);
-  int64_t rest = thousandths % 1000;
-  if (rest == 0) return out;
-  std::string digits = absl::StrCat(rest + 1000).substr(1);  // three digits, leading zeros
-  while (digits.back() == '0') digits.pop_back();
-  return absl::StrCat(out, ".", digits);
-}
+std::string GpuFraction(int64_t thousandths) { return ThousandthsText(thousandths); }
 
 bool ClusterState::ShareFits(const Node& node, size_t slot, int32_t share, int64_t memory,
                              int32_t taken, int64_t memory_taken) {

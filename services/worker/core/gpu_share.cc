@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/thousandths.h"
 
 namespace ringmaster::worker {
 namespace {
@@ -12,15 +13,7 @@ constexpr int32_t kMaxThreadPercentage = 100;
 
 }  // namespace
 
-std::string GpuShareText(int32_t thousandths) {
-  const int32_t whole = thousandths / kThousandthsPerGpu;
-  int32_t fraction = thousandths % kThousandthsPerGpu;
-  if (fraction == 0) return absl::StrCat(whole);
-  // Three digits, then the trailing zeros dropped: 250 -> "250" -> "25".
-  std::string digits = absl::StrCat(fraction + kThousandthsPerGpu).substr(1);
-  while (digits.back() == '0') digits.pop_back();
-  return absl::StrCat(whole, ".", digits);
-}
+std::string GpuShareText(int32_t thousandths) { return ThousandthsText(thousandths); }
 
 int32_t MpsActiveThreadPercentage(int32_t thousandths) {
   const int32_t percent = (thousandths + 9) / 10;
