@@ -153,8 +153,19 @@ TEST_F(RunWatchE2eTest, TrainerRankStoppedWithSigstopIsFoundHung) {
         return !pids.empty();
       },
       15s));
-  // Let it train a little (the job has shown a sign of life), then stop it.
-  std::this_thread::sleep_for(1500ms);
+  // Let it train (rank 0 logged a step, so the ring has shown a sign of life: a job is judged
+  // only after one), then stop it. A fixed wait raced a slow start on a loaded machine.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const auto& w : cluster_->workers()) {
+          absl::StatusOr<std::string> log = cluster_->RankLog(w->agent_addr(), id, 0);
+          if (log.ok() && absl::StrContains(*log, "step ")) return true;
+        }
+        return false;
+      },
+      30s))
+      << "rank 0 never logged a step";
+  std::this_thread::sleep_for(500ms);
   ASSERT_EQ(cluster_->GetJob(id)->state(), v1::JOB_STATE_RUNNING);
   for (pid_t pid : pids) ASSERT_EQ(kill(pid, SIGSTOP), 0);
   const auto stopped = Clock::now();
