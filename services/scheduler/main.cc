@@ -106,6 +106,9 @@ ringmaster::Flags MakeFlags() {
   flags.Add("reservation-window-hours", "168",
             "how far ahead a reservation may lie (1..8760); a gang that cannot start sooner "
             "waits without one");
+  flags.Add("share-placement", "ringmaster",
+            "where ranks with a gpu_share go: gpu-packing, fgd or ringmaster (FGD's measure of "
+            "fragmentation with Ringmaster's tie-breaks; docs/gpu-sharing.md, Where shares go)");
   flags.Add("elastic-idle-delay-ms", "60000",
             "elastic jobs grow into GPUs that stayed idle this long (1000..86400000; "
             "docs/fair-share.md, Elastic jobs)");
@@ -259,6 +262,13 @@ int main(int argc, char** argv) {
   } else if (flags.Get("queue-order") != "submit") {
     return Fail(absl::InvalidArgumentError(absl::StrCat(
         "--queue-order must be submit or shortest-limit, got '", flags.Get("queue-order"), "'")));
+  }
+  if (auto share = LiveSharePolicy(flags.Get("share-placement"))) {
+    options.share_policy = *share;
+  } else {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--share-placement must be gpu-packing, fgd or ringmaster, got '",
+                     flags.Get("share-placement"), "'")));
   }
   double starve_hours = 0;
   if (auto s = flags.GetDouble("starve-hours", &starve_hours); !s.ok()) return Fail(s);

@@ -270,6 +270,7 @@ void Scheduler::SetJobLocked(const Job& job) {
     live_spec_bytes_ -= SpecBytes(before.spec);
   }
   if (fresh && !job.spec.after.empty()) deps_.Add(job.id, job.spec.after);
+  if (fresh && !job.spec.array) demand_.Add(ShareTaskOf(job.spec), job.spec.replicas);
   it->second = job;
   live_spec_bytes_ += SpecBytes(job.spec);
   ++live_counts_[{job.state, job.spec.queue}];
@@ -415,6 +416,12 @@ void Scheduler::PlaceLocked() {
       elastic_.settled_idle[resource] = idle_.Settled(resource, now);
     }
     in.elastic = &elastic_;
+  }
+  if (options_.share_policy != SharePolicy::kGpuPacking && demand_.changes() != demand_seen_ &&
+      std::any_of(in.pending.begin(), in.pending.end(),
+                  [](const Job* job) { return job->spec.gpu_share > 0; })) {
+    cluster_.SetSharePolicy(options_.share_policy, std::make_shared<const TaskMix>(demand_.Mix()));
+    demand_seen_ = demand_.changes();
   }
   PassResult r = SchedulePass(in, cluster_, policy);
   // Why each job waits: derived state, recomputed every pass and served from memory, never

@@ -251,6 +251,9 @@ struct SchedulerOptions {
   // often one job may be resized, what a restart is reckoned to cost; their ranks checkpoint
   // when stopped (docs/fair-share.md, "Elastic jobs").
   ElasticOptions elastic{.saves_on_stop = true};
+  // How ranks with a gpu_share are placed (core/share_placement.h): FGD and Ringmaster's read
+  // the mix of recent demand (docs/gpu-sharing.md, "Where shares go").
+  SharePolicy share_policy = SharePolicy::kRingmaster;
 };
 
 class Scheduler {
@@ -578,6 +581,10 @@ class Scheduler {
   // elastic_'s resize times and throughput at each size (rank 0's images/sec), by job; kept in
   // memory only (a restarted scheduler knows no resize history and assumes linear scaling).
   IdleTracker idle_ ABSL_GUARDED_BY(mu_){options_.elastic.idle_delay_ms};
+  // The GPU ranks of recent jobs, the mix that share placement expects; the mix is rebuilt
+  // for a pass with shares to place when it moved since (demand_seen_).
+  RecentDemand demand_ ABSL_GUARDED_BY(mu_);
+  uint64_t demand_seen_ ABSL_GUARDED_BY(mu_) = 0;
   ElasticInput elastic_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::map<int32_t, double>> measured_ ABSL_GUARDED_BY(mu_);
   // The last full pass made reservations: no incremental pass.

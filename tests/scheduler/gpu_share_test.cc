@@ -167,6 +167,82 @@ TEST(GpuShareTest, TheLedgerCountsSharesAgainstQuotasInWholeGpus) {
   EXPECT_EQ(DescribeUnits("cpu", 3), "3 CPU slots");
 }
 
+// Two devices, one with 0.4 held and one with 0.3; the recent demand is half-GPU ranks. A 0.2
+// share: packing fills the fuller device (0.6 held, 0.4 left: no room for a half), FGD and
+// Ringmaster's the other (0.5 held, 0.5 left), so two halves still fit after it.
+ClusterState TwoPartlySharedDevices(SharePolicy policy) {
+  ClusterState cluster;
+  cluster.UpsertWorker(MakeWorker("w1", 1));
+  cluster.UpsertWorker(MakeWorker("w2", 1));
+  EXPECT_TRUE(cluster.Allocate({RankPlacement{0, "w1", "10.0.0.1", {0}, 7071, 400}}).ok());
+  EXPECT_TRUE(cluster.Allocate({RankPlacement{0, "w2", "10.0.0.1", {0}, 7071, 300}}).ok());
+  RecentDemand demand;
+  demand.Add(ShareTaskOf([] {
+               JobSpec spec;
+               spec.gpus_per_replica = 1;
+               spec.gpu_share = 500;
+               return spec;
+             }()),
+             10);
+  cluster.SetSharePolicy(policy, std::make_shared<const TaskMix>(demand.Mix()));
+  return cluster;
+}
+
+TEST(GpuShareTest, FgdAndRingmasterLeaveRoomForTheDemandWherePackingDoesNot) {
+  for (SharePolicy policy : {SharePolicy::kFgd, SharePolicy::kRingmaster}) {
+    SCOPED_TRACE(SharePolicyName(policy));
+    ClusterState cluster = TwoPartlySharedDevices(policy);
+    auto small = Take(cluster, Share(200));
+    EXPECT_EQ(small[0].worker_id, "w2");
+    Take(cluster, Share(500));
+    Take(cluster, Share(500));
+    EXPECT_EQ(cluster.Place(Share(200)).kind, Kind::kWait);  // 0.1 left, on w1's device
+  }
+  ClusterState packed = TwoPartlySharedDevices(SharePolicy::kGpuPacking);
+  auto small = Take(packed, Share(200));
+  EXPECT_EQ(small[0].worker_id, "w1");
+  Take(packed, Share(500));
+  EXPECT_EQ(packed.Place(Share(500)).kind, Kind::kWait);  // 0.4 and 0.2 left apart
+}
+
+TEST(GpuShareTest, WithoutAMixEveryPolicyPacks) {
+  ClusterState cluster = TwoPartlySharedDevices(SharePolicy::kRingmaster);
+  cluster.SetSharePolicy(SharePolicy::kRingmaster, std::make_shared<const TaskMix>());
+  EXPECT_EQ(Take(cluster, Share(200))[0].worker_id, "w1");
+}
+
+TEST(GpuShareTest, FgdChoosesAmongDevicesWithTheMemoryARankAsks) {
+  ClusterState cluster = TwoPartlySharedDevices(SharePolicy::kFgd);
+  // w2's device has 0.7 free but only 4 GiB of memory left to promise: the rank goes to w1.
+  ASSERT_TRUE(
+      cluster.Allocate({RankPlacement{0, "w2", "10.0.0.1", {0}, 7071, 100, 12 * kGiB}}).ok());
+  auto ranks = Take(cluster, Share(200, 8 * kGiB));
+  EXPECT_EQ(ranks[0].worker_id, "w1");
+  // A gang of two such ranks: only w1's device has the memory, and only for one.
+  EXPECT_EQ(cluster.Place(Share(100, 5 * kGiB, 2)).kind, Kind::kWait);
+}
+
+TEST(GpuShareTest, RingmasterTriesTheLeastPressuredTypeFirstForAnyTypeShares) {
+  ClusterState cluster;
+  cluster.UpsertWorker(MakeWorker("w1", 2));  // t4
+  Worker v100 = MakeWorker("w2", 2);
+  for (Gpu& g : v100.gpus) g.type = "v100";
+  cluster.UpsertWorker(v100);
+  // Recent demand: whole t4 ranks, which only t4s can run.
+  RecentDemand demand;
+  JobSpec t4_only;
+  t4_only.gpus_per_replica = 1;
+  t4_only.gpu_type = "t4";
+  demand.Add(ShareTaskOf(t4_only), 10);
+  GangRequest any{1, 1, ""};
+  any.gpu_share = 250;
+  // By name t4 comes first; Ringmaster's leaves the t4s to the demand that needs them.
+  cluster.SetSharePolicy(SharePolicy::kFgd, std::make_shared<const TaskMix>(demand.Mix()));
+  EXPECT_EQ(cluster.Place(any).ranks.at(0).worker_id, "w1");
+  cluster.SetSharePolicy(SharePolicy::kRingmaster, std::make_shared<const TaskMix>(demand.Mix()));
+  EXPECT_EQ(cluster.Place(any).ranks.at(0).worker_id, "w2");
+}
+
 TEST(GpuShareTest, GpuFractionReadsAsADecimal) {
   EXPECT_EQ(GpuFraction(250), "0.25");
   EXPECT_EQ(GpuFraction(1000), "1");

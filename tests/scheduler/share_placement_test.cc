@@ -131,5 +131,43 @@ TEST(SharePlacementTest, AllocateTakesTheShareFromTheChosenGpus) {
   EXPECT_TRUE(Fits(node, Task(1, 700)));
 }
 
+TEST(SharePlacementTest, RecentDemandWeighsShapesByTheirRanksAndForgetsTheOldest) {
+  RecentDemand demand(/*capacity=*/8);
+  EXPECT_TRUE(demand.Mix().empty());
+  demand.Add(Task(0, 0), 4);  // CPU ranks are not demand for GPUs
+  EXPECT_EQ(demand.changes(), 0u);
+  demand.Add(Task(1, 500), 2);
+  demand.Add(Task(2, 0, {"t4"}), 2);  // two ranks of 2 whole t4s
+  TaskMix mix = demand.Mix();
+  ASSERT_EQ(mix.size(), 2u);
+  EXPECT_EQ(mix[0].task.num_gpu, 1);
+  EXPECT_EQ(mix[0].task.gpu_milli, 500);
+  EXPECT_DOUBLE_EQ(mix[0].weight, 0.5);
+  EXPECT_EQ(mix[1].task.num_gpu, 2);
+  EXPECT_THAT(mix[1].task.models, ElementsAre("t4"));
+  // 7 quarter ranks: 11 in all, so the oldest 3 go (the two halves and one of the t4 pair).
+  demand.Add(Task(1, 250), 7);
+  mix = demand.Mix();
+  ASSERT_EQ(mix.size(), 2u);
+  EXPECT_EQ(mix[0].task.gpu_milli, 250);
+  EXPECT_DOUBLE_EQ(mix[0].weight, 7.0 / 8);
+  EXPECT_EQ(mix[1].task.num_gpu, 2);
+  EXPECT_DOUBLE_EQ(mix[1].weight, 1.0 / 8);
+  // One job larger than the window fills it alone.
+  demand.Add(Task(1, 100), 100);
+  mix = demand.Mix();
+  ASSERT_EQ(mix.size(), 1u);
+  EXPECT_DOUBLE_EQ(mix[0].weight, 1.0);
+  EXPECT_EQ(demand.changes(), 4u);
+}
+
+TEST(SharePlacementTest, TheLivePoliciesHaveFlagNames) {
+  EXPECT_EQ(LiveSharePolicy("gpu-packing"), SharePolicy::kGpuPacking);
+  EXPECT_EQ(LiveSharePolicy("fgd"), SharePolicy::kFgd);
+  EXPECT_EQ(LiveSharePolicy("ringmaster"), SharePolicy::kRingmaster);
+  EXPECT_EQ(LiveSharePolicy("random"), std::nullopt);
+  EXPECT_EQ(LiveSharePolicy("FGD"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace ringmaster::scheduler

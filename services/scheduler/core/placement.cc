@@ -16,6 +16,19 @@ GangRequest RequestOf(const JobSpec& spec) {
                      spec.gpu_share, spec.gpu_memory};
 }
 
+ShareTask ShareTaskOf(const JobSpec& spec) {
+  ShareTask task;
+  task.num_gpu = spec.gpus_per_replica;
+  task.gpu_milli = spec.gpu_share > 0 ? spec.gpu_share : kWholeGpu;
+  if (!spec.gpu_type.empty()) task.models = {spec.gpu_type};
+  return task;
+}
+
+void ClusterState::SetSharePolicy(SharePolicy policy, std::shared_ptr<const TaskMix> mix) {
+  share_policy_ = policy;
+  share_mix_ = std::move(mix);
+}
+
 int32_t ClusterState::TypeId(const std::string& type) {
   auto [it, added] = type_ids_.emplace(type, static_cast<int32_t>(type_names_.size()));
   if (added) {
@@ -395,7 +408,8 @@ PlacementDecision ClusterState::PlaceType(const GangRequest& request, int32_t ty
 
 bool ClusterState::FitsType(const GangRequest& request, int32_t type_id) const {
   if (request.gpu_share > 0)
-    return PlaceShares(request, type_id).kind == PlacementDecision::Kind::kPlaced;
+    return PlaceShares(request, type_id, /*by_policy=*/false).kind ==
+           PlacementDecision::Kind::kPlaced;
   const bool cpu = request.gpus_per_replica == 0;
   const int64_t needed =
       static_cast<int64_t>(request.replicas) * (cpu ? 1 : request.gpus_per_replica);
@@ -451,15 +465,12 @@ PlacementDecision ClusterState::Place(const GangRequest& request) const {
     return none;
   }
   if (request.gpu_share > 0) {
-    // Any type: the first type (by name) whose devices take the shares now.
+    // Any type: the first type whose devices take the shares now.
     PlacementDecision first;
     first.kind = PlacementDecision::Kind::kInfeasible;
     first.reason = absl::StrCat("needs ", request.replicas, " x ", GpuFraction(request.gpu_share),
                                 " of a GPU, the cluster has none");
-    std::vector<std::pair<std::string, int32_t>> types;
-    for (const auto& [name, id] : type_ids_) types.emplace_back(name, id);
-    std::sort(types.begin(), types.end());
-    for (const auto& [name, id] : types) {
+    for (int32_t id : ShareTypeOrder()) {
       PlacementDecision d = PlaceShares(request, id);
       if (d.kind == PlacementDecision::Kind::kPlaced) return d;
       if (d.kind == PlacementDecision::Kind::kWait ||

@@ -11,6 +11,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
+#include "scheduler/core/share_placement.h"
 #include "scheduler/core/types.h"
 
 namespace ringmaster::scheduler {
@@ -29,6 +30,8 @@ struct GangRequest {
 };
 
 GangRequest RequestOf(const JobSpec& spec);
+// A rank of the job as share_placement.h counts demand: its GPUs, its share, its GPU type.
+ShareTask ShareTaskOf(const JobSpec& spec);
 
 // A whole GPU in the thousandths of JobSpec.gpu_share.
 inline constexpr int32_t kWholeGpuShare = 1000;
@@ -71,6 +74,10 @@ class ClusterState {
   void Release(const std::vector<RankPlacement>& ranks);
 
   PlacementDecision Place(const GangRequest& request) const;
+  // How Place puts ranks with a gpu_share (share_placement.h): GPU packing (the default), or
+  // FGD or Ringmaster's by the fragmentation `mix` would see. With no mix, or an empty one,
+  // every policy packs. Whole-GPU ranks are placed as before whatever the policy.
+  void SetSharePolicy(SharePolicy policy, std::shared_ptr<const TaskMix> mix);
   // Whether Place would place the gang, without choosing GPUs or explaining: for searches that
   // ask many times (a reservation's, over the ends of running jobs).
   bool Fits(const GangRequest& request) const;
@@ -150,8 +157,17 @@ class ClusterState {
   PlacementDecision PlaceType(const GangRequest& request, int32_t type_id) const;
   bool FitsType(const GangRequest& request, int32_t type_id) const;
   // Ranks with a gpu_share: each on one device of the type with room for its share and memory
-  // (placement_shares.cc).
-  PlacementDecision PlaceShares(const GangRequest& request, int32_t type_id) const;
+  // (placement_shares.cc). `by_policy` false: GPU packing, for Fits, whose answer does not
+  // depend on the policy.
+  PlacementDecision PlaceShares(const GangRequest& request, int32_t type_id,
+                                bool by_policy = true) const;
+  // The types an any-type share request tries, in order: by name, or under Ringmaster's policy
+  // the least pressured first (the types that restricted demand needs least).
+  std::vector<int32_t> ShareTypeOrder() const;
+  bool Gradient() const {
+    return share_mix_ && !share_mix_->empty() &&
+           (share_policy_ == SharePolicy::kFgd || share_policy_ == SharePolicy::kRingmaster);
+  }
   // Whether `slot` of `node` takes one more rank of `share` and `memory` (beyond `taken` and
   // `memory_taken` already chosen for it in this placement).
   static bool ShareFits(const Node& node, size_t slot, int32_t share, int64_t memory,
@@ -171,6 +187,8 @@ class ClusterState {
   std::vector<std::vector<size_t>> nodes_by_type_;  // nodes that have (had) a GPU of the type
   Totals totals_;
   Totals probation_totals_;
+  SharePolicy share_policy_ = SharePolicy::kGpuPacking;
+  std::shared_ptr<const TaskMix> share_mix_;  // shared: passes copy the state
 };
 
 }  // namespace ringmaster::scheduler

@@ -3,6 +3,8 @@
 // rank of whole GPUs. docs/gpu-sharing.md, "Where shares go".
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "common/thousandths.h"
@@ -21,7 +23,8 @@ bool ClusterState::ShareFits(const Node& node, size_t slot, int32_t share, int64
          node.worker->gpus[slot].memory_bytes;
 }
 
-PlacementDecision ClusterState::PlaceShares(const GangRequest& request, int32_t type_id) const {
+PlacementDecision ClusterState::PlaceShares(const GangRequest& request, int32_t type_id,
+                                            bool by_policy) const {
   PlacementDecision decision;
   const std::string& type = type_names_[type_id];
   auto what = [&] {
@@ -55,15 +58,99 @@ PlacementDecision ClusterState::PlaceShares(const GangRequest& request, int32_t 
     return decision;
   }
 
-  // Each rank in turn: the device already shared that it fills the most (packing shares keeps
-  // devices free for whole ranks), else a free device on the worker with the fewest free
-  // devices of the type (keeps whole workers for gangs). Ranks of this job count as they go.
+  // What this job's ranks chose so far, per device (they count as they go).
   struct Taken {
     size_t node, slot;
     int32_t share;
     int64_t memory;
   };
   std::vector<Taken> taken;
+  auto taken_on = [&](size_t n, size_t slot) {
+    std::pair<int32_t, int64_t> sum{0, 0};
+    for (const Taken& t : taken) {
+      if (t.node == n && t.slot == slot) {
+        sum.first += t.share;
+        sum.second += t.memory;
+      }
+    }
+    return sum;
+  };
+  auto place = [&](int32_t rank, size_t n, size_t slot) {
+    taken.push_back({n, slot, request.gpu_share, request.gpu_memory});
+    const Node& node = nodes_[n];
+    RankPlacement placement{rank,
+                            node.worker->id,
+                            node.worker->address,
+                            {node.worker->gpus[slot].index},
+                            node.worker->port};
+    placement.gpu_share = request.gpu_share;
+    placement.gpu_memory = request.gpu_memory;
+    decision.ranks.push_back(std::move(placement));
+  };
+  auto no_room = [&](int32_t rank) {
+    decision.reason = absl::StrCat("needs ", what(), ", room for ", rank, " now");
+    return decision;
+  };
+
+  if (by_policy && Gradient()) {
+    // FGD or Ringmaster's: ChooseShare, as the simulator judged it, over this type's devices as
+    // share_placement.h sees them. A device without the memory a rank asks is full to it.
+    struct Device {
+      size_t node, slot;
+    };
+    std::vector<ShareNode> view;
+    std::vector<std::vector<Device>> devices_of;  // parallel to view
+    auto free_of = [&](size_t n, size_t slot) -> int32_t {
+      const Node& node = nodes_[n];
+      if (node.gpu_used[slot]) return 0;
+      const auto [share_taken, memory_taken] = taken_on(n, slot);
+      if (request.gpu_memory > 0 &&
+          node.gpu_memory_shared[slot] + memory_taken + request.gpu_memory >
+              node.worker->gpus[slot].memory_bytes) {
+        return 0;
+      }
+      return kWholeGpuShare - node.gpu_shared[slot] - share_taken;
+    };
+    for (size_t n : nodes_by_type_[type_id]) {
+      const Node& node = nodes_[n];
+      if (!Usable(node, request)) continue;
+      ShareNode shown;
+      shown.model = type;
+      std::vector<Device> devices;
+      for (size_t slot = 0; slot < node.worker->gpus.size(); ++slot) {
+        if (node.gpu_type_id[slot] != type_id) continue;
+        shown.gpu_free.push_back(free_of(n, slot));
+        devices.push_back({n, slot});
+      }
+      view.push_back(std::move(shown));
+      devices_of.push_back(std::move(devices));
+    }
+    const ShareContext context = PrepareShares(view, *share_mix_);
+    std::vector<double> expected(view.size());
+    for (size_t i = 0; i < view.size(); ++i) {
+      expected[i] = ExpectedFragmentation(view[i], *share_mix_);
+    }
+    ShareTask task;
+    task.num_gpu = 1;
+    task.gpu_milli = request.gpu_share;
+    task.models = {type};
+    std::mt19937_64 unused_rng(0);  // read by kRandom only
+    for (int32_t rank = 0; rank < request.replicas; ++rank) {
+      const ShareChoice choice =
+          ChooseShare(view, task, share_policy_, context, expected, unused_rng);
+      if (choice.node < 0) return no_room(rank);
+      const Device device = devices_of[choice.node][choice.gpus[0]];
+      place(rank, device.node, device.slot);
+      view[choice.node].gpu_free[choice.gpus[0]] = free_of(device.node, device.slot);
+      expected[choice.node] = ExpectedFragmentation(view[choice.node], *share_mix_);
+    }
+    decision.kind = PlacementDecision::Kind::kPlaced;
+    return decision;
+  }
+
+  // GPU packing, each rank in turn: the device already shared that it fills the most (packing
+  // shares keeps devices free for whole ranks), else a free device on the worker with the
+  // fewest free devices of the type (keeps whole workers for gangs).
   for (int32_t rank = 0; rank < request.replicas; ++rank) {
     size_t best_node = 0, best_slot = 0;
     bool found = false;
@@ -73,14 +160,7 @@ PlacementDecision ClusterState::PlaceShares(const GangRequest& request, int32_t 
       if (!Usable(node, request)) continue;
       for (size_t slot = 0; slot < node.worker->gpus.size(); ++slot) {
         if (node.gpu_type_id[slot] != type_id) continue;
-        int32_t share_taken = 0;
-        int64_t memory_taken = 0;
-        for (const Taken& t : taken) {
-          if (t.node == n && t.slot == slot) {
-            share_taken += t.share;
-            memory_taken += t.memory;
-          }
-        }
+        const auto [share_taken, memory_taken] = taken_on(n, slot);
         if (!ShareFits(node, slot, request.gpu_share, request.gpu_memory, share_taken,
                        memory_taken)) {
           continue;
@@ -97,23 +177,41 @@ PlacementDecision ClusterState::PlaceShares(const GangRequest& request, int32_t 
         }
       }
     }
-    if (!found) {
-      decision.reason = absl::StrCat("needs ", what(), ", room for ", rank, " now");
-      return decision;
-    }
-    taken.push_back({best_node, best_slot, request.gpu_share, request.gpu_memory});
-    const Node& node = nodes_[best_node];
-    RankPlacement placement{rank,
-                            node.worker->id,
-                            node.worker->address,
-                            {node.worker->gpus[best_slot].index},
-                            node.worker->port};
-    placement.gpu_share = request.gpu_share;
-    placement.gpu_memory = request.gpu_memory;
-    decision.ranks.push_back(std::move(placement));
+    if (!found) return no_room(rank);
+    place(rank, best_node, best_slot);
   }
   decision.kind = PlacementDecision::Kind::kPlaced;
   return decision;
+}
+
+std::vector<int32_t> ClusterState::ShareTypeOrder() const {
+  std::vector<std::pair<std::string, int32_t>> types;
+  for (const auto& [name, id] : type_ids_) types.emplace_back(name, id);
+  std::sort(types.begin(), types.end());
+  std::vector<int32_t> order;
+  for (const auto& [name, id] : types) order.push_back(id);
+  if (!Gradient() || share_policy_ != SharePolicy::kRingmaster || order.size() < 2) return order;
+  // The pressure of each type: what the demand restricted to some types asks of it.
+  std::map<std::string, int32_t> devices;
+  for (const Node& node : nodes_) {
+    if (!node.ready()) continue;
+    for (int32_t id : node.gpu_type_id) ++devices[type_names_[id]];
+  }
+  std::vector<ShareNode> sizes;  // one node a type: PrepareShares reads only the capacity
+  for (const auto& [name, count] : devices) {
+    ShareNode one;
+    one.model = name;
+    one.gpu_free.assign(count, kWholeGpuShare);
+    sizes.push_back(std::move(one));
+  }
+  const ShareContext context = PrepareShares(sizes, *share_mix_);
+  auto pressure = [&](int32_t id) {
+    auto it = context.types.find(type_names_[id]);
+    return it == context.types.end() ? 0.0 : it->second.pressure;
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return pressure(a) < pressure(b); });
+  return order;
 }
 
 std::map<std::string, ClusterState::ShareTotals> ClusterState::ShareTotalsByType() const {

@@ -168,6 +168,43 @@ const char* SharePolicyName(SharePolicy policy) {
   return "?";
 }
 
+std::optional<SharePolicy> LiveSharePolicy(const std::string& name) {
+  if (name == "gpu-packing") return SharePolicy::kGpuPacking;
+  if (name == "fgd") return SharePolicy::kFgd;
+  if (name == "ringmaster") return SharePolicy::kRingmaster;
+  return std::nullopt;
+}
+
+void RecentDemand::Add(const ShareTask& task, int64_t ranks) {
+  if (task.num_gpu == 0 || ranks <= 0 || capacity_ <= 0) return;
+  ranks = std::min(ranks, capacity_);
+  window_.emplace_back(task, ranks);
+  ranks_ += ranks;
+  while (ranks_ > capacity_) {
+    auto& [oldest, count] = window_.front();
+    const int64_t drop = std::min(count, ranks_ - capacity_);
+    count -= drop;
+    ranks_ -= drop;
+    if (count == 0) window_.pop_front();
+  }
+  ++changes_;
+}
+
+TaskMix RecentDemand::Mix() const {
+  std::map<std::tuple<int32_t, int32_t, std::vector<std::string>>, int64_t> counts;
+  for (const auto& [task, ranks] : window_) {
+    counts[{task.num_gpu, task.PerGpu(), task.models}] += ranks;
+  }
+  TaskMix mix;
+  for (const auto& [key, ranks] : counts) {
+    TaskShape shape;
+    std::tie(shape.task.num_gpu, shape.task.gpu_milli, shape.task.models) = key;
+    shape.weight = static_cast<double>(ranks) / static_cast<double>(ranks_);
+    mix.push_back(std::move(shape));
+  }
+  return mix;
+}
+
 ShareContext PrepareShares(const std::vector<ShareNode>& nodes, const TaskMix& mix) {
   ShareContext context;
   std::map<std::string, double> capacity;

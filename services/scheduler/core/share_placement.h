@@ -2,14 +2,17 @@
 // shared, and the measure of fragmentation it is judged by: FGD's (Weng et al., "Beware of
 // Fragmentation: Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX
 // ATC'23). Pure: nodes and tasks in, a choice out. The simulator (sim/share_experiment.h) runs
-// every policy here on the Alibaba openb trace; the live scheduler does not use it yet.
+// every policy here on the Alibaba openb trace; the live scheduler places shares with
+// ChooseShare too (placement_shares.cc), by the policy of its --share-placement flag.
 //
 // Units: CPU in millicores, memory in MiB, a GPU's capacity in thousandths (1000 = a whole GPU).
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_SHARE_PLACEMENT_H_
 #define RINGMASTER_SERVICES_SCHEDULER_CORE_SHARE_PLACEMENT_H_
 
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -70,6 +73,9 @@ enum class SharePolicy {
   kRingmaster,  // FGD, ties broken towards the node left with the least free GPU (see .cc)
 };
 const char* SharePolicyName(SharePolicy policy);
+// The scheduler's --share-placement names: "gpu-packing", "fgd" and "ringmaster" (the policies
+// the live scheduler offers); nullopt for anything else.
+std::optional<SharePolicy> LiveSharePolicy(const std::string& name);
 
 struct ShareChoice {
   int32_t node = -1;  // -1: no node fits
@@ -97,6 +103,25 @@ ShareContext PrepareShares(const std::vector<ShareNode>& nodes, const TaskMix& m
 ShareChoice ChooseShare(const std::vector<ShareNode>& nodes, const ShareTask& task,
                         SharePolicy policy, const ShareContext& context,
                         const std::vector<double>& expected, std::mt19937_64& rng);
+
+// The mix FGD and Ringmaster expect in the live scheduler: the shapes of the last `capacity`
+// GPU ranks asked for (a job of n ranks counts n times; CPU ranks are not counted), the oldest
+// forgotten first. FGD learns its mix from the workload's recent tasks the same way.
+class RecentDemand {
+ public:
+  explicit RecentDemand(int64_t capacity = 4096) : capacity_(capacity) {}
+  void Add(const ShareTask& task, int64_t ranks);
+  // Shapes by (GPUs, share, GPU types), weighted by their ranks; empty before any GPU rank.
+  TaskMix Mix() const;
+  // Counts calls to Add that changed the window: a caller rebuilds its mix when this moves.
+  uint64_t changes() const { return changes_; }
+
+ private:
+  int64_t capacity_;
+  std::deque<std::pair<ShareTask, int64_t>> window_;  // oldest first, with their ranks
+  int64_t ranks_ = 0;
+  uint64_t changes_ = 0;
+};
 
 }  // namespace ringmaster::scheduler
 
