@@ -477,7 +477,10 @@ absl::StatusOr<StartedRank> Agent::StartRank(const std::string& job_id, int32_t 
     table_.Apply(*a, a->gang.OnStarted(started.rank, pid));
     RankHost host;
     host.simulated_gpus = options_.simulated_gpus;
-    for (const Gpu& g : options_.inventory.gpus) host.gpu_types[g.index] = g.type;
+    for (const Gpu& g : options_.inventory.gpus) {
+      host.gpu_types[g.index] = g.type;
+      if (!g.uuid.empty()) host.gpu_uuids[g.index] = g.uuid;
+    }
     host.metrics_addr = options_.metrics_service;
     host.job_token = job_token;
     host.checkpoint_dir = layout_.CheckpointDir(job_id);
@@ -569,6 +572,9 @@ absl::StatusOr<ContainerRun> Agent::RankContainer(const Assignment& assignment, 
   host.extra_args = options_.container_args;
   host.host_open_mpi = options_.host_open_mpi;
   host.mps_pipe_directory = mps_.PipeDirectory();
+  for (const Gpu& g : options_.inventory.gpus) {
+    if (!g.uuid.empty()) host.mig_indices.insert(g.index);
+  }
   // What the rank reads and writes of the platform's, at the same path inside: its job's
   // checkpoints, the attempt's Open MPI session directories (PMIx's rendezvous files), the CA.
   if (!options_.checkpoint_root.empty()) {

@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
   if (simulate > 0) {
     options.simulated_gpus = true;
     for (int i = 0; i < simulate; ++i) {
-      inv.gpus.push_back(Gpu{i, flags.Get("simulate-gpu-type"), sim_memory, true});
+      inv.gpus.push_back(Gpu{i, flags.Get("simulate-gpu-type"), sim_memory, true, ""});
     }
   } else {
     GpuDiscovery found = DiscoverGpus();

@@ -102,7 +102,11 @@ TEST(ValidationTest, GpusPerReplica) {
 TEST(ValidationTest, GpuType) {
   JobSpec spec = ValidSpec();
   spec.gpu_type = "T4!";
-  ExpectInvalid(spec, "gpu_type", "a-z, 0-9 and '-'");
+  ExpectInvalid(spec, "gpu_type", "a-z, 0-9, '-' and '.'");
+  spec.gpu_type = ".10gb";
+  ExpectInvalid(spec, "gpu_type", "a-z, 0-9, '-' and '.'");
+  spec.gpu_type = "h100-1g.10gb";  // a MIG instance's type
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
   spec = ValidSpec();
   spec.gpus_per_replica = 0;
   ExpectInvalid(spec, "gpu_type", "must be empty when gpus_per_replica is 0");

@@ -121,6 +121,12 @@ TEST(PlanRankContainerTest, PassesOnlyTheRanksOwnGpusNumberedFromZero) {
   EXPECT_EQ(cpu->env_values.count("CUDA_VISIBLE_DEVICES"), 0u);
 
   EXPECT_FALSE(PlanRankContainer(ImageAssignment(), 0, "sha256:short", host).ok());
+
+  // A MIG instance cannot be passed into a container yet: refused, naming it.
+  host.mig_indices = {5};
+  auto mig = PlanRankContainer(ImageAssignment(), 0, kDigest, host);
+  EXPECT_EQ(mig.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(mig.status().message(), HasSubstr("GPU 5 of worker w1 is a MIG instance"));
 }
 
 TEST(OpenMpiVersionTest, ReadsMpirunsVersionLine) {

@@ -30,6 +30,20 @@ TEST(InventoryTest, OtherGpusGetASanitizedName) {
   EXPECT_EQ(GpuTypeFromName("NVIDIA " + std::string(31, 'a') + " b"), std::string(31, 'a'));
 }
 
+TEST(InventoryTest, AMigInstanceIsTypedByItsGpuAndProfile) {
+  EXPECT_EQ(MigGpuType("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3 MIG 1g.10gb"),
+            "h100-1g.10gb");
+  EXPECT_EQ(MigGpuType("NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB MIG 3g.20gb"),
+            "a100-3g.20gb");
+  EXPECT_EQ(MigGpuType("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3 MIG 1g.10gb+me"),
+            "h100-1g.10gb-me");
+  EXPECT_EQ(MigGpuType("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"), "h100-mig");
+  // At most the scheduler's 32 characters, the profile kept.
+  const std::string type = MigGpuType("NVIDIA " + std::string(40, 'x'), "x MIG 7g.80gb");
+  EXPECT_EQ(type.size(), 32u);
+  EXPECT_EQ(type.substr(type.size() - 8), "-7g.80gb");
+}
+
 TEST(InventoryTest, CpuSlotsDefaultToCoresOnlyWithoutGpus) {
   EXPECT_EQ(CpuSlots(-1, 8, 0), 8);
   EXPECT_EQ(CpuSlots(-1, 8, 2), 0);

@@ -192,6 +192,17 @@ TEST(LaunchTest, RankEnvironmentGivesEachRankItsOwnGpusAndLocalRank) {
   EXPECT_EQ(env["RINGMASTER_JOB_TOKEN"], "rmj1.signed");
 }
 
+TEST(LaunchTest, AMigInstanceIsNamedToCudaByItsUuid) {
+  Assignment a = TwoWorkers();
+  a.placement[3].gpu_indices = {8};  // the worker's number for a MIG instance
+  RankHost host;
+  host.gpu_types = {{8, "h100-1g.10gb"}};
+  host.gpu_uuids = {{8, "MIG-4d3c2b1a-0000-1111-2222-333344445555"}};
+  auto env = RankEnvironment(a, 3, host);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "MIG-4d3c2b1a-0000-1111-2222-333344445555");
+  EXPECT_EQ(env["RINGMASTER_GPU_TYPE"], "h100-1g.10gb");
+}
+
 TEST(LaunchTest, SimulatedGpusAreHiddenFromCudaAndNamedSeparately) {
   Assignment a = TwoWorkers();
   a.placement[2].gpu_indices = {0, 1};

@@ -80,10 +80,11 @@ bool IsEnvName(const std::string& name) {
   return true;
 }
 
+// '.' for MIG profiles ("h100-1g.10gb"), never first.
 bool IsGpuType(const std::string& type) {
-  if (type.empty() || type.size() > kMaxGpuType) return false;
+  if (type.empty() || type.size() > kMaxGpuType || type.front() == '.') return false;
   for (char c : type) {
-    if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '-') return false;
+    if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '-' && c != '.') return false;
   }
   return true;
 }
@@ -218,8 +219,8 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& in) {
   if (!spec.gpu_type.empty()) {
     if (!IsGpuType(spec.gpu_type)) {
       return Invalid("gpu_type", absl::StrCat("must be 1..", kMaxGpuType,
-                                              " characters of a-z, 0-9 and '-' (e.g. t4, v100, "
-                                              "h100) or empty for any; got ",
+                                              " characters of a-z, 0-9, '-' and '.' (e.g. t4, "
+                                              "h100, h100-1g.10gb) or empty for any; got ",
                                               Shown(spec.gpu_type)));
     }
     if (spec.gpus_per_replica == 0) {
@@ -286,7 +287,7 @@ absl::StatusOr<Queue> ValidateQueue(const Queue& in) {
     if (!IsGpuType(resource)) {
       return Invalid("resources",
                      absl::StrCat("names must be a GPU type (1..", kMaxGpuType,
-                                  " characters of a-z, 0-9 and '-', e.g. t4, "
+                                  " characters of a-z, 0-9, '-' and '.', e.g. t4, "
                                   "v100) or \"",
                                   kCpuResource, "\" for CPU slots; got ", Shown(resource)));
     }
@@ -412,9 +413,9 @@ absl::Status ValidateWorker(const Worker& worker) {
     if (auto s = CheckRange("gpus.index", gpu.index, 0, 1023); !s.ok()) return s;
     if (!seen.insert(gpu.index).second) return Invalid(field, "index appears twice");
     if (!IsGpuType(gpu.type)) {
-      return Invalid(field + ".type", absl::StrCat("must be 1..", kMaxGpuType,
-                                                   " characters of a-z, 0-9 and '-'; got ",
-                                                   Shown(gpu.type)));
+      return Invalid(field + ".type",
+                     absl::StrCat("must be 1..", kMaxGpuType,
+                                  " characters of a-z, 0-9, '-' and '.'; got ", Shown(gpu.type)));
     }
     if (gpu.memory_bytes < 0) return Invalid(field + ".memory_bytes", "must not be negative");
   }

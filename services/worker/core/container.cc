@@ -235,6 +235,12 @@ absl::StatusOr<ContainerRun> PlanRankContainer(const Assignment& assignment, int
   if (placed != nullptr && !placed->gpu_indices.empty() && !host.simulated_gpus) {
     std::vector<std::string> visible;
     for (int32_t index : placed->gpu_indices) {
+      if (host.mig_indices.contains(index)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("GPU ", index, " of worker ", host.worker_id,
+                         " is a MIG instance; a job with an image cannot run on MIG instances yet "
+                         "(docs/gpu-sharing.md, MIG)"));
+      }
       run.devices.push_back(absl::StrCat("/dev/nvidia", index));
       visible.push_back(absl::StrCat(visible.size()));
     }

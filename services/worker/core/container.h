@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,9 @@ struct ContainerHost {
   // containers of shared ranks on real GPUs, where their CUDA_MPS_PIPE_DIRECTORY points; empty:
   // no daemon runs.
   std::string mps_pipe_directory;
+  // The worker's GPU indices that are MIG instances: a rank in a container cannot have one yet
+  // (it would need the instance's /dev/nvidia-caps devices beside its GPU's; not built).
+  std::set<int32_t> mig_indices;
 };
 
 // "4.1.4" from `mpirun --version`'s first line ("mpirun (Open MPI) 4.1.4"); empty when it is

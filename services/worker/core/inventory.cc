@@ -4,6 +4,8 @@
 #include <set>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+
 namespace ringmaster::worker {
 
 std::string GpuTypeFromName(std::string_view device_name) {
@@ -36,6 +38,30 @@ std::string GpuTypeFromName(std::string_view device_name) {
   if (type.size() > 32) type.resize(32);
   while (!type.empty() && type.back() == '-') type.pop_back();
   return type.empty() ? "gpu" : type;
+}
+
+std::string MigGpuType(std::string_view gpu_name, std::string_view instance_name) {
+  std::string profile;
+  if (size_t at = instance_name.rfind("MIG "); at != std::string_view::npos) {
+    for (char c : instance_name.substr(at + 4)) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      const bool kept = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.';
+      if (kept) {
+        profile.push_back(c);
+      } else if (!profile.empty() && profile.back() != '-') {
+        profile.push_back('-');
+      }
+    }
+  }
+  while (!profile.empty() && (profile.back() == '-' || profile.back() == '.')) profile.pop_back();
+  if (profile.empty()) profile = "mig";
+  std::string type = GpuTypeFromName(gpu_name);
+  // Within the scheduler's 32 characters, the profile kept whole where it can be.
+  if (type.size() + 1 + profile.size() > 32)
+    type.resize(32 - std::min<size_t>(profile.size() + 1, 31));
+  std::string out = absl::StrCat(type, "-", profile);
+  if (out.size() > 32) out.resize(32);
+  return out;
 }
 
 int32_t CpuSlots(int64_t flag, int32_t cores, int32_t gpus) {

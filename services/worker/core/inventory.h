@@ -16,6 +16,11 @@ namespace ringmaster::worker {
 // the scheduler requires). "gpu" when nothing is left.
 std::string GpuTypeFromName(std::string_view device_name);
 
+// The type of a MIG instance: its GPU's type and the instance's profile from its NVML name
+// ("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3 MIG 1g.10gb" -> "h100-1g.10gb"; a '+' of a
+// profile such as "1g.10gb+me" becomes '-'). "<type>-mig" when the name shows no profile.
+std::string MigGpuType(std::string_view gpu_name, std::string_view instance_name);
+
 // CPU slots offered: `flag` when >= 0; else (auto) one per core on a machine without GPUs and
 // none beside GPUs (their ranks need the cores).
 int32_t CpuSlots(int64_t flag, int32_t cores, int32_t gpus);

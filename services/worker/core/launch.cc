@@ -315,8 +315,14 @@ std::map<std::string, std::string> RankEnvironment(const Assignment& assignment,
     env["CUDA_VISIBLE_DEVICES"] = "";
     env[RM_ENV_SIMULATED_GPUS] = gpus;
   } else {
-    // Empty for a CPU rank: it must not touch the GPUs placed for other jobs.
-    env["CUDA_VISIBLE_DEVICES"] = gpus;
+    // Empty for a CPU rank: it must not touch the GPUs placed for other jobs. A MIG instance
+    // by its UUID.
+    std::vector<std::string> visible;
+    for (int32_t index : self->gpu_indices) {
+      auto uuid = host.gpu_uuids.find(index);
+      visible.push_back(uuid != host.gpu_uuids.end() ? uuid->second : absl::StrCat(index));
+    }
+    env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(visible, ",");
     // The worker numbers GPUs in PCI bus order (NVML); CUDA must agree.
     if (!gpus.empty()) env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
   }

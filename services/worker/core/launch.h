@@ -158,6 +158,8 @@ struct RankHost {
   bool simulated_gpus = false;
   // Type of each of the worker's GPUs by index (for RINGMASTER_GPU_TYPE).
   std::map<int32_t, std::string> gpu_types;
+  // The UUID of each MIG instance by index: CUDA_VISIBLE_DEVICES names it so, not by index.
+  std::map<int32_t, std::string> gpu_uuids;
   // ringmaster-metrics' ingest address for RINGMASTER_METRICS_ADDR; empty: not set.
   std::string metrics_addr;
   // The job's token for the metrics service, RINGMASTER_JOB_TOKEN (common/job_token.h); empty:

@@ -153,6 +153,9 @@ struct Gpu {
   std::string type;
   int64_t memory_bytes = 0;
   bool simulated = false;
+  // A MIG instance's UUID ("MIG-..."), by which CUDA_VISIBLE_DEVICES names it; empty for a
+  // whole GPU, which its index names. A MIG instance's index is the worker's own number.
+  std::string uuid;
 };
 
 // What the worker registers with.

@@ -12,7 +12,9 @@ namespace ringmaster::worker {
 
 struct GpuDiscovery {
   // In NVML's (PCI bus) order; `index` is what CUDA_VISIBLE_DEVICES names when
-  // CUDA_DEVICE_ORDER=PCI_BUS_ID, which every rank gets.
+  // CUDA_DEVICE_ORDER=PCI_BUS_ID, which every rank gets. A GPU in MIG mode is not listed:
+  // each of its MIG instances is, after the whole GPUs (index from the GPU count on), typed
+  // by its profile (MigGpuType) and named by its UUID.
   std::vector<Gpu> gpus;
   // Why there are none ("libnvidia-ml.so.1 not found", "NVML: Driver Not Loaded"), for the log.
   std::string why_none;

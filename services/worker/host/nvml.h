@@ -21,6 +21,7 @@ struct NvmlUtilization {
 };
 inline constexpr NvmlReturn kNvmlSuccess = 0;
 inline constexpr int kNvmlTemperatureGpu = 0;
+inline constexpr unsigned kNvmlMigEnabled = 1;  // NVML_DEVICE_MIG_ENABLE
 
 // The entry point `name` of the opened library, as a function pointer of type Fn; null when
 // the library lacks it.
