@@ -217,13 +217,11 @@ std::string FormatGpuRequest(const v1::JobSpec& spec) {
   if (spec.gpus_per_replica() == 0) return "cpu";
   const std::string type = spec.gpu_type().empty() ? "any" : spec.gpu_type();
   if (spec.gpu_share() > 0) {
-    return absl::StrCat(spec.replicas(), " x ", FormatGpuShare(spec.gpu_share()), " ", type);
+    return absl::StrCat(spec.replicas(), " x ", ThousandthsText(spec.gpu_share()), " ", type);
   }
   int64_t total = int64_t{spec.replicas()} * spec.gpus_per_replica();
   return absl::StrCat(total, " x ", type);
 }
-
-std::string FormatGpuShare(int64_t thousandths) { return ThousandthsText(thousandths); }
 
 std::string FormatJobList(const v1::ListJobsResponse& response, int64_t now_ms) {
   if (response.jobs().empty()) return "No jobs.\n";
@@ -262,7 +260,7 @@ std::string FormatJob(const v1::Job& job) {
                                         spec.gpu_type().empty() ? "any" : spec.gpu_type());
   if (spec.gpu_share() > 0) {
     gpus =
-        absl::StrCat("a share of ", FormatGpuShare(spec.gpu_share()), " of one per replica, type ",
+        absl::StrCat("a share of ", ThousandthsText(spec.gpu_share()), " of one per replica, type ",
                      spec.gpu_type().empty() ? "any" : spec.gpu_type());
     if (spec.gpu_memory() > 0)
       absl::StrAppend(&gpus, ", ", spec.gpu_memory(), " bytes of its memory");
@@ -416,7 +414,7 @@ std::string FormatWorkers(const v1::ListWorkersResponse& response, int64_t now_m
         if (gpu.index() == use.index()) memory = gpu.memory_bytes();
       }
       shared.push_back({w.worker_id(), absl::StrCat(use.index()),
-                        absl::StrCat(FormatGpuShare(use.share()), "/1"),
+                        absl::StrCat(ThousandthsText(use.share()), "/1"),
                         absl::StrCat(use.share_ranks()), absl::StrCat(use.memory(), "/", memory)});
     }
   }

@@ -28,8 +28,6 @@ std::string FormatTimeMs(int64_t unix_ms);
 std::string FormatAge(int64_t then_ms, int64_t now_ms);
 // "8 x t4" (replicas x gpus_per_replica of gpu_type, "any" type when empty), "cpu" for 0 GPUs.
 std::string FormatGpuRequest(const v1::JobSpec& spec);
-// Thousandths of a GPU as a decimal: 250 -> "0.25", 1000 -> "1".
-std::string FormatGpuShare(int64_t thousandths);
 
 // `ringctl list`: one row per job.
 std::string FormatJobList(const v1::ListJobsResponse& response, int64_t now_ms);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/thousandths.h"
 #include "format.h"
 #include "queue_yaml.h"
 
@@ -24,7 +25,7 @@ std::set<std::string> Resources(const v1::QueueWithStatus& q) {
 // An amount given whole and in thousandths (exact where jobs hold GPU shares): "3", "0.75".
 // A scheduler from before shares sends only the whole amount.
 std::string Amount(int64_t whole, int64_t thousandths) {
-  return thousandths == 0 ? absl::StrCat(whole) : FormatGpuShare(thousandths);
+  return thousandths == 0 ? absl::StrCat(whole) : ThousandthsText(thousandths);
 }
 std::string InUse(const v1::ResourceStatus& r) {
   return Amount(r.in_use(), r.in_use_thousandths());

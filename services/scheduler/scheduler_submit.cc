@@ -48,12 +48,15 @@ void Scheduler::SubmitAsync(const JobSpec& spec, const std::string& request_id,
   auto valid = ValidateJobSpec(spec);
   if (!valid.ok()) return done(valid.status());
   if (valid->gpu_memory > 0) {
-    std::vector<Worker> workers;
+    absl::Status fits;
     {
       MutexLock lock(&mu_);
-      for (const auto& [id, w] : workers_) workers.push_back(w);
+      std::vector<const Worker*> workers;
+      workers.reserve(workers_.size());
+      for (const auto& [id, w] : workers_) workers.push_back(&w);
+      fits = CheckGpuMemoryFits(*valid, workers);
     }
-    if (auto s = CheckGpuMemoryFits(*valid, workers); !s.ok()) return done(s);
+    if (!fits.ok()) return done(fits);
   }
   if (writer_.fenced()) {
     return done(absl::UnavailableError("this scheduler is no longer the leader; retry"));

@@ -416,7 +416,6 @@ TEST(FormatTest, SharedGpusAreListedUnderTheWorkers) {
   spec.set_gpu_type("t4");
   spec.set_gpu_share(125);
   EXPECT_EQ(FormatGpuRequest(spec), "4 x 0.125 t4");
-  EXPECT_EQ(FormatGpuShare(2500), "2.5");
 }
 
 TEST(FormatTest, AWorkerOnProbationSaysSoAndStaysOutOfTheTotals) {

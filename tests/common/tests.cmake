@@ -1,6 +1,7 @@
 # libs/common: pure helpers.
 ringmaster_test(common_test unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/utf8_test.cc ${CMAKE_CURRENT_LIST_DIR}/log_test.cc
+          ${CMAKE_CURRENT_LIST_DIR}/thousandths_test.cc
   LIBS ringmaster_common)
 # Job tokens against real certificates (made with scripts/lib/dev_certs.sh, as the quickstart's).
 if(TARGET ringmaster_test_support)

@@ -243,13 +243,6 @@ TEST(GpuShareTest, RingmasterTriesTheLeastPressuredTypeFirstForAnyTypeShares) {
   EXPECT_EQ(cluster.Place(any).ranks.at(0).worker_id, "w2");
 }
 
-TEST(GpuShareTest, GpuFractionReadsAsADecimal) {
-  EXPECT_EQ(GpuFraction(250), "0.25");
-  EXPECT_EQ(GpuFraction(1000), "1");
-  EXPECT_EQ(GpuFraction(5), "0.005");
-  EXPECT_EQ(GpuFraction(2500), "2.5");
-}
-
 JobSpec Valid() {
   JobSpec spec;
   spec.name = "eval";
@@ -286,14 +279,15 @@ TEST(GpuShareTest, BadSharesAreRefusedNamingTheField) {
   spec.gpu_share = 250;
   spec.gpu_memory = 17 * kGiB;
   spec.gpu_type = "t4";
-  absl::Status s = CheckGpuMemoryFits(spec, {MakeWorker("w1", 2)});
+  const Worker w1 = MakeWorker("w1", 2);
+  absl::Status s = CheckGpuMemoryFits(spec, {&w1});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("gpu_memory: must be at most 17179869184 bytes, the memory of the "
                         "largest t4 in the cluster"));
   EXPECT_TRUE(CheckGpuMemoryFits(spec, {}).ok());  // no such GPUs yet: it waits
   spec.gpu_memory = 16 * kGiB;
-  EXPECT_TRUE(CheckGpuMemoryFits(spec, {MakeWorker("w1", 2)}).ok());
+  EXPECT_TRUE(CheckGpuMemoryFits(spec, {&w1}).ok());
 }
 
 }  // namespace

@@ -42,16 +42,6 @@ RankHost RealGpus(const std::string& pipe) {
 const std::vector<std::string> kMpsNames = {kMpsPipeDirectoryEnv, kMpsActiveThreadPercentageEnv,
                                             kMpsPinnedDeviceMemLimitEnv};
 
-TEST(GpuShareTest, ShareTextIsTheExactFractionWithoutTrailingZeros) {
-  EXPECT_EQ(GpuShareText(250), "0.25");
-  EXPECT_EQ(GpuShareText(125), "0.125");
-  EXPECT_EQ(GpuShareText(500), "0.5");
-  EXPECT_EQ(GpuShareText(1), "0.001");
-  EXPECT_EQ(GpuShareText(10), "0.01");
-  EXPECT_EQ(GpuShareText(999), "0.999");
-  EXPECT_EQ(GpuShareText(1000), "1");
-}
-
 TEST(GpuShareTest, ThreadPercentageRoundsTheShareUpWithinOneToHundred) {
   EXPECT_EQ(MpsActiveThreadPercentage(250), 25);
   EXPECT_EQ(MpsActiveThreadPercentage(125), 13);  // 12.5% of the SMs, rounded up

@@ -34,10 +34,11 @@ inline int64_t Units(const std::vector<RankPlacement>& ranks) {
 }
 
 // The size of one rank of a gang for the pass's memos of shapes: its GPUs, or for a share of
-// one GPU a negative code of the share and its memory in MiB, so that no two shapes meet.
+// one GPU a negative code of the share (at most 1000, 10 bits) and its memory in bytes (at most
+// kMaxGpuMemory, 2^40), so that no two shapes meet.
 inline int64_t RankSize(const GangRequest& r) {
   if (r.gpu_share == 0) return r.gpus_per_replica;
-  return -((int64_t{r.gpu_share} << 21) | (r.gpu_memory >> 20));
+  return -((int64_t{r.gpu_share} << 41) | r.gpu_memory);
 }
 
 // Up to when a running job's work is safe: its last checkpoint, or the start of its attempt

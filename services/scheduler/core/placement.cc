@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/thousandths.h"
 #include "scheduler/core/health_check.h"
 
 namespace ringmaster::scheduler {
@@ -454,8 +455,8 @@ PlacementDecision ClusterState::Place(const GangRequest& request) const {
       PlacementDecision none;
       none.kind = PlacementDecision::Kind::kInfeasible;
       none.reason =
-          absl::StrCat("needs ", request.replicas, " x ", GpuFraction(request.gpu_share), " of a ",
-                       request.gpu_type, ", the cluster has no ", request.gpu_type);
+          absl::StrCat("needs ", request.replicas, " x ", ThousandthsText(request.gpu_share),
+                       " of a ", request.gpu_type, ", the cluster has no ", request.gpu_type);
       return none;
     }
     PlacementDecision none;
@@ -468,8 +469,9 @@ PlacementDecision ClusterState::Place(const GangRequest& request) const {
     // Any type: the first type whose devices take the shares now.
     PlacementDecision first;
     first.kind = PlacementDecision::Kind::kInfeasible;
-    first.reason = absl::StrCat("needs ", request.replicas, " x ", GpuFraction(request.gpu_share),
-                                " of a GPU, the cluster has none");
+    first.reason =
+        absl::StrCat("needs ", request.replicas, " x ", ThousandthsText(request.gpu_share),
+                     " of a GPU, the cluster has none");
     for (int32_t id : ShareTypeOrder()) {
       PlacementDecision d = PlaceShares(request, id);
       if (d.kind == PlacementDecision::Kind::kPlaced) return d;

@@ -35,8 +35,6 @@ ShareTask ShareTaskOf(const JobSpec& spec);
 
 // A whole GPU in the thousandths of JobSpec.gpu_share.
 inline constexpr int32_t kWholeGpuShare = 1000;
-// Thousandths of a GPU as a decimal: 250 -> "0.25", 1000 -> "1", 2500 -> "2.5".
-std::string GpuFraction(int64_t thousandths);
 
 struct PlacementDecision {
   enum class Kind {

@@ -12,8 +12,6 @@
 
 namespace ringmaster::scheduler {
 
-std::string GpuFraction(int64_t thousandths) { return ThousandthsText(thousandths); }
-
 bool ClusterState::ShareFits(const Node& node, size_t slot, int32_t share, int64_t memory,
                              int32_t taken, int64_t memory_taken) {
   if (node.gpu_used[slot]) return false;
@@ -29,7 +27,7 @@ PlacementDecision ClusterState::PlaceShares(const GangRequest& request, int32_t 
   const std::string& type = type_names_[type_id];
   auto what = [&] {
     std::string out =
-        absl::StrCat(request.replicas, " x ", GpuFraction(request.gpu_share), " of a ", type);
+        absl::StrCat(request.replicas, " x ", ThousandthsText(request.gpu_share), " of a ", type);
     if (request.gpu_memory > 0) absl::StrAppend(&out, " with ", request.gpu_memory, " bytes");
     return out;
   };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/thousandths.h"
 #include "scheduler/core/elastic.h"
 
 namespace ringmaster::scheduler {
@@ -25,8 +26,9 @@ int64_t UnitsPerRank(const JobSpec& spec) {
 }
 
 std::string DescribeUnits(std::string_view resource, int64_t units) {
-  return resource == kCpuResource ? absl::StrCat(units, " CPU slots")
-                                  : absl::StrCat(GpuFraction(units), " x ", std::string(resource));
+  return resource == kCpuResource
+             ? absl::StrCat(units, " CPU slots")
+             : absl::StrCat(ThousandthsText(units), " x ", std::string(resource));
 }
 
 int64_t HeldAmount(const Job& job) {
@@ -159,15 +161,15 @@ QuotaLedger::Check QuotaLedger::CanAdmit(const std::string& queue_name, const De
     if (!explain) return check;
     const int64_t scale = QuotaScale(demand.resource);
     check.reason = absl::StrCat("queue ", queue_name, ": needs ", Describe(demand), ", nominal ",
-                                GpuFraction(a.nominal * 1000 / scale), ", in use ",
-                                GpuFraction(a.used * 1000 / scale), why);
+                                ThousandthsText(a.nominal * 1000 / scale), ", in use ",
+                                ThousandthsText(a.used * 1000 / scale), why);
     return check;
   };
   if (a.borrow_cap >= 0 && next > a.borrow_cap) {
-    return refuse(
-        explain ? absl::StrCat(", borrowing limit ", GpuFraction((a.borrow_cap - a.nominal) * 1000 /
-                                                                 QuotaScale(demand.resource)))
-                : "");
+    return refuse(explain ? absl::StrCat(", borrowing limit ",
+                                         ThousandthsText((a.borrow_cap - a.nominal) * 1000 /
+                                                         QuotaScale(demand.resource)))
+                          : "");
   }
   if (q->cohort.empty()) {
     if (next > a.nominal) return refuse(", no cohort to borrow from");
@@ -182,7 +184,7 @@ QuotaLedger::Check QuotaLedger::CanAdmit(const std::string& queue_name, const De
       return refuse(check.within_nominal
                         ? absl::StrCat(", lent to borrowers in cohort ", q->cohort)
                         : absl::StrCat(", cohort ", q->cohort, " has ",
-                                       GpuFraction(free * 1000 / QuotaScale(demand.resource)),
+                                       ThousandthsText(free * 1000 / QuotaScale(demand.resource)),
                                        " to lend"));
     }
   }

@@ -435,12 +435,12 @@ absl::Status CheckRequestIdReuse(const Job& existing, const Job& asked) {
   return absl::OkStatus();
 }
 
-absl::Status CheckGpuMemoryFits(const JobSpec& spec, const std::vector<Worker>& workers) {
+absl::Status CheckGpuMemoryFits(const JobSpec& spec, const std::vector<const Worker*>& workers) {
   if (spec.gpu_memory == 0) return absl::OkStatus();
   bool any = false;
   int64_t largest = 0;
-  for (const Worker& worker : workers) {
-    for (const Gpu& gpu : worker.gpus) {
+  for (const Worker* worker : workers) {
+    for (const Gpu& gpu : worker->gpus) {
       if (!spec.gpu_type.empty() && gpu.type != spec.gpu_type) continue;
       any = true;
       largest = std::max(largest, gpu.memory_bytes);

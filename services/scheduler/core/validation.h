@@ -33,7 +33,7 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec);
 inline constexpr int64_t kMaxGpuMemory = int64_t{1} << 40;  // 1 TiB
 // INVALID_ARGUMENT naming gpu_memory when workers with GPUs of the spec's type (any type when
 // it names none) are registered and none has that much memory; OK when there are none yet.
-absl::Status CheckGpuMemoryFits(const JobSpec& spec, const std::vector<Worker>& workers);
+absl::Status CheckGpuMemoryFits(const JobSpec& spec, const std::vector<const Worker*>& workers);
 
 // A queue name: the same rules as a job name. Errors name `field`.
 absl::Status ValidateQueueName(const std::string& queue, const std::string& field = "queue");

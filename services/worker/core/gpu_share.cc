@@ -13,8 +13,6 @@ constexpr int32_t kMaxThreadPercentage = 100;
 
 }  // namespace
 
-std::string GpuShareText(int32_t thousandths) { return ThousandthsText(thousandths); }
-
 int32_t MpsActiveThreadPercentage(int32_t thousandths) {
   const int32_t percent = (thousandths + 9) / 10;
   return std::clamp(percent, int32_t{1}, kMaxThreadPercentage);
@@ -36,7 +34,7 @@ std::map<std::string, std::string> GpuShareEnvironment(const Assignment& assignm
                                                        const std::string& mps_pipe_directory) {
   std::map<std::string, std::string> env;
   if (assignment.gpu_share <= 0 || rank.gpu_indices.empty()) return env;
-  env[kGpuShareEnv] = GpuShareText(assignment.gpu_share);
+  env[kGpuShareEnv] = ThousandthsText(assignment.gpu_share);
   if (assignment.gpu_memory > 0) env[kGpuMemoryEnv] = absl::StrCat(assignment.gpu_memory);
   if (mps_pipe_directory.empty()) return env;
   env[kMpsPipeDirectoryEnv] = mps_pipe_directory;

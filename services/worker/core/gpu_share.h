@@ -27,10 +27,6 @@ inline constexpr char kMpsActiveThreadPercentageEnv[] = "CUDA_MPS_ACTIVE_THREAD_
 inline constexpr char kMpsPinnedDeviceMemLimitEnv[] = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT";
 inline constexpr char kMpsControlBinary[] = "nvidia-cuda-mps-control";
 
-// Thousandths of a GPU as the decimal fraction RINGMASTER_GPU_SHARE holds: exact, without
-// trailing zeros ("0.25" for 250, "0.125" for 125, "0.001" for 1, "1" for 1000).
-std::string GpuShareText(int32_t thousandths);
-
 // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE for a share: ceil(thousandths / 10), within 1..100. Rounded
 // up, so that no share gets less of the SMs than it was given.
 int32_t MpsActiveThreadPercentage(int32_t thousandths);
