@@ -21,3 +21,5 @@ target_link_libraries(watch_bench PRIVATE ringmaster_proto ringmaster_worker_hos
 
 add_executable(fair_share_bench ${CMAKE_CURRENT_LIST_DIR}/fair_share_bench.cc)
 target_link_libraries(fair_share_bench PRIVATE ringmaster_scheduler_core)
+add_executable(share_placement_bench ${CMAKE_CURRENT_LIST_DIR}/share_placement_bench.cc)
+target_link_libraries(share_placement_bench PRIVATE ringmaster_scheduler_core)

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/thousandths.h"
@@ -109,38 +110,46 @@ PlacementDecision ClusterState::PlaceShares(const GangRequest& request, int32_t 
       }
       return kWholeGpuShare - node.gpu_shared[slot] - share_taken;
     };
-    for (size_t n : nodes_by_type_[type_id]) {
-      const Node& node = nodes_[n];
-      if (!Usable(node, request)) continue;
-      ShareNode shown;
-      shown.model = type;
-      std::vector<Device> devices;
-      for (size_t slot = 0; slot < node.worker->gpus.size(); ++slot) {
-        if (node.gpu_type_id[slot] != type_id) continue;
-        shown.gpu_free.push_back(free_of(n, slot));
-        devices.push_back({n, slot});
-      }
-      view.push_back(std::move(shown));
-      devices_of.push_back(std::move(devices));
-    }
-    const ShareContext context = PrepareShares(view, *share_mix_);
-    std::vector<double> expected(view.size());
-    for (size_t i = 0; i < view.size(); ++i) {
-      expected[i] = ExpectedFragmentation(view[i], *share_mix_);
-    }
     ShareTask task;
     task.num_gpu = 1;
     task.gpu_milli = request.gpu_share;
     task.models = {type};
     std::mt19937_64 unused_rng(0);  // read by kRandom only
     for (int32_t rank = 0; rank < request.replicas; ++rank) {
+      // The candidates: nodes with room for the share, each state once. ChooseShare takes the
+      // first of equal scores, and nodes in the same state score the same, so leaving out the
+      // later ones (and those without room, which it skips) changes no choice; it saves the
+      // measure of every node in a large cluster, where most are full or wholly free.
+      view.clear();
+      devices_of.clear();
+      std::set<std::vector<int32_t>> states;
+      for (size_t n : nodes_by_type_[type_id]) {
+        const Node& node = nodes_[n];
+        if (!Usable(node, request)) continue;
+        ShareNode shown;
+        shown.model = type;
+        std::vector<Device> devices;
+        bool room = false;
+        for (size_t slot = 0; slot < node.worker->gpus.size(); ++slot) {
+          if (node.gpu_type_id[slot] != type_id) continue;
+          shown.gpu_free.push_back(free_of(n, slot));
+          room = room || shown.gpu_free.back() >= request.gpu_share;
+          devices.push_back({n, slot});
+        }
+        if (!room || !states.insert(shown.gpu_free).second) continue;
+        view.push_back(std::move(shown));
+        devices_of.push_back(std::move(devices));
+      }
+      const ShareContext context = PrepareShares(view, *share_mix_);
+      std::vector<double> expected(view.size());
+      for (size_t i = 0; i < view.size(); ++i) {
+        expected[i] = ExpectedFragmentation(view[i], *share_mix_);
+      }
       const ShareChoice choice =
           ChooseShare(view, task, share_policy_, context, expected, unused_rng);
       if (choice.node < 0) return no_room(rank);
       const Device device = devices_of[choice.node][choice.gpus[0]];
       place(rank, device.node, device.slot);
-      view[choice.node].gpu_free[choice.gpus[0]] = free_of(device.node, device.slot);
-      expected[choice.node] = ExpectedFragmentation(view[choice.node], *share_mix_);
     }
     decision.kind = PlacementDecision::Kind::kPlaced;
     return decision;
