@@ -328,7 +328,7 @@ int main(int argc, char** argv) {
       key = LoadSecretsKey(flags.Get("secrets-key-file"));
       if (absl::IsNotFound(key.status())) {
         key = absl::FailedPreconditionError(absl::StrCat(
-            "--secrets-key-file ", flags.Get("secrets-key-file"),
+            flags.Get("secrets-key-file"),
             " does not exist; make one with `openssl rand -hex 32 > FILE` (mode 0600), or leave "
             "the flag out to have one made in the scheduler's state directory"));
       }
