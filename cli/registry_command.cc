@@ -123,6 +123,11 @@ int RunRegistryCommand(const Command& cmd, std::istream& in, std::ostream& out, 
         rows.push_back({c.team(), c.registry(), c.username(), FormatTimeMs(c.updated_at_ms())});
       }
       out << RenderTable({"TEAM", "REGISTRY", "USERNAME", "SET"}, rows);
+      for (const v1::RegistryCredential& c : resp.credentials()) {
+        if (!c.problem().empty()) {
+          out << "team " << c.team() << ", " << c.registry() << ": " << c.problem() << "\n";
+        }
+      }
       return kExitOk;
     }
     case RegistryAction::kDelete: {

@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/mutex.h"
 #include "common/net.h"
+#include "common/secret_box.h"
 #include "common/tls.h"
 #include "core/clock.h"
 #include "rpc/admin_service.h"
@@ -121,6 +122,12 @@ ringmaster::Flags MakeFlags() {
             "bootstrap admin token (docs/security.md): when the file exists its token is "
             "registered as an admin token; when it does not and no admin token exists, a new "
             "one is made and written there (mode 0600). Empty: no bootstrap");
+  flags.Add("secrets-key-file", "",
+            "the key that seals teams' registry secrets in PostgreSQL (AES-256-GCM; "
+            "docs/environments.md, \"Private registries\"): a file of 32 bytes or 64 hex "
+            "digits, which must exist. Empty: $XDG_STATE_HOME/ringmaster/secrets.key, else "
+            "$HOME/.local/state/ringmaster/secrets.key, made (mode 0600) at the first start. "
+            "Every replica needs the same key");
   flags.AddSwitch("insecure-no-auth",
                   "with --insecure only (loopback): calls without a bearer token are served as "
                   "an admin of team 'anonymous'. For benchmark baselines; never in a shared "
@@ -323,6 +330,39 @@ int main(int argc, char** argv) {
   if (tls->insecure) {
     WarnInsecure("ringmaster-scheduler");
     RM_LOG(kWarning) << "--insecure: worker registrations are NOT checked against certificates";
+  }
+  // The secrets key before PostgreSQL: a scheduler without it could not read what it stores.
+  {
+    absl::StatusOr<SecretBox> key = absl::UnknownError("");
+    if (!flags.Get("secrets-key-file").empty()) {
+      key = LoadSecretsKey(flags.Get("secrets-key-file"));
+      if (absl::IsNotFound(key.status())) {
+        key = absl::FailedPreconditionError(absl::StrCat(
+            flags.Get("secrets-key-file"),
+            " does not exist; make one with `openssl rand -hex 32 > FILE` (mode 0600), or leave "
+            "the flag out to have one made in the scheduler's state directory"));
+      }
+    } else {
+      const std::string path = DefaultSecretsKeyFile();
+      if (path.empty()) {
+        return Fail(absl::FailedPreconditionError(
+            "--secrets-key-file is not given, and neither $XDG_STATE_HOME nor $HOME says where "
+            "to keep the key; give the flag"));
+      }
+      bool created = false;
+      key = LoadOrCreateSecretsKey(path, &created);
+      if (key.ok() && created) {
+        RM_LOG(kInfo) << "made a new secrets key in " << path
+                      << " (mode 0600; back it up: the registry secrets it seals cannot be "
+                         "read without it)";
+      }
+    }
+    if (!key.ok()) {
+      return Fail(absl::Status(key.status().code(),
+                               absl::StrCat("--secrets-key-file: ", key.status().message())));
+    }
+    RM_LOG(kInfo) << "secrets key id " << key->key_id();
+    options.secrets = std::make_shared<const SecretBox>(*std::move(key));
   }
   PostgresPoolOptions pool_options;
   pool_options.statement_timeout_ms = pg_timeout_ms;

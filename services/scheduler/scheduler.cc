@@ -78,7 +78,9 @@ absl::Status Scheduler::Start() {
   if (!queues.ok()) return queues.status();
   auto volumes = store_->ListVolumes();
   if (!volumes.ok()) return volumes.status();
-  auto registry_credentials = store_->ListRegistryCredentials();
+  auto stored_credentials = store_->ListRegistryCredentials();
+  if (!stored_credentials.ok()) return stored_credentials.status();
+  auto registry_credentials = OpenRegistryCredentials(*std::move(stored_credentials));
   if (!registry_credentials.ok()) return registry_credentials.status();
   auto usage = store_->ListQueueUsage();
   if (!usage.ok()) return usage.status();
@@ -116,8 +118,11 @@ absl::Status Scheduler::Start() {
     for (auto& [id, progress] : arrays) arrays_[id] = std::move(progress);
     for (Queue& q : *queues) queues_[q.name] = std::move(q);
     for (Volume& v : *volumes) volumes_[v.name] = std::move(v);
-    for (RegistryCredential& c : *registry_credentials) {
+    for (RegistryCredential& c : registry_credentials->readable) {
       registry_credentials_[{c.team, c.registry}] = std::move(c);
+    }
+    for (RegistryCredentialView& v : registry_credentials->unreadable) {
+      unreadable_registry_credentials_[{v.team, v.registry}] = std::move(v);
     }
     for (const QueueUsage& u : *usage) usage_ms_[{u.queue, u.resource}] = u.used_ms;
     for (CheckBaseline& b : *baselines) {

@@ -67,6 +67,9 @@
 //         Each also carries, when the job's team has one, the team's credential for its
 //         image's registry (registry_credentials_, written under registry_writes_ as volumes
 //         are, stored outside mu_; scheduler_registries.cc): only that registry's, never logged.
+//         The JobStore holds each secret sealed with SchedulerOptions::secrets; Start opens
+//         them, seals the plaintext ones of an older schema, and keeps one that does not open
+//         (another key, altered) out of every assignment, logged and listed with its problem.
 // After   (JobSpec.after; core/dependency.h) 1. a submit names only jobs its team may see: live
 //         ones are checked in memory, the others read from the JobStore (on `aside` when given:
 //         never on gRPC's thread), NOT_FOUND otherwise; their ends go to deps_; 2. every pass
@@ -116,6 +119,7 @@
 #include "aside_writer.h"
 #include "commit_writer.h"
 #include "common/mutex.h"
+#include "common/secret_box.h"
 #include "core/array.h"
 #include "core/clock.h"
 #include "core/dependency.h"
@@ -254,6 +258,9 @@ struct SchedulerOptions {
   // How ranks with a gpu_share are placed (core/share_placement.h): FGD and Ringmaster's read
   // the mix of recent demand (docs/gpu-sharing.md, "Where shares go").
   SharePolicy share_policy = SharePolicy::kRingmaster;
+  // The key that seals teams' registry secrets in the JobStore (--secrets-key-file). Null: no
+  // secret can be set (FAILED_PRECONDITION), and every stored one is listed as unreadable.
+  std::shared_ptr<const SecretBox> secrets;
 };
 
 class Scheduler {
@@ -386,6 +393,16 @@ class Scheduler {
   const SchedulerOptions& options() const { return options_; }
 
  private:
+  // Start's part for registry credentials (scheduler_registries.cc): opens each stored secret,
+  // seals and stores again those an older schema kept in plaintext (an error only when that
+  // write fails), and sorts them into what registry_credentials_ and
+  // unreadable_registry_credentials_ receive.
+  struct OpenedRegistryCredentials {
+    std::vector<RegistryCredential> readable;
+    std::vector<RegistryCredentialView> unreadable;
+  };
+  absl::StatusOr<OpenedRegistryCredentials> OpenRegistryCredentials(
+      std::vector<StoredRegistryCredential> stored);
   // Checks the jobs `spec` waits for; `read` is true when some must be read from Postgres.
   absl::Status CheckLiveDependenciesLocked(const JobSpec& spec, const std::string& team, bool admin,
                                            bool* read) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -547,7 +564,11 @@ class Scheduler {
   std::map<std::string, int64_t> unhealthy_since_ms_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Queue> queues_ ABSL_GUARDED_BY(mu_);    // as stored; loaded by Start()
   std::map<std::string, Volume> volumes_ ABSL_GUARDED_BY(mu_);  // as stored; loaded by Start()
-  RegistryCredentials registry_credentials_ ABSL_GUARDED_BY(mu_);  // as stored; by Start()
+  RegistryCredentials registry_credentials_ ABSL_GUARDED_BY(mu_);  // opened; by Start()
+  // Stored credentials whose secret this scheduler cannot open, with the reason; sent to no
+  // worker until set again. Start fills it; Set and Delete take theirs out.
+  std::map<std::pair<std::string, std::string>, RegistryCredentialView>
+      unreadable_registry_credentials_ ABSL_GUARDED_BY(mu_);
   // Registry credential writes, one at a time (a team's count is checked before its write).
   // Taken before mu_, never while holding it.
   Mutex registry_writes_;

@@ -31,6 +31,8 @@ const EXTERNAL_SECRETS = {
     'ringmaster-postgres': ['username', 'password'],
     // The first admin bearer token (docs/kubernetes.md).
     'ringmaster-admin-token': ['token'],
+    // The key that seals registry secrets (docs/kubernetes.md).
+    'ringmaster-secrets-key': ['key'],
     // cert-manager's layout (docs/security.md).
     'ringmaster-scheduler-tls': TLS_KEYS,
     'ringmaster-metrics-tls': TLS_KEYS,

@@ -89,6 +89,8 @@ absl::Status SchedulerProcess::Spawn() {
   for (const std::string& flag : TestCerts::Get().Scheduler().Flags()) options.argv.push_back(flag);
   options.argv.push_back("--admin-token-file");
   options.argv.push_back(AdminToken().file);
+  options.argv.push_back("--secrets-key-file");
+  options.argv.push_back(SecretsKeyFile());
   options.argv.insert(options.argv.end(), extra_args_.begin(), extra_args_.end());
   options.log_path = log_path_;
   auto process = Subprocess::Start(options);

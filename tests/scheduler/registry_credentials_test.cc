@@ -127,7 +127,7 @@ TEST(RegistryCredentialsTest, AViewHasEverythingButTheSecret) {
   RegistryCredential c = Good();
   c.updated_at_ms = 7;
   RegistryCredentialView view = ViewOf(c);
-  EXPECT_EQ(view, (RegistryCredentialView{"vision", c.registry, "robot$ci", 7}));
+  EXPECT_EQ(view, (RegistryCredentialView{"vision", c.registry, "robot$ci", 7, ""}));
 }
 
 }  // namespace

@@ -153,6 +153,11 @@ Worker CpuWorker(const std::string& id, int slots) {
   return w;
 }
 
+// A secrets key of 32 `fill` bytes: the same fill, the same key.
+std::shared_ptr<const SecretBox> TestSecrets(char fill) {
+  return std::make_shared<const SecretBox>(*SecretBox::FromKey(std::string(kSecretKeyBytes, fill)));
+}
+
 JobSpec CommandSpec(int replicas, int64_t max_runtime_seconds = 0) {
   JobSpec spec;
   spec.name = "job";
@@ -172,6 +177,7 @@ class SchedulerTest : public ::testing::Test {
   void SetUp() override { Start(); }
 
   void Start(SchedulerOptions options = {}, prometheus::Registry* registry = nullptr) {
+    if (!options.secrets) options.secrets = TestSecrets('k');
     options.heartbeat_timeout_ms = kHeartbeatTimeoutMs;
     options.write_wait_ms = 2'000;
     options.retry_min_ms = 5;
@@ -2139,7 +2145,9 @@ TEST_F(SchedulerTest, RegistryCredentialsAreListedWithoutSecretsAndSurviveAResta
   EXPECT_EQ(reloaded, all);
   RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListRegistryCredentials());
   ASSERT_THAT(stored, SizeIs(2));
-  EXPECT_EQ(stored[1].secret, "second");  // (vision, ghcr.io) after (audio, quay.io)
+  // (vision, ghcr.io) after (audio, quay.io)
+  EXPECT_THAT(TestSecrets('k')->Open(stored[1].sealed_secret, SealingContext("vision", "ghcr.io")),
+              test::IsOkAndHolds(std::string("second")));
 
   EXPECT_THAT(scheduler_->DeleteRegistryCredential("vision", "quay.io"),
               StatusIs(absl::StatusCode::kNotFound));
@@ -2165,6 +2173,139 @@ TEST_F(SchedulerTest, ATeamHasCredentialsForAtMostSixteenRegistries) {
       {.team = "vision", .registry = "r0.io", .username = "u", .secret = "t"}));
   RM_EXPECT_OK(scheduler_->SetRegistryCredential(
       {.team = "audio", .registry = "one-more.io", .username = "u", .secret = "s"}));
+}
+
+// --- Registry secrets at rest (docs/environments.md, "Private registries") ---------------
+
+TEST_F(SchedulerTest, RegistrySecretsAreStoredSealedForTheirTeamAndRegistryOnly) {
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "vision", .registry = "ghcr.io", .username = "v", .secret = "hunter2-vision"}));
+  RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListRegistryCredentials());
+  ASSERT_THAT(stored, SizeIs(1));
+  EXPECT_EQ(stored[0].username, "v");
+  EXPECT_EQ(stored[0].plaintext_secret, "");
+  EXPECT_THAT(stored[0].sealed_secret, Not(HasSubstr("hunter2")));
+  EXPECT_THAT(TestSecrets('k')->Open(stored[0].sealed_secret, SealingContext("vision", "ghcr.io")),
+              test::IsOkAndHolds(std::string("hunter2-vision")));
+  // Moved to another team's or registry's row, it does not open.
+  EXPECT_THAT(TestSecrets('k')->Open(stored[0].sealed_secret, SealingContext("audio", "ghcr.io")),
+              StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(TestSecrets('k')->Open(stored[0].sealed_secret, SealingContext("vision", "quay.io")),
+              StatusIs(absl::StatusCode::kDataLoss));
+}
+
+TEST_F(SchedulerTest, PlaintextRegistrySecretsOfAnOlderSchemaAreSealedAtStartAndStillSent) {
+  scheduler_.reset();
+  // As a scheduler before migration 15 left it.
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, memory_.TakeLeadership());
+  RM_ASSERT_OK(memory_.SetRegistryCredential({.team = "vision",
+                                              .registry = "ghcr.io",
+                                              .username = "v",
+                                              .plaintext_secret = "old-plain",
+                                              .updated_at_ms = 7},
+                                             epoch));
+  Start();
+  RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListRegistryCredentials());
+  ASSERT_THAT(stored, SizeIs(1));
+  EXPECT_EQ(stored[0].plaintext_secret, "");
+  EXPECT_EQ(stored[0].updated_at_ms, 7);
+  EXPECT_THAT(TestSecrets('k')->Open(stored[0].sealed_secret, SealingContext("vision", "ghcr.io")),
+              test::IsOkAndHolds(std::string("old-plain")));
+  RM_ASSERT_OK_AND_ASSIGN(auto listed, scheduler_->ListRegistryCredentials("vision"));
+  ASSERT_THAT(listed, SizeIs(1));
+  EXPECT_EQ(listed[0].problem, "");
+
+  auto link = Register(CpuWorker("w1", 8));
+  JobSpec spec = CommandSpec(1);
+  spec.image = "ghcr.io/vision/train:v1";
+  RM_ASSERT_OK(scheduler_->Submit(spec, "", "vision"));
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_THAT(link->auths(), SizeIs(1));
+  ASSERT_TRUE(link->auths()[0].has_value());
+  EXPECT_EQ(link->auths()[0]->secret, "old-plain");
+}
+
+TEST_F(SchedulerTest, ARegistrySecretSealedWithAnotherKeyIsListedWithItsProblemAndSentToNoWorker) {
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "vision", .registry = "ghcr.io", .username = "v", .secret = "hunter2"}));
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "audio", .registry = "ghcr.io", .username = "a", .secret = "as"}));
+  scheduler_.reset();
+  SchedulerOptions options;
+  options.secrets = TestSecrets('o');  // a key file replaced by another
+  Start(options);
+
+  RM_ASSERT_OK_AND_ASSIGN(auto listed, scheduler_->ListRegistryCredentials("*"));
+  ASSERT_THAT(listed, SizeIs(2));
+  EXPECT_EQ(listed[0].team, "audio");
+  EXPECT_EQ(listed[1].team, "vision");
+  EXPECT_EQ(listed[1].username, "v");
+  EXPECT_THAT(listed[1].problem, HasSubstr("sealed with another secrets key"));
+  EXPECT_THAT(listed[1].problem, HasSubstr("--secrets-key-file"));
+  EXPECT_THAT(listed[1].problem, Not(HasSubstr("hunter2")));
+
+  auto link = Register(CpuWorker("w1", 8));
+  JobSpec spec = CommandSpec(1);
+  spec.image = "ghcr.io/vision/train:v1";
+  RM_ASSERT_OK(scheduler_->Submit(spec, "", "vision"));
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_THAT(link->auths(), SizeIs(1));
+  EXPECT_EQ(link->auths()[0], std::nullopt);
+
+  // It still counts, can be deleted, and setting it again under this key mends it.
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "vision", .registry = "ghcr.io", .username = "v", .secret = "again"}));
+  RM_ASSERT_OK_AND_ASSIGN(listed, scheduler_->ListRegistryCredentials("vision"));
+  ASSERT_THAT(listed, SizeIs(1));
+  EXPECT_EQ(listed[0].problem, "");
+  RM_EXPECT_OK(scheduler_->DeleteRegistryCredential("audio", "ghcr.io"));
+  RM_ASSERT_OK_AND_ASSIGN(listed, scheduler_->ListRegistryCredentials("audio"));
+  EXPECT_THAT(listed, IsEmpty());
+}
+
+TEST_F(SchedulerTest, AnAlteredStoredRegistrySecretIsListedAsNotAuthenticating) {
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "vision", .registry = "ghcr.io", .username = "v", .secret = "hunter2"}));
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "vision", .registry = "quay.io", .username = "q", .secret = "quay-secret"}));
+  scheduler_.reset();
+  RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListRegistryCredentials());
+  ASSERT_THAT(stored, SizeIs(2));
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, memory_.TakeLeadership());
+  // One ciphertext byte flipped; the other row's sealed value copied over a third registry's.
+  StoredRegistryCredential altered = stored[0];
+  altered.sealed_secret[kSealedHeaderBytes] ^= 0x20;
+  RM_ASSERT_OK(memory_.SetRegistryCredential(altered, epoch));
+  StoredRegistryCredential moved = stored[1];
+  moved.registry = "docker.io";
+  RM_ASSERT_OK(memory_.SetRegistryCredential(moved, epoch));
+  Start();
+  RM_ASSERT_OK_AND_ASSIGN(auto listed, scheduler_->ListRegistryCredentials("vision"));
+  ASSERT_THAT(listed, SizeIs(3));
+  EXPECT_EQ(listed[0].registry, "docker.io");
+  EXPECT_THAT(listed[0].problem, HasSubstr("does not authenticate"));
+  EXPECT_EQ(listed[1].registry, "ghcr.io");
+  EXPECT_THAT(listed[1].problem, HasSubstr("does not authenticate"));
+  EXPECT_EQ(listed[2].registry, "quay.io");
+  EXPECT_EQ(listed[2].problem, "");
+}
+
+TEST_F(SchedulerTest, WithoutASecretsKeyNoRegistrySecretIsSetAndNoneIsRead) {
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "vision", .registry = "ghcr.io", .username = "v", .secret = "hunter2"}));
+  scheduler_.reset();
+  SchedulerOptions options;
+  options.heartbeat_timeout_ms = kHeartbeatTimeoutMs;
+  scheduler_ = std::make_unique<Scheduler>(&store_, &queue_, &liveness_, &clock_, options, nullptr);
+  RM_ASSERT_OK(scheduler_->Start());
+  EXPECT_THAT(scheduler_->SetRegistryCredential(
+                  {.team = "vision", .registry = "quay.io", .username = "v", .secret = "s"}),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  RM_ASSERT_OK_AND_ASSIGN(auto listed, scheduler_->ListRegistryCredentials("vision"));
+  ASSERT_THAT(listed, SizeIs(1));
+  EXPECT_THAT(listed[0].problem, HasSubstr("no secrets key"));
 }
 
 }  // namespace

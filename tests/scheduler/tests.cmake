@@ -23,6 +23,7 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support)
       ${CMAKE_CURRENT_LIST_DIR}/harness.cc
       ${CMAKE_CURRENT_LIST_DIR}/scheduler_integration_test.cc
       ${CMAKE_CURRENT_LIST_DIR}/queue_integration_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/registry_secrets_integration_test.cc
     LIBS ringmaster_test_support ringmaster_proto gRPC::grpc++ PkgConfig::PQXX)
   add_dependencies(scheduler_integration_test ringmaster-scheduler)
 endif()

@@ -8,7 +8,8 @@
 //     type (every field filled with edge values, through reflection).
 // Bounded (a fixed number of rounds, short deadlines). Afterwards every process is alive, its
 // memory grew by less than a bound, and the cluster still works: a job runs to SUCCEEDED and
-// every /metrics page answers.
+// every /metrics page answers; a registry credential set before the barrage is still there, and
+// every registry secret in PostgreSQL is sealed and opens for its own team and registry.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
@@ -22,12 +23,14 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <pqxx/pqxx>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
+#include "common/secret_box.h"
 #include "common/tls.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -39,8 +42,10 @@
 #include "ringmaster/v1/job.pb.h"
 #include "ringmaster/v1/metrics.pb.h"
 #include "ringmaster/v1/queue.pb.h"
+#include "ringmaster/v1/registry.grpc.pb.h"
 #include "ringmaster/v1/volume.pb.h"
 #include "ringmaster/v1/worker.pb.h"
+#include "scheduler/core/registry_credentials.h"
 #include "support/cluster/cluster_test.h"
 #include "support/http_get.h"
 #include "support/proc_file.h"
@@ -58,6 +63,11 @@ constexpr int kRawRoundsPerPort = 120;
 constexpr int kMessagesPerMethod = 24;
 // RSS a service may gain over the whole barrage (gRPC and allocator pools grow once).
 constexpr int64_t kMaxGrowthKb = 96 * 1024;
+// A registry credential set before the RPC barrage, which must come out of it intact.
+constexpr char kKnownTeam[] = "hostile-team";
+constexpr char kKnownRegistry[] = "registry.hostile.test:5000";
+constexpr char kKnownUser[] = "robot";
+constexpr char kKnownSecret[] = "known-secret-8c1f3e";
 
 struct Port {
   std::string name;
@@ -475,22 +485,86 @@ TEST_F(HostileBytesTest, RandomAndTruncatedFramesOnEveryPortCrashNothingAndLeakN
   ExpectHealthy(before);
 }
 
+// The registry credentials the scheduler lists for kKnownTeam, through the admin token.
+std::vector<v1::RegistryCredential> KnownTeamsCredentials(
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials, const std::string& addr) {
+  auto stub = v1::RegistryService::NewStub(grpc::CreateChannel(addr, credentials));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+  ctx.AddMetadata("authorization", "Bearer " + AdminToken().token);
+  v1::ListRegistryCredentialsRequest req;
+  req.set_team(kKnownTeam);
+  v1::ListRegistryCredentialsResponse resp;
+  grpc::Status s = stub->ListRegistryCredentials(&ctx, req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return {resp.credentials().begin(), resp.credentials().end()};
+}
+
+// Every registry secret in the database is sealed (no plaintext column set, no byte of
+// kKnownSecret anywhere in a row) and opens with the scheduler's key for its own row.
+void ExpectStoredRegistrySecretsSealed(const std::string& db_url) {
+  auto box = LoadSecretsKey(SecretsKeyFile());
+  ASSERT_TRUE(box.ok()) << box.status();
+  pqxx::connection conn(db_url);
+  pqxx::read_transaction tx(conn);
+  int rows = 0;
+  bool known = false;
+  for (const auto& row : tx.exec("SELECT team, registry, plaintext_secret IS NULL, sealed_secret, "
+                                 "t::text || coalesce(encode(sealed_secret, 'escape'), '') "
+                                 "FROM registry_credentials t")) {
+    ++rows;
+    const std::string team = row[0].as<std::string>();
+    const std::string registry = row[1].as<std::string>();
+    EXPECT_TRUE(row[2].as<bool>()) << team << " " << registry << " is stored in plaintext";
+    ASSERT_FALSE(row[3].is_null()) << team << " " << registry;
+    EXPECT_EQ(row[4].as<std::string>().find(kKnownSecret), std::string::npos);
+    auto opened =
+        box->Open(pqxx::binarystring(row[3]).str(), scheduler::SealingContext(team, registry));
+    EXPECT_TRUE(opened.ok()) << team << " " << registry << ": " << opened.status();
+    if (team == kKnownTeam && registry == kKnownRegistry) {
+      known = true;
+      EXPECT_TRUE(opened.ok() && *opened == kKnownSecret);
+    }
+  }
+  EXPECT_TRUE(known) << "the known credential is gone from the database (" << rows << " rows)";
+}
+
 TEST_F(HostileBytesTest, RandomMessagesIntoEveryRpcAreRefusedCleanly) {
   // Each file's descriptor is linked in through one of its messages.
   const std::vector<const pb::FileDescriptor*> files = {
-      v1::SubmitJobRequest::descriptor()->file(), v1::CreateQueueRequest::descriptor()->file(),
-      v1::CreateTokenRequest::descriptor()->file(), v1::CreateVolumeRequest::descriptor()->file(),
-      v1::WorkerMessage::descriptor()->file(), v1::ExecRequest::descriptor()->file(),
+      v1::SubmitJobRequest::descriptor()->file(),
+      v1::CreateQueueRequest::descriptor()->file(),
+      v1::CreateTokenRequest::descriptor()->file(),
+      v1::CreateVolumeRequest::descriptor()->file(),
+      v1::SetRegistryCredentialRequest::descriptor()->file(),
+      v1::WorkerMessage::descriptor()->file(),
+      v1::ExecRequest::descriptor()->file(),
       v1::SampleBatch::descriptor()->file()};
   const CertFiles client = TestCerts::Get().Client();
   auto credentials = MakeChannelCredentials(client.Options(), ServerName::kAnyOfTheCa);
   ASSERT_TRUE(credentials.ok()) << credentials.status();
+  {
+    auto stub = v1::RegistryService::NewStub(
+        grpc::CreateChannel(cluster_->scheduler().addr(), *credentials));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    ctx.AddMetadata("authorization", "Bearer " + AdminToken().token);
+    v1::SetRegistryCredentialRequest req;
+    req.set_team(kKnownTeam);
+    req.set_registry(kKnownRegistry);
+    req.set_username(kKnownUser);
+    req.set_secret(kKnownSecret);
+    v1::RegistryCredential set;
+    grpc::Status s = stub->SetRegistryCredential(&ctx, req, &set);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
   WorkerProcess& worker = *cluster_->workers().front();
   // Which server serves which service.
   const std::map<std::string, std::string> servers = {
       {"ringmaster.v1.JobService", cluster_->scheduler().addr()},
       {"ringmaster.v1.QueueService", cluster_->scheduler().addr()},
       {"ringmaster.v1.VolumeService", cluster_->scheduler().addr()},
+      {"ringmaster.v1.RegistryService", cluster_->scheduler().addr()},
       {"ringmaster.v1.ClusterService", cluster_->scheduler().addr()},
       {"ringmaster.v1.AdminService", cluster_->scheduler().addr()},
       {"ringmaster.v1.WorkerService", cluster_->scheduler().addr()},
@@ -546,8 +620,16 @@ TEST_F(HostileBytesTest, RandomMessagesIntoEveryRpcAreRefusedCleanly) {
   std::printf("%d calls into %d methods; status codes:", calls, methods);
   for (const auto& [code, n] : codes) std::printf(" %d x%d", static_cast<int>(code), n);
   std::printf("\n");
-  EXPECT_GE(methods, 15);
+  EXPECT_GE(methods, 33);  // RegistryService's three included
   ExpectHealthy(before);
+  // What was stored before the barrage is still there, listed without a problem.
+  const std::vector<v1::RegistryCredential> known =
+      KnownTeamsCredentials(*credentials, cluster_->scheduler().addr());
+  ASSERT_EQ(known.size(), 1u);
+  EXPECT_EQ(known[0].registry(), kKnownRegistry);
+  EXPECT_EQ(known[0].username(), kKnownUser);
+  EXPECT_EQ(known[0].problem(), "");
+  ExpectStoredRegistrySecretsSealed(cluster_->db_url());
 }
 
 }  // namespace

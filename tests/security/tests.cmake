@@ -18,7 +18,7 @@ if(TARGET ringmaster-scheduler AND TARGET ringmaster_test_support AND OPENSSL_FO
     SOURCES
       ${CMAKE_CURRENT_LIST_DIR}/hostile_bytes_test.cc
     LIBS ringmaster_test_cluster ringmaster_worker_client ringmaster_proto gRPC::grpc++
-      PkgConfig::PQXX OpenSSL::SSL)
+      ringmaster_scheduler_core PkgConfig::PQXX OpenSSL::SSL)
   add_dependencies(hostile_bytes_test ringmaster-scheduler ringmaster-worker ringmaster-metrics
     ringmaster-rsh ringmaster-rank)
 endif()

@@ -187,13 +187,14 @@ absl::Status FaultInjectingJobStore::DeleteVolume(const std::string& name, int64
   return store_->DeleteVolume(name, epoch);
 }
 
-absl::Status FaultInjectingJobStore::SetRegistryCredential(const RegistryCredential& credential,
-                                                           int64_t epoch) {
+absl::Status FaultInjectingJobStore::SetRegistryCredential(
+    const StoredRegistryCredential& credential, int64_t epoch) {
   if (auto s = Enter(Call::kSetRegistryCredential); !s.ok()) return s;
   return store_->SetRegistryCredential(credential, epoch);
 }
 
-absl::StatusOr<std::vector<RegistryCredential>> FaultInjectingJobStore::ListRegistryCredentials() {
+absl::StatusOr<std::vector<StoredRegistryCredential>>
+FaultInjectingJobStore::ListRegistryCredentials() {
   if (auto s = Enter(Call::kListRegistryCredentials); !s.ok()) return s;
   return store_->ListRegistryCredentials();
 }

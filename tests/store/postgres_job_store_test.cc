@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/net.h"
+#include "common/secret_box.h"
 #include "gmock/gmock.h"
 #include "job_store_conformance.h"
 #include "scheduler/convert/convert.h"
@@ -19,6 +20,7 @@
 namespace ringmaster::scheduler::store_test {
 namespace {
 
+using ::ringmaster::test::IsOkAndHolds;
 using ::ringmaster::test::StatusIs;
 using ::ringmaster::test::TestDatabase;
 using ::testing::HasSubstr;
@@ -333,6 +335,84 @@ TEST(PostgresJobStoreTest, ASubmitsAuditEntryIsStoredWithTheJobItCreated) {
             1);
   EXPECT_EQ(CountRows(db->url(), "SELECT count(*) FROM audit_log"), 1)
       << "the repeated request id must add no entry";
+}
+
+// What an operator, a backup or a replica of the database sees of a registry secret: sealed
+// bytes that hold no trace of it, in a row whose plaintext column is empty.
+TEST(PostgresJobStoreTest, TheStoredBytesOfARegistryCredentialDoNotContainItsSecret) {
+  RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
+  RM_ASSERT_OK_AND_ASSIGN(auto store, PostgresJobStore::Connect(db->url(), 1));
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store->TakeLeadership());
+  RM_ASSERT_OK_AND_ASSIGN(SecretBox box, SecretBox::FromKey(std::string(kSecretKeyBytes, 'k')));
+  const std::string secret = "hunter2-registry-password";
+  RM_ASSERT_OK_AND_ASSIGN(std::string sealed,
+                          box.Seal(secret, SealingContext("vision", "ghcr.io")));
+  RM_ASSERT_OK(store->SetRegistryCredential({.team = "vision",
+                                             .registry = "ghcr.io",
+                                             .username = "robot",
+                                             .sealed_secret = sealed,
+                                             .updated_at_ms = 1},
+                                            epoch));
+  pqxx::connection conn(db->url());
+  pqxx::work tx(conn);
+  // Every column as text, the bytea in hex and as escaped bytes, and its raw bytes.
+  const std::string row = tx.exec1(
+                                "SELECT t::text || encode(sealed_secret, 'escape') FROM "
+                                "registry_credentials t")[0]
+                              .as<std::string>();
+  const pqxx::row raw =
+      tx.exec1("SELECT sealed_secret, plaintext_secret IS NULL FROM registry_credentials");
+  const std::string bytes = pqxx::binarystring(raw[0]).str();
+  EXPECT_THAT(row, HasSubstr("robot"));
+  EXPECT_THAT(row, ::testing::Not(HasSubstr(secret)));
+  EXPECT_THAT(row, ::testing::Not(HasSubstr("hunter2")));
+  EXPECT_THAT(bytes, ::testing::Not(HasSubstr("hunter2")));
+  EXPECT_EQ(bytes, sealed);
+  EXPECT_TRUE(raw[1].as<bool>());
+  EXPECT_THAT(box.Open(bytes, SealingContext("vision", "ghcr.io")), IsOkAndHolds(secret));
+}
+
+// A database of schema 14 held registry secrets in plaintext: migration 15 keeps them (the
+// scheduler seals them at its next start), and a sealed write clears the plaintext.
+TEST(PostgresJobStoreTest, PlaintextRegistrySecretsFromMigration14AreKeptUntilSealed) {
+  RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
+  {
+    pqxx::connection conn(db->url());
+    pqxx::work tx(conn);
+    tx.exec(
+        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+        "applied_at timestamptz NOT NULL DEFAULT now())");
+    for (const Migration& m : Migrations()) {
+      if (m.version > 14) break;
+      tx.exec(m.sql);
+      tx.exec_params("INSERT INTO schema_migrations (version) VALUES ($1)", m.version);
+    }
+    tx.exec(
+        "INSERT INTO registry_credentials (team, registry, username, secret, updated_at_ms) "
+        "VALUES ('vision', 'ghcr.io', 'robot', 'old-plain', 7)");
+    tx.commit();
+  }
+  RM_ASSERT_OK_AND_ASSIGN(auto store, PostgresJobStore::Connect(db->url(), 1));
+  RM_ASSERT_OK_AND_ASSIGN(auto credentials, store->ListRegistryCredentials());
+  const StoredRegistryCredential old{.team = "vision",
+                                     .registry = "ghcr.io",
+                                     .username = "robot",
+                                     .plaintext_secret = "old-plain",
+                                     .updated_at_ms = 7};
+  EXPECT_THAT(credentials, ::testing::ElementsAre(old));
+
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store->TakeLeadership());
+  StoredRegistryCredential sealed = old;
+  sealed.plaintext_secret.clear();
+  sealed.sealed_secret = std::string("\x01sealed\0", 8);
+  RM_ASSERT_OK(store->SetRegistryCredential(sealed, epoch));
+  EXPECT_EQ(CountRows(db->url(),
+                      "SELECT count(*) FROM registry_credentials WHERE plaintext_secret IS NULL "
+                      "AND length(sealed_secret) = 8"),
+            1);
+  // The schema itself refuses a row with both, or neither.
+  EXPECT_FALSE(Exec(db->url(), "UPDATE registry_credentials SET plaintext_secret = 'x'").ok());
+  EXPECT_FALSE(Exec(db->url(), "UPDATE registry_credentials SET sealed_secret = NULL").ok());
 }
 
 }  // namespace

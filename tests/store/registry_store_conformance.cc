@@ -13,11 +13,13 @@ using ::testing::ElementsAre;
 
 constexpr int64_t kT0 = 1'700'000'000'000;
 
-RegistryCredential MakeCredential(const std::string& team, const std::string& registry) {
+// The store keeps what it is given: a sealed secret is any bytes (NULs and invalid UTF-8
+// included), which the store neither reads nor changes.
+StoredRegistryCredential MakeCredential(const std::string& team, const std::string& registry) {
   return {.team = team,
           .registry = registry,
           .username = "robot$" + team,
-          .secret = "s3cr\xc3\xa9t 'quoted' \"and\" \\ backslashed",
+          .sealed_secret = std::string("\x01\0\xff\xfe sealed 'quoted' \\ ", 23) + team,
           .updated_at_ms = kT0};
 }
 
@@ -42,13 +44,31 @@ TEST_P(JobStoreConformanceTest, SettingARegistryCredentialAgainReplacesTheTeamsO
   RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
   RM_ASSERT_OK(store().SetRegistryCredential(MakeCredential("vision", "ghcr.io"), epoch));
   RM_ASSERT_OK(store().SetRegistryCredential(MakeCredential("audio", "ghcr.io"), epoch));
-  RegistryCredential next = MakeCredential("vision", "ghcr.io");
+  StoredRegistryCredential next = MakeCredential("vision", "ghcr.io");
   next.username = "ci";
-  next.secret = "rotated";
+  next.sealed_secret = std::string("\x01rotated\0", 9);
   next.updated_at_ms = kT0 + 5;
   RM_ASSERT_OK(store().SetRegistryCredential(next, epoch));
   RM_ASSERT_OK_AND_ASSIGN(auto credentials, store().ListRegistryCredentials());
   EXPECT_THAT(credentials, ElementsAre(MakeCredential("audio", "ghcr.io"), next));
+}
+
+// A row stored before secrets were sealed (migration 14) holds its plaintext; sealing it
+// replaces the plaintext, and the other way round.
+TEST_P(JobStoreConformanceTest, ARegistryCredentialHoldsEitherAPlaintextOrASealedSecret) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  StoredRegistryCredential old = MakeCredential("vision", "ghcr.io");
+  old.sealed_secret.clear();
+  old.plaintext_secret = "s3cr\xc3\xa9t 'quoted' \"and\" \\ backslashed";
+  RM_ASSERT_OK(store().SetRegistryCredential(old, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(auto credentials, store().ListRegistryCredentials());
+  EXPECT_THAT(credentials, ElementsAre(old));
+  RM_ASSERT_OK(store().SetRegistryCredential(MakeCredential("vision", "ghcr.io"), epoch));
+  RM_ASSERT_OK_AND_ASSIGN(credentials, store().ListRegistryCredentials());
+  EXPECT_THAT(credentials, ElementsAre(MakeCredential("vision", "ghcr.io")));
+  RM_ASSERT_OK(store().SetRegistryCredential(old, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(credentials, store().ListRegistryCredentials());
+  EXPECT_THAT(credentials, ElementsAre(old));
 }
 
 TEST_P(JobStoreConformanceTest, DeleteRegistryCredentialRemovesOnlyThatTeamsOne) {

@@ -43,4 +43,21 @@ const TestAdminToken& AdminToken() {
   return *token;
 }
 
+const std::string& SecretsKeyFile() {
+  static const std::string* file = [] {
+    auto* path = new std::string(
+        absl::StrCat(::testing::TempDir(), "secrets-key-", getpid(), "-", RandomHex(8)));
+    int fd = open(path->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      const std::string line = RandomHex(64) + "\n";
+      if (write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+        std::perror("writing the test secrets key");
+      }
+      close(fd);
+    }
+    return path;
+  }();
+  return *file;
+}
+
 }  // namespace ringmaster::test

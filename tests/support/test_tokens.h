@@ -17,6 +17,11 @@ struct TestAdminToken {
 
 const TestAdminToken& AdminToken();
 
+// The secrets key file of a test process (64 random hex digits, mode 0600, made on first use),
+// which every scheduler the harness starts gets as --secrets-key-file: replicas of one test
+// share it, as they must, and no test writes a key into the home directory.
+const std::string& SecretsKeyFile();
+
 }  // namespace ringmaster::test
 
 #endif  // RINGMASTER_TESTS_SUPPORT_TEST_TOKENS_H_

@@ -40,7 +40,15 @@ size_t Utf8Length(const std::string& s, size_t i) {
 }  // namespace
 
 RegistryCredentialView ViewOf(const RegistryCredential& credential) {
-  return {credential.team, credential.registry, credential.username, credential.updated_at_ms};
+  return {.team = credential.team,
+          .registry = credential.registry,
+          .username = credential.username,
+          .updated_at_ms = credential.updated_at_ms};
+}
+
+std::string SealingContext(const std::string& team, const std::string& registry) {
+  return absl::StrCat("registry_credentials", std::string(1, '\0'), team, std::string(1, '\0'),
+                      registry);
 }
 
 absl::StatusOr<std::string> NormalizeRegistry(const std::string& registry,

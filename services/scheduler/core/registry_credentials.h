@@ -41,8 +41,29 @@ struct RegistryCredentialView {
   std::string registry;
   std::string username;
   int64_t updated_at_ms = 0;
+  // Empty, or why this scheduler cannot read the stored secret (another secrets key, or the
+  // value was altered): such a credential is not sent to workers until it is set again.
+  std::string problem{};
   bool operator==(const RegistryCredentialView&) const = default;
 };
+
+// A credential as the JobStore keeps it: the secret sealed (common/secret_box.h) with
+// SealingContext(team, registry) as associated data, so a sealed value moved to another team's
+// or registry's row does not open. `plaintext_secret` is set instead only in a row stored before
+// secrets were sealed (schema migration 14), until Scheduler::Start seals it.
+struct StoredRegistryCredential {
+  std::string team;
+  std::string registry;
+  std::string username;
+  std::string sealed_secret{};     // bytes, not text
+  std::string plaintext_secret{};  // empty but in an old row
+  int64_t updated_at_ms = 0;
+  bool operator==(const StoredRegistryCredential&) const = default;
+};
+
+// The associated data a credential's secret is sealed with: "registry_credentials", the team
+// and the registry, NUL-separated (neither may hold a NUL).
+std::string SealingContext(const std::string& team, const std::string& registry);
 RegistryCredentialView ViewOf(const RegistryCredential& credential);
 
 // HOST[:PORT]: HOST a DNS name of '.'-separated labels of [a-z0-9-] (each 1..63, not starting

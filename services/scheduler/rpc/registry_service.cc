@@ -11,6 +11,7 @@ void Fill(const RegistryCredentialView& view, v1::RegistryCredential* out) {
   out->set_registry(view.registry);
   out->set_username(view.username);
   out->set_updated_at_ms(view.updated_at_ms);
+  out->set_problem(view.problem);
 }
 
 // The request's team, or the caller's when it names none.

@@ -427,7 +427,7 @@ absl::Status InMemoryJobStore::DeleteVolume(const std::string& name, int64_t epo
   return absl::OkStatus();
 }
 
-absl::Status InMemoryJobStore::SetRegistryCredential(const RegistryCredential& credential,
+absl::Status InMemoryJobStore::SetRegistryCredential(const StoredRegistryCredential& credential,
                                                      int64_t epoch) {
   MutexLock lock(&mu_);
   if (epoch != epoch_) return FencedError(epoch, epoch_);
@@ -435,9 +435,9 @@ absl::Status InMemoryJobStore::SetRegistryCredential(const RegistryCredential& c
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<RegistryCredential>> InMemoryJobStore::ListRegistryCredentials() {
+absl::StatusOr<std::vector<StoredRegistryCredential>> InMemoryJobStore::ListRegistryCredentials() {
   MutexLock lock(&mu_);
-  std::vector<RegistryCredential> out;
+  std::vector<StoredRegistryCredential> out;
   out.reserve(registry_credentials_.size());
   for (const auto& [key, credential] : registry_credentials_) out.push_back(credential);
   return out;

@@ -45,8 +45,9 @@ class InMemoryJobStore : public JobStore {
   absl::StatusOr<Volume> GetVolume(const std::string& name) override;
   absl::StatusOr<std::vector<Volume>> ListVolumes() override;
   absl::Status DeleteVolume(const std::string& name, int64_t epoch) override;
-  absl::Status SetRegistryCredential(const RegistryCredential& credential, int64_t epoch) override;
-  absl::StatusOr<std::vector<RegistryCredential>> ListRegistryCredentials() override;
+  absl::Status SetRegistryCredential(const StoredRegistryCredential& credential,
+                                     int64_t epoch) override;
+  absl::StatusOr<std::vector<StoredRegistryCredential>> ListRegistryCredentials() override;
   absl::Status DeleteRegistryCredential(const std::string& team, const std::string& registry,
                                         int64_t epoch) override;
 
@@ -68,7 +69,8 @@ class InMemoryJobStore : public JobStore {
   std::map<std::string, CheckBaseline> baselines_ ABSL_GUARDED_BY(mu_);  // by shape
   std::map<std::string, Queue> queues_ ABSL_GUARDED_BY(mu_);             // by name
   std::map<std::string, Volume> volumes_ ABSL_GUARDED_BY(mu_);           // by name
-  RegistryCredentials registry_credentials_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<std::string, std::string>, StoredRegistryCredential> registry_credentials_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringmaster::scheduler

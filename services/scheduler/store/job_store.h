@@ -167,14 +167,15 @@ class JobStore {
   // is not terminal mounts it (checked in the same transaction as the delete).
   virtual absl::Status DeleteVolume(const std::string& name, int64_t epoch) = 0;
 
-  // Teams' registry credentials (core/registry_credentials.h), one per (team, registry). Writes
-  // are fenced by `epoch` and store the credential as given: validation is the caller's. Set
-  // inserts it or replaces the team's one for that registry.
-  virtual absl::Status SetRegistryCredential(const RegistryCredential& credential,
+  // Teams' registry credentials (core/registry_credentials.h), one per (team, registry), their
+  // secrets sealed by the scheduler before they come here (StoredRegistryCredential). Writes
+  // are fenced by `epoch` and store the credential as given: validation and sealing are the
+  // caller's. Set inserts it or replaces the team's one for that registry.
+  virtual absl::Status SetRegistryCredential(const StoredRegistryCredential& credential,
                                              int64_t epoch) = 0;
-  // Every credential, secrets included (for the scheduler's memory, never for an answer), by
-  // team then registry.
-  virtual absl::StatusOr<std::vector<RegistryCredential>> ListRegistryCredentials() = 0;
+  // Every credential with its sealed secret (for the scheduler's memory, never for an answer),
+  // by team then registry.
+  virtual absl::StatusOr<std::vector<StoredRegistryCredential>> ListRegistryCredentials() = 0;
   // NOT_FOUND when the team has none for that registry.
   virtual absl::Status DeleteRegistryCredential(const std::string& team,
                                                 const std::string& registry, int64_t epoch) = 0;

@@ -241,6 +241,17 @@ CREATE TABLE registry_credentials (
   PRIMARY KEY (team, registry)
 );
 )sql"},
+    {15, "registry credentials: secrets sealed with AES-256-GCM", R"sql(
+-- The secret is sealed by the scheduler (libs/common/secret_box.h: a versioned blob of key id,
+-- nonce, ciphertext and tag, bound to the team and registry). A row of migration 14 keeps its
+-- secret in plaintext_secret until the next scheduler start seals it (Scheduler::Start); no
+-- row has both.
+ALTER TABLE registry_credentials RENAME COLUMN secret TO plaintext_secret;
+ALTER TABLE registry_credentials ALTER COLUMN plaintext_secret DROP NOT NULL;
+ALTER TABLE registry_credentials ADD COLUMN sealed_secret bytea;
+ALTER TABLE registry_credentials ADD CONSTRAINT registry_credentials_one_secret
+  CHECK ((plaintext_secret IS NULL) <> (sealed_secret IS NULL));
+)sql"},
 };
 
 // Strictly increasing from 1. Parallel branches reserve version numbers, so a gap may exist

@@ -237,15 +237,17 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "AND spec->'mounts' @> jsonb_build_array(jsonb_build_object('volume', $1::text)) "
      "ORDER BY seq LIMIT 1"},
     {"delete_volume", "DELETE FROM volumes WHERE name = $1"},
-    // Registry credentials: the secret is read only to load the scheduler's memory.
+    // Registry credentials: the sealed secret is read only to load the scheduler's memory. An
+    // empty secret of either kind is stored as NULL (migration 15: exactly one is set).
     {"upsert_registry_credential",
-     "INSERT INTO registry_credentials (team, registry, username, secret, updated_at_ms) "
-     "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (team, registry) DO UPDATE SET "
-     "username = EXCLUDED.username, secret = EXCLUDED.secret, "
-     "updated_at_ms = EXCLUDED.updated_at_ms"},
+     "INSERT INTO registry_credentials (team, registry, username, plaintext_secret, "
+     "sealed_secret, updated_at_ms) VALUES ($1, $2, $3, NULLIF($4, ''), "
+     "NULLIF($5::bytea, ''::bytea), $6) ON CONFLICT (team, registry) DO UPDATE SET "
+     "username = EXCLUDED.username, plaintext_secret = EXCLUDED.plaintext_secret, "
+     "sealed_secret = EXCLUDED.sealed_secret, updated_at_ms = EXCLUDED.updated_at_ms"},
     {"select_registry_credentials",
-     "SELECT team, registry, username, secret, updated_at_ms FROM registry_credentials "
-     "ORDER BY team, registry"},
+     "SELECT team, registry, username, plaintext_secret, sealed_secret, updated_at_ms "
+     "FROM registry_credentials ORDER BY team, registry"},
     {"delete_registry_credential",
      "DELETE FROM registry_credentials WHERE team = $1 AND registry = $2"},
     // One row per GPU (or one with NULL GPU columns for a worker without any), in stored order.
@@ -1391,30 +1393,33 @@ absl::Status PostgresJobStore::DeleteVolume(const std::string& name, int64_t epo
   });
 }
 
-absl::Status PostgresJobStore::SetRegistryCredential(const RegistryCredential& credential,
+absl::Status PostgresJobStore::SetRegistryCredential(const StoredRegistryCredential& credential,
                                                      int64_t epoch) {
   return pool_->Run([&](pqxx::connection& conn) -> absl::Status {
     pqxx::work tx(conn);
     RM_RETURN_IF_ERROR(CheckFence(tx, epoch));
+    pqxx::binarystring sealed(credential.sealed_secret.data(), credential.sealed_secret.size());
     tx.exec_prepared("upsert_registry_credential", credential.team, credential.registry,
-                     credential.username, credential.secret, credential.updated_at_ms);
+                     credential.username, credential.plaintext_secret, sealed,
+                     credential.updated_at_ms);
     tx.commit();
     return absl::OkStatus();
   });
 }
 
-absl::StatusOr<std::vector<RegistryCredential>> PostgresJobStore::ListRegistryCredentials() {
-  return pool_->Run<std::vector<RegistryCredential>>(
-      [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<RegistryCredential>> {
+absl::StatusOr<std::vector<StoredRegistryCredential>> PostgresJobStore::ListRegistryCredentials() {
+  return pool_->Run<std::vector<StoredRegistryCredential>>(
+      [&](pqxx::connection& conn) -> absl::StatusOr<std::vector<StoredRegistryCredential>> {
         ReadTransaction tx(conn);
-        std::vector<RegistryCredential> out;
+        std::vector<StoredRegistryCredential> out;
         for (const auto& row : tx.exec_prepared("select_registry_credentials")) {
-          RegistryCredential c;
+          StoredRegistryCredential c;
           c.team = row[0].as<std::string>();
           c.registry = row[1].as<std::string>();
           c.username = row[2].as<std::string>();
-          c.secret = row[3].as<std::string>();
-          c.updated_at_ms = row[4].as<int64_t>();
+          if (!row[3].is_null()) c.plaintext_secret = row[3].as<std::string>();
+          if (!row[4].is_null()) c.sealed_secret = pqxx::binarystring(row[4]).str();
+          c.updated_at_ms = row[5].as<int64_t>();
           out.push_back(std::move(c));
         }
         tx.commit();

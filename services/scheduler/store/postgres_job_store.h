@@ -49,8 +49,9 @@ class PostgresJobStore : public JobStore {
   absl::StatusOr<Volume> GetVolume(const std::string& name) override;
   absl::StatusOr<std::vector<Volume>> ListVolumes() override;
   absl::Status DeleteVolume(const std::string& name, int64_t epoch) override;
-  absl::Status SetRegistryCredential(const RegistryCredential& credential, int64_t epoch) override;
-  absl::StatusOr<std::vector<RegistryCredential>> ListRegistryCredentials() override;
+  absl::Status SetRegistryCredential(const StoredRegistryCredential& credential,
+                                     int64_t epoch) override;
+  absl::StatusOr<std::vector<StoredRegistryCredential>> ListRegistryCredentials() override;
   absl::Status DeleteRegistryCredential(const std::string& team, const std::string& registry,
                                         int64_t epoch) override;
 

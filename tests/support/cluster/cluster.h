@@ -95,6 +95,8 @@ class Cluster {
   SchedulerProcess& scheduler() { return *scheduler_; }
   RedisServer& redis() { return *redis_; }
   const std::string& dir() const { return dir_; }
+  // The scheduler's database, for tests that look at what it stored.
+  const std::string& db_url() const { return db_->url(); }
 
   absl::StatusOr<std::string> Submit(const v1::JobSpec& spec);
   absl::StatusOr<v1::Job> GetJob(const std::string& id);
