@@ -109,10 +109,21 @@ absl::Status Scheduler::Start() {
     if (!tally.ok()) return tally.status();
     arrays.emplace_back(job.id, ProgressOf(*job.spec.array, *tally));
   }
+  // The resize times of the live elastic jobs, from their stored events: the limit on resizes
+  // per hour holds across a restart. (Their throughput at each size is measured again.)
+  std::vector<std::pair<std::string, std::vector<int64_t>>> resized;
+  for (const Job& job : *active) {
+    if (!IsElastic(job.spec)) continue;
+    auto events = store_->ListEvents(job.id, 0);
+    if (!events.ok()) return events.status();
+    std::vector<int64_t> times = RecentResizeTimes(*events, clock_->NowMs());
+    if (!times.empty()) resized.emplace_back(job.id, std::move(times));
+  }
   std::vector<std::string> beats;
   {
     MutexLock lock(&mu_);
     const int64_t now = clock_->NowMs();
+    for (auto& [id, times] : resized) elastic_.resized_at_ms[id] = std::move(times);
     for (auto& [id, progress] : arrays) arrays_[id] = std::move(progress);
     for (Queue& q : *queues) queues_[q.name] = std::move(q);
     for (Volume& v : *volumes) volumes_[v.name] = std::move(v);
@@ -497,7 +508,7 @@ void Scheduler::ResizeLocked(const PassResult::Resize& z, int64_t now) {
   }
   claims_[z.job_id] = z.ranks;
   auto& times = elastic_.resized_at_ms[z.job_id];
-  std::erase_if(times, [&](int64_t t) { return t <= now - 3600 * 1000; });
+  std::erase_if(times, [&](int64_t t) { return t <= now - kResizeWindowMs; });
   times.push_back(now);
   if (metrics_) {
     auto job = jobs_.find(z.job_id);

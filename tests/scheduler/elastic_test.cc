@@ -321,6 +321,33 @@ TEST(ElasticTest, NoMoreResizesAnHourThanTheLimit) {
   EXPECT_EQ(reclaim.preemptions[0].job_id, e);
 }
 
+TEST(ElasticTest, TheResizeTimesOfAJobAreRebuiltFromItsEventsWithinTheHour) {
+  const int64_t now = 1'700'000'000'000;
+  auto event = [](int64_t seq, int64_t time_ms, const std::string& reason) {
+    JobEvent e;
+    e.job_id = "j1";
+    e.seq = seq;
+    e.time_ms = time_ms;
+    e.reason = reason;
+    return e;
+  };
+  const std::vector<JobEvent> events = {
+      event(1, now - 90 * 60 * kSecond, "submitted"),
+      event(2, now - 70 * 60 * kSecond, GrowReason(2, 4, 2, "t4", "c", 60 * kSecond)),
+      event(3, now - 50 * 60 * kSecond, ShrinkReason(4, 2, "queue b reclaims its nominal quota")),
+      event(4, now - 49 * 60 * kSecond, "placed on w1"),
+      event(5, now - 10 * 60 * kSecond, GrowReason(2, 3, 1, "t4", "c", 60 * kSecond)),
+      event(6, now - 60 * 60 * kSecond, "preempted")};
+  // The grow of 70 minutes ago has left the window; the other two count, oldest first.
+  EXPECT_THAT(RecentResizeTimes(events, now),
+              ::testing::ElementsAre(now - 50 * 60 * kSecond, now - 10 * 60 * kSecond));
+  ElasticInput input;
+  input.resized_at_ms["j1"] = RecentResizeTimes(events, now);
+  EXPECT_FALSE(MayResize(&input, "j1", now, 2));
+  EXPECT_TRUE(MayResize(&input, "j1", now + 10 * 60 * kSecond, 2));
+  EXPECT_THAT(RecentResizeTimes({}, now), IsEmpty());
+}
+
 TEST(ElasticTest, JobsThatAreNotElasticNeitherStartSmallerNorResize) {
   ElasticWorld w(1, 4);
   w.AddQueue("a", 4);

@@ -51,9 +51,8 @@ bool MayResize(const ElasticInput* input, const std::string& job_id, int64_t now
   if (input == nullptr) return limit > 0;
   auto it = input->resized_at_ms.find(job_id);
   if (it == input->resized_at_ms.end()) return limit > 0;
-  constexpr int64_t kHourMs = 3600 * 1000;
   const int64_t recent = std::count_if(it->second.begin(), it->second.end(),
-                                       [&](int64_t t) { return t > now_ms - kHourMs; });
+                                       [&](int64_t t) { return t > now_ms - kResizeWindowMs; });
   return recent < limit;
 }
 
@@ -70,6 +69,17 @@ std::string ShrinkReason(int32_t from, int32_t to, const std::string& why) {
 
 bool IsResizeReason(const std::string& reason) {
   return absl::StartsWith(reason, "grown from ") || absl::StartsWith(reason, "shrunk from ");
+}
+
+std::vector<int64_t> RecentResizeTimes(const std::vector<JobEvent>& events, int64_t now_ms) {
+  std::vector<int64_t> times;
+  for (const JobEvent& e : events) {
+    if (IsResizeReason(e.reason) && e.time_ms > now_ms - kResizeWindowMs) {
+      times.push_back(e.time_ms);
+    }
+  }
+  std::sort(times.begin(), times.end());
+  return times;
 }
 
 void IdleTracker::Observe(const std::string& resource, int64_t now_ms, int64_t idle) {

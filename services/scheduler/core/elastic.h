@@ -22,6 +22,9 @@
 
 namespace ringmaster::scheduler {
 
+// The window of ElasticOptions::max_resizes_per_hour.
+inline constexpr int64_t kResizeWindowMs = 3600 * 1000;
+
 struct ElasticOptions {
   // How long GPUs must have stayed idle before a running job grows into them. A resize costs
   // about the grace (30 s) and a restart (about as long again) of the job's time; waiting as
@@ -84,6 +87,10 @@ std::string GrowReason(int32_t from, int32_t to, int64_t idle, const std::string
 std::string ShrinkReason(int32_t from, int32_t to, const std::string& why);
 // Whether an event's reason is one of those: the event of a resize.
 bool IsResizeReason(const std::string& reason);
+// The times of the resizes among a job's stored events that fall within the resize window
+// before now_ms, oldest first: ElasticInput::resized_at_ms of a job after a scheduler restart,
+// so that the limit on resizes per hour holds across it.
+std::vector<int64_t> RecentResizeTimes(const std::vector<JobEvent>& events, int64_t now_ms);
 
 // How long GPUs have stayed idle: the caller reports each resource's idle count whenever it may
 // have changed (after each pass, after each job's end), and asks how many have been idle
