@@ -419,13 +419,14 @@ void Scheduler::PlaceLocked() {
   policy.starve_after_ms = options_.starve_after_ms;
   policy.elastic = options_.elastic;
   // Elastic jobs grow only in full passes: an incremental one does not see the jobs that
-  // wait, whom the GPUs that free up are kept for.
+  // wait, whom the GPUs that free up are kept for. Every pass sees their resize history and
+  // throughputs: a shrink may come in an incremental one, and must count against the limit.
+  elastic_.settled_idle.clear();
+  in.elastic = &elastic_;
   if (!incremental) {
-    elastic_.settled_idle.clear();
     for (const auto& [resource, totals] : cluster_.GpuTotals()) {
       elastic_.settled_idle[resource] = idle_.Settled(resource, now);
     }
-    in.elastic = &elastic_;
   }
   PassResult r = SchedulePass(in, cluster_, policy);
   // Why each job waits: derived state, recomputed every pass and served from memory, never

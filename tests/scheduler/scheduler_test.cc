@@ -1835,6 +1835,31 @@ TEST_F(ElasticServiceTest, AResizeInTheMiddleOfASchedulerRestartLosesNothing) {
   EXPECT_EQ(StoredState(elastic), JobState::kSucceeded);
 }
 
+// Regression: a pass that looked only at newly pending jobs (an incremental one) was given no
+// resize history, and shrank a job already at its limit.
+TEST_F(ElasticServiceTest, AShrinkInAnIncrementalPassCountsAgainstTheResizeLimit) {
+  SchedulerOptions options = Options();
+  options.elastic.max_resizes_per_hour = 1;
+  scheduler_.reset();
+  Start(options);
+  link_ = Register(GpuWorker());
+  std::string other;
+  const std::string elastic = ElasticBesideAnother(&other);
+  Job first = Started(elastic);
+  RM_ASSERT_OK_AND_ASSIGN(Job other_job, scheduler_->GetJob(other));
+  Exited(other_job, 0);
+  Wait(65'000);
+  Exited(first, 143);
+  Job second = Started(elastic);
+  ASSERT_EQ(second.placement.size(), 4u);
+  RM_ASSERT_OK(scheduler_->Submit(GpuSpec("team-b", 2), "").status());
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(Job reclaimed, memory_.GetJob(elastic));
+  EXPECT_EQ(reclaimed.state, JobState::kPending);
+  EXPECT_THAT(reclaimed.message, ::testing::Not(::testing::StartsWith("shrunk")));
+}
+
 // The limit on resizes per hour counts the resizes from before a restart: a restarted
 // scheduler reads them from the stored events instead of starting with none.
 TEST_F(ElasticServiceTest, TheResizeLimitHoldsAcrossASchedulerRestart) {
