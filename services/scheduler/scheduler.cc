@@ -422,10 +422,21 @@ void Scheduler::PlaceLocked() {
   // wait, whom the GPUs that free up are kept for. Every pass sees their resize history and
   // throughputs: a shrink may come in an incremental one, and must count against the limit.
   elastic_.settled_idle.clear();
+  elastic_.settled_idle_by_delay.clear();
   in.elastic = &elastic_;
   if (!incremental) {
+    // The delays queues set of their own (Queue::elastic_idle_delay_seconds), besides the flag's.
+    std::set<int64_t> delays;
+    for (const auto& [name, q] : queues_) {
+      const int64_t delay = IdleDelayMs(&q, options_.elastic);
+      if (delay != options_.elastic.idle_delay_ms) delays.insert(delay);
+    }
+    idle_.KeepWindow(delays.empty() ? 0 : *delays.rbegin());
     for (const auto& [resource, totals] : cluster_.GpuTotals()) {
       elastic_.settled_idle[resource] = idle_.Settled(resource, now);
+      for (int64_t delay : delays) {
+        elastic_.settled_idle_by_delay[resource][delay] = idle_.Settled(resource, now, delay);
+      }
     }
   }
   PassResult r = SchedulePass(in, cluster_, policy);

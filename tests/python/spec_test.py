@@ -381,6 +381,19 @@ class ElasticTypesTest(unittest.TestCase):
         self.assertEqual(job.resizes, ())
 
 
+class QueueCallsTest(unittest.TestCase):
+    def test_a_queue_may_set_its_elastic_idle_delay_or_leave_the_schedulers(self):
+        client = ringmaster.Client("127.0.0.1:1", tls=False, retry_seconds=0)
+        self.addCleanup(client.close)
+        requests = []
+        client._call = lambda method, request, **_: requests.append(request)
+        client.create_queue("team-a", cohort="lab", elastic_idle_delay_seconds=300)
+        client.update_queue("team-a", cohort="lab")
+        self.assertTrue(requests[0].queue.HasField("elastic_idle_delay_seconds"))
+        self.assertEqual(requests[0].queue.elastic_idle_delay_seconds, 300)
+        self.assertFalse(requests[1].queue.HasField("elastic_idle_delay_seconds"))
+
+
 class ArrayCallsTest(unittest.TestCase):
     """list(array=) and logs(index=) without a server: the client's calls are replaced."""
 

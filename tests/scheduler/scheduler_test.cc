@@ -1908,6 +1908,33 @@ TEST_F(ElasticServiceTest, TheResizeLimitHoldsAcrossASchedulerRestart) {
   EXPECT_THAT(read.resizes, SizeIs(1));
 }
 
+// A queue may set its own idle delay: team-a's jobs wait 120 s of idle GPUs instead of the
+// scheduler's 60 s; out of bounds, the queue is refused naming the field.
+TEST_F(ElasticServiceTest, AQueuesOwnIdleDelayReplacesTheSchedulersForItsJobs) {
+  RM_ASSERT_OK_AND_ASSIGN(QueueView a, scheduler_->GetQueue("team-a"));
+  Queue bad = a.queue;
+  bad.elastic_idle_delay_seconds = 0;
+  auto refused = scheduler_->UpdateQueue(bad);
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("elastic_idle_delay_seconds: must be 1..86400"));
+  Queue patient = a.queue;
+  patient.elastic_idle_delay_seconds = 120;
+  RM_ASSERT_OK(scheduler_->UpdateQueue(patient).status());
+
+  std::string other;
+  const std::string elastic = ElasticBesideAnother(&other);
+  Job first = Started(elastic);
+  RM_ASSERT_OK_AND_ASSIGN(Job other_job, scheduler_->GetJob(other));
+  Exited(other_job, 0);
+  Wait(65'000);
+  EXPECT_EQ(StoredState(elastic), JobState::kRunning) << "grew after the scheduler's 60 s";
+  Wait(60'000);
+  RM_ASSERT_OK_AND_ASSIGN(Job growing, memory_.GetJob(elastic));
+  EXPECT_EQ(growing.state, JobState::kPending);
+  EXPECT_EQ(growing.message, "grown from 2 to 4 replicas: 2 x t4 idle in cohort lab for 120 s");
+}
+
 TEST_F(SchedulerTest, SubmitsPastTheLiveJobBoundsAreRefusedAndNothingOfThemIsStored) {
   scheduler_.reset();
   SchedulerOptions options;
