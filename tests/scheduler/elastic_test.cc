@@ -414,6 +414,41 @@ TEST(ElasticTest, AJobGrowsOnlyIntoWhatStayedIdleForItsDelayLessWhatOthersTook) 
   EXPECT_EQ(w.Size(patient), 1);
 }
 
+// "Never below a size it ran at without its having been asked to": a pass shrinks a job only for
+// a pending job that asks for its GPUs, never on its own (not even when the job's last ranks
+// add nothing); a job that asks without a right to them (no reclaim of its nominal, no higher
+// priority) gets back only the ranks the job grew into beyond its replicas, never more.
+TEST(ElasticTest, AJobIsShrunkOnlyWhenAskedAndBelowItsReplicasOnlyByAJobWithARight) {
+  ElasticWorld w(1, 4);
+  w.AddQueue("a", 4);
+  const std::string e = w.Submit("a", 2, 1, 4).id;
+  w.Pass();
+  w.ObserveIdle();
+  w.now_ms += 60 * kSecond;
+  w.ObserveIdle();
+  ASSERT_THAT(w.Pass().resizes, SizeIs(1));
+  ASSERT_EQ(w.Size(e), 4);
+  // Its last two ranks turn out to add nothing: nobody asks, so nothing is taken.
+  w.elastic.throughput[e] = {0, 100, 150, 150, 150};
+  w.now_ms += 60 * kSecond;
+  EXPECT_THAT(w.Pass().resizes, IsEmpty());
+  // A job of the same queue and priority asks for 3: the 2 ranks grown into are not enough, and
+  // it has no right to more (within_queue preempts only lower priorities).
+  Job& three = w.Submit("a", 3);
+  PassResult r = w.Pass();
+  EXPECT_THAT(r.resizes, IsEmpty());
+  EXPECT_THAT(r.preemptions, IsEmpty());
+  EXPECT_EQ(w.Size(e), 4);
+  w.jobs.erase(three.id);
+  // One that asks for 2 gets the ranks grown into: back to its replicas, not below.
+  const std::string two = w.Submit("a", 2).id;
+  r = w.Pass();
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].to, 2);
+  EXPECT_EQ(r.resizes[0].reason,
+            absl::StrCat("shrunk from 4 to 2: ", two, " of queue a waits for GPUs it grew into"));
+}
+
 TEST(ElasticTest, JobsThatAreNotElasticNeitherStartSmallerNorResize) {
   ElasticWorld w(1, 4);
   w.AddQueue("a", 4);
