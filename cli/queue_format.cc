@@ -92,6 +92,10 @@ std::string FormatQueue(const v1::QueueWithStatus& q) {
                             : absl::StrCat(queue.progress_timeout_seconds(), "s")},
       {"Idle timeout:",
        queue.idle_timeout_seconds() == 0 ? "off" : absl::StrCat(queue.idle_timeout_seconds(), "s")},
+      // How long GPUs stay idle before the queue's elastic jobs grow into them.
+      {"Elastic delay:", queue.has_elastic_idle_delay_seconds()
+                             ? absl::StrCat(queue.elastic_idle_delay_seconds(), "s idle")
+                             : "the scheduler's (--elastic-idle-delay-ms)"},
       {"Pending jobs:", absl::StrCat(q.status().pending_jobs())},
       {"Share:", Share(q.status().weighted_share())},
       {"Created:", FormatTimeMs(queue.created_at_ms())},

@@ -13,16 +13,17 @@
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 10> kTopKeys = {"name",
-                                                       "cohort",
-                                                       "weight",
-                                                       "resources",
-                                                       "within_queue",
-                                                       "reclaim_within_cohort",
-                                                       "min_runtime_seconds",
-                                                       "teams",
-                                                       "progress_timeout_seconds",
-                                                       "idle_timeout_seconds"};
+constexpr std::array<absl::string_view, 11> kTopKeys = {"name",
+                                                        "cohort",
+                                                        "weight",
+                                                        "resources",
+                                                        "within_queue",
+                                                        "reclaim_within_cohort",
+                                                        "min_runtime_seconds",
+                                                        "teams",
+                                                        "progress_timeout_seconds",
+                                                        "idle_timeout_seconds",
+                                                        "elastic_idle_delay_seconds"};
 constexpr std::array<absl::string_view, 3> kQuotaKeys = {"nominal", "borrowing_limit",
                                                          "lending_limit"};
 
@@ -57,6 +58,9 @@ class QueueReader : private YamlFields {
       } else if (key == "idle_timeout_seconds") {
         RM_ASSIGN_OR_RETURN(int64_t v, Count(value, key));
         queue->set_idle_timeout_seconds(v);
+      } else if (key == "elastic_idle_delay_seconds") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Count(value, key));
+        queue->set_elastic_idle_delay_seconds(v);
       } else if (key == "within_queue") {
         RM_ASSIGN_OR_RETURN(std::string text, String(value, key));
         std::optional<v1::PreemptWithinQueue> v = ParsePreemptWithinQueue(text);

@@ -119,7 +119,7 @@ def _enum_value(enum: Any, prefix: str, setting: str, value: str) -> int:
 
 def _queue_proto(name: str, settings: Mapping[str, Any]) -> "queue_pb2.Queue":
     known = {"cohort", "weight", "quotas", "within_queue", "reclaim_within_cohort",
-             "min_runtime_seconds"}
+             "min_runtime_seconds", "elastic_idle_delay_seconds"}
     unknown = sorted(set(settings) - known)
     if unknown:
         raise TypeError(f"unknown queue setting(s): {', '.join(unknown)}")
@@ -141,6 +141,8 @@ def _queue_proto(name: str, settings: Mapping[str, Any]) -> "queue_pb2.Queue":
         q.reclaim_within_cohort = _enum_value(queue_pb2.ReclaimWithinCohort,
                                               "RECLAIM_WITHIN_COHORT_", "reclaim_within_cohort",
                                               settings["reclaim_within_cohort"])
+    if settings.get("elastic_idle_delay_seconds") is not None:
+        q.elastic_idle_delay_seconds = settings["elastic_idle_delay_seconds"]
     return q
 
 
@@ -604,7 +606,9 @@ class Client:
         ``"cpu"``: a nominal count, or a dict with ``nominal``, ``borrowing_limit`` and
         ``lending_limit``), ``within_queue`` (``"Never"``, ``"LowerPriority"``,
         ``"LowerOrNewerEqualPriority"``), ``reclaim_within_cohort`` (``"Never"``,
-        ``"LowerPriority"``, ``"Any"``) and ``min_runtime_seconds``.
+        ``"LowerPriority"``, ``"Any"``), ``min_runtime_seconds`` and
+        ``elastic_idle_delay_seconds`` (how long GPUs stay idle before the queue's elastic jobs
+        grow into them, 1..86400; absent: the scheduler's ``--elastic-idle-delay-ms``).
 
         Raises:
             InvalidArgument: A setting is out of range (the message names it).

@@ -167,6 +167,11 @@ class Job:
             :class:`ArrayStatus`; None for any other job.
         array_id, array_index: A task of an array: the array's id and the task's index (its id
             is ``f"{array_id}-{array_index}"``); ``""`` and None for any other job.
+        resizes: An elastic job (``spec["min_replicas"]`` set): the events of its resizes as
+            :class:`JobEvent` objects, oldest first; each ``reason`` says from what size
+            to what and why (``"grown from 2 to 4 replicas: 2 x t4 idle in cohort c for 60 s"``,
+            ``"shrunk from 4 to 2: queue b reclaims its nominal quota"``). Filled in by
+            ``Client.get`` only; ``()`` on the jobs of ``list`` and for any other job.
     """
 
     id: str
@@ -188,6 +193,7 @@ class Job:
     array_status: Optional[ArrayStatus] = None
     array_id: str = ""
     array_index: Optional[int] = None
+    resizes: Tuple["JobEvent", ...] = ()
 
     @property
     def is_array(self) -> bool:
@@ -240,6 +246,7 @@ class Job:
                           if job.HasField("array_status") else None),
             array_id=job.array_id,
             array_index=job.array_index if job.array_id else None,
+            resizes=tuple(JobEvent.from_proto(e) for e in job.resizes),
         )
 
 

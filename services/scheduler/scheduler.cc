@@ -111,10 +111,21 @@ absl::Status Scheduler::Start() {
     if (!tally.ok()) return tally.status();
     arrays.emplace_back(job.id, ProgressOf(*job.spec.array, *tally));
   }
+  // The resize times of the live elastic jobs, from their stored events: the limit on resizes
+  // per hour holds across a restart. (Their throughput at each size is measured again.)
+  std::vector<std::pair<std::string, std::vector<int64_t>>> resized;
+  for (const Job& job : *active) {
+    if (!IsElastic(job.spec)) continue;
+    auto events = store_->ListEvents(job.id, 0);
+    if (!events.ok()) return events.status();
+    std::vector<int64_t> times = RecentResizeTimes(*events, clock_->NowMs());
+    if (!times.empty()) resized.emplace_back(job.id, std::move(times));
+  }
   std::vector<std::string> beats;
   {
     MutexLock lock(&mu_);
     const int64_t now = clock_->NowMs();
+    for (auto& [id, times] : resized) elastic_.resized_at_ms[id] = std::move(times);
     for (auto& [id, progress] : arrays) arrays_[id] = std::move(progress);
     for (Queue& q : *queues) queues_[q.name] = std::move(q);
     for (Volume& v : *volumes) volumes_[v.name] = std::move(v);
@@ -414,13 +425,25 @@ void Scheduler::PlaceLocked() {
   policy.starve_after_ms = options_.starve_after_ms;
   policy.elastic = options_.elastic;
   // Elastic jobs grow only in full passes: an incremental one does not see the jobs that
-  // wait, whom the GPUs that free up are kept for.
+  // wait, whom the GPUs that free up are kept for. Every pass sees their resize history and
+  // throughputs: a shrink may come in an incremental one, and must count against the limit.
+  elastic_.settled_idle.clear();
+  elastic_.settled_idle_by_delay.clear();
+  in.elastic = &elastic_;
   if (!incremental) {
-    elastic_.settled_idle.clear();
+    // The delays queues set of their own (Queue::elastic_idle_delay_seconds), besides the flag's.
+    std::set<int64_t> delays;
+    for (const auto& [name, q] : queues_) {
+      const int64_t delay = IdleDelayMs(&q, options_.elastic);
+      if (delay != options_.elastic.idle_delay_ms) delays.insert(delay);
+    }
+    idle_.KeepWindow(delays.empty() ? 0 : *delays.rbegin());
     for (const auto& [resource, totals] : cluster_.GpuTotals()) {
       elastic_.settled_idle[resource] = idle_.Settled(resource, now);
+      for (int64_t delay : delays) {
+        elastic_.settled_idle_by_delay[resource][delay] = idle_.Settled(resource, now, delay);
+      }
     }
-    in.elastic = &elastic_;
   }
   if (options_.share_policy != SharePolicy::kGpuPacking && demand_.changes() != demand_seen_ &&
       std::any_of(in.pending.begin(), in.pending.end(),
@@ -509,7 +532,7 @@ void Scheduler::ResizeLocked(const PassResult::Resize& z, int64_t now) {
   }
   claims_[z.job_id] = z.ranks;
   auto& times = elastic_.resized_at_ms[z.job_id];
-  std::erase_if(times, [&](int64_t t) { return t <= now - 3600 * 1000; });
+  std::erase_if(times, [&](int64_t t) { return t <= now - kResizeWindowMs; });
   times.push_back(now);
   if (metrics_) {
     auto job = jobs_.find(z.job_id);

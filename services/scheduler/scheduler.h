@@ -599,8 +599,9 @@ class Scheduler {
   std::map<std::string, std::set<std::string>> preempting_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> ripe_claims_ ABSL_GUARDED_BY(mu_);
   // Elastic jobs: how long GPUs of each type stayed idle (observed after every pass), and
-  // elastic_'s resize times and throughput at each size (rank 0's images/sec), by job; kept in
-  // memory only (a restarted scheduler knows no resize history and assumes linear scaling).
+  // elastic_'s resize times and throughput at each size (rank 0's images/sec), by job. The
+  // resize times are rebuilt from the stored events at Start; the throughput is kept in memory
+  // only (a restarted scheduler assumes linear scaling until it has measured again).
   IdleTracker idle_ ABSL_GUARDED_BY(mu_){options_.elastic.idle_delay_ms};
   // The GPU ranks of recent jobs, the mix that share placement expects; the mix is rebuilt
   // for a pass with shares to place when it moved since (demand_seen_).

@@ -59,6 +59,17 @@ TEST(QueueYamlTest, ReadsEveryField) {
   EXPECT_EQ(queue->within_queue(), v1::PREEMPT_WITHIN_QUEUE_LOWER_PRIORITY);
   EXPECT_EQ(queue->reclaim_within_cohort(), v1::RECLAIM_WITHIN_COHORT_ANY);
   EXPECT_EQ(queue->min_runtime_seconds(), 600);
+  EXPECT_FALSE(queue->has_elastic_idle_delay_seconds()) << "unset: the scheduler's default";
+}
+
+TEST(QueueYamlTest, ReadsTheElasticIdleDelay) {
+  absl::StatusOr<v1::Queue> queue =
+      ParseQueueYaml("name: vision\nelastic_idle_delay_seconds: 300\n", "queue.yaml");
+  ASSERT_TRUE(queue.ok()) << queue.status();
+  ASSERT_TRUE(queue->has_elastic_idle_delay_seconds());
+  EXPECT_EQ(queue->elastic_idle_delay_seconds(), 300);
+  EXPECT_EQ(ErrorOf("elastic_idle_delay_seconds: soon\n"),
+            "queue.yaml: elastic_idle_delay_seconds: expected an integer, got \"soon\"");
 }
 
 TEST(QueueYamlTest, AQueueWithOnlyANameHasNoQuotas) {
@@ -72,7 +83,7 @@ TEST(QueueYamlTest, ErrorsNameTheYamlPath) {
   EXPECT_EQ(ErrorOf("name: a\ncolour: red\n"),
             "queue.yaml: colour: unknown key (expected one of: name, cohort, weight, resources, "
             "within_queue, reclaim_within_cohort, min_runtime_seconds, teams, "
-            "progress_timeout_seconds, idle_timeout_seconds)");
+            "progress_timeout_seconds, idle_timeout_seconds, elastic_idle_delay_seconds)");
   EXPECT_EQ(ErrorOf("resources:\n  t4:\n    nominal: lots\n"),
             "queue.yaml: resources.t4.nominal: expected an integer, got \"lots\"");
   EXPECT_EQ(ErrorOf("resources:\n  t4:\n    nominal: 1\n    lending: 2\n"),
@@ -213,6 +224,7 @@ TEST(QueueFormatTest, GetShowsTheSettingsThenOneRowPerResource) {
             "Teams:         - (every team)\n"
             "Hang timeout:  600s (default)\n"
             "Idle timeout:  off\n"
+            "Elastic delay: the scheduler's (--elastic-idle-delay-ms)\n"
             "Pending jobs:  3\n"
             "Share:         0.12\n"
             "Created:       2024-05-01T12:00:00Z\n"
@@ -226,6 +238,9 @@ TEST(QueueFormatTest, GetShowsTheSettingsThenOneRowPerResource) {
             "2.50\n");
   EXPECT_THAT(FormatQueue(DefaultQueue()),
               HasSubstr("No quotas: only the cluster's capacity bounds this queue."));
+  v1::QueueWithStatus patient = VisionWithStatus();
+  patient.mutable_queue()->set_elastic_idle_delay_seconds(300);
+  EXPECT_THAT(FormatQueue(patient), HasSubstr("\nElastic delay: 300s idle\n"));
 }
 
 class QueueCommandTest : public ::testing::Test {

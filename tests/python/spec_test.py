@@ -3,6 +3,7 @@
     PYTHONPATH=python:build/python python3 -m unittest -v tests/python/spec_test.py
 """
 
+import datetime
 import os
 import pydoc
 import tempfile
@@ -350,6 +351,47 @@ class ArrayTypesTest(unittest.TestCase):
         self.assertFalse(task.is_array)
         self.assertIsNone(task.array_status)
         self.assertEqual((task.array_id, task.array_index), ("j-3f9c2a41b7d0", 0))
+
+
+class ElasticTypesTest(unittest.TestCase):
+    def test_an_elastic_job_shows_its_resizes_oldest_first(self):
+        proto = job_pb2.Job(id="j-e", state=job_pb2.JOB_STATE_RUNNING, attempt=2)
+        proto.spec.name = "stretch"
+        proto.spec.replicas = 2
+        proto.spec.min_replicas = 2
+        proto.spec.max_replicas = 4
+        proto.resizes.add(job_id="j-e", seq=4, state=job_pb2.JOB_STATE_PENDING, attempt=0,
+                          reason="grown from 2 to 4 replicas: 2 x t4 idle in cohort c for 60 s",
+                          time_ms=1_700_000_000_000)
+        proto.resizes.add(job_id="j-e", seq=9, state=job_pb2.JOB_STATE_PENDING, attempt=1,
+                          reason="shrunk from 4 to 2: queue b reclaims its nominal quota",
+                          time_ms=1_700_000_060_000)
+        job = ringmaster.Job.from_proto(proto)
+        self.assertEqual(len(job.resizes), 2)
+        grown, shrunk = job.resizes
+        self.assertIsInstance(grown, ringmaster.JobEvent)
+        self.assertEqual((grown.seq, grown.state, grown.attempt), (4, "PENDING", 0))
+        self.assertTrue(grown.reason.startswith("grown from 2 to 4 replicas"))
+        self.assertEqual(shrunk.reason, "shrunk from 4 to 2: queue b reclaims its nominal quota")
+        self.assertEqual(shrunk.time - grown.time, datetime.timedelta(seconds=60))
+        self.assertEqual((job.spec["min_replicas"], job.spec["max_replicas"]), (2, 4))
+
+    def test_a_job_without_resizes_has_none(self):
+        job = ringmaster.Job.from_proto(job_pb2.Job(id="j-p"))
+        self.assertEqual(job.resizes, ())
+
+
+class QueueCallsTest(unittest.TestCase):
+    def test_a_queue_may_set_its_elastic_idle_delay_or_leave_the_schedulers(self):
+        client = ringmaster.Client("127.0.0.1:1", tls=False, retry_seconds=0)
+        self.addCleanup(client.close)
+        requests = []
+        client._call = lambda method, request, **_: requests.append(request)
+        client.create_queue("team-a", cohort="lab", elastic_idle_delay_seconds=300)
+        client.update_queue("team-a", cohort="lab")
+        self.assertTrue(requests[0].queue.HasField("elastic_idle_delay_seconds"))
+        self.assertEqual(requests[0].queue.elastic_idle_delay_seconds, 300)
+        self.assertFalse(requests[1].queue.HasField("elastic_idle_delay_seconds"))
 
 
 class ArrayCallsTest(unittest.TestCase):

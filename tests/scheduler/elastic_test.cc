@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scheduler/core/fair_share.h"
@@ -96,11 +97,18 @@ class ElasticWorld {
     claims = r.claims;
     return r;
   }
-  // Reports the idle GPUs now and sets what the next pass sees as idle for the delay.
+  // Reports the idle GPUs now and sets what the next pass sees as idle for the delay (and for
+  // the queues' own delays, as the scheduler does).
   void ObserveIdle() {
     const auto totals = cluster.GpuTotals();
     idle.Observe("t4", now_ms, totals.at("t4").total - totals.at("t4").allocated);
     elastic.settled_idle["t4"] = idle.Settled("t4", now_ms);
+    for (const auto& [name, q] : queues) {
+      const int64_t delay = IdleDelayMs(&q, options.elastic);
+      if (delay != options.elastic.idle_delay_ms) {
+        elastic.settled_idle_by_delay["t4"][delay] = idle.Settled("t4", now_ms, delay);
+      }
+    }
   }
   int64_t Size(const std::string& id) { return RunningReplicas(jobs[id]); }
   void Finish(const std::string& id) {
@@ -321,6 +329,126 @@ TEST(ElasticTest, NoMoreResizesAnHourThanTheLimit) {
   EXPECT_EQ(reclaim.preemptions[0].job_id, e);
 }
 
+TEST(ElasticTest, TheResizeTimesOfAJobAreRebuiltFromItsEventsWithinTheHour) {
+  const int64_t now = 1'700'000'000'000;
+  auto event = [](int64_t seq, int64_t time_ms, const std::string& reason) {
+    JobEvent e;
+    e.job_id = "j1";
+    e.seq = seq;
+    e.time_ms = time_ms;
+    e.reason = reason;
+    return e;
+  };
+  const std::vector<JobEvent> events = {
+      event(1, now - 90 * 60 * kSecond, "submitted"),
+      event(2, now - 70 * 60 * kSecond, GrowReason(2, 4, 2, "t4", "c", 60 * kSecond)),
+      event(3, now - 50 * 60 * kSecond, ShrinkReason(4, 2, "queue b reclaims its nominal quota")),
+      event(4, now - 49 * 60 * kSecond, "placed on w1"),
+      event(5, now - 10 * 60 * kSecond, GrowReason(2, 3, 1, "t4", "c", 60 * kSecond)),
+      event(6, now - 60 * 60 * kSecond, "preempted")};
+  // The grow of 70 minutes ago has left the window; the other two count, oldest first.
+  EXPECT_THAT(RecentResizeTimes(events, now),
+              ::testing::ElementsAre(now - 50 * 60 * kSecond, now - 10 * 60 * kSecond));
+  ElasticInput input;
+  input.resized_at_ms["j1"] = RecentResizeTimes(events, now);
+  EXPECT_FALSE(MayResize(&input, "j1", now, 2));
+  EXPECT_TRUE(MayResize(&input, "j1", now + 10 * 60 * kSecond, 2));
+  EXPECT_THAT(RecentResizeTimes({}, now), IsEmpty());
+}
+
+TEST(ElasticTest, EachQueueWaitsForItsOwnIdleDelay) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 4);
+  w.AddQueue("b", 4);
+  w.queues["a"].elastic_idle_delay_seconds = 300;
+  w.queues["b"].elastic_idle_delay_seconds = 10;
+  w.idle.KeepWindow(300 * kSecond);
+  const std::string patient = w.Submit("a", 2, 1, 4).id;
+  const std::string eager = w.Submit("b", 2, 1, 4).id;
+  w.Pass();
+  w.ObserveIdle();  // 4 idle from now
+  w.now_ms += 10 * kSecond;
+  w.ObserveIdle();
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.resizes, SizeIs(1)) << "only b's job: a waits for 300 s";
+  EXPECT_EQ(r.resizes[0].job_id, eager);
+  EXPECT_EQ(r.resizes[0].to, 4);
+  EXPECT_EQ(r.resizes[0].reason, "grown from 2 to 4 replicas: 4 x t4 idle in cohort c for 10 s");
+  w.ObserveIdle();           // 2 idle from 10 s on
+  w.now_ms += 50 * kSecond;  // the scheduler's 60 s
+  w.ObserveIdle();
+  EXPECT_THAT(w.Pass().resizes, IsEmpty());
+  w.now_ms += 239 * kSecond;
+  w.ObserveIdle();
+  EXPECT_THAT(w.Pass().resizes, IsEmpty()) << "299 s";
+  w.now_ms += 1 * kSecond;
+  w.ObserveIdle();
+  r = w.Pass();
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].job_id, patient);
+  EXPECT_EQ(r.resizes[0].reason, "grown from 2 to 4 replicas: 2 x t4 idle in cohort c for 300 s");
+}
+
+TEST(ElasticTest, AJobGrowsOnlyIntoWhatStayedIdleForItsDelayLessWhatOthersTook) {
+  ElasticWorld w(1, 6);
+  w.AddQueue("a", 3);
+  w.AddQueue("b", 3);
+  w.queues["a"].elastic_idle_delay_seconds = 120;
+  w.idle.KeepWindow(120 * kSecond);
+  const std::string patient = w.Submit("a", 1, 1, 4).id;
+  const std::string holder = w.Submit("a", 2).id;
+  const std::string quick = w.Submit("b", 1, 1, 4).id;
+  w.elastic.throughput[patient] = {0, 100, 150, 190, 220};  // b's job (linear) gains more
+  w.Pass();
+  w.ObserveIdle();  // 2 idle
+  w.now_ms += 60 * kSecond;
+  w.Finish(holder);
+  w.ObserveIdle();  // 4 idle
+  w.now_ms += 60 * kSecond;
+  w.ObserveIdle();  // 4 idle for 60 s, 2 of them for a's 120 s
+  PassResult r = w.Pass();
+  // b's job takes 3 of the 4 by its larger gain; of the 2 idle for 120 s, none is left for a's.
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].job_id, quick);
+  EXPECT_EQ(r.resizes[0].to, 4);
+  EXPECT_EQ(w.Size(patient), 1);
+}
+
+// "Never below a size it ran at without its having been asked to": a pass shrinks a job only for
+// a pending job that asks for its GPUs, never on its own (not even when the job's last ranks
+// add nothing); a job that asks without a right to them (no reclaim of its nominal, no higher
+// priority) gets back only the ranks the job grew into beyond its replicas, never more.
+TEST(ElasticTest, AJobIsShrunkOnlyWhenAskedAndBelowItsReplicasOnlyByAJobWithARight) {
+  ElasticWorld w(1, 4);
+  w.AddQueue("a", 4);
+  const std::string e = w.Submit("a", 2, 1, 4).id;
+  w.Pass();
+  w.ObserveIdle();
+  w.now_ms += 60 * kSecond;
+  w.ObserveIdle();
+  ASSERT_THAT(w.Pass().resizes, SizeIs(1));
+  ASSERT_EQ(w.Size(e), 4);
+  // Its last two ranks turn out to add nothing: nobody asks, so nothing is taken.
+  w.elastic.throughput[e] = {0, 100, 150, 150, 150};
+  w.now_ms += 60 * kSecond;
+  EXPECT_THAT(w.Pass().resizes, IsEmpty());
+  // A job of the same queue and priority asks for 3: the 2 ranks grown into are not enough, and
+  // it has no right to more (within_queue preempts only lower priorities).
+  Job& three = w.Submit("a", 3);
+  PassResult r = w.Pass();
+  EXPECT_THAT(r.resizes, IsEmpty());
+  EXPECT_THAT(r.preemptions, IsEmpty());
+  EXPECT_EQ(w.Size(e), 4);
+  w.jobs.erase(three.id);
+  // One that asks for 2 gets the ranks grown into: back to its replicas, not below.
+  const std::string two = w.Submit("a", 2).id;
+  r = w.Pass();
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].to, 2);
+  EXPECT_EQ(r.resizes[0].reason,
+            absl::StrCat("shrunk from 4 to 2: ", two, " of queue a waits for GPUs it grew into"));
+}
+
 TEST(ElasticTest, JobsThatAreNotElasticNeitherStartSmallerNorResize) {
   ElasticWorld w(1, 4);
   w.AddQueue("a", 4);
@@ -349,6 +477,26 @@ TEST(IdleTrackerTest, SettledIsTheFewestIdleOverTheWholeDelay) {
   EXPECT_EQ(idle.NextRise("t4", t0 + 80 * kSecond), t0 + 130 * kSecond);
   EXPECT_EQ(idle.Settled("t4", t0 + 140 * kSecond), 5);
   EXPECT_EQ(idle.Settled("v100", t0), 0);
+}
+
+TEST(IdleTrackerTest, ALongerDelayOfAQueueNeedsTheWindowKeptForIt) {
+  const int64_t t0 = 1'000'000;
+  IdleTracker plain(60 * kSecond);
+  IdleTracker idle(60 * kSecond);
+  idle.KeepWindow(300 * kSecond);
+  for (IdleTracker* t : {&plain, &idle}) {
+    t->Observe("t4", t0, 4);
+    t->Observe("t4", t0 + 100 * kSecond, 2);
+    t->Observe("t4", t0 + 300 * kSecond, 3);
+  }
+  EXPECT_EQ(idle.Settled("t4", t0 + 299 * kSecond, 300 * kSecond), 0) << "not observed so long";
+  EXPECT_EQ(idle.Settled("t4", t0 + 300 * kSecond, 300 * kSecond), 2);
+  EXPECT_EQ(idle.Settled("t4", t0 + 300 * kSecond), 2);
+  EXPECT_EQ(idle.Settled("t4", t0 + 360 * kSecond), 3) << "the scheduler's 60 s";
+  EXPECT_EQ(idle.Settled("t4", t0 + 360 * kSecond, 300 * kSecond), 2);
+  EXPECT_EQ(plain.Settled("t4", t0 + 360 * kSecond, 300 * kSecond), 0)
+      << "a window not kept for the delay knows nothing of it";
+  EXPECT_EQ(plain.Settled("t4", t0 + 360 * kSecond), 3);
 }
 
 TEST(ElasticModelTest, RankGainIsTheNextRanksThroughputOverOneRanks) {

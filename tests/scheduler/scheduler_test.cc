@@ -1841,6 +1841,106 @@ TEST_F(ElasticServiceTest, AResizeInTheMiddleOfASchedulerRestartLosesNothing) {
   EXPECT_EQ(StoredState(elastic), JobState::kSucceeded);
 }
 
+// Regression: a pass that looked only at newly pending jobs (an incremental one) was given no
+// resize history, and shrank a job already at its limit.
+TEST_F(ElasticServiceTest, AShrinkInAnIncrementalPassCountsAgainstTheResizeLimit) {
+  SchedulerOptions options = Options();
+  options.elastic.max_resizes_per_hour = 1;
+  scheduler_.reset();
+  Start(options);
+  link_ = Register(GpuWorker());
+  std::string other;
+  const std::string elastic = ElasticBesideAnother(&other);
+  Job first = Started(elastic);
+  RM_ASSERT_OK_AND_ASSIGN(Job other_job, scheduler_->GetJob(other));
+  Exited(other_job, 0);
+  Wait(65'000);
+  Exited(first, 143);
+  Job second = Started(elastic);
+  ASSERT_EQ(second.placement.size(), 4u);
+  RM_ASSERT_OK(scheduler_->Submit(GpuSpec("team-b", 2), "").status());
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(Job reclaimed, memory_.GetJob(elastic));
+  EXPECT_EQ(reclaimed.state, JobState::kPending);
+  EXPECT_THAT(reclaimed.message, ::testing::Not(::testing::StartsWith("shrunk")));
+}
+
+// The limit on resizes per hour counts the resizes from before a restart: a restarted
+// scheduler reads them from the stored events instead of starting with none.
+TEST_F(ElasticServiceTest, TheResizeLimitHoldsAcrossASchedulerRestart) {
+  SchedulerOptions options = Options();
+  options.elastic.max_resizes_per_hour = 1;
+  scheduler_.reset();
+  Start(options);
+  link_ = Register(GpuWorker());
+  std::string other;
+  const std::string elastic = ElasticBesideAnother(&other);
+  Job first = Started(elastic);
+  RM_ASSERT_OK_AND_ASSIGN(Job other_job, scheduler_->GetJob(other));
+  Exited(other_job, 0);
+  Wait(65'000);
+  RM_ASSERT_OK_AND_ASSIGN(Job growing, memory_.GetJob(elastic));
+  ASSERT_EQ(growing.state, JobState::kPending);
+  ASSERT_THAT(growing.message, ::testing::StartsWith("grown from 2 to 4"));
+  Exited(first, 143);
+  Job second = Started(elastic);
+  ASSERT_EQ(second.placement.size(), 4u);
+
+  // The scheduler restarts; the worker comes back holding the job's four ranks.
+  scheduler_.reset();
+  Start(options);
+  link_ = std::make_shared<RecordingLink>();
+  std::vector<HeldRank> held;
+  for (const RankPlacement& r : second.placement)
+    held.push_back({elastic, 1, r.rank, false, 0, false, {}});
+  RM_ASSERT_OK(scheduler_->RegisterWorker(GpuWorker(), held, link_));
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_EQ(StoredState(elastic), JobState::kRunning);
+
+  // Team B reclaims its nominal 10 minutes after the growth: the job already resized once this
+  // hour, so it is preempted whole rather than shrunk a second time.
+  Wait(10 * 60'000);
+  RM_ASSERT_OK(scheduler_->Submit(GpuSpec("team-b", 2), "").status());
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  RM_ASSERT_OK_AND_ASSIGN(Job reclaimed, memory_.GetJob(elastic));
+  EXPECT_EQ(reclaimed.state, JobState::kPending);
+  EXPECT_THAT(reclaimed.message, ::testing::Not(::testing::StartsWith("shrunk")))
+      << "resized twice within the hour across the restart";
+  EXPECT_EQ(reclaimed.preemptions, 2);
+  RM_ASSERT_OK_AND_ASSIGN(Job read, scheduler_->GetJob(elastic));
+  EXPECT_THAT(read.resizes, SizeIs(1));
+}
+
+// A queue may set its own idle delay: team-a's jobs wait 120 s of idle GPUs instead of the
+// scheduler's 60 s; out of bounds, the queue is refused naming the field.
+TEST_F(ElasticServiceTest, AQueuesOwnIdleDelayReplacesTheSchedulersForItsJobs) {
+  RM_ASSERT_OK_AND_ASSIGN(QueueView a, scheduler_->GetQueue("team-a"));
+  Queue bad = a.queue;
+  bad.elastic_idle_delay_seconds = 0;
+  auto refused = scheduler_->UpdateQueue(bad);
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("elastic_idle_delay_seconds: must be 1..86400"));
+  Queue patient = a.queue;
+  patient.elastic_idle_delay_seconds = 120;
+  RM_ASSERT_OK(scheduler_->UpdateQueue(patient).status());
+
+  std::string other;
+  const std::string elastic = ElasticBesideAnother(&other);
+  Job first = Started(elastic);
+  RM_ASSERT_OK_AND_ASSIGN(Job other_job, scheduler_->GetJob(other));
+  Exited(other_job, 0);
+  Wait(65'000);
+  EXPECT_EQ(StoredState(elastic), JobState::kRunning) << "grew after the scheduler's 60 s";
+  Wait(60'000);
+  RM_ASSERT_OK_AND_ASSIGN(Job growing, memory_.GetJob(elastic));
+  EXPECT_EQ(growing.state, JobState::kPending);
+  EXPECT_EQ(growing.message, "grown from 2 to 4 replicas: 2 x t4 idle in cohort lab for 120 s");
+}
+
 TEST_F(SchedulerTest, SubmitsPastTheLiveJobBoundsAreRefusedAndNothingOfThemIsStored) {
   scheduler_.reset();
   SchedulerOptions options;

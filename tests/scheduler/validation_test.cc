@@ -370,6 +370,22 @@ TEST(QueueValidationTest, LendingLimitIsAtMostNominalAndNeedsACohort) {
   ExpectInvalidQueue(alone, "resources.t4.lending_limit", "no cohort");
 }
 
+TEST(QueueValidationTest, ElasticIdleDelayIsUnsetOrOneSecondToADay) {
+  for (int64_t bad : {int64_t{0}, int64_t{-5}, int64_t{86'401}}) {
+    Queue queue = ValidQueue();
+    queue.elastic_idle_delay_seconds = bad;
+    ExpectInvalidQueue(queue, "elastic_idle_delay_seconds", "must be 1..86400");
+  }
+  for (int64_t good : {int64_t{1}, int64_t{300}, int64_t{86'400}}) {
+    Queue queue = ValidQueue();
+    queue.elastic_idle_delay_seconds = good;
+    auto valid = ValidateQueue(queue);
+    ASSERT_TRUE(valid.ok()) << valid.status();
+    EXPECT_EQ(valid->elastic_idle_delay_seconds, std::optional<int64_t>(good));
+  }
+  EXPECT_FALSE(ValidateQueue(ValidQueue())->elastic_idle_delay_seconds) << "unset stays unset";
+}
+
 TEST(QueueValidationTest, PreemptionSettingsAreKnownValues) {
   Queue within = ValidQueue();
   within.within_queue = static_cast<PreemptWithinQueue>(7);

@@ -188,6 +188,40 @@ TEST(PostgresJobStoreTest, PlacementRowsFromBeforeMigration11AreReadUntilReplace
   EXPECT_EQ(CountRows(db->url(), "SELECT count(*) FROM placements"), 0);
 }
 
+// Queues stored before migration 16 had no elastic idle delay: they keep the scheduler's
+// default (unset), and one set later is stored and read back.
+TEST(PostgresJobStoreTest, QueuesFromBeforeMigration16KeepTheDefaultElasticIdleDelay) {
+  RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
+  {
+    pqxx::connection conn(db->url());
+    pqxx::work tx(conn);
+    tx.exec(
+        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+        "applied_at timestamptz NOT NULL DEFAULT now())");
+    for (const Migration& m : Migrations()) {
+      if (m.version >= 16) break;
+      tx.exec(m.sql);
+      tx.exec_params("INSERT INTO schema_migrations (version) VALUES ($1)", m.version);
+    }
+    tx.exec(
+        "INSERT INTO queues (name, cohort, weight, created_at_ms, updated_at_ms) "
+        "VALUES ('vision', 'lab', 2, 1, 1)");
+    tx.commit();
+  }
+  RM_ASSERT_OK_AND_ASSIGN(auto store, PostgresJobStore::Connect(db->url(), 1));
+  RM_ASSERT_OK_AND_ASSIGN(Queue vision, store->GetQueue("vision"));
+  EXPECT_EQ(vision.weight, 2);
+  EXPECT_FALSE(vision.elastic_idle_delay_seconds);
+  RM_ASSERT_OK_AND_ASSIGN(Queue fallback, store->GetQueue("default"));
+  EXPECT_FALSE(fallback.elastic_idle_delay_seconds);
+
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store->TakeLeadership());
+  vision.elastic_idle_delay_seconds = 600;
+  RM_ASSERT_OK(store->UpdateQueue(vision, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(Queue got, store->GetQueue("vision"));
+  EXPECT_EQ(got.elastic_idle_delay_seconds, std::optional<int64_t>(600));
+}
+
 TEST(PostgresJobStoreTest, ANewDatabaseHasTheDefaultQueueWithoutQuotaLimits) {
   RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
   RM_ASSERT_OK_AND_ASSIGN(auto store, PostgresJobStore::Connect(db->url(), 1));

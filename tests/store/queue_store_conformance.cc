@@ -28,6 +28,7 @@ Queue MakeQueue(const std::string& name) {
   queue.min_runtime_seconds = 900;
   queue.progress_timeout_seconds = 120;
   queue.idle_timeout_seconds = 1800;
+  queue.elastic_idle_delay_seconds = 300;
   queue.created_at_ms = kT0;
   queue.updated_at_ms = kT0;
   return queue;
@@ -100,6 +101,7 @@ TEST_P(JobStoreConformanceTest, UpdateQueueReplacesEverythingButTheCreationTime)
   EXPECT_EQ(updated, expected);
   RM_ASSERT_OK_AND_ASSIGN(Queue got, store().GetQueue("vision"));
   EXPECT_EQ(got, expected);
+  EXPECT_FALSE(got.elastic_idle_delay_seconds) << "unset again: back to the scheduler's default";
 
   Queue cleared = expected;
   cleared.quotas.clear();

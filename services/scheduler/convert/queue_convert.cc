@@ -55,6 +55,9 @@ absl::StatusOr<Queue> FromProto(const v1::Queue& queue) {
     out.progress_timeout_seconds = queue.progress_timeout_seconds();
   }
   out.idle_timeout_seconds = queue.idle_timeout_seconds();
+  if (queue.has_elastic_idle_delay_seconds()) {
+    out.elastic_idle_delay_seconds = queue.elastic_idle_delay_seconds();
+  }
   out.created_at_ms = queue.created_at_ms();
   out.updated_at_ms = queue.updated_at_ms();
   return out;
@@ -99,6 +102,9 @@ v1::Queue ToProto(const Queue& queue) {
     out.set_progress_timeout_seconds(*queue.progress_timeout_seconds);
   }
   out.set_idle_timeout_seconds(queue.idle_timeout_seconds);
+  if (queue.elastic_idle_delay_seconds) {
+    out.set_elastic_idle_delay_seconds(*queue.elastic_idle_delay_seconds);
+  }
   out.set_created_at_ms(queue.created_at_ms);
   out.set_updated_at_ms(queue.updated_at_ms);
   return out;

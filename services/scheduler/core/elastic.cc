@@ -46,14 +46,32 @@ double RankGain(const std::vector<double>* curve, int32_t n) {
   return one > 0 ? (Throughput(curve, n + 1) - Throughput(curve, n)) / one : 0;
 }
 
+int64_t IdleDelayMs(const Queue* queue, const ElasticOptions& options) {
+  if (queue != nullptr && queue->elastic_idle_delay_seconds) {
+    return *queue->elastic_idle_delay_seconds * 1000;
+  }
+  return options.idle_delay_ms;
+}
+
+int64_t SettledIdle(const ElasticInput& input, const std::string& resource, int64_t delay_ms,
+                    int64_t default_delay_ms) {
+  if (delay_ms == default_delay_ms) {
+    auto it = input.settled_idle.find(resource);
+    return it == input.settled_idle.end() ? 0 : it->second;
+  }
+  auto by_resource = input.settled_idle_by_delay.find(resource);
+  if (by_resource == input.settled_idle_by_delay.end()) return 0;
+  auto it = by_resource->second.find(delay_ms);
+  return it == by_resource->second.end() ? 0 : it->second;
+}
+
 bool MayResize(const ElasticInput* input, const std::string& job_id, int64_t now_ms,
                int32_t limit) {
   if (input == nullptr) return limit > 0;
   auto it = input->resized_at_ms.find(job_id);
   if (it == input->resized_at_ms.end()) return limit > 0;
-  constexpr int64_t kHourMs = 3600 * 1000;
   const int64_t recent = std::count_if(it->second.begin(), it->second.end(),
-                                       [&](int64_t t) { return t > now_ms - kHourMs; });
+                                       [&](int64_t t) { return t > now_ms - kResizeWindowMs; });
   return recent < limit;
 }
 
@@ -72,6 +90,17 @@ bool IsResizeReason(const std::string& reason) {
   return absl::StartsWith(reason, "grown from ") || absl::StartsWith(reason, "shrunk from ");
 }
 
+std::vector<int64_t> RecentResizeTimes(const std::vector<JobEvent>& events, int64_t now_ms) {
+  std::vector<int64_t> times;
+  for (const JobEvent& e : events) {
+    if (IsResizeReason(e.reason) && e.time_ms > now_ms - kResizeWindowMs) {
+      times.push_back(e.time_ms);
+    }
+  }
+  std::sort(times.begin(), times.end());
+  return times;
+}
+
 void IdleTracker::Observe(const std::string& resource, int64_t now_ms, int64_t idle) {
   auto& s = samples_[resource];
   if (!s.empty() && s.back().first == now_ms) {
@@ -79,15 +108,15 @@ void IdleTracker::Observe(const std::string& resource, int64_t now_ms, int64_t i
   } else if (s.empty() || s.back().second != idle) {
     s.emplace_back(now_ms, idle);
   }
-  // Keep the sample in effect at now - delay and those after it.
-  while (s.size() >= 2 && s[1].first <= now_ms - delay_ms_) s.pop_front();
+  // Keep the sample in effect at now - window and those after it.
+  while (s.size() >= 2 && s[1].first <= now_ms - window_ms_) s.pop_front();
 }
 
-int64_t IdleTracker::Settled(const std::string& resource, int64_t now_ms) const {
+int64_t IdleTracker::Settled(const std::string& resource, int64_t now_ms, int64_t delay_ms) const {
   auto it = samples_.find(resource);
-  if (it == samples_.end() || it->second.empty()) return 0;
+  if (it == samples_.end() || it->second.empty() || delay_ms > window_ms_) return 0;
   const auto& s = it->second;
-  const int64_t from = now_ms - delay_ms_;
+  const int64_t from = now_ms - delay_ms;
   if (s.front().first > from) return 0;
   int64_t fewest = std::numeric_limits<int64_t>::max();
   for (size_t i = 0; i < s.size(); ++i) {

@@ -10,6 +10,7 @@
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_ELASTIC_H_
 #define RINGMASTER_SERVICES_SCHEDULER_CORE_ELASTIC_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -22,8 +23,12 @@
 
 namespace ringmaster::scheduler {
 
+// The window of ElasticOptions::max_resizes_per_hour.
+inline constexpr int64_t kResizeWindowMs = 3600 * 1000;
+
 struct ElasticOptions {
-  // How long GPUs must have stayed idle before a running job grows into them. A resize costs
+  // How long GPUs must have stayed idle before a running job grows into them, for the jobs of
+  // queues that do not set their own (Queue::elastic_idle_delay_seconds). A resize costs
   // about the grace (30 s) and a restart (about as long again) of the job's time; waiting as
   // long as the switch costs before making it is the ski-rental rule, which never pays more
   // than twice the best choice made knowing how long the GPUs stay idle.
@@ -50,8 +55,11 @@ struct ElasticInput {
   // By job id: when it was resized (Unix ms); entries older than an hour may be left out.
   absl::flat_hash_map<std::string, std::vector<int64_t>> resized_at_ms;
   // By resource: GPUs that have been idle for at least ElasticOptions::idle_delay_ms
-  // (IdleTracker::Settled).
+  // (IdleTracker::Settled). Its resources are the ones growth is considered on.
   std::map<std::string, int64_t> settled_idle;
+  // By resource, then by another delay in ms that a queue sets (IdleDelayMs): GPUs idle for at
+  // least that long. A delay missing here counts as none idle.
+  std::map<std::string, std::map<int64_t, int64_t>> settled_idle_by_delay;
 };
 
 // Both min_replicas and max_replicas set (validation makes them both or neither).
@@ -74,6 +82,13 @@ double Throughput(const std::vector<double>* curve, int32_t n);
 // at one rank: (T(n + 1) - T(n)) / T(1). 1 is linear scaling; jobs of different models and
 // rank sizes compare on it (their throughputs are in units of their own).
 double RankGain(const std::vector<double>* curve, int32_t n);
+// How long GPUs stay idle before the elastic jobs of `queue` (null: unknown) grow into them: its
+// elastic_idle_delay_seconds, else options.idle_delay_ms.
+int64_t IdleDelayMs(const Queue* queue, const ElasticOptions& options);
+// GPUs of `resource` idle for at least delay_ms, from `input` (default_delay_ms: the delay of
+// ElasticInput::settled_idle).
+int64_t SettledIdle(const ElasticInput& input, const std::string& resource, int64_t delay_ms,
+                    int64_t default_delay_ms);
 // Whether the job may be resized now: fewer than `limit` resizes in the hour before now_ms.
 bool MayResize(const ElasticInput* input, const std::string& job_id, int64_t now_ms, int32_t limit);
 
@@ -84,23 +99,37 @@ std::string GrowReason(int32_t from, int32_t to, int64_t idle, const std::string
 std::string ShrinkReason(int32_t from, int32_t to, const std::string& why);
 // Whether an event's reason is one of those: the event of a resize.
 bool IsResizeReason(const std::string& reason);
+// The times of the resizes among a job's stored events that fall within the resize window
+// before now_ms, oldest first: ElasticInput::resized_at_ms of a job after a scheduler restart,
+// so that the limit on resizes per hour holds across it.
+std::vector<int64_t> RecentResizeTimes(const std::vector<JobEvent>& events, int64_t now_ms);
 
 // How long GPUs have stayed idle: the caller reports each resource's idle count whenever it may
 // have changed (after each pass, after each job's end), and asks how many have been idle
-// throughout the last `delay_ms`. Not thread-safe.
+// throughout the last `delay_ms` (or a longer delay of a queue's, up to the window it keeps).
+// Not thread-safe.
 class IdleTracker {
  public:
-  explicit IdleTracker(int64_t delay_ms) : delay_ms_(delay_ms) {}
+  explicit IdleTracker(int64_t delay_ms) : delay_ms_(delay_ms), window_ms_(delay_ms) {}
+  // Keeps the history of the last window_ms (at least delay_ms), for Settled of longer delays.
+  // A longer window than before knows only what was kept: until it has observed that long,
+  // Settled of the longer delays says 0.
+  void KeepWindow(int64_t window_ms) { window_ms_ = std::max(delay_ms_, window_ms); }
   void Observe(const std::string& resource, int64_t now_ms, int64_t idle);
   // The fewest idle over [now_ms - delay_ms, now_ms]; 0 when not observed that long.
-  int64_t Settled(const std::string& resource, int64_t now_ms) const;
+  int64_t Settled(const std::string& resource, int64_t now_ms) const {
+    return Settled(resource, now_ms, delay_ms_);
+  }
+  // The same over another delay, at most the window kept.
+  int64_t Settled(const std::string& resource, int64_t now_ms, int64_t delay_ms) const;
   // When Settled may next rise without a new observation (a lower count leaving the window);
   // INT64_MAX when it cannot.
   int64_t NextRise(const std::string& resource, int64_t now_ms) const;
 
  private:
   int64_t delay_ms_;
-  // Per resource: (time, idle) from the one in effect at now - delay on, oldest first.
+  int64_t window_ms_;
+  // Per resource: (time, idle) from the one in effect at now - window on, oldest first.
   std::map<std::string, std::deque<std::pair<int64_t, int64_t>>> samples_;
 };
 

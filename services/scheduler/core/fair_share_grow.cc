@@ -1,4 +1,6 @@
-// Elastic growth: GPUs idle for the delay go to running elastic jobs (fair_share_pass.h).
+// Elastic growth: GPUs idle for the delay go to running elastic jobs (fair_share_pass.h). The
+// delay is each job's queue's (IdleDelayMs): a job grows into the GPUs idle for its own delay,
+// less those granted to other jobs in this pass.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -22,8 +24,13 @@ void Pass::Grow() {
   absl::flat_hash_set<std::string_view> touched;  // preempted or resized by this pass
   for (const auto& p : result_.preemptions) touched.insert(p.job_id);
   for (const auto& r : result_.resizes) touched.insert(r.job_id);
-  for (const auto& [resource, settled] : elastic.settled_idle) {
-    if (settled <= 0) continue;
+  for (const auto& [resource, default_settled] : elastic.settled_idle) {
+    int64_t settled_most = default_settled;
+    if (auto d = elastic.settled_idle_by_delay.find(resource);
+        d != elastic.settled_idle_by_delay.end()) {
+      for (const auto& [delay, n] : d->second) settled_most = std::max(settled_most, n);
+    }
+    if (settled_most <= 0) continue;
     // GPUs idle for the delay are ones no pending job could start on (each was tried this
     // pass; reserved ones are not counted). While one waits for more room, jobs only grow back
     // to the replicas they asked for; beyond that (borrowing for speed) only when nobody waits.
@@ -35,8 +42,9 @@ void Pass::Grow() {
     const auto totals = Masked().GpuTotals();
     auto t = totals.find(resource);
     if (t == totals.end()) continue;
-    int64_t budget = std::min<int64_t>(settled, t->second.total - t->second.allocated);
-    if (budget <= 0) continue;
+    const int64_t free = t->second.total - t->second.allocated;
+    if (std::min(settled_most, free) <= 0) continue;
+    int64_t granted = 0;  // GPUs of this resource given to jobs in this pass
     struct Growable {
       const Job* job;
       int32_t from;
@@ -44,6 +52,10 @@ void Pass::Grow() {
       int32_t now;
       const std::vector<double>* curve;
       int64_t saved_ms;  // its work is safe up to here
+      const Queue* queue;
+      int64_t delay_ms;  // its queue's idle delay
+      int64_t settled;   // GPUs idle for that delay
+      int64_t budget;    // those, at most the free ones
       bool done = false;
       std::vector<RankPlacement> added;
     };
@@ -82,15 +94,21 @@ void Pass::Grow() {
           !MayResize(in_.elastic, job->id, in_.now_ms, o.max_resizes_per_hour)) {
         continue;
       }
-      candidates.push_back({job, n, cap, n, curve, saved, false, {}});
+      const Queue* q = nullptr;
+      if (auto it = in_.queues->find(spec.queue); it != in_.queues->end()) q = &it->second;
+      const int64_t delay = IdleDelayMs(q, o);
+      const int64_t settled = SettledIdle(elastic, resource, delay, o.idle_delay_ms);
+      if (std::min(free, settled) <= 0) continue;
+      candidates.push_back(
+          {job, n, cap, n, curve, saved, q, delay, settled, std::min(free, settled), false, {}});
     }
     // Rank by rank, to the job whose next rank adds the most (then the one with the least work
     // since its checkpoint, which a restart loses).
-    while (budget > 0) {
+    while (true) {
       Growable* best = nullptr;
       double most = 0;
       for (Growable& c : candidates) {
-        if (c.done || c.now >= c.cap || c.job->spec.gpus_per_replica > budget) {
+        if (c.done || c.now >= c.cap || granted + c.job->spec.gpus_per_replica > c.budget) {
           continue;
         }
         const double gain = RankGain(c.curve, c.now);
@@ -123,7 +141,7 @@ void Pass::Grow() {
       Allocate(p.ranks);
       result_.ledger.Add(spec.queue, rank_demand);
       best->added.push_back(p.ranks.front());
-      budget -= spec.gpus_per_replica;
+      granted += spec.gpus_per_replica;
     }
     for (Growable& c : candidates) {
       if (c.added.empty()) continue;
@@ -133,10 +151,8 @@ void Pass::Grow() {
       resize.to = c.now;
       resize.ranks = c.job->placement;
       resize.ranks.insert(resize.ranks.end(), c.added.begin(), c.added.end());
-      const Queue* q = nullptr;
-      if (auto it = in_.queues->find(c.job->spec.queue); it != in_.queues->end()) q = &it->second;
-      resize.reason =
-          GrowReason(c.from, c.now, settled, resource, q ? q->cohort : "", o.idle_delay_ms);
+      resize.reason = GrowReason(c.from, c.now, c.settled, resource, c.queue ? c.queue->cohort : "",
+                                 c.delay_ms);
       result_.resizes.push_back(std::move(resize));
     }
   }

@@ -239,6 +239,9 @@ struct Queue {
   std::optional<int64_t> progress_timeout_seconds;
   // Idle reclaim (core/run_watch.h); 0: never.
   int64_t idle_timeout_seconds = 0;
+  // How long GPUs stay idle before the queue's elastic jobs grow into them (core/elastic.h);
+  // unset: ElasticOptions::idle_delay_ms.
+  std::optional<int64_t> elastic_idle_delay_seconds;
   int64_t created_at_ms = 0;
   int64_t updated_at_ms = 0;
   bool unlimited() const { return quotas.empty(); }

@@ -352,6 +352,13 @@ absl::StatusOr<Queue> ValidateQueue(const Queue& in) {
       !s.ok()) {
     return s;
   }
+  if (queue.elastic_idle_delay_seconds) {
+    if (auto s = CheckRange("elastic_idle_delay_seconds", *queue.elastic_idle_delay_seconds,
+                            kMinElasticIdleDelaySeconds, kMaxElasticIdleDelaySeconds);
+        !s.ok()) {
+      return s;
+    }
+  }
   return queue;
 }
 

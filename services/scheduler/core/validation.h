@@ -42,11 +42,15 @@ inline constexpr int32_t kMaxQueueWeight = 1000;
 inline constexpr int64_t kMaxQuota = 1'000'000;
 inline constexpr size_t kMaxQueueResources = 64;
 inline constexpr int64_t kMaxMinRuntimeSeconds = 30LL * 24 * 3600;
+// Queue::elastic_idle_delay_seconds, the bounds of the scheduler's --elastic-idle-delay-ms.
+inline constexpr int64_t kMinElasticIdleDelaySeconds = 1;
+inline constexpr int64_t kMaxElasticIdleDelaySeconds = 24 * 3600;
 
 // Returns `queue` with defaults applied (weight 0 means 1), or the first problem found: name and
 // cohort as a job's name (cohort may be empty), weight 1..1000, resource names a GPU type or
 // "cpu", nominal and limits 0..1,000,000 (a lending limit at most the nominal; limits only in a
-// cohort), known preemption settings, min_runtime_seconds 0..30 days. The times are not checked.
+// cohort), known preemption settings, min_runtime_seconds 0..30 days, elastic_idle_delay_seconds
+// (when set) 1..86400. The times are not checked.
 absl::StatusOr<Queue> ValidateQueue(const Queue& queue);
 
 // A client's idempotency key: empty (no deduplication) or 1..128 of [A-Za-z0-9._:-].

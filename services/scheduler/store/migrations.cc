@@ -252,6 +252,11 @@ ALTER TABLE registry_credentials ADD COLUMN sealed_secret bytea;
 ALTER TABLE registry_credentials ADD CONSTRAINT registry_credentials_one_secret
   CHECK ((plaintext_secret IS NULL) <> (sealed_secret IS NULL));
 )sql"},
+    {16, "queues: elastic_idle_delay_seconds (NULL: the scheduler's --elastic-idle-delay-ms)",
+     R"sql(
+ALTER TABLE queues ADD COLUMN elastic_idle_delay_seconds bigint
+  CHECK (elastic_idle_delay_seconds BETWEEN 1 AND 86400);
+)sql"},
 };
 
 // Strictly increasing from 1. Parallel branches reserve version numbers, so a gap may exist

@@ -34,11 +34,11 @@ constexpr int kDefaultListLimit = 100;
   "finished_at_ms, exit_code, message, preemptions, team, last_checkpoint_step, "        \
   "last_checkpoint_time_ms, image_digest"
 
-#define RM_QUEUE_SELECT                                                                     \
-  "SELECT q.name, q.cohort, q.weight, q.within_queue, q.reclaim_within_cohort, "            \
-  "q.min_runtime_seconds, q.created_at_ms, q.updated_at_ms, r.resource, r.nominal, "        \
-  "r.borrowing_limit, r.lending_limit, array_to_string(q.teams, ','), "                     \
-  "q.progress_timeout_seconds, q.idle_timeout_seconds "                                     \
+#define RM_QUEUE_SELECT                                                               \
+  "SELECT q.name, q.cohort, q.weight, q.within_queue, q.reclaim_within_cohort, "      \
+  "q.min_runtime_seconds, q.created_at_ms, q.updated_at_ms, r.resource, r.nominal, "  \
+  "r.borrowing_limit, r.lending_limit, array_to_string(q.teams, ','), "               \
+  "q.progress_timeout_seconds, q.idle_timeout_seconds, q.elastic_idle_delay_seconds " \
   "FROM queues q LEFT JOIN queue_quotas r ON r.queue = q.name"
 
 #define RM_VOLUME_SELECT                                                                    \
@@ -196,12 +196,14 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"insert_queue",
      "INSERT INTO queues (name, cohort, weight, within_queue, reclaim_within_cohort, "
      "min_runtime_seconds, created_at_ms, updated_at_ms, teams, progress_timeout_seconds, "
-     "idle_timeout_seconds) "
-     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text[], NULLIF($10::bigint, -1), $11)"},
+     "idle_timeout_seconds, elastic_idle_delay_seconds) "
+     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text[], NULLIF($10::bigint, -1), $11, "
+     "NULLIF($12::bigint, -1))"},
     {"update_queue",
      "UPDATE queues SET cohort = $2, weight = $3, within_queue = $4, reclaim_within_cohort = $5, "
      "min_runtime_seconds = $6, updated_at_ms = $7, teams = $8::text[], progress_timeout_seconds = "
-     "NULLIF($9::bigint, -1), idle_timeout_seconds = $10 WHERE name = $1 RETURNING created_at_ms"},
+     "NULLIF($9::bigint, -1), idle_timeout_seconds = $10, elastic_idle_delay_seconds = "
+     "NULLIF($11::bigint, -1) WHERE name = $1 RETURNING created_at_ms"},
     {"lock_queue", "SELECT 1 FROM queues WHERE name = $1 FOR UPDATE"},
     {"count_live_jobs_of_queue",
      "SELECT count(*) FROM jobs WHERE queue = $1 AND state IN ('PENDING', 'STARTING', 'RUNNING')"},
@@ -462,6 +464,7 @@ absl::StatusOr<std::vector<Queue>> QueuesFromResult(const pqxx::result& result) 
       if (!teams.empty()) queue.teams = absl::StrSplit(teams, ',');
       if (!row[13].is_null()) queue.progress_timeout_seconds = row[13].as<int64_t>();
       queue.idle_timeout_seconds = row[14].as<int64_t>();
+      if (!row[15].is_null()) queue.elastic_idle_delay_seconds = row[15].as<int64_t>();
       queues.push_back(std::move(queue));
     }
     if (row[8].is_null()) continue;  // no quotas
@@ -1167,7 +1170,7 @@ absl::StatusOr<Queue> PostgresJobStore::CreateQueue(const Queue& queue, int64_t 
                      ReclaimWithinCohortName(queue.reclaim_within_cohort),
                      queue.min_runtime_seconds, queue.created_at_ms, queue.updated_at_ms,
                      TextArrayLiteral(queue.teams), queue.progress_timeout_seconds.value_or(-1),
-                     queue.idle_timeout_seconds);
+                     queue.idle_timeout_seconds, queue.elastic_idle_delay_seconds.value_or(-1));
     InsertQuotas(tx, queue);
     tx.commit();
     return queue;
@@ -1184,7 +1187,7 @@ absl::StatusOr<Queue> PostgresJobStore::UpdateQueue(const Queue& queue, int64_t 
                          ReclaimWithinCohortName(queue.reclaim_within_cohort),
                          queue.min_runtime_seconds, queue.updated_at_ms,
                          TextArrayLiteral(queue.teams), queue.progress_timeout_seconds.value_or(-1),
-                         queue.idle_timeout_seconds);
+                         queue.idle_timeout_seconds, queue.elastic_idle_delay_seconds.value_or(-1));
     if (updated.empty()) return absl::NotFoundError(absl::StrCat("no queue ", queue.name));
     tx.exec_prepared("delete_queue_quotas", queue.name);
     InsertQuotas(tx, queue);
