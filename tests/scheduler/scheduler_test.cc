@@ -1748,6 +1748,32 @@ class ElasticServiceTest : public SchedulerTest {
     return SubmitAndPlace(spec);
   }
 
+  // A scheduler allowed one resize an hour (its options in *options): the elastic job of
+  // ElasticBesideAnother (its id in *elastic) grows from 2 to 4 once the other job has ended,
+  // which is its one resize. Returns its attempt running at 4.
+  Job GrownToTheLimit(SchedulerOptions* options, std::string* elastic) {
+    *options = Options();
+    options->elastic.max_resizes_per_hour = 1;
+    scheduler_.reset();
+    Start(*options);
+    link_ = Register(GpuWorker());
+    std::string other;
+    *elastic = ElasticBesideAnother(&other);
+    Job first = Started(*elastic);
+    auto other_job = scheduler_->GetJob(other);
+    EXPECT_TRUE(other_job.ok()) << other_job.status();
+    Exited(*other_job, 0);
+    Wait(65'000);
+    auto growing = memory_.GetJob(*elastic);
+    EXPECT_TRUE(growing.ok()) << growing.status();
+    EXPECT_EQ(growing->state, JobState::kPending);
+    EXPECT_THAT(growing->message, ::testing::StartsWith("grown from 2 to 4"));
+    Exited(first, 143);
+    Job second = Started(*elastic);
+    EXPECT_EQ(second.placement.size(), 4u);
+    return second;
+  }
+
   std::shared_ptr<RecordingLink> link_;
 };
 
@@ -1844,19 +1870,9 @@ TEST_F(ElasticServiceTest, AResizeInTheMiddleOfASchedulerRestartLosesNothing) {
 // Regression: a pass that looked only at newly pending jobs (an incremental one) was given no
 // resize history, and shrank a job already at its limit.
 TEST_F(ElasticServiceTest, AShrinkInAnIncrementalPassCountsAgainstTheResizeLimit) {
-  SchedulerOptions options = Options();
-  options.elastic.max_resizes_per_hour = 1;
-  scheduler_.reset();
-  Start(options);
-  link_ = Register(GpuWorker());
-  std::string other;
-  const std::string elastic = ElasticBesideAnother(&other);
-  Job first = Started(elastic);
-  RM_ASSERT_OK_AND_ASSIGN(Job other_job, scheduler_->GetJob(other));
-  Exited(other_job, 0);
-  Wait(65'000);
-  Exited(first, 143);
-  Job second = Started(elastic);
+  SchedulerOptions options;
+  std::string elastic;
+  Job second = GrownToTheLimit(&options, &elastic);
   ASSERT_EQ(second.placement.size(), 4u);
   RM_ASSERT_OK(scheduler_->Submit(GpuSpec("team-b", 2), "").status());
   scheduler_->RunPass();
@@ -1869,22 +1885,9 @@ TEST_F(ElasticServiceTest, AShrinkInAnIncrementalPassCountsAgainstTheResizeLimit
 // The limit on resizes per hour counts the resizes from before a restart: a restarted
 // scheduler reads them from the stored events instead of starting with none.
 TEST_F(ElasticServiceTest, TheResizeLimitHoldsAcrossASchedulerRestart) {
-  SchedulerOptions options = Options();
-  options.elastic.max_resizes_per_hour = 1;
-  scheduler_.reset();
-  Start(options);
-  link_ = Register(GpuWorker());
-  std::string other;
-  const std::string elastic = ElasticBesideAnother(&other);
-  Job first = Started(elastic);
-  RM_ASSERT_OK_AND_ASSIGN(Job other_job, scheduler_->GetJob(other));
-  Exited(other_job, 0);
-  Wait(65'000);
-  RM_ASSERT_OK_AND_ASSIGN(Job growing, memory_.GetJob(elastic));
-  ASSERT_EQ(growing.state, JobState::kPending);
-  ASSERT_THAT(growing.message, ::testing::StartsWith("grown from 2 to 4"));
-  Exited(first, 143);
-  Job second = Started(elastic);
+  SchedulerOptions options;
+  std::string elastic;
+  Job second = GrownToTheLimit(&options, &elastic);
   ASSERT_EQ(second.placement.size(), 4u);
 
   // The scheduler restarts; the worker comes back holding the job's four ranks.
