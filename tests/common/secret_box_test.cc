@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
@@ -153,6 +154,10 @@ class SecretsKeyFileTest : public ::testing::Test {
     std::string templ = ::testing::TempDir() + "/secrets-key-XXXXXX";
     ASSERT_NE(mkdtemp(templ.data()), nullptr);
     dir_ = templ;
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
   }
   std::string dir_;
 };
