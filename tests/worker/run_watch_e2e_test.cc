@@ -136,7 +136,10 @@ TEST_F(RunWatchE2eTest, TrainerRankStoppedWithSigstopIsFoundHung) {
   spec.set_replicas(2);
   spec.mutable_trainer()->set_model("mlp-small");
   spec.mutable_trainer()->set_steps(10'000'000);
-  spec.set_progress_timeout_seconds(kTimeoutSeconds);
+  // Longer than the other cases' 3 s: a trainer running is judged too, and on a loaded 2-core
+  // machine both ranks once went 3 s without a step before the stop (a CI rehearsal).
+  constexpr int kTrainerTimeoutSeconds = 6;
+  spec.set_progress_timeout_seconds(kTrainerTimeoutSeconds);
   const std::string id = SubmitOk(spec);
   ASSERT_EQ(cluster_->WaitState(id, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
   // Rank 1's trainer process (not its wrapper: only the workload has RANK in its environment).
@@ -175,9 +178,9 @@ TEST_F(RunWatchE2eTest, TrainerRankStoppedWithSigstopIsFoundHung) {
   ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.ShortDebugString();
   const std::string reason = FinalReason(id);
   EXPECT_TRUE(absl::StrContains(reason, "waiting for rank 1 (its program is stopped")) << reason;
-  EXPECT_LT(waited, kTimeoutSeconds + 4.0) << reason;
+  EXPECT_LT(waited, kTrainerTimeoutSeconds + 4.0) << reason;
   std::cout << "SIGSTOP hang detected " << waited << " s after the stop (timeout "
-            << kTimeoutSeconds << " s): " << reason << "\n";
+            << kTrainerTimeoutSeconds << " s): " << reason << "\n";
 }
 
 TEST_F(RunWatchE2eTest, IdleJobIsCancelledAndItsSlotsReleased) {
