@@ -1774,6 +1774,22 @@ class ElasticServiceTest : public SchedulerTest {
     return second;
   }
 
+  // A new scheduler (with `options`) starts, and the worker comes back to it holding `ranks`
+  // of attempt `attempt` of `job_id` (`stopping`: told to stop before the restart).
+  void RestartHolding(const SchedulerOptions& options, const std::string& job_id, int32_t attempt,
+                      const std::vector<RankPlacement>& ranks, bool stopping) {
+    scheduler_.reset();
+    Start(options);
+    link_ = std::make_shared<RecordingLink>();
+    std::vector<HeldRank> held;
+    for (const RankPlacement& r : ranks) {
+      held.push_back({job_id, attempt, r.rank, false, 0, stopping, {}});
+    }
+    RM_ASSERT_OK(scheduler_->RegisterWorker(GpuWorker(), held, link_));
+    scheduler_->RunPass();
+    RM_ASSERT_OK(scheduler_->Flush(5'000));
+  }
+
   std::shared_ptr<RecordingLink> link_;
 };
 
@@ -1845,15 +1861,8 @@ TEST_F(ElasticServiceTest, AResizeInTheMiddleOfASchedulerRestartLosesNothing) {
 
   // The scheduler dies before they exit; a new one starts and the worker comes back holding
   // them, told to stop.
-  scheduler_.reset();
-  Start(Options());
-  link_ = std::make_shared<RecordingLink>();
-  std::vector<HeldRank> held;
-  for (const RankPlacement& r : first.placement)
-    held.push_back({elastic, 0, r.rank, false, 0, true, {}});
-  RM_ASSERT_OK(scheduler_->RegisterWorker(GpuWorker(), held, link_));
-  scheduler_->RunPass();
-  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_NO_FATAL_FAILURE(
+      RestartHolding(Options(), elastic, 0, first.placement, /*stopping=*/true));
   EXPECT_TRUE(link_->assignments().empty()) << "placed on GPUs its old ranks still hold";
   // They exit: the job starts again, at 4 now that all four GPUs are free, once.
   Exited(first, 143);
@@ -1891,15 +1900,8 @@ TEST_F(ElasticServiceTest, TheResizeLimitHoldsAcrossASchedulerRestart) {
   ASSERT_EQ(second.placement.size(), 4u);
 
   // The scheduler restarts; the worker comes back holding the job's four ranks.
-  scheduler_.reset();
-  Start(options);
-  link_ = std::make_shared<RecordingLink>();
-  std::vector<HeldRank> held;
-  for (const RankPlacement& r : second.placement)
-    held.push_back({elastic, 1, r.rank, false, 0, false, {}});
-  RM_ASSERT_OK(scheduler_->RegisterWorker(GpuWorker(), held, link_));
-  scheduler_->RunPass();
-  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_NO_FATAL_FAILURE(
+      RestartHolding(options, elastic, 1, second.placement, /*stopping=*/false));
   ASSERT_EQ(StoredState(elastic), JobState::kRunning);
 
   // Team B reclaims its nominal 10 minutes after the growth: the job already resized once this

@@ -97,6 +97,22 @@ int64_t CountRows(const std::string& url, const std::string& sql) {
   return tx.exec1(sql)[0].as<int64_t>();
 }
 
+// Takes the database to the schema of a scheduler from before migration `version`, as that
+// scheduler would have left it. Returns how many migrations it applied.
+int ApplyMigrationsBefore(pqxx::work& tx, int version) {
+  tx.exec(
+      "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+      "applied_at timestamptz NOT NULL DEFAULT now())");
+  int applied = 0;
+  for (const Migration& m : Migrations()) {
+    if (m.version >= version) break;
+    tx.exec(m.sql);
+    tx.exec_params("INSERT INTO schema_migrations (version) VALUES ($1)", m.version);
+    ++applied;
+  }
+  return applied;
+}
+
 TEST(PostgresJobStoreTest, MigrationsAreAppliedOnceAndASecondStartAppliesNothing) {
   RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
   RM_ASSERT_OK_AND_ASSIGN(auto first, PostgresJobStore::Connect(db->url(), 2));
@@ -121,15 +137,7 @@ TEST(PostgresJobStoreTest, PlacementRowsFromBeforeMigration11AreReadUntilReplace
   {
     pqxx::connection conn(db->url());
     pqxx::work tx(conn);
-    tx.exec(
-        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
-        "applied_at timestamptz NOT NULL DEFAULT now())");
-    for (const Migration& m : Migrations()) {
-      if (m.version >= 11) break;
-      tx.exec(m.sql);
-      tx.exec_params("INSERT INTO schema_migrations (version) VALUES ($1)", m.version);
-      ++before;
-    }
+    before = ApplyMigrationsBefore(tx, 11);
     // A running gang as a scheduler of schema version 10 wrote it.
     Job job = MakeJob("j-1");
     job.spec.replicas = 2;
@@ -195,14 +203,7 @@ TEST(PostgresJobStoreTest, QueuesFromBeforeMigration16KeepTheDefaultElasticIdleD
   {
     pqxx::connection conn(db->url());
     pqxx::work tx(conn);
-    tx.exec(
-        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
-        "applied_at timestamptz NOT NULL DEFAULT now())");
-    for (const Migration& m : Migrations()) {
-      if (m.version >= 16) break;
-      tx.exec(m.sql);
-      tx.exec_params("INSERT INTO schema_migrations (version) VALUES ($1)", m.version);
-    }
+    ApplyMigrationsBefore(tx, 16);
     tx.exec(
         "INSERT INTO queues (name, cohort, weight, created_at_ms, updated_at_ms) "
         "VALUES ('vision', 'lab', 2, 1, 1)");
@@ -413,14 +414,7 @@ TEST(PostgresJobStoreTest, PlaintextRegistrySecretsFromMigration14AreKeptUntilSe
   {
     pqxx::connection conn(db->url());
     pqxx::work tx(conn);
-    tx.exec(
-        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
-        "applied_at timestamptz NOT NULL DEFAULT now())");
-    for (const Migration& m : Migrations()) {
-      if (m.version > 14) break;
-      tx.exec(m.sql);
-      tx.exec_params("INSERT INTO schema_migrations (version) VALUES ($1)", m.version);
-    }
+    ApplyMigrationsBefore(tx, 15);
     tx.exec(
         "INSERT INTO registry_credentials (team, registry, username, secret, updated_at_ms) "
         "VALUES ('vision', 'ghcr.io', 'robot', 'old-plain', 7)");
