@@ -23,6 +23,7 @@
 #include "common/mutex.h"
 #include "common/tls.h"
 #include "core/container.h"
+#include "core/gpu_share.h"
 #include "core/inventory.h"
 #include "gpu_metrics_collector.h"
 #include "host/gpus.h"
@@ -329,6 +330,7 @@ int main(int argc, char** argv) {
     options.agent_socket = flags.Get("agent-socket").empty() ? options.log_dir + "/agent.sock"
                                                              : flags.Get("agent-socket");
   }
+  inv.shares_one_team = SharesOneTeam(!run_as->empty(), options.simulated_gpus, !inv.gpus.empty());
   const std::string listen =
       flags.Get("listen").empty() ? inv.address + ":7071" : flags.Get("listen");
   absl::StatusOr<TlsOptions> tls = TlsOptionsFromFlags(flags);

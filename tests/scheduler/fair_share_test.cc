@@ -541,6 +541,40 @@ TEST(FairShareTest, WithoutExplainTheDecisionsAreTheSameAndNoReasonIsWritten) {
   EXPECT_TRUE(b.waiting.empty());
 }
 
+// A worker that runs teams as their own users takes one team's shares at a time. A share of
+// another team that waits does not make the pass skip the same shape of the first team's.
+TEST(FairShareTest, AWorkerOfOneTeamAtATimeStartsOnlyThatTeamsSharesInAPass) {
+  for (bool explain : {true, false}) {
+    SCOPED_TRACE(explain ? "explain" : "quiet");
+    World w(1, 2);
+    Worker one_team = MakeWorker("w0", 2);
+    one_team.shares_one_team = true;
+    w.cluster.UpsertWorker(one_team);
+    w.AddQueue(MakeQueue("q", "", 2));
+    std::vector<std::string> ids;
+    for (const char* team : {"a", "b", "a"}) {
+      Job& job = w.Submit("q", 1, 1);
+      job.team = team;
+      job.spec.gpu_share = 250;
+      ids.push_back(job.id);
+    }
+    PolicyOptions options;
+    options.explain = explain;
+    PassResult r = w.Pass(options);
+    EXPECT_EQ(w.Running(), (std::set<std::string>{ids[0], ids[2]}));
+    if (explain) {
+      EXPECT_EQ(r.waiting.size(), 1u);
+      EXPECT_THAT(r.WaitingReason(ids[1]), HasSubstr("hold one team's shares at a time"));
+    }
+    w.Finish(ids[0]);
+    w.Pass(options);
+    EXPECT_EQ(w.Running(), std::set<std::string>{ids[2]});  // team a's share still runs
+    w.Finish(ids[2]);
+    w.Pass(options);
+    EXPECT_EQ(w.Running(), std::set<std::string>{ids[1]});
+  }
+}
+
 // Without reasons the pass skips jobs whose shape already waited this pass: on random backlogs
 // with borrowing, reclaim, priorities and reservations, the decisions are exactly the same.
 TEST(FairShareTest, SkippingRepeatedWaitsChangesNoDecision) {

@@ -167,6 +167,82 @@ TEST(GpuShareTest, TheLedgerCountsSharesAgainstQuotasInWholeGpus) {
   EXPECT_EQ(DescribeUnits("cpu", 3), "3 CPU slots");
 }
 
+GangRequest TeamShare(const std::string& team, int32_t thousandths = 250) {
+  GangRequest r = Share(thousandths);
+  r.team = team;
+  return r;
+}
+
+Worker OneTeamWorker(const std::string& id, int gpus) {
+  Worker w = MakeWorker(id, gpus);
+  w.shares_one_team = true;
+  return w;
+}
+
+TEST(GpuShareTest, AWorkerOfOneTeamAtATimeTakesAnotherTeamsShareOnlyOnceTheFirstsHaveEnded) {
+  RecentDemand demand;
+  JobSpec quarter;
+  quarter.gpus_per_replica = 1;
+  quarter.gpu_share = 250;
+  demand.Add(ShareTaskOf(quarter), 10);
+  const auto mix = std::make_shared<const TaskMix>(demand.Mix());
+  for (SharePolicy policy :
+       {SharePolicy::kGpuPacking, SharePolicy::kFgd, SharePolicy::kRingmaster}) {
+    SCOPED_TRACE(SharePolicyName(policy));
+    ClusterState cluster;
+    cluster.SetSharePolicy(policy, mix);
+    cluster.UpsertWorker(OneTeamWorker("w1", 2));
+    auto a1 = Take(cluster, TeamShare("a"));
+    EXPECT_EQ(a1[0].team, "a");
+    auto a2 = Take(cluster, TeamShare("a"));
+    EXPECT_EQ(a2[0].worker_id, "w1");
+    // Room for six more quarters, but not for team b's while team a's run.
+    PlacementDecision b = cluster.Place(TeamShare("b"));
+    EXPECT_EQ(b.kind, Kind::kWait);
+    EXPECT_THAT(b.reason, HasSubstr("hold one team's shares at a time"));
+    EXPECT_FALSE(cluster.Fits(TeamShare("b")));
+    // Re-registering keeps whose shares the worker holds.
+    cluster.UpsertWorker(OneTeamWorker("w1", 2));
+    EXPECT_EQ(cluster.Place(TeamShare("b")).kind, Kind::kWait);
+    cluster.Release(a1);
+    EXPECT_EQ(cluster.Place(TeamShare("b")).kind, Kind::kWait);  // a2 still runs
+    cluster.Release(a2);
+    EXPECT_EQ(Take(cluster, TeamShare("b"))[0].worker_id, "w1");
+    EXPECT_EQ(cluster.Place(TeamShare("a")).kind, Kind::kWait);
+  }
+}
+
+TEST(GpuShareTest, AnotherTeamsShareGoesToAWorkerWithoutShares) {
+  ClusterState cluster;
+  cluster.UpsertWorker(OneTeamWorker("w1", 2));
+  cluster.UpsertWorker(OneTeamWorker("w2", 2));
+  auto a = Take(cluster, TeamShare("a"));
+  // Packing would fill a's device; it goes to the worker that holds no other team's shares.
+  auto b = Take(cluster, TeamShare("b"));
+  EXPECT_NE(b[0].worker_id, a[0].worker_id);
+  // Whole-GPU ranks of any team still take the free devices beside a team's shares.
+  EXPECT_EQ(Take(cluster, {1, 1, "t4"}).size(), 1u);
+}
+
+TEST(GpuShareTest, OtherWorkersShareDevicesAcrossTeams) {
+  ClusterState cluster;
+  cluster.UpsertWorker(MakeWorker("w1", 2));
+  auto a = Take(cluster, TeamShare("a"));
+  auto b = Take(cluster, TeamShare("b"));
+  EXPECT_EQ(b[0].gpu_indices, a[0].gpu_indices);
+}
+
+TEST(GpuShareTest, AJobsRequestCarriesItsTeamForSharesOnly) {
+  Job job;
+  job.team = "vision";
+  job.spec.replicas = 2;
+  job.spec.gpus_per_replica = 1;
+  EXPECT_EQ(RequestOf(job).team, "");
+  job.spec.gpu_share = 500;
+  EXPECT_EQ(RequestOf(job).team, "vision");
+  EXPECT_EQ(RequestOf(job.spec).team, "");
+}
+
 // Two devices, one with 0.4 held and one with 0.3; the recent demand is half-GPU ranks. A 0.2
 // share: packing fills the fuller device (0.6 held, 0.4 left: no room for a half), FGD and
 // Ringmaster's the other (0.5 held, 0.5 left), so two halves still fit after it.

@@ -435,6 +435,7 @@ TEST_P(JobStoreConformanceTest, ListJobsIncludesPlacements) {
 
 TEST_P(JobStoreConformanceTest, AJobOfGpuSharesKeepsItsShareInItsSpecAndPlacement) {
   Job job = MakeJob("j-1");
+  job.team = "vision";
   job.spec.gpus_per_replica = 1;
   job.spec.gpu_share = 250;
   job.spec.gpu_memory = int64_t{4} << 30;
@@ -445,6 +446,7 @@ TEST_P(JobStoreConformanceTest, AJobOfGpuSharesKeepsItsShareInItsSpecAndPlacemen
   RankPlacement rank{0, "w1", "127.0.0.2", {1}, 7071};
   rank.gpu_share = 250;
   rank.gpu_memory = int64_t{4} << 30;
+  rank.team = "vision";  // a share's team is its job's (Worker::shares_one_team)
   started.placement = {rank};
   RM_ASSERT_OK(store().UpdateJob(started, Event(job, 2, JobState::kStarting)));
   RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-1"));

@@ -26,6 +26,14 @@ TEST(ConvertTest, AGpuShareAndItsMemoryReachTheWorkersAssignment) {
   EXPECT_EQ(a.gpu_memory, int64_t{10} << 30);
 }
 
+TEST(ConvertTest, TheRegistrationSaysWhetherSharesMustBeOneTeams) {
+  Inventory inventory;
+  inventory.worker_id = "w1";
+  EXPECT_FALSE(ToProto(inventory, {}).shares_one_team());
+  inventory.shares_one_team = true;
+  EXPECT_TRUE(ToProto(inventory, {}).shares_one_team());
+}
+
 TEST(ConvertTest, AWholeGpuJobHasNoShare) {
   const Assignment a = FromProto(OneRank());
   EXPECT_EQ(a.gpu_share, 0);

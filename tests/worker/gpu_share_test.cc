@@ -42,6 +42,13 @@ RankHost RealGpus(const std::string& pipe) {
 const std::vector<std::string> kMpsNames = {kMpsPipeDirectoryEnv, kMpsActiveThreadPercentageEnv,
                                             kMpsPinnedDeviceMemLimitEnv};
 
+TEST(GpuShareTest, OnlyAWorkerOfTeamsUsersWithRealGpusKeepsItsSharesToOneTeam) {
+  EXPECT_TRUE(SharesOneTeam(/*runs_teams_as_users=*/true, /*simulated_gpus=*/false, true));
+  EXPECT_FALSE(SharesOneTeam(true, /*simulated_gpus=*/true, true));  // no MPS daemon
+  EXPECT_FALSE(SharesOneTeam(/*runs_teams_as_users=*/false, false, true));
+  EXPECT_FALSE(SharesOneTeam(true, false, /*has_gpus=*/false));
+}
+
 TEST(GpuShareTest, ThreadPercentageRoundsTheShareUpWithinOneToHundred) {
   EXPECT_EQ(MpsActiveThreadPercentage(250), 25);
   EXPECT_EQ(MpsActiveThreadPercentage(125), 13);  // 12.5% of the SMs, rounded up

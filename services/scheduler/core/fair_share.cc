@@ -139,11 +139,11 @@ Pass::Attempt Pass::TryStart(const Job& job, int32_t replicas) {
       a.demand = d;
       a.check = check;
     }
-    GangRequest request = RequestOf(job.spec);
+    GangRequest request = RequestOf(job);
     request.replicas = replicas;
     if (request.gpus_per_replica > 0) request.gpu_type = d.resource;
     auto key = std::make_tuple(d.resource, request.replicas, RankSize(request), may_backfill,
-                               request.checked);
+                               request.checked, request.team);
     if (auto memo = no_room_.find(key); memo != no_room_.end()) {
       a.reason = memo->second;
       continue;
@@ -236,21 +236,18 @@ PassResult Pass::Run() {
   // jobs are not tried: a deep backlog then costs a pass a heap step per job, not a placement.
   // (With reasons, every job is tried, so each reason says what is true for it.) They still take
   // their turn in the order, so the decisions are exactly those of trying them.
-  using Shape =
-      std::tuple<size_t, int32_t, int64_t, std::string_view, bool, bool, int32_t, int32_t>;
+  using Shape = std::tuple<size_t, int32_t, int64_t, std::string_view, bool, bool, int32_t, int32_t,
+                           std::string_view>;
   absl::flat_hash_set<Shape> waits;
   const bool skip_waits = !options_.explain && !options_.strict_fifo;
   auto shape_of = [&](size_t q, const Job& job) {
     const int64_t runtime_ms = job.spec.max_runtime_seconds * 1000;
     const bool may_backfill = runtime_ms > 0 && in_.now_ms + runtime_ms <= EarliestReservation();
-    return Shape{q,
-                 job.spec.replicas,
-                 RankSize(RequestOf(job.spec)),
-                 job.spec.gpu_type,
-                 ChecksJob(job.spec, /*enabled=*/true),
-                 may_backfill,
-                 job.spec.priority,
-                 IsElastic(job.spec) ? job.spec.min_replicas : job.spec.replicas};
+    return Shape{q, job.spec.replicas, RankSize(RequestOf(job.spec)), job.spec.gpu_type,
+                 ChecksJob(job.spec, /*enabled=*/true), may_backfill, job.spec.priority,
+                 IsElastic(job.spec) ? job.spec.min_replicas : job.spec.replicas,
+                 // A share's room may differ by team (Worker::shares_one_team).
+                 job.spec.gpu_share > 0 ? std::string_view(job.team) : std::string_view()};
   };
   using Key = std::tuple<bool, bool, double, int32_t, int64_t, size_t>;
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;

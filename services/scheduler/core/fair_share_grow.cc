@@ -123,7 +123,7 @@ void Pass::Grow() {
       if (best == nullptr) break;
       const JobSpec& spec = best->job->spec;
       const Demand rank_demand{resource, UnitsPerRank(spec)};
-      GangRequest request = RequestOf(spec);
+      GangRequest request = RequestOf(*best->job);
       request.replicas = 1;
       request.gpu_type = resource;
       // Fits first: Place builds a reason when the rank does not fit, and most jobs' ranks

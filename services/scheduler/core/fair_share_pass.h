@@ -148,15 +148,17 @@ class Pass {
   std::vector<Group> groups_;
   absl::flat_hash_map<std::string_view, std::vector<size_t>> by_queue_;  // holdings of each queue
   // Gang shapes that did not fit this pass; allocations only grow within a pass.
-  // (resource, replicas, units per rank, may backfill, checked) -> why it did not fit.
-  std::map<std::tuple<std::string, int32_t, int64_t, bool, bool>, std::string> no_room_;
+  // (resource, replicas, units per rank, may backfill, checked, a share's team) -> why it did
+  // not fit.
+  std::map<std::tuple<std::string, int32_t, int64_t, bool, bool, std::string>, std::string>
+      no_room_;
   // (queue, resource) -> the smallest demand for which no victims were found. Whole-GPU jobs
   // only: a share's room depends on more than its amount (the device's memory, its mix).
   std::map<std::pair<std::string, std::string>, int64_t> no_victims_;
   // Gang shapes that found no reservation this pass: what is free once every running job in the
   // window has ended only shrinks within a pass (starts, claims and reservations take from it).
-  // (resource, replicas, units per rank, checked).
-  std::set<std::tuple<std::string, int32_t, int64_t, bool>> no_reservation_;
+  // (resource, replicas, units per rank, checked, a share's team).
+  std::set<std::tuple<std::string, int32_t, int64_t, bool, std::string>> no_reservation_;
   // Placed jobs, then jobs started by this pass, that must end within the reservation window;
   // the first ends_scanned_ of them are counted in. Read from the input, not from holdings_, so
   // that a pass that only reserves builds no holdings. Sorted lazily: the first ends_sorted_

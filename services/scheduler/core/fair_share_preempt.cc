@@ -30,7 +30,7 @@ std::optional<Pass::TakeScope> Pass::ScopeOf(const Job& job, const Attempt& atte
   const bool reclaim = queue->reclaim_within_cohort != ReclaimWithinCohort::kNever &&
                        !queue->cohort.empty() &&
                        result_.ledger.CanAdmit(job.spec.queue, demand, false).within_nominal;
-  GangRequest request = RequestOf(job.spec);
+  GangRequest request = RequestOf(job);
   request.replicas = replicas;
   if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
   return TakeScope{queue, demand, reclaim, queue->within_queue != PreemptWithinQueue::kNever,

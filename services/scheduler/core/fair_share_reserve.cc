@@ -35,10 +35,10 @@ void Pass::Reserve(const Job& job, const Demand& demand) {
   // Free GPUs in the order running jobs must end (by max_runtime_seconds) until the gang fits.
   // Which jobs end within the window is found once a pass, not once per pending gang: a full
   // cluster with thousands of them spent most of each pass here. Jobs only start in a pass.
-  GangRequest request = RequestOf(job.spec);
+  GangRequest request = RequestOf(job);
   if (request.gpus_per_replica > 0) request.gpu_type = demand.resource;
-  const auto shape =
-      std::make_tuple(demand.resource, request.replicas, RankSize(request), request.checked);
+  const auto shape = std::make_tuple(demand.resource, request.replicas, RankSize(request),
+                                     request.checked, request.team);
   if (no_reservation_.count(shape) > 0) return;
   for (const size_t placed = in_.placed.size(); ends_scanned_ < placed + fresh_.size();
        ++ends_scanned_) {

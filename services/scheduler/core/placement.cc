@@ -17,6 +17,12 @@ GangRequest RequestOf(const JobSpec& spec) {
                      spec.gpu_share, spec.gpu_memory};
 }
 
+GangRequest RequestOf(const Job& job) {
+  GangRequest request = RequestOf(job.spec);
+  if (request.gpu_share > 0) request.team = job.team;
+  return request;
+}
+
 ShareTask ShareTaskOf(const JobSpec& spec) {
   ShareTask task;
   task.num_gpu = spec.gpus_per_replica;
@@ -108,6 +114,7 @@ void ClusterState::UpsertWorker(const Worker& worker) {
   };
   std::map<int32_t, Held> shared;  // by GPU index
   int32_t cpu_used = 0;
+  std::string share_team;
   if (it == index().end()) {
     n = nodes_.size();
     MutableIndex()[worker.id] = n;
@@ -125,6 +132,7 @@ void ClusterState::UpsertWorker(const Worker& worker) {
       }
     }
     cpu_used = old.cpu_used;
+    share_team = old.share_team;
   }
   absl::InlinedVector<int32_t, 8> type_ids;
   for (const Gpu& gpu : worker.gpus) type_ids.push_back(TypeId(gpu.type));
@@ -147,6 +155,7 @@ void ClusterState::UpsertWorker(const Worker& worker) {
     if (std::find(list.begin(), list.end(), n) == list.end()) list.push_back(n);
   }
   node.cpu_used = cpu_used;
+  node.share_team = shared.empty() ? "" : share_team;
   Recount(node);
   Contribute(node, +1);
 }
@@ -192,6 +201,7 @@ absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
     size_t node, slot;
     int32_t share;
     int64_t memory;
+    const std::string* team;
   };
   std::vector<ShareTaken> shares;
   for (const RankPlacement& rank : ranks) {
@@ -231,7 +241,7 @@ absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
                                                             " has no room for a share of ",
                                                             rank.gpu_share, " thousandths"));
         }
-        shares.push_back({it->second, slot, rank.gpu_share, rank.gpu_memory});
+        shares.push_back({it->second, slot, rank.gpu_share, rank.gpu_memory, &rank.team});
         continue;
       }
       if (node.gpu_used[slot] || node.gpu_shared[slot] > 0) {
@@ -262,6 +272,9 @@ absl::Status ClusterState::Allocate(const std::vector<RankPlacement>& ranks) {
   }
   for (const ShareTaken& t : shares) {
     Node& node = nodes_[t.node];
+    // The first share of a team here; one of another team (held before the worker asked for
+    // one team, or from before a restart) is kept, as placement never adds one.
+    if (node.worker->shares_one_team && node.share_team.empty()) node.share_team = *t.team;
     if (node.gpu_shared[t.slot] == 0) --node.free_by_type[node.gpu_type_id[t.slot]];
     node.gpu_shared[t.slot] += t.share;
     node.gpu_share_ranks[t.slot] += 1;
@@ -296,6 +309,10 @@ void ClusterState::Release(const std::vector<RankPlacement>& ranks) {
           }
           if (node.gpu_shared[slot] == 0 && !node.gpu_used[slot]) {
             ++node.free_by_type[node.gpu_type_id[slot]];
+          }
+          if (std::all_of(node.gpu_share_ranks.begin(), node.gpu_share_ranks.end(),
+                          [](int32_t r) { return r == 0; })) {
+            node.share_team.clear();
           }
         } else if (node.gpu_used[slot]) {
           node.gpu_used[slot] = false;

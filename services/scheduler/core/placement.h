@@ -27,9 +27,13 @@ struct GangRequest {
   // only shares hold, and gpu_memory bytes of its memory; 0: whole GPUs (JobSpec.gpu_share).
   int32_t gpu_share = 0;
   int64_t gpu_memory = 0;
+  // The job's team, which a share may not meet another team's on a worker whose shares must be
+  // one team's (Worker::shares_one_team). Set by RequestOf(Job) for shares only.
+  std::string team{};
 };
 
 GangRequest RequestOf(const JobSpec& spec);
+GangRequest RequestOf(const Job& job);
 // A rank of the job as share_placement.h counts demand: its GPUs, its share, its GPU type.
 ShareTask ShareTaskOf(const JobSpec& spec);
 
@@ -128,6 +132,9 @@ class ClusterState {
     absl::InlinedVector<int32_t, 2> free_by_type;   // by type id
     absl::InlinedVector<int32_t, 2> total_by_type;  // by type id
     int32_t cpu_used = 0;
+    // On a worker whose shares must be one team's: the team of the shares it holds (empty when
+    // it holds none).
+    std::string share_team;
     bool ready() const { return state == WorkerState::kReady && healthy; }
     bool on_probation() const { return state == WorkerState::kReady && !healthy && probation; }
   };
@@ -171,6 +178,11 @@ class ClusterState {
   static bool ShareFits(const Node& node, size_t slot, int32_t share, int64_t memory,
                         int32_t taken = 0, int64_t memory_taken = 0);
   bool Usable(const Node& node, const GangRequest& request) const;
+  // Whether a share of `request` may go on `node` as far as teams go (Worker::shares_one_team).
+  static bool TeamMayShare(const Node& node, const GangRequest& request) {
+    return !node.worker->shares_one_team || node.share_team.empty() ||
+           node.share_team == request.team;
+  }
 
   // The node of a worker id. Shared between copies and copied before it changes (a new
   // worker): passes copy the state thousands of times, workers join rarely.

@@ -84,10 +84,24 @@ PlacementDecision ClusterState::PlaceShares(const GangRequest& request, int32_t 
                             node.worker->port};
     placement.gpu_share = request.gpu_share;
     placement.gpu_memory = request.gpu_memory;
+    placement.team = request.team;
     decision.ranks.push_back(std::move(placement));
+  };
+  // Whether a worker was passed over for holding another team's shares.
+  bool other_team = false;
+  auto may_use = [&](const Node& node) {
+    if (!Usable(node, request)) return false;
+    if (TeamMayShare(node, request)) return true;
+    other_team = true;
+    return false;
   };
   auto no_room = [&](int32_t rank) {
     decision.reason = absl::StrCat("needs ", what(), ", room for ", rank, " now");
+    if (other_team) {
+      absl::StrAppend(&decision.reason,
+                      " (workers that run teams as their own users hold one team's shares at a "
+                      "time, and some hold another team's)");
+    }
     return decision;
   };
 
@@ -125,7 +139,7 @@ PlacementDecision ClusterState::PlaceShares(const GangRequest& request, int32_t 
       std::set<std::vector<int32_t>> states;
       for (size_t n : nodes_by_type_[type_id]) {
         const Node& node = nodes_[n];
-        if (!Usable(node, request)) continue;
+        if (!may_use(node)) continue;
         ShareNode shown;
         shown.model = type;
         std::vector<Device> devices;
@@ -164,7 +178,7 @@ PlacementDecision ClusterState::PlaceShares(const GangRequest& request, int32_t 
     int64_t best_score = std::numeric_limits<int64_t>::max();
     for (size_t n : nodes_by_type_[type_id]) {
       const Node& node = nodes_[n];
-      if (!Usable(node, request)) continue;
+      if (!may_use(node)) continue;
       for (size_t slot = 0; slot < node.worker->gpus.size(); ++slot) {
         if (node.gpu_type_id[slot] != type_id) continue;
         const auto [share_taken, memory_taken] = taken_on(n, slot);

@@ -137,6 +137,8 @@ struct RankPlacement {
   // The job's gpu_share and gpu_memory: what the rank holds of its one GPU (0: all of it).
   int32_t gpu_share = 0;
   int64_t gpu_memory = 0;
+  // With a gpu_share: the job's team (Worker::shares_one_team); empty otherwise.
+  std::string team{};
   bool operator==(const RankPlacement&) const = default;
 };
 
@@ -303,6 +305,9 @@ struct Worker {
   // Set by a failed pre-run check that named this worker: it takes no new placements until
   // an admin clears it. Empty: healthy.
   std::string unhealthy_reason;
+  // Ranks with a gpu_share here must all be one team's (RegisterWorker.shares_one_team): the
+  // worker runs teams as their own Unix users, and its MPS daemon serves one user at a time.
+  bool shares_one_team = false;
 };
 
 }  // namespace ringmaster::scheduler

@@ -813,6 +813,7 @@ class WorkerStream final
     worker.address = reg.address();
     worker.port = reg.port();
     worker.cpu_slots = reg.cpu_slots();
+    worker.shares_one_team = reg.shares_one_team();
     for (const v1::Gpu& gpu : reg.gpus()) worker.gpus.push_back(scheduler::FromProto(gpu));
     std::vector<HeldRank> held;
     for (const v1::RunningRank& r : reg.ranks()) {

@@ -396,11 +396,13 @@ absl::Status AttachPlacements(pqxx::transaction_base& tx, std::vector<Job>* jobs
       }
       rank.gpu_indices.push_back(index);
     }
-    // What a rank holds of its GPU is the job's (every rank of a job holds the same share).
+    // What a rank holds of its GPU is the job's (every rank of a job holds the same share), and
+    // a share's team is its job's.
     Job& job = *by_id.at(job_id);
     if (!rank.gpu_indices.empty()) {
       rank.gpu_share = job.spec.gpu_share;
       rank.gpu_memory = job.spec.gpu_memory;
+      if (rank.gpu_share > 0) rank.team = job.team;
     }
     job.placement.push_back(std::move(rank));
   }

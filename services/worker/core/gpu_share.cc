@@ -22,6 +22,10 @@ std::string MpsPinnedDeviceMemLimit(int64_t bytes) {
   return absl::StrCat("0=", std::max<int64_t>(1, bytes / kMiB), "M");
 }
 
+bool SharesOneTeam(bool runs_teams_as_users, bool simulated_gpus, bool has_gpus) {
+  return runs_teams_as_users && !simulated_gpus && has_gpus;
+}
+
 bool PlacesSharedRankOn(const Assignment& assignment, const std::string& worker_id) {
   if (assignment.gpu_share <= 0) return false;
   return std::any_of(

@@ -36,6 +36,11 @@ int32_t MpsActiveThreadPercentage(int32_t thousandths);
 // down so that MPS never allows more than the job asked for, and at least 1.
 std::string MpsPinnedDeviceMemLimit(int64_t bytes);
 
+// RegisterWorker.shares_one_team: a worker that runs teams as their own Unix users (--run-as)
+// with real GPUs, whose shares one MPS daemon enforces, and MPS serves one user at a time.
+// Simulated GPUs have no daemon, so shares of several teams run side by side there.
+bool SharesOneTeam(bool runs_teams_as_users, bool simulated_gpus, bool has_gpus);
+
 // Whether `assignment` is of a job with a GPU share that places a rank with a GPU on worker
 // `worker_id`: the attempts that need the MPS daemon on a worker with real GPUs.
 bool PlacesSharedRankOn(const Assignment& assignment, const std::string& worker_id);

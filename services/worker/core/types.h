@@ -165,6 +165,8 @@ struct Inventory {
   int32_t port = 0;
   std::vector<Gpu> gpus;
   int32_t cpu_slots = 0;
+  // RegisterWorker.shares_one_team: see SharesOneTeam (core/gpu_share.h).
+  bool shares_one_team = false;
 };
 
 }  // namespace ringmaster::worker

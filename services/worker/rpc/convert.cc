@@ -144,6 +144,7 @@ v1::RegisterWorker ToProto(const Inventory& inventory, const std::vector<HeldRan
   proto.set_address(inventory.address);
   proto.set_port(inventory.port);
   proto.set_cpu_slots(inventory.cpu_slots);
+  proto.set_shares_one_team(inventory.shares_one_team);
   for (const Gpu& g : inventory.gpus) {
     v1::Gpu* gpu = proto.add_gpus();
     gpu->set_index(g.index);
