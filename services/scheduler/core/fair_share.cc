@@ -236,8 +236,10 @@ PassResult Pass::Run() {
   // jobs are not tried: a deep backlog then costs a pass a heap step per job, not a placement.
   // (With reasons, every job is tried, so each reason says what is true for it.) They still take
   // their turn in the order, so the decisions are exactly those of trying them.
+  // (An elastic job's sizes_divide is part of it: a job that may run at fewer sizes waiting
+  // says nothing of one that may run at more.)
   using Shape =
-      std::tuple<size_t, int32_t, int64_t, std::string_view, bool, bool, int32_t, int32_t>;
+      std::tuple<size_t, int32_t, int64_t, std::string_view, bool, bool, int32_t, int32_t, int32_t>;
   absl::flat_hash_set<Shape> waits;
   const bool skip_waits = !options_.explain && !options_.strict_fifo;
   auto shape_of = [&](size_t q, const Job& job) {
@@ -250,7 +252,8 @@ PassResult Pass::Run() {
                  ChecksJob(job.spec, /*enabled=*/true),
                  may_backfill,
                  job.spec.priority,
-                 IsElastic(job.spec) ? job.spec.min_replicas : job.spec.replicas};
+                 IsElastic(job.spec) ? job.spec.min_replicas : job.spec.replicas,
+                 job.spec.sizes_divide};
   };
   using Key = std::tuple<bool, bool, double, int32_t, int64_t, size_t>;
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
@@ -300,9 +303,10 @@ PassResult Pass::Run() {
     }
     Attempt a = TryStart(job, job.spec.replicas);
     // An elastic job starts at the largest size from its replicas down to min_replicas that
-    // fits now, rather than waiting for its replicas.
+    // fits now (and divides its sizes_divide), rather than waiting for its replicas.
     for (int32_t n = job.spec.replicas - 1;
          !a.placed && IsElastic(job.spec) && n >= job.spec.min_replicas; --n) {
+      if (!IsElasticSize(job.spec, n)) continue;
       Attempt smaller = TryStart(job, n);
       if (smaller.placed) a = std::move(smaller);
     }

@@ -83,6 +83,9 @@ struct JobSpec {
   // elastic (both are set, or neither).
   int32_t min_replicas = 0;
   int32_t max_replicas = 0;
+  // An elastic job runs only at sizes that divide this (a global batch split evenly); 0: any
+  // size in its range.
+  int32_t sizes_divide = 0;
   int32_t gpus_per_replica = 0;
   std::string gpu_type;
   // A share of one GPU in thousandths (1..1000, with gpus_per_replica 1); 0: whole GPUs. Its
