@@ -557,6 +557,60 @@ TEST(ElasticSizesTest, TheSizesAJobMayRunAtDivideSizesDivide) {
   EXPECT_DOUBLE_EQ(StepGain(&curve, 2, 4), (340.0 - 190.0) / 100 / 2);
 }
 
+// A restart nobody asked for (a failure under OnFailure, a scheduler restart) brings an elastic
+// job back at the largest size that fits up to the one it last ran at, not only up to its
+// replicas; never above max_replicas and, with sizes_divide, at a size dividing it.
+TEST(ElasticTest, ARestartedJobComesBackAtUpToTheSizeItLastRanAt) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 8);
+  Job& e = w.Submit("a", 4, 2, 8);
+  e.last_replicas = 6;  // it had grown to 6, then a rank failed
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.starts, SizeIs(1));
+  EXPECT_THAT(r.starts[0].ranks, SizeIs(6)) << "8 are free, but it never ran at 8";
+}
+
+TEST(ElasticTest, ARestartedJobComesBackAtTheLargestSizeThatFitsDownToItsReplicas) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 8);
+  w.Submit("a", 3);  // 5 free
+  w.Pass();
+  Job& e = w.Submit("a", 4, 2, 8);
+  e.last_replicas = 8;
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.starts, SizeIs(1));
+  EXPECT_THAT(r.starts[0].ranks, SizeIs(5));
+  // With sizes_divide, the largest size dividing it: 5 fits but does not divide 8.
+  ElasticWorld d(2, 4);
+  d.AddQueue("a", 8);
+  d.Submit("a", 3);
+  d.Pass();
+  Job& f = d.Submit("a", 2, 2, 8);
+  f.spec.sizes_divide = 8;
+  f.last_replicas = 8;
+  r = d.Pass();
+  ASSERT_THAT(r.starts, SizeIs(1));
+  EXPECT_THAT(r.starts[0].ranks, SizeIs(4));
+}
+
+TEST(ElasticTest, ARestartedJobWhoseLastSizeIsBeyondItsRangeComesBackAtMostAtMaxReplicas) {
+  Job job;
+  job.spec.replicas = 4;
+  job.spec.min_replicas = 2;
+  job.spec.max_replicas = 6;
+  EXPECT_EQ(StartSize(job), 4) << "never ran: its replicas";
+  job.last_replicas = 3;
+  EXPECT_EQ(StartSize(job), 4) << "below its replicas: its replicas";
+  job.last_replicas = 9;
+  EXPECT_EQ(StartSize(job), 6);
+  job.spec.sizes_divide = 20;  // 2, 4, 5
+  EXPECT_EQ(StartSize(job), 5);
+  Job rigid;
+  rigid.spec.replicas = 3;
+  rigid.last_replicas = 8;
+  EXPECT_EQ(StartSize(rigid), 3);
+}
+
 TEST(IdleTrackerTest, SettledIsTheFewestIdleOverTheWholeDelay) {
   IdleTracker idle(60 * kSecond);
   const int64_t t0 = 1'000'000;

@@ -32,6 +32,14 @@ int32_t PreviousElasticSize(const JobSpec& spec, int32_t n, int32_t floor) {
   return 0;
 }
 
+int32_t StartSize(const Job& job) {
+  const JobSpec& spec = job.spec;
+  if (!IsElastic(spec)) return spec.replicas;
+  int32_t top = std::max(spec.replicas, std::min(job.last_replicas, spec.max_replicas));
+  while (top > spec.replicas && !IsElasticSize(spec, top)) --top;
+  return top;
+}
+
 std::vector<double> ThroughputCurve(const std::map<int32_t, double>& measured) {
   std::vector<double> curve;
   if (measured.empty()) return curve;

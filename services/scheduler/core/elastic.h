@@ -74,6 +74,10 @@ int32_t RunningReplicas(const Job& job);
 // set only those that divide it (replicas and min_replicas always do). Every size the policy
 // picks (start, grow, shrink) is one of these.
 bool IsElasticSize(const JobSpec& spec, int32_t n);
+// The largest size a pending elastic job is tried at: its replicas, or where larger, the size
+// it last ran at (Job::last_replicas, a restart nobody asked for), at most max_replicas and
+// lowered to one it may run at. A job that is not elastic: its replicas.
+int32_t StartSize(const Job& job);
 // The smallest such size above n and at most `cap`; 0 when there is none.
 int32_t NextElasticSize(const JobSpec& spec, int32_t n, int32_t cap);
 // The largest such size below n and at least `floor`; 0 when there is none.

@@ -301,7 +301,15 @@ PassResult Pass::Run() {
       push(q);
       continue;
     }
-    Attempt a = TryStart(job, job.spec.replicas);
+    // An elastic job restarted for a reason nobody asked for (a failure, a scheduler restart)
+    // starts at the largest size that fits from the one it last ran at down to its replicas
+    // (StartSize), so it does not lose a size it had grown to. Tried before its replicas: the
+    // attempt at its replicas is the one a wait, a preemption or a reservation is judged by.
+    Attempt a;
+    for (int32_t n = StartSize(job); n > job.spec.replicas && !a.placed; --n) {
+      if (IsElasticSize(job.spec, n)) a = TryStart(job, n);
+    }
+    if (!a.placed) a = TryStart(job, job.spec.replicas);
     // An elastic job starts at the largest size from its replicas down to min_replicas that
     // fits now (and divides its sizes_divide), rather than waiting for its replicas.
     for (int32_t n = job.spec.replicas - 1;
