@@ -360,6 +360,11 @@ const std::vector<FlagSpec>& Flags() {
        {Verb::kSubmit},
        "N|MIN:MAX",
        "number of ranks; MIN:MAX: an elastic job asking for MAX, run with MIN to MAX"},
+      {"sizes-divide",
+       0,
+       {Verb::kSubmit},
+       "N",
+       "an elastic job runs only at sizes that divide N (e.g. its global batch)"},
       {"gpus-per-replica", 0, {Verb::kSubmit}, "N", "GPUs per rank (0: CPU ranks)"},
       {"gpu-share",
        0,
@@ -625,6 +630,8 @@ absl::Status ApplyFlag(const FlagSpec& flag, const std::string& value, Command* 
     } else {
       RM_ASSIGN_OR_RETURN(o.replicas, ParseInt32(name, value));
     }
+  } else if (name == "sizes-divide") {
+    RM_ASSIGN_OR_RETURN(o.sizes_divide, ParseInt32(name, value));
   } else if (name == "gpus-per-replica") {
     RM_ASSIGN_OR_RETURN(o.gpus_per_replica, ParseInt32(name, value));
   } else if (name == "gpu-share") {

@@ -201,12 +201,14 @@ std::string ReplicasCell(const v1::Job& job) {
   return job.placement().empty() ? range : absl::StrCat(job.placement_size(), " ", range);
 }
 
-// get's "Replicas:": "4"; an elastic job's "4 (elastic: 2 to 8; running at 3)".
+// get's "Replicas:": "4"; an elastic job's "4 (elastic: 2 to 8; running at 3)", with
+// sizes_divide "8 (elastic: 2 to 8, sizes dividing 256; running at 4)".
 std::string ReplicasText(const v1::Job& job) {
   const v1::JobSpec& spec = job.spec();
   if (!IsElastic(spec)) return absl::StrCat(spec.replicas());
   std::string text = absl::StrCat(spec.replicas(), " (elastic: ", spec.min_replicas(), " to ",
                                   spec.max_replicas());
+  if (spec.sizes_divide() > 0) absl::StrAppend(&text, ", sizes dividing ", spec.sizes_divide());
   if (!job.placement().empty()) absl::StrAppend(&text, "; running at ", job.placement_size());
   return text + ")";
 }

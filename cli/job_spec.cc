@@ -123,6 +123,7 @@ absl::Status ApplyOverrides(const SpecOverrides& overrides, v1::JobSpec* spec) {
   if (overrides.replicas) spec->set_replicas(*overrides.replicas);
   if (overrides.min_replicas) spec->set_min_replicas(*overrides.min_replicas);
   if (overrides.max_replicas) spec->set_max_replicas(*overrides.max_replicas);
+  if (overrides.sizes_divide) spec->set_sizes_divide(*overrides.sizes_divide);
   if (overrides.gpus_per_replica) spec->set_gpus_per_replica(*overrides.gpus_per_replica);
   if (overrides.gpu_type) spec->set_gpu_type(*overrides.gpu_type);
   if (overrides.gpu_share) {

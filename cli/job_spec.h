@@ -28,6 +28,8 @@ struct SpecOverrides {
   // Set together by --replicas MIN:MAX (an elastic job).
   std::optional<int32_t> min_replicas;
   std::optional<int32_t> max_replicas;
+  // --sizes-divide: the sizes an elastic job runs at divide it.
+  std::optional<int32_t> sizes_divide;
   std::optional<int32_t> gpus_per_replica;
   std::optional<std::string> gpu_type;
   // --gpu-share (thousandths; also sets gpus_per_replica 1 unless given) and --gpu-memory.

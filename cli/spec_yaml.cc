@@ -23,12 +23,13 @@
 namespace ringmaster::cli {
 namespace {
 
-constexpr std::array<absl::string_view, 25> kTopKeys = {"name",
+constexpr std::array<absl::string_view, 26> kTopKeys = {"name",
                                                         "queue",
                                                         "priority",
                                                         "replicas",
                                                         "min_replicas",
                                                         "max_replicas",
+                                                        "sizes_divide",
                                                         "gpus_per_replica",
                                                         "gpu_type",
                                                         "gpu_share",
@@ -106,6 +107,9 @@ class SpecReader : private YamlFields {
       } else if (key == "max_replicas") {
         RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, false, true));
         spec->set_max_replicas(static_cast<int32_t>(v));
+      } else if (key == "sizes_divide") {
+        RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, false, true));
+        spec->set_sizes_divide(static_cast<int32_t>(v));
       } else if (key == "gpus_per_replica") {
         RM_ASSIGN_OR_RETURN(int64_t v, Integer(value, key, false, true));
         spec->set_gpus_per_replica(static_cast<int32_t>(v));

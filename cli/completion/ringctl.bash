@@ -53,7 +53,7 @@ _ringctl() {
   local flags=""
   case $cmd in
     submit)
-      flags="--file -f --name --queue --priority --replicas --gpus-per-replica --gpu-type --gpu-share --gpu-memory
+      flags="--file -f --name --queue --priority --replicas --sizes-divide --gpus-per-replica --gpu-type --gpu-share --gpu-memory
              --model --steps --batch-size --checkpoint-every --restart-policy --backoff-limit
              --max-runtime-seconds --label --image --mount --shm-size --workdir --request-id
              --use-mpirun --after --array --retry-seconds --wait --follow" ;;

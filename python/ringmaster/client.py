@@ -305,7 +305,8 @@ class Client:
                 fresh random id.
             **fields: Spec fields on top of ``spec``, as ``ringctl submit``'s flags: ``name``,
                 ``replicas`` (N, or ``"MIN:MAX"`` for an elastic job, as ringctl's
-                --replicas; or ``min_replicas`` and ``max_replicas``), ``gpus_per_replica``,
+                --replicas; or ``min_replicas`` and ``max_replicas``), ``sizes_divide`` (an
+                elastic job runs only at sizes that divide it), ``gpus_per_replica``,
                 ``gpu_type``, ``gpu_share`` (a fraction of one GPU per rank, ``0.25``; sets
                 ``gpus_per_replica`` 1) and ``gpu_memory`` (``"10Gi"`` or bytes; see
                 docs/gpu-sharing.md), ``queue``, ``priority``,

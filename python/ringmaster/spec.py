@@ -28,6 +28,7 @@ _TOP_KEYS = (
     "replicas",
     "min_replicas",
     "max_replicas",
+    "sizes_divide",
     "gpus_per_replica",
     "gpu_type",
     "gpu_share",
@@ -60,6 +61,7 @@ _INT_FIELDS = (
     "replicas",
     "min_replicas",
     "max_replicas",
+    "sizes_divide",
     "gpus_per_replica",
     "backoff_limit",
     "max_runtime_seconds",
@@ -504,6 +506,8 @@ def spec_to_dict(spec: job_pb2.JobSpec) -> Dict[str, Any]:
     if spec.min_replicas or spec.max_replicas:
         out["min_replicas"] = spec.min_replicas
         out["max_replicas"] = spec.max_replicas
+    if spec.sizes_divide:
+        out["sizes_divide"] = spec.sizes_divide
     if spec.queue:
         out["queue"] = spec.queue
     if spec.priority:

@@ -167,7 +167,8 @@ class Job:
             :class:`ArrayStatus`; None for any other job.
         array_id, array_index: A task of an array: the array's id and the task's index (its id
             is ``f"{array_id}-{array_index}"``); ``""`` and None for any other job.
-        resizes: An elastic job (``spec["min_replicas"]`` set): the events of its resizes as
+        resizes: An elastic job (``spec["min_replicas"]`` set; ``spec["sizes_divide"]``, where
+            set, is the number every size it runs at divides): the events of its resizes as
             :class:`JobEvent` objects, oldest first; each ``reason`` says from what size
             to what and why (``"grown from 2 to 4 replicas: 2 x t4 idle in cohort c for 60 s"``,
             ``"shrunk from 4 to 2: queue b reclaims its nominal quota"``). Filled in by

@@ -522,7 +522,9 @@ void Scheduler::ResizeLocked(const PassResult::Resize& z, int64_t now) {
   // Stopped like a preempted job; its own claim (z.ranks) ripens when its ranks have exited,
   // and a shrink's GPUs go to the claim of the job it shrank for.
   if (!z.by_job_id.empty()) preempting_[z.by_job_id].insert(z.job_id);
-  if (auto s = CommitLocked(z.job_id, {JobInput::Kind::kResized, z.reason}); !s.ok()) {
+  if (auto s = CommitLocked(
+          z.job_id, {.kind = JobInput::Kind::kResized, .reason = z.reason, .resized_to = z.to});
+      !s.ok()) {
     RM_LOG(kError) << "resizing " << z.job_id << ": " << s;
     if (!z.by_job_id.empty()) {
       preempting_[z.by_job_id].erase(z.job_id);

@@ -455,6 +455,17 @@ TEST(ArgsTest, ReplicasMinColonMaxMakesAnElasticJobAskingForMax) {
   EXPECT_EQ(ErrorOf({"submit", "--replicas", "2:x"}), "--replicas: expected an integer, got 'x'");
 }
 
+TEST(ArgsTest, SizesDivideSetsTheNumberAnElasticJobsSizesDivide) {
+  Command cmd = Parse({"submit", "--replicas", "2:8", "--sizes-divide", "256", "--", "hostname"});
+  EXPECT_EQ(cmd.overrides.sizes_divide, 256);
+  v1::JobSpec spec;
+  ASSERT_TRUE(ApplyOverrides(cmd.overrides, &spec).ok());
+  EXPECT_EQ(spec.sizes_divide(), 256);
+  EXPECT_EQ(spec.min_replicas(), 2);
+  EXPECT_EQ(ErrorOf({"submit", "--sizes-divide", "x"}),
+            "--sizes-divide: expected an integer, got 'x'");
+}
+
 TEST(ArgsTest, BadNumbersNameTheFlag) {
   EXPECT_EQ(ErrorOf({"submit", "--replicas", "four"}),
             "--replicas: expected an integer, got 'four'");

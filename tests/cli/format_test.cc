@@ -93,6 +93,10 @@ TEST(FormatTest, AnElasticJobShowsItsSizeNowAndItsRange) {
   EXPECT_THAT(FormatJob(job), HasSubstr("Launch:          mpirun\n"));
   job.clear_placement();
   EXPECT_THAT(FormatJob(job), HasSubstr("Replicas:        4 (elastic: 2 to 8)\n"));
+  job.mutable_spec()->set_sizes_divide(256);
+  EXPECT_THAT(FormatJob(job),
+              HasSubstr("Replicas:        4 (elastic: 2 to 8, sizes dividing 256)\n"));
+  job.mutable_spec()->set_sizes_divide(0);
   v1::JobEvent* grown = job.add_resizes();
   grown->set_attempt(1);
   grown->set_time_ms(kNoonMs);

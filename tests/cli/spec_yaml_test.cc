@@ -93,6 +93,16 @@ TEST(SpecYamlTest, ParsesAnElasticRange) {
   EXPECT_EQ(spec->max_replicas(), 8);
 }
 
+TEST(SpecYamlTest, ParsesSizesDivide) {
+  absl::StatusOr<v1::JobSpec> spec = ParseJobSpecYaml(
+      "name: e\nreplicas: 4\nmin_replicas: 2\nmax_replicas: 8\nsizes_divide: 256\n", "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->sizes_divide(), 256);
+  spec = ParseJobSpecYaml("sizes_divide: many\n", "job.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("sizes_divide"));
+}
+
 TEST(SpecYamlTest, AcceptsEveryRestartPolicySpelling) {
   for (const char* text : {"Never", "NEVER", "never"}) {
     auto spec = ParseJobSpecYaml(std::string("restart_policy: ") + text, "job.yaml");

@@ -39,6 +39,20 @@ class SpecTest(unittest.TestCase):
         with self.assertRaisesRegex(errors.InvalidSpec, "replicas: must be N or MIN:MAX"):
             build_spec(None, {"replicas": "2:x"})
 
+    def test_sizes_divide_from_keywords_and_dicts(self):
+        spec = build_spec(None, {"replicas": "2:8", "sizes_divide": 256, "command": ["hostname"]})
+        self.assertEqual((spec.min_replicas, spec.replicas, spec.max_replicas), (2, 8, 8))
+        self.assertEqual(spec.sizes_divide, 256)
+        data = {"name": "e", "replicas": 4, "min_replicas": 2, "max_replicas": 8,
+                "sizes_divide": 96, "command": {"argv": ["hostname"]}}
+        spec = spec_from_dict(data)
+        self.assertEqual(spec.sizes_divide, 96)
+        self.assertEqual(spec_to_dict(spec)["sizes_divide"], 96)
+        self.assertEqual(spec_from_dict(spec_to_dict(spec)), spec)
+        self.assertNotIn("sizes_divide", spec_to_dict(spec_from_dict({"name": "r", "replicas": 2})))
+        with self.assertRaisesRegex(errors.InvalidSpec, 'sizes_divide: expected an integer'):
+            build_spec(None, {"replicas": "2:8", "sizes_divide": "256"})
+
     def test_gpu_shares_parse_round_trip_and_name_their_key(self):
         spec = build_spec(None, {"gpu_share": 0.25, "gpu_memory": "10Gi", "command": ["true"]})
         self.assertEqual((spec.gpu_share, spec.gpu_memory, spec.gpus_per_replica),
@@ -235,7 +249,8 @@ class SpecTest(unittest.TestCase):
             ({"name": "x", "replicas": True},
              "replicas: expected an integer, got a boolean (True)"),
             ({"name": "x", "replica": 1}, "replica: unknown key (expected one of: name, queue, "
-             "priority, replicas, min_replicas, max_replicas, gpus_per_replica, gpu_type, "
+             "priority, replicas, min_replicas, max_replicas, sizes_divide, gpus_per_replica, "
+             "gpu_type, "
              "gpu_share, gpu_memory, restart_policy, backoff_limit, "
              "max_runtime_seconds, progress_timeout_seconds, labels, health_check, use_mpirun, "
              "after, array, trainer, command, image, mounts, shm_size, workdir)"),
@@ -375,6 +390,17 @@ class ElasticTypesTest(unittest.TestCase):
         self.assertEqual(shrunk.reason, "shrunk from 4 to 2: queue b reclaims its nominal quota")
         self.assertEqual(shrunk.time - grown.time, datetime.timedelta(seconds=60))
         self.assertEqual((job.spec["min_replicas"], job.spec["max_replicas"]), (2, 4))
+        self.assertNotIn("sizes_divide", job.spec)
+
+    def test_an_elastic_jobs_sizes_divide_is_in_its_spec(self):
+        proto = job_pb2.Job(id="j-d", state=job_pb2.JOB_STATE_RUNNING)
+        proto.spec.name = "batch"
+        proto.spec.replicas = 4
+        proto.spec.min_replicas = 2
+        proto.spec.max_replicas = 8
+        proto.spec.sizes_divide = 256
+        job = ringmaster.Job.from_proto(proto)
+        self.assertEqual(job.spec["sizes_divide"], 256)
 
     def test_a_job_without_resizes_has_none(self):
         job = ringmaster.Job.from_proto(job_pb2.Job(id="j-p"))

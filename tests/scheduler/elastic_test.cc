@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -462,6 +463,152 @@ TEST(ElasticTest, JobsThatAreNotElasticNeitherStartSmallerNorResize) {
   EXPECT_THAT(r.starts, IsEmpty());
   EXPECT_THAT(r.resizes, IsEmpty());
   EXPECT_EQ(w.Size(small), 2);
+}
+
+// sizes_divide: every size the policy picks divides it.
+TEST(ElasticTest, StartsAtTheLargestFittingSizeThatDividesSizesDivide) {
+  ElasticWorld w(1, 8);
+  w.AddQueue("a", 8);
+  w.Submit("a", 2);  // 6 of the 8 GPUs free
+  w.Pass();
+  Job& e = w.Submit("a", 8, 2, 8);
+  e.spec.sizes_divide = 8;
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.starts, SizeIs(1));
+  EXPECT_EQ(r.starts[0].job_id, e.id);
+  EXPECT_THAT(r.starts[0].ranks, SizeIs(4)) << "6 fits but does not divide 8; 4 does";
+}
+
+TEST(ElasticTest, GrowsOnlyToASizeThatDividesSizesDivide) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 8);
+  w.Submit("a", 1);  // holds 1: 5 of the other 7 are left to grow into
+  Job& e = w.Submit("a", 2, 2, 8);
+  e.spec.sizes_divide = 8;
+  w.Pass();
+  ASSERT_EQ(w.Size(e.id), 2);
+  w.ObserveIdle();
+  w.now_ms += 60 * kSecond;
+  w.ObserveIdle();
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].from, 2);
+  EXPECT_EQ(r.resizes[0].to, 4) << "7 would fit; 4 is the largest size dividing 8 that does";
+  EXPECT_THAT(r.resizes[0].ranks, SizeIs(4));
+  EXPECT_EQ(w.Size(e.id), 4);
+}
+
+TEST(ElasticTest, ShrinksOnlyToASizeThatDividesSizesDivide) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 2);
+  w.AddQueue("b", 6);
+  Job& e = w.Submit("a", 8, 2, 8);  // borrows 6 of b's nominal
+  e.spec.sizes_divide = 8;
+  w.Pass();
+  ASSERT_EQ(w.Size(e.id), 8);
+  w.now_ms += 60 * kSecond;
+  const std::string reclaimer = w.Submit("b", 3).id;
+  PassResult r = w.Pass();
+  EXPECT_THAT(r.preemptions, IsEmpty());
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].to, 4) << "5 would free enough; 4 is the next size dividing 8";
+  EXPECT_THAT(r.resizes[0].ranks, SizeIs(4));
+  EXPECT_EQ(r.resizes[0].reason, "shrunk from 8 to 4: queue b reclaims its nominal quota");
+  PassResult next = w.Pass();
+  ASSERT_THAT(next.starts, SizeIs(1));
+  EXPECT_EQ(next.starts[0].job_id, reclaimer);
+  EXPECT_EQ(w.Size(e.id), 4);
+}
+
+TEST(ElasticTest, ShrinksInStepsOfDivisorsDownToWhatFrees) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 2);
+  w.AddQueue("b", 6);
+  Job& e = w.Submit("a", 8, 2, 8);
+  e.spec.sizes_divide = 8;
+  w.Pass();
+  w.now_ms += 60 * kSecond;
+  w.Submit("b", 5);  // 8 -> 4 frees 4, not enough; 4 -> 2 frees 2 more
+  PassResult r = w.Pass();
+  EXPECT_THAT(r.preemptions, IsEmpty());
+  ASSERT_THAT(r.resizes, SizeIs(1));
+  EXPECT_EQ(r.resizes[0].to, 2);
+}
+
+TEST(ElasticSizesTest, TheSizesAJobMayRunAtDivideSizesDivide) {
+  JobSpec spec;
+  spec.replicas = 4;
+  spec.min_replicas = 2;
+  spec.max_replicas = 12;
+  EXPECT_EQ(NextElasticSize(spec, 4, 12), 5);
+  EXPECT_EQ(PreviousElasticSize(spec, 4, 2), 3);
+  spec.sizes_divide = 24;  // 2, 3, 4, 6, 8, 12
+  EXPECT_FALSE(IsElasticSize(spec, 5));
+  EXPECT_TRUE(IsElasticSize(spec, 6));
+  EXPECT_FALSE(IsElasticSize(spec, 24)) << "above max_replicas";
+  EXPECT_FALSE(IsElasticSize(spec, 1)) << "below min_replicas";
+  EXPECT_EQ(NextElasticSize(spec, 4, 12), 6);
+  EXPECT_EQ(NextElasticSize(spec, 8, 11), 0);
+  EXPECT_EQ(PreviousElasticSize(spec, 12, 2), 8);
+  EXPECT_EQ(PreviousElasticSize(spec, 3, 3), 0);
+  // A step's gain is the mean of its ranks' gains.
+  const std::vector<double> curve = {0, 100, 190, 270, 340};
+  EXPECT_DOUBLE_EQ(StepGain(&curve, 2, 3), RankGain(&curve, 2));
+  EXPECT_DOUBLE_EQ(StepGain(&curve, 2, 4), (340.0 - 190.0) / 100 / 2);
+}
+
+// A restart nobody asked for (a failure under OnFailure, a scheduler restart) brings an elastic
+// job back at the largest size that fits up to the one it last ran at, not only up to its
+// replicas; never above max_replicas and, with sizes_divide, at a size dividing it.
+TEST(ElasticTest, ARestartedJobComesBackAtUpToTheSizeItLastRanAt) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 8);
+  Job& e = w.Submit("a", 4, 2, 8);
+  e.last_replicas = 6;  // it had grown to 6, then a rank failed
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.starts, SizeIs(1));
+  EXPECT_THAT(r.starts[0].ranks, SizeIs(6)) << "8 are free, but it never ran at 8";
+}
+
+TEST(ElasticTest, ARestartedJobComesBackAtTheLargestSizeThatFitsDownToItsReplicas) {
+  ElasticWorld w(2, 4);
+  w.AddQueue("a", 8);
+  w.Submit("a", 3);  // 5 free
+  w.Pass();
+  Job& e = w.Submit("a", 4, 2, 8);
+  e.last_replicas = 8;
+  PassResult r = w.Pass();
+  ASSERT_THAT(r.starts, SizeIs(1));
+  EXPECT_THAT(r.starts[0].ranks, SizeIs(5));
+  // With sizes_divide, the largest size dividing it: 5 fits but does not divide 8.
+  ElasticWorld d(2, 4);
+  d.AddQueue("a", 8);
+  d.Submit("a", 3);
+  d.Pass();
+  Job& f = d.Submit("a", 2, 2, 8);
+  f.spec.sizes_divide = 8;
+  f.last_replicas = 8;
+  r = d.Pass();
+  ASSERT_THAT(r.starts, SizeIs(1));
+  EXPECT_THAT(r.starts[0].ranks, SizeIs(4));
+}
+
+TEST(ElasticTest, ARestartedJobWhoseLastSizeIsBeyondItsRangeComesBackAtMostAtMaxReplicas) {
+  Job job;
+  job.spec.replicas = 4;
+  job.spec.min_replicas = 2;
+  job.spec.max_replicas = 6;
+  EXPECT_EQ(StartSize(job), 4) << "never ran: its replicas";
+  job.last_replicas = 3;
+  EXPECT_EQ(StartSize(job), 4) << "below its replicas: its replicas";
+  job.last_replicas = 9;
+  EXPECT_EQ(StartSize(job), 6);
+  job.spec.sizes_divide = 20;  // 2, 4, 5
+  EXPECT_EQ(StartSize(job), 5);
+  Job rigid;
+  rigid.spec.replicas = 3;
+  rigid.last_replicas = 8;
+  EXPECT_EQ(StartSize(rigid), 3);
 }
 
 TEST(IdleTrackerTest, SettledIsTheFewestIdleOverTheWholeDelay) {

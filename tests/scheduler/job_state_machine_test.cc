@@ -105,6 +105,42 @@ TEST(JobStateMachineTest, AnUnrunnableJobFailsWithoutRestartFromPendingOrPlaced)
             absl::StatusCode::kFailedPrecondition);
 }
 
+// An elastic job keeps the size it last ran at across restarts nobody asked for; a resize sets
+// the new size, and a preemption (the scheduler stopped it on purpose) forgets it.
+TEST(JobStateMachineTest, AnElasticJobKeepsItsLastSizeUnlessResizedOrPreempted) {
+  Job job = MakeJob(RestartPolicy::kOnFailure, 3);
+  job.spec.min_replicas = 1;
+  job.spec.max_replicas = 4;
+  ASSERT_TRUE(ApplyInput(job, {Kind::kPlaced, "", 0, TwoRanks(), "t"}, 1).ok());
+  EXPECT_EQ(job.last_replicas, 2);
+  ASSERT_TRUE(
+      ApplyInput(job, {.kind = Kind::kResized, .reason = "grown", .resized_to = 4}, 2).ok());
+  EXPECT_EQ(job.last_replicas, 4);
+  ASSERT_TRUE(
+      ApplyInput(
+          job,
+          {Kind::kPlaced,
+           "",
+           0,
+           {{0, "w1", "a", {0}}, {1, "w1", "a", {1}}, {2, "w2", "b", {0}}, {3, "w2", "b", {1}}},
+           "t"},
+          3)
+          .ok());
+  ASSERT_TRUE(ApplyInput(job, {Kind::kFailed, "rank 1 exited with code 3", 3}, 4).ok());
+  EXPECT_EQ(job.state, JobState::kPending);
+  EXPECT_EQ(job.last_replicas, 4) << "a failure keeps it";
+  ASSERT_TRUE(ApplyInput(job, {Kind::kPlaced, "", 0, TwoRanks(), "t"}, 5).ok());
+  ASSERT_TRUE(ApplyInput(job, {Kind::kNotDelivered, "lost"}, 6).ok());
+  EXPECT_EQ(job.last_replicas, 2);
+  ASSERT_TRUE(ApplyInput(job, {Kind::kPlaced, "", 0, TwoRanks(), "t"}, 7).ok());
+  ASSERT_TRUE(ApplyInput(job, {Kind::kPreempted, "preempted"}, 8).ok());
+  EXPECT_EQ(job.last_replicas, 0);
+  // A job that is not elastic never has one.
+  Job rigid = MakeJob();
+  ASSERT_TRUE(ApplyInput(rigid, {Kind::kPlaced, "", 0, TwoRanks(), "t"}, 1).ok());
+  EXPECT_EQ(rigid.last_replicas, 0);
+}
+
 TEST(JobStateMachineTest, NeverPolicyFailsAtFirstFailure) {
   Job job = MakeJob(RestartPolicy::kNever, 5);
   ASSERT_TRUE(ApplyInput(job, {Kind::kPlaced, "", 0, TwoRanks(), "t"}, 1).ok());

@@ -1774,6 +1774,31 @@ class ElasticServiceTest : public SchedulerTest {
     return second;
   }
 
+  // Team B runs a job on 2 of the 4 GPUs until it ends; team A's elastic job asks for 2 and
+  // may run at up to 4 (2:4, replicas 2, sizes_divide 4, OnFailure): it starts at 2 and, once
+  // team B's GPUs stayed idle for the delay, grows to 4 beyond its replicas (nobody waits for
+  // them). Returns its id, with its attempt at 2 (whose ranks are stopping) in *first.
+  std::string GrowingBeyondItsReplicas(Job* first) {
+    const std::string other = SubmitAndPlace(GpuSpec("team-b", 2));
+    Started(other);
+    JobSpec spec = GpuSpec("team-a", 2);
+    spec.min_replicas = 2;
+    spec.max_replicas = 4;
+    spec.sizes_divide = 4;
+    const std::string elastic = SubmitAndPlace(spec);
+    *first = Started(elastic);
+    EXPECT_EQ(first->placement.size(), 2u);
+    auto other_job = scheduler_->GetJob(other);
+    EXPECT_TRUE(other_job.ok()) << other_job.status();
+    Exited(*other_job, 0);
+    Wait(65'000);
+    auto growing = memory_.GetJob(elastic);
+    EXPECT_TRUE(growing.ok()) << growing.status();
+    EXPECT_THAT(growing->message, ::testing::StartsWith("grown from 2 to 4"));
+    EXPECT_EQ(growing->last_replicas, 4) << "stored with the resize";
+    return elastic;
+  }
+
   // A new scheduler (with `options`) starts, and the worker comes back to it holding `ranks`
   // of attempt `attempt` of `job_id` (`stopping`: told to stop before the restart).
   void RestartHolding(const SchedulerOptions& options, const std::string& job_id, int32_t attempt,
@@ -1874,6 +1899,46 @@ TEST_F(ElasticServiceTest, AResizeInTheMiddleOfASchedulerRestartLosesNothing) {
   EXPECT_EQ(second.placement.size(), 4u);
   Exited(second, 0);
   EXPECT_EQ(StoredState(elastic), JobState::kSucceeded);
+}
+
+// A rank failure under OnFailure restarts an elastic job that had grown beyond its replicas at
+// the size it had grown to (all four GPUs are free), not back at its replicas.
+TEST_F(ElasticServiceTest, ARankFailureRestartsAGrownJobAtTheSizeItHadGrownTo) {
+  Job first;
+  const std::string elastic = GrowingBeyondItsReplicas(&first);
+  Exited(first, 143);
+  Job second = Started(elastic);
+  ASSERT_EQ(second.placement.size(), 4u);
+  RM_ASSERT_OK_AND_ASSIGN(Job stored, memory_.GetJob(elastic));
+  EXPECT_EQ(stored.last_replicas, 4);
+  // A rank fails: OnFailure restarts it (a failure, not a resize), at 4 again.
+  Report("w1", second, 3, RankReport::Kind::kExited, 1);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  Job third = Started(elastic);
+  EXPECT_EQ(third.attempt, 2);
+  EXPECT_EQ(third.placement.size(), 4u) << "back at its replicas, below the size it grew to";
+  RM_ASSERT_OK_AND_ASSIGN(Job restarted, memory_.GetJob(elastic));
+  EXPECT_EQ(restarted.state, JobState::kRunning);
+  EXPECT_EQ(restarted.preemptions, 1) << "the growth only; the failure counts as one";
+  EXPECT_THAT(restarted.message, ::testing::StartsWith("restarting (attempt 1 of at most 2"));
+}
+
+// A scheduler restart in the middle of a growth loses the growth's claim: the job is placed
+// afresh once its old ranks exited, at the size the growth asked for (stored with the job), not
+// back at its replicas.
+TEST_F(ElasticServiceTest, ASchedulerRestartInTheMiddleOfAGrowthKeepsTheGrownSize) {
+  Job first;
+  const std::string elastic = GrowingBeyondItsReplicas(&first);
+  ASSERT_NO_FATAL_FAILURE(
+      RestartHolding(Options(), elastic, 0, first.placement, /*stopping=*/true));
+  Exited(first, 143);
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_THAT(link_->assignments(), SizeIs(1));
+  Job second = Started(elastic);
+  EXPECT_EQ(second.attempt, 1);
+  EXPECT_EQ(second.placement.size(), 4u);
 }
 
 // Regression: a pass that looked only at newly pending jobs (an incremental one) was given no

@@ -93,6 +93,30 @@ TEST(ValidationTest, ElasticRangeNamesTheFieldOutOfOrder) {
   ExpectInvalid(spec, "max_replicas", "must be 4..4096, got 4097");
 }
 
+TEST(ValidationTest, SizesDivideNeedsAnElasticRangeThatItsStartAndFloorDivide) {
+  JobSpec spec = ValidSpec();  // replicas 4
+  spec.sizes_divide = 256;
+  ExpectInvalid(spec, "sizes_divide", "only allowed for an elastic job");
+  spec.min_replicas = 2;
+  spec.max_replicas = 16;
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+  spec.sizes_divide = -4;
+  ExpectInvalid(spec, "sizes_divide", "must be 1..1000000, got -4");
+  spec.sizes_divide = 1'000'001;
+  ExpectInvalid(spec, "sizes_divide", "must be 1..1000000, got 1000001");
+  spec.sizes_divide = 6;  // 2 divides it, 4 does not
+  ExpectInvalid(spec, "sizes_divide", "must be a multiple of replicas (4), got 6");
+  spec.replicas = 6;
+  spec.min_replicas = 4;  // replicas 6 divides 6; min_replicas 4 does not
+  ExpectInvalid(spec, "sizes_divide", "must be a multiple of min_replicas (4), got 6");
+  spec.min_replicas = 3;
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+  // 0 is unset: any size in the range.
+  spec.sizes_divide = 0;
+  spec.min_replicas = 4;
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+}
+
 TEST(ValidationTest, GpusPerReplica) {
   JobSpec spec = ValidSpec();
   spec.gpus_per_replica = 17;

@@ -147,6 +147,8 @@ void ExpectSameJob(const Job& actual, const Job& expected) {
   EXPECT_EQ(actual.exit_code, expected.exit_code);
   EXPECT_EQ(actual.message, expected.message);
   EXPECT_EQ(actual.image_digest, expected.image_digest);
+  EXPECT_EQ(actual.preemptions, expected.preemptions);
+  EXPECT_EQ(actual.last_replicas, expected.last_replicas);
 }
 
 // --- Create and get ----------------------------------------------------------------------
@@ -1156,6 +1158,45 @@ TEST_P(JobStoreConformanceTest, DependenciesAndTheLaunchChoiceAreStoredWithTheSp
   ASSERT_THAT(active, SizeIs(1));
   EXPECT_EQ(active[0].spec.after, job.spec.after);
   EXPECT_TRUE(active[0].spec.use_mpirun);
+}
+
+// An elastic job's sizes_divide is stored with its spec, and the size it last ran at
+// (Job::last_replicas) with its row, by UpdateJob and by Commit alike.
+TEST_P(JobStoreConformanceTest, AnElasticJobKeepsItsSizesDivideAndTheSizeItLastRanAt) {
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store().TakeLeadership());
+  Job job = MakeJob("j-e");
+  job.spec.replicas = 2;
+  job.spec.min_replicas = 2;
+  job.spec.max_replicas = 8;
+  job.spec.sizes_divide = 256;
+  RM_ASSERT_OK_AND_ASSIGN(CreateJobResult created, store().CreateJob(job, FirstEvent(job)));
+  EXPECT_EQ(created.job.last_replicas, 0);
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store().GetJob("j-e"));
+  EXPECT_EQ(got.spec.sizes_divide, 256);
+  EXPECT_EQ(got.last_replicas, 0);
+  Job started = Started(created.job);
+  started.last_replicas = 2;
+  RM_ASSERT_OK(store().UpdateJob(started, Event(started, 2, JobState::kStarting)));
+  RM_ASSERT_OK_AND_ASSIGN(got, store().GetJob("j-e"));
+  ExpectSameJob(got, started);
+  // A growth to 4 (a resize: PENDING, counted with preemptions) in a batch.
+  Job grown = started;
+  grown.state = JobState::kPending;
+  grown.attempt = 1;
+  grown.preemptions = 1;
+  grown.placement.clear();
+  grown.token.clear();
+  grown.last_replicas = 4;
+  WriteBatch batch;
+  batch.jobs.push_back(UpdateWrite(grown, 3, "grown from 2 to 4 replicas", true));
+  RM_ASSERT_OK(store().Commit(batch, epoch).status());
+  grown.last_event_seq = 3;
+  RM_ASSERT_OK_AND_ASSIGN(got, store().GetJob("j-e"));
+  ExpectSameJob(got, grown);
+  RM_ASSERT_OK_AND_ASSIGN(auto active, store().ListActiveJobs());
+  ASSERT_THAT(active, SizeIs(1));
+  EXPECT_EQ(active[0].last_replicas, 4);
+  EXPECT_EQ(active[0].spec.sizes_divide, 256);
 }
 
 TEST_P(JobStoreConformanceTest, TheFirstImageDigestIsPinnedAndKeptThroughUpdatesAndRestarts) {

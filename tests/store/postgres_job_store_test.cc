@@ -223,6 +223,43 @@ TEST(PostgresJobStoreTest, QueuesFromBeforeMigration16KeepTheDefaultElasticIdleD
   EXPECT_EQ(got.elastic_idle_delay_seconds, std::optional<int64_t>(600));
 }
 
+// Jobs stored before migration 17 have no last size: they read as 0 (a restart starts them up
+// to their replicas, as before), and a size stored later is read back.
+TEST(PostgresJobStoreTest, JobsFromBeforeMigration17HaveNoLastSize) {
+  RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
+  Job job = MakeJob("j-1");
+  job.spec.replicas = 2;
+  job.spec.min_replicas = 1;
+  job.spec.max_replicas = 4;
+  {
+    pqxx::connection conn(db->url());
+    pqxx::work tx(conn);
+    ApplyMigrationsBefore(tx, 17);
+    tx.exec_params(
+        "INSERT INTO jobs (id, name, queue, priority, spec, state, attempt, token, "
+        "last_event_seq, created_at_ms, updated_at_ms, started_at_ms) "
+        "VALUES ('j-1', 'j-1', 'default', 0, $1::jsonb, 'PENDING', 1, '', 1, 1, 2, 0)",
+        SpecToJson(job.spec));
+    tx.exec(
+        "INSERT INTO job_events (job_id, seq, state, attempt, reason, exit_code, time_ms) "
+        "VALUES ('j-1', 1, 'PENDING', 1, 'submitted', 0, 1)");
+    tx.commit();
+  }
+  RM_ASSERT_OK_AND_ASSIGN(auto store, PostgresJobStore::Connect(db->url(), 1));
+  RM_ASSERT_OK_AND_ASSIGN(Job got, store->GetJob("j-1"));
+  EXPECT_EQ(got.last_replicas, 0);
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, store->TakeLeadership());
+  got.last_replicas = 4;
+  got.last_event_seq = 2;
+  WriteBatch batch;
+  batch.jobs.push_back({JobWrite::Kind::kUpdate, got,
+                        JobEvent{"j-1", 2, JobState::kPending, 1, "grown", 0, 3}, false,
+                        std::nullopt, std::nullopt});
+  RM_ASSERT_OK(store->Commit(batch, epoch));
+  RM_ASSERT_OK_AND_ASSIGN(got, store->GetJob("j-1"));
+  EXPECT_EQ(got.last_replicas, 4);
+}
+
 TEST(PostgresJobStoreTest, ANewDatabaseHasTheDefaultQueueWithoutQuotaLimits) {
   RM_ASSERT_OK_AND_ASSIGN(auto db, TestDatabase::Create());
   RM_ASSERT_OK_AND_ASSIGN(auto store, PostgresJobStore::Connect(db->url(), 1));

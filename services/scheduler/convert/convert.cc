@@ -15,6 +15,7 @@ absl::StatusOr<JobSpec> FromProto(const v1::JobSpec& spec) {
   out.replicas = spec.replicas();
   out.min_replicas = spec.min_replicas();
   out.max_replicas = spec.max_replicas();
+  out.sizes_divide = spec.sizes_divide();
   out.gpus_per_replica = spec.gpus_per_replica();
   out.gpu_type = spec.gpu_type();
   out.gpu_share = spec.gpu_share();
@@ -90,6 +91,7 @@ v1::JobSpec ToProto(const JobSpec& spec) {
   out.set_replicas(spec.replicas);
   out.set_min_replicas(spec.min_replicas);
   out.set_max_replicas(spec.max_replicas);
+  out.set_sizes_divide(spec.sizes_divide);
   out.set_gpus_per_replica(spec.gpus_per_replica);
   out.set_gpu_type(spec.gpu_type);
   out.set_gpu_share(spec.gpu_share);

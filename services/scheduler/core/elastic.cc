@@ -13,6 +13,33 @@ int32_t RunningReplicas(const Job& job) {
   return static_cast<int32_t>(job.placement.size());
 }
 
+bool IsElasticSize(const JobSpec& spec, int32_t n) {
+  return n >= spec.min_replicas && n <= spec.max_replicas && n > 0 &&
+         (spec.sizes_divide <= 0 || spec.sizes_divide % n == 0);
+}
+
+int32_t NextElasticSize(const JobSpec& spec, int32_t n, int32_t cap) {
+  for (int32_t m = n + 1; m <= cap; ++m) {
+    if (IsElasticSize(spec, m)) return m;
+  }
+  return 0;
+}
+
+int32_t PreviousElasticSize(const JobSpec& spec, int32_t n, int32_t floor) {
+  for (int32_t m = n - 1; m >= floor && m > 0; --m) {
+    if (IsElasticSize(spec, m)) return m;
+  }
+  return 0;
+}
+
+int32_t StartSize(const Job& job) {
+  const JobSpec& spec = job.spec;
+  if (!IsElastic(spec)) return spec.replicas;
+  int32_t top = std::max(spec.replicas, std::min(job.last_replicas, spec.max_replicas));
+  while (top > spec.replicas && !IsElasticSize(spec, top)) --top;
+  return top;
+}
+
 std::vector<double> ThroughputCurve(const std::map<int32_t, double>& measured) {
   std::vector<double> curve;
   if (measured.empty()) return curve;
@@ -44,6 +71,14 @@ double Throughput(const std::vector<double>* curve, int32_t n) {
 double RankGain(const std::vector<double>* curve, int32_t n) {
   const double one = Throughput(curve, 1);
   return one > 0 ? (Throughput(curve, n + 1) - Throughput(curve, n)) / one : 0;
+}
+
+double StepGain(const std::vector<double>* curve, int32_t from, int32_t to) {
+  if (to == from + 1) return RankGain(curve, from);
+  const double one = Throughput(curve, 1);
+  return one > 0 && to > from
+             ? (Throughput(curve, to) - Throughput(curve, from)) / one / (to - from)
+             : 0;
 }
 
 int64_t IdleDelayMs(const Queue* queue, const ElasticOptions& options) {

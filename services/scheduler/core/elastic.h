@@ -70,6 +70,19 @@ inline bool IsElastic(const JobSpec& spec) {
 // spec's replicas (so a job that is not elastic is counted exactly as before).
 int32_t RunningReplicas(const Job& job);
 
+// The sizes an elastic job may run at: from min_replicas to max_replicas, and with sizes_divide
+// set only those that divide it (replicas and min_replicas always do). Every size the policy
+// picks (start, grow, shrink) is one of these.
+bool IsElasticSize(const JobSpec& spec, int32_t n);
+// The largest size a pending elastic job is tried at: its replicas, or where larger, the size
+// it last ran at (Job::last_replicas, a restart nobody asked for), at most max_replicas and
+// lowered to one it may run at. A job that is not elastic: its replicas.
+int32_t StartSize(const Job& job);
+// The smallest such size above n and at most `cap`; 0 when there is none.
+int32_t NextElasticSize(const JobSpec& spec, int32_t n, int32_t cap);
+// The largest such size below n and at least `floor`; 0 when there is none.
+int32_t PreviousElasticSize(const JobSpec& spec, int32_t n, int32_t floor);
+
 // A curve for ElasticInput::throughput from what was measured (throughput by size; sizes
 // above 0, throughputs above 0): below the smallest size measured, linear from it; between two
 // sizes measured, on the straight line between them; the curve ends at the largest size
@@ -82,6 +95,9 @@ double Throughput(const std::vector<double>* curve, int32_t n);
 // at one rank: (T(n + 1) - T(n)) / T(1). 1 is linear scaling; jobs of different models and
 // rank sizes compare on it (their throughputs are in units of their own).
 double RankGain(const std::vector<double>* curve, int32_t n);
+// The same per rank over a step from `from` to `to` ranks (to > from): the mean gain of its
+// ranks, RankGain(curve, from) for a step of one. A job with sizes_divide moves in such steps.
+double StepGain(const std::vector<double>* curve, int32_t from, int32_t to);
 // How long GPUs stay idle before the elastic jobs of `queue` (null: unknown) grow into them: its
 // elastic_idle_delay_seconds, else options.idle_delay_ms.
 int64_t IdleDelayMs(const Queue* queue, const ElasticOptions& options);

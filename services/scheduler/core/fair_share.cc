@@ -236,8 +236,10 @@ PassResult Pass::Run() {
   // jobs are not tried: a deep backlog then costs a pass a heap step per job, not a placement.
   // (With reasons, every job is tried, so each reason says what is true for it.) They still take
   // their turn in the order, so the decisions are exactly those of trying them.
+  // (An elastic job's sizes_divide is part of it: a job that may run at fewer sizes waiting
+  // says nothing of one that may run at more.)
   using Shape = std::tuple<size_t, int32_t, int64_t, std::string_view, bool, bool, int32_t, int32_t,
-                           std::string_view>;
+                           int32_t, std::string_view>;
   absl::flat_hash_set<Shape> waits;
   const bool skip_waits = !options_.explain && !options_.strict_fifo;
   auto shape_of = [&](size_t q, const Job& job) {
@@ -246,6 +248,7 @@ PassResult Pass::Run() {
     return Shape{q, job.spec.replicas, RankSize(RequestOf(job.spec)), job.spec.gpu_type,
                  ChecksJob(job.spec, /*enabled=*/true), may_backfill, job.spec.priority,
                  IsElastic(job.spec) ? job.spec.min_replicas : job.spec.replicas,
+                 job.spec.sizes_divide,
                  // A share's room may differ by team (Worker::shares_one_team).
                  job.spec.gpu_share > 0 ? std::string_view(job.team) : std::string_view()};
   };
@@ -295,11 +298,20 @@ PassResult Pass::Run() {
       push(q);
       continue;
     }
-    Attempt a = TryStart(job, job.spec.replicas);
+    // An elastic job restarted for a reason nobody asked for (a failure, a scheduler restart)
+    // starts at the largest size that fits from the one it last ran at down to its replicas
+    // (StartSize), so it does not lose a size it had grown to. Tried before its replicas: the
+    // attempt at its replicas is the one a wait, a preemption or a reservation is judged by.
+    Attempt a;
+    for (int32_t n = StartSize(job); n > job.spec.replicas && !a.placed; --n) {
+      if (IsElasticSize(job.spec, n)) a = TryStart(job, n);
+    }
+    if (!a.placed) a = TryStart(job, job.spec.replicas);
     // An elastic job starts at the largest size from its replicas down to min_replicas that
-    // fits now, rather than waiting for its replicas.
+    // fits now (and divides its sizes_divide), rather than waiting for its replicas.
     for (int32_t n = job.spec.replicas - 1;
          !a.placed && IsElastic(job.spec) && n >= job.spec.min_replicas; --n) {
+      if (!IsElasticSize(job.spec, n)) continue;
       Attempt smaller = TryStart(job, n);
       if (smaller.placed) a = std::move(smaller);
     }

@@ -70,7 +70,9 @@ void Pass::Grow() {
       }
       const int32_t n = RunningReplicas(*job);
       const int32_t cap = waited_for ? spec.replicas : spec.max_replicas;
-      if (n >= cap) continue;
+      // The next size it may run at (n + 1, or with sizes_divide the next divisor).
+      const int32_t next = NextElasticSize(spec, n, cap);
+      if (next == 0) continue;
       if (spec.gpu_type.empty() ? HeldDemand(*job, cluster_).resource != resource
                                 : spec.gpu_type != resource) {
         continue;
@@ -88,7 +90,7 @@ void Pass::Grow() {
       const int64_t saved = WorkSavedAtMs(*job, started);
       const double cost =
           static_cast<double>(o.restart_cost_ms + (o.saves_on_stop ? 0 : in_.now_ms - saved));
-      const double before = Throughput(curve, n), after = Throughput(curve, n + 1);
+      const double before = Throughput(curve, n), after = Throughput(curve, next);
       if (!(after > before) || left * (1 - before / after) < 2 * cost) continue;
       if (in_.stopping.count(job->id) > 0 || touched.count(job->id) > 0 ||
           !MayResize(in_.elastic, job->id, in_.now_ms, o.max_resizes_per_hour)) {
@@ -103,28 +105,33 @@ void Pass::Grow() {
           {job, n, cap, n, curve, saved, q, delay, settled, std::min(free, settled), false, {}});
     }
     // Rank by rank, to the job whose next rank adds the most (then the one with the least work
-    // since its checkpoint, which a restart loses).
+    // since its checkpoint, which a restart loses). A job with sizes_divide grows a step at a
+    // time, to its next size that divides it, judged by the mean gain of the step's ranks.
     while (true) {
       Growable* best = nullptr;
+      int32_t best_step = 0;
       double most = 0;
       for (Growable& c : candidates) {
-        if (c.done || c.now >= c.cap || granted + c.job->spec.gpus_per_replica > c.budget) {
+        if (c.done || c.now >= c.cap) continue;
+        const int32_t step = NextElasticSize(c.job->spec, c.now, c.cap) - c.now;
+        if (step <= 0 || granted + int64_t{step} * c.job->spec.gpus_per_replica > c.budget) {
           continue;
         }
-        const double gain = RankGain(c.curve, c.now);
+        const double gain = StepGain(c.curve, c.now, c.now + step);
         if (gain <= 0) continue;
         if (best == nullptr || gain > most ||
             (gain == most && (c.saved_ms > best->saved_ms ||
                               (c.saved_ms == best->saved_ms && c.job->seq < best->job->seq)))) {
           best = &c;
+          best_step = step;
           most = gain;
         }
       }
       if (best == nullptr) break;
       const JobSpec& spec = best->job->spec;
-      const Demand rank_demand{resource, UnitsPerRank(spec)};
+      const Demand rank_demand{resource, UnitsPerRank(spec) * best_step};
       GangRequest request = RequestOf(*best->job);
-      request.replicas = 1;
+      request.replicas = best_step;
       request.gpu_type = resource;
       // Fits first: Place builds a reason when the rank does not fit, and most jobs' ranks
       // stop fitting before the budget runs out.
@@ -137,11 +144,13 @@ void Pass::Grow() {
         best->done = true;
         continue;
       }
-      p.ranks.front().rank = best->now++;
       Allocate(p.ranks);
       result_.ledger.Add(spec.queue, rank_demand);
-      best->added.push_back(p.ranks.front());
-      granted += spec.gpus_per_replica;
+      for (RankPlacement& rank : p.ranks) {
+        rank.rank = best->now++;
+        best->added.push_back(std::move(rank));
+      }
+      granted += int64_t{best_step} * spec.gpus_per_replica;
     }
     for (Growable& c : candidates) {
       if (c.added.empty()) continue;

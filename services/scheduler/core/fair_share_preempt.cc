@@ -256,39 +256,50 @@ bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
   if (candidates.empty()) return give_up();
 
   // Rank by rank, the one that adds the least to its job goes first, until the job fits. Tried
-  // in place, as TryPreempt does, and put back before returning.
+  // in place, as TryPreempt does, and put back before returning. A job with sizes_divide gives
+  // a step at a time, down to its next smaller size that divides it (judged by the mean gain of
+  // the step's ranks), so that every size it is left at is one it may run at.
   QuotaLedger& ledger = result_.ledger;
   ClusterState& cluster = claimed_ ? *claimed_ : cluster_;
   auto fits = [&]() { return FitsNow(job, *scope_of, cluster); };
   struct Taken {
     Shrinkable* from;
-    const RankPlacement* rank;
+    std::vector<const RankPlacement*> ranks;  // one, or a step's
   };
   auto take = [&](const Taken& t) {
-    ledger.Remove(t.from->holding->job->spec.queue, {demand.resource, Units({*t.rank})});
-    cluster.Release({*t.rank});
+    for (const RankPlacement* rank : t.ranks) {
+      ledger.Remove(t.from->holding->job->spec.queue, {demand.resource, Units({*rank})});
+      cluster.Release({*rank});
+    }
   };
   auto give_back = [&](const Taken& t) {
-    ledger.Add(t.from->holding->job->spec.queue, {demand.resource, Units({*t.rank})});
-    (void)cluster.Allocate({*t.rank});
+    for (const RankPlacement* rank : t.ranks) {
+      ledger.Add(t.from->holding->job->spec.queue, {demand.resource, Units({*rank})});
+      (void)cluster.Allocate({*rank});
+    }
   };
   std::vector<Taken> taken;
   bool ok = false;
   while (!ok) {
     Shrinkable* best = nullptr;
+    int32_t best_to = 0;
     double least = 0;
     for (Shrinkable& c : candidates) {
       if (c.now <= c.floor) continue;
-      const double loss = RankGain(c.curve, c.now - 1);
+      const int32_t to = PreviousElasticSize(c.holding->job->spec, c.now, c.floor);
+      if (to == 0) continue;
+      const double loss = StepGain(c.curve, to, c.now);
       if (best == nullptr || loss < least ||
           (loss == least && c.holding->job->seq > best->holding->job->seq)) {
         best = &c;
+        best_to = to;
         least = loss;
       }
     }
     if (best == nullptr) break;
-    --best->now;
-    taken.push_back({best, &(*best->holding->ranks)[best->now]});
+    Taken t{best, {}};
+    while (best->now > best_to) t.ranks.push_back(&(*best->holding->ranks)[--best->now]);
+    taken.push_back(std::move(t));
     take(taken.back());
     ok = fits();
   }
@@ -296,9 +307,18 @@ bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
     for (const Taken& t : taken) give_back(t);
     return give_up();
   }
-  // The fewest: give back ranks, last taken first, while the job still fits.
+  // The fewest: give back ranks, last taken first, while the job still fits. A step of a job
+  // with sizes_divide goes back only after every later step of that job did: it is then left at
+  // one of the sizes it stepped through.
   std::vector<bool> needed(taken.size(), true);
   for (size_t i = taken.size() - 1; i-- > 0;) {
+    if (taken[i].from->holding->job->spec.sizes_divide > 0) {
+      bool later_kept = false;
+      for (size_t j = i + 1; j < taken.size(); ++j) {
+        later_kept |= needed[j] && taken[j].from == taken[i].from;
+      }
+      if (later_kept) continue;
+    }
     give_back(taken[i]);
     if (fits()) {
       needed[i] = false;
@@ -311,7 +331,7 @@ bool Pass::TryShrink(const Job& job, const Attempt& attempt, int32_t replicas) {
   for (size_t i = 0; i < taken.size(); ++i) {
     if (needed[i]) {
       give_back(taken[i]);
-      freed[taken[i].from].insert(taken[i].rank);
+      freed[taken[i].from].insert(taken[i].ranks.begin(), taken[i].ranks.end());
     }
   }
   std::vector<std::string> names;

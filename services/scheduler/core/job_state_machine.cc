@@ -1,6 +1,7 @@
 #include "scheduler/core/job_state_machine.h"
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/core/elastic.h"
 
 namespace ringmaster::scheduler {
 namespace {
@@ -90,6 +91,15 @@ absl::StatusOr<Transition> ApplyInput(Job& job, const JobInput& input, int64_t n
     job.placement = input.placement;
     job.token = input.token;
     job.pending_reason.clear();
+  }
+  if (IsElastic(job.spec)) {
+    if (input.kind == Kind::kPlaced) {
+      job.last_replicas = static_cast<int32_t>(input.placement.size());
+    } else if (input.kind == Kind::kResized && input.resized_to > 0) {
+      job.last_replicas = input.resized_to;
+    } else if (input.kind == Kind::kPreempted) {
+      job.last_replicas = 0;
+    }
   }
   if (!keep_placement) {
     job.placement.clear();

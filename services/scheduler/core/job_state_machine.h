@@ -19,6 +19,9 @@
 //    PENDING with attempt + 1, counted with preemptions: not against backoff_limit.
 // 10. kResized (an elastic job restarts at another size) moves STARTING | RUNNING back to
 //    PENDING with attempt + 1, counted with preemptions: not against backoff_limit.
+// An elastic job's last_replicas is its placement's size at kPlaced and the new size at
+// kResized; kPreempted clears it (the scheduler stopped it on purpose: it starts afresh). Every
+// other restart keeps it, so the job comes back at the size it had reached where that fits.
 // Nothing leaves a terminal state. Every transition yields one JobEvent; a transition away
 // from a placement says the ranks must be stopped and the placement released.
 #ifndef RINGMASTER_SERVICES_SCHEDULER_CORE_JOB_STATE_MACHINE_H_
@@ -60,6 +63,8 @@ struct JobInput {
   // kPlaced only.
   std::vector<RankPlacement> placement = {};
   std::string token = {};
+  // kResized only: the size the job restarts at (Job::last_replicas).
+  int32_t resized_to = 0;
 };
 
 struct Transition {

@@ -83,6 +83,9 @@ struct JobSpec {
   // elastic (both are set, or neither).
   int32_t min_replicas = 0;
   int32_t max_replicas = 0;
+  // An elastic job runs only at sizes that divide this (a global batch split evenly); 0: any
+  // size in its range.
+  int32_t sizes_divide = 0;
   int32_t gpus_per_replica = 0;
   std::string gpu_type;
   // A share of one GPU in thousandths (1..1000, with gpus_per_replica 1); 0: whole GPUs. Its
@@ -160,6 +163,11 @@ struct Job {
   int32_t attempt = 0;
   // Attempts that ended by preemption: they do not count against backoff_limit.
   int32_t preemptions = 0;
+  // An elastic job: the size of its last attempt (set when placed) or the size a resize
+  // restarts it at; 0: none, or cleared by a preemption. A restart nobody asked for (a failure
+  // under OnFailure, a scheduler restart) starts it at up to this or its replicas, whichever is
+  // larger (StartSize), not below a size it had grown to. Stored with the job.
+  int32_t last_replicas = 0;
   std::string request_id;
   // Submit order, assigned by the store; breaks priority ties.
   int64_t seq = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -191,6 +192,24 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& in) {
     if (auto s = CheckRange("max_replicas", spec.max_replicas, spec.replicas, kMaxReplicas);
         !s.ok()) {
       return s;
+    }
+  }
+  if (spec.sizes_divide != 0) {
+    // Every size the job runs at divides it: the size it starts at when there is room and its
+    // floor must, so that both stay sizes it may run at.
+    if (spec.min_replicas == 0) {
+      return Invalid("sizes_divide",
+                     "is only allowed for an elastic job (with min_replicas and max_replicas)");
+    }
+    if (auto s = CheckRange("sizes_divide", spec.sizes_divide, 1, kMaxSizesDivide); !s.ok()) {
+      return s;
+    }
+    for (const auto& [field, n] : {std::pair<const char*, int32_t>{"replicas", spec.replicas},
+                                   {"min_replicas", spec.min_replicas}}) {
+      if (spec.sizes_divide % n != 0) {
+        return Invalid("sizes_divide", absl::StrCat("must be a multiple of ", field, " (", n,
+                                                    "), got ", spec.sizes_divide));
+      }
     }
   }
   if (auto s = CheckRange("gpus_per_replica", spec.gpus_per_replica, 0, kMaxGpusPerReplica);

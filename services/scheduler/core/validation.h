@@ -12,6 +12,8 @@
 namespace ringmaster::scheduler {
 
 inline constexpr int32_t kMaxReplicas = 4096;
+// The bound of JobSpec::sizes_divide: a global batch of up to a million samples.
+inline constexpr int32_t kMaxSizesDivide = 1'000'000;
 inline constexpr size_t kMaxEnv = 64;  // CommandWorkload.env entries
 inline constexpr size_t kMaxLabels = 64;
 inline constexpr int32_t kMaxGpusPerReplica = 16;

@@ -518,7 +518,7 @@ SimReport Replay(const std::vector<TraceJob>& trace, const std::map<std::string,
       claims.erase(s.job_id);
       const JobSpec& spec = jobs[i].spec;
       const int32_t n = static_cast<int32_t>(s.ranks.size());
-      if (IsElastic(spec) ? n < spec.min_replicas || n > spec.max_replicas : n != spec.replicas) {
+      if (IsElastic(spec) ? !IsElasticSize(spec, n) : n != spec.replicas) {
         ++report.partial_gangs;
       }
       if (!cluster.Allocate(s.ranks).ok()) {

@@ -38,6 +38,7 @@ void CopyMutableFields(const Job& from, std::vector<RankPlacement> placement, Jo
   to.exit_code = from.exit_code;
   to.message = from.message;
   to.preemptions = from.preemptions;
+  to.last_replicas = from.last_replicas;
 }
 
 }  // namespace

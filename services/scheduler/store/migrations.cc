@@ -257,6 +257,9 @@ ALTER TABLE registry_credentials ADD CONSTRAINT registry_credentials_one_secret
 ALTER TABLE queues ADD COLUMN elastic_idle_delay_seconds bigint
   CHECK (elastic_idle_delay_seconds BETWEEN 1 AND 86400);
 )sql"},
+    {17, "jobs: last_replicas, the size an elastic job last ran at (0: none)", R"sql(
+ALTER TABLE jobs ADD COLUMN last_replicas integer NOT NULL DEFAULT 0 CHECK (last_replicas >= 0);
+)sql"},
 };
 
 // Strictly increasing from 1. Parallel branches reserve version numbers, so a gap may exist

@@ -31,8 +31,8 @@ constexpr int kDefaultListLimit = 100;
 #define RM_JOB_COLUMNS                                                                    \
   "id, seq, coalesce(request_id, '') AS request_id, spec::text AS spec, state, attempt, " \
   "pending_reason, token, last_event_seq, created_at_ms, updated_at_ms, started_at_ms, "  \
-  "finished_at_ms, exit_code, message, preemptions, team, last_checkpoint_step, "        \
-  "last_checkpoint_time_ms, image_digest"
+  "finished_at_ms, exit_code, message, preemptions, team, last_checkpoint_step, "         \
+  "last_checkpoint_time_ms, image_digest, last_replicas"
 
 #define RM_QUEUE_SELECT                                                               \
   "SELECT q.name, q.cohort, q.weight, q.within_queue, q.reclaim_within_cohort, "      \
@@ -93,7 +93,7 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
     {"update_job",
      "UPDATE jobs SET state = $2, attempt = $3, pending_reason = $4, token = $5, "
      "last_event_seq = $6, updated_at_ms = $7, started_at_ms = $8, finished_at_ms = $9, "
-     "exit_code = $10, message = $11, preemptions = $12 WHERE id = $1"},
+     "exit_code = $10, message = $11, preemptions = $12, last_replicas = $13 WHERE id = $1"},
     // A job's placement is jobs.placement, or where that is [], its rows in the placements
     // table (written before migration 11, see there).
     {"select_placements",
@@ -137,18 +137,20 @@ const std::vector<std::pair<const char*, const char*>> kStatements = {
      "SELECT " RM_JOB_COLUMNS " FROM jobs WHERE request_id = ANY($1::text[]) "
      "OR id = ANY($2::text[])"},
     {"lock_jobs", "SELECT id, state FROM jobs WHERE id = ANY($1::text[]) FOR UPDATE"},
-    // $13: the new placement of each job whose placement changed (PlacementJson), '' where it
+    // $14: the new placement of each job whose placement changed (PlacementJson), '' where it
     // did not.
     {"update_jobs",
      "UPDATE jobs SET state = v.state, attempt = v.attempt, pending_reason = v.pending_reason, "
      "token = v.token, last_event_seq = v.last_event_seq, updated_at_ms = v.updated_at_ms, "
      "started_at_ms = v.started_at_ms, finished_at_ms = v.finished_at_ms, "
      "exit_code = v.exit_code, message = v.message, preemptions = v.preemptions, "
+     "last_replicas = v.last_replicas, "
      "placement = CASE WHEN v.placement = '' THEN jobs.placement ELSE v.placement::json END "
      "FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::bigint[], "
      "$7::bigint[], $8::bigint[], $9::bigint[], $10::integer[], $11::text[], $12::integer[], "
-     "$13::text[]) AS v(id, state, attempt, pending_reason, token, last_event_seq, "
-     "updated_at_ms, started_at_ms, finished_at_ms, exit_code, message, preemptions, placement) "
+     "$13::integer[], $14::text[]) AS v(id, state, attempt, pending_reason, token, "
+     "last_event_seq, updated_at_ms, started_at_ms, finished_at_ms, exit_code, message, "
+     "preemptions, last_replicas, placement) "
      "WHERE jobs.id = v.id"},
     {"delete_placements_of", "DELETE FROM placements WHERE job_id = ANY($1::text[])"},
     // A newer checkpoint only: reports of a preempted attempt may arrive after later ones.
@@ -359,6 +361,7 @@ absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
   job.last_checkpoint_step = row["last_checkpoint_step"].as<int64_t>();
   job.last_checkpoint_time_ms = row["last_checkpoint_time_ms"].as<int64_t>();
   job.image_digest = row["image_digest"].as<std::string>();
+  job.last_replicas = row["last_replicas"].as<int32_t>();
   return job;
 }
 
@@ -713,7 +716,8 @@ absl::Status PostgresJobStore::UpdateJob(const Job& job, const std::optional<Job
     }
     tx.exec_prepared("update_job", job.id, JobStateName(job.state), job.attempt, job.pending_reason,
                      job.token, job.last_event_seq, job.updated_at_ms, job.started_at_ms,
-                     job.finished_at_ms, job.exit_code, job.message, job.preemptions);
+                     job.finished_at_ms, job.exit_code, job.message, job.preemptions,
+                     job.last_replicas);
     SetPlacement(tx, job.id, placement);
     if (event.has_value()) InsertEvent(tx, job.id, *event);
     tx.commit();
@@ -975,7 +979,7 @@ absl::StatusOr<CommitResult> PostgresJobStore::CommitInTransaction(
         auto id = row[0].as<std::string>();
         RM_ASSIGN_OR_RETURN(stored[id], StateFromColumn(row[1], absl::StrCat("job ", id)));
       }
-      Columns rows(13);
+      Columns rows(14);
       std::vector<std::string> replaced;
       for (const auto& [id, w] : last_update) {
         auto it = stored.find(id);
@@ -997,11 +1001,12 @@ absl::StatusOr<CommitResult> PostgresJobStore::CommitInTransaction(
         rows.Add(9, absl::StrCat(job.exit_code));
         rows.Add(10, job.message);
         rows.Add(11, absl::StrCat(job.preemptions));
+        rows.Add(12, absl::StrCat(job.last_replicas));
         if (!placement_changed.contains(id)) {
-          rows.Add(12, "");
+          rows.Add(13, "");
           continue;
         }
-        rows.Add(12, PlacementJson(job.placement));
+        rows.Add(13, PlacementJson(job.placement));
         replaced.push_back(id);
       }
       std::set<std::string> skipped(result.skipped.begin(), result.skipped.end());
@@ -1022,10 +1027,10 @@ absl::StatusOr<CommitResult> PostgresJobStore::CommitInTransaction(
         tx.exec_prepared("add_queue_usage", sums.Array(0), sums.Array(1), sums.Array(2));
       }
       if (!rows.empty()) {
-        tx.exec_prepared("update_jobs", rows.Array(0), rows.Array(1), rows.Array(2),
-                         rows.Array(3), rows.Array(4), rows.Array(5), rows.Array(6),
-                         rows.Array(7), rows.Array(8), rows.Array(9), rows.Array(10),
-                         rows.Array(11), rows.Array(12));
+        tx.exec_prepared("update_jobs", rows.Array(0), rows.Array(1), rows.Array(2), rows.Array(3),
+                         rows.Array(4), rows.Array(5), rows.Array(6), rows.Array(7), rows.Array(8),
+                         rows.Array(9), rows.Array(10), rows.Array(11), rows.Array(12),
+                         rows.Array(13));
       }
       // Rows of before migration 11 go with the placement they held.
       if (!replaced.empty()) {
