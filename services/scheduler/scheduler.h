@@ -67,9 +67,11 @@
 //         Each also carries, when the job's team has one, the team's credential for its
 //         image's registry (registry_credentials_, written under registry_writes_ as volumes
 //         are, stored outside mu_; scheduler_registries.cc): only that registry's, never logged.
-//         The JobStore holds each secret sealed with SchedulerOptions::secrets; Start opens
-//         them, seals the plaintext ones of an older schema, and keeps one that does not open
-//         (another key, altered) out of every assignment, logged and listed with its problem.
+//         The JobStore holds each secret sealed with SchedulerOptions::secrets; Start (as
+//         leader, under its epoch) opens them, seals the plaintext ones of an older schema,
+//         reseals with the current key those the previous key sealed (previous_secrets, a key
+//         rotation), and keeps one that does not open (another key, altered) out of every
+//         assignment, logged and listed with its problem.
 // After   (JobSpec.after; core/dependency.h) 1. a submit names only jobs its team may see: live
 //         ones are checked in memory, the others read from the JobStore (on `aside` when given:
 //         never on gRPC's thread), NOT_FOUND otherwise; their ends go to deps_; 2. every pass
@@ -261,6 +263,10 @@ struct SchedulerOptions {
   // The key that seals teams' registry secrets in the JobStore (--secrets-key-file). Null: no
   // secret can be set (FAILED_PRECONDITION), and every stored one is listed as unreadable.
   std::shared_ptr<const SecretBox> secrets;
+  // The key of before a rotation (--previous-secrets-key-file), or null. Start opens what it
+  // sealed and reseals it with `secrets` in place (core/registry_credentials.h,
+  // PlanStoredSecret); nothing else uses it.
+  std::shared_ptr<const SecretBox> previous_secrets;
 };
 
 class Scheduler {
@@ -394,9 +400,9 @@ class Scheduler {
 
  private:
   // Start's part for registry credentials (scheduler_registries.cc): opens each stored secret,
-  // seals and stores again those an older schema kept in plaintext (an error only when that
-  // write fails), and sorts them into what registry_credentials_ and
-  // unreadable_registry_credentials_ receive.
+  // seals with the current key and stores again those an older schema kept in plaintext and
+  // those the previous key sealed (an error only when such a write fails), and sorts them into
+  // what registry_credentials_ and unreadable_registry_credentials_ receive.
   struct OpenedRegistryCredentials {
     std::vector<RegistryCredential> readable;
     std::vector<RegistryCredentialView> unreadable;

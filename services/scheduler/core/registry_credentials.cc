@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/secret_box.h"
 #include "scheduler/core/authz.h"
 
 namespace ringmaster::scheduler {
@@ -134,6 +135,18 @@ std::optional<RegistryCredential> CredentialForImage(const RegistryCredentials& 
   auto it = credentials.find({team, RegistryOfImage(image)});
   if (it == credentials.end()) return std::nullopt;
   return it->second;
+}
+
+StoredSecretStep PlanStoredSecret(const StoredRegistryCredential& stored,
+                                  const std::string& current_key_id,
+                                  const std::string& previous_key_id) {
+  if (current_key_id.empty()) return StoredSecretStep::kNoKey;
+  if (stored.sealed_secret.empty()) return StoredSecretStep::kSeal;
+  const std::string sealed_with = SealedKeyId(stored.sealed_secret);
+  if (!previous_key_id.empty() && sealed_with == previous_key_id && sealed_with != current_key_id) {
+    return StoredSecretStep::kReseal;
+  }
+  return StoredSecretStep::kOpen;
 }
 
 size_t CountForTeam(const RegistryCredentials& credentials, const std::string& team) {

@@ -61,6 +61,24 @@ struct StoredRegistryCredential {
   bool operator==(const StoredRegistryCredential&) const = default;
 };
 
+// What Scheduler::Start does with one stored secret, decided from the key id in its header
+// (common/secret_box.h, SealedKeyId) and the ids of this scheduler's keys, before any is opened.
+enum class StoredSecretStep {
+  kSeal,    // plaintext, from before migration 15: seal it with the current key and store it
+  kOpen,    // open it with the current key: sealed with it, or with a key this scheduler does
+            // not hold, or not a sealed value at all (Open then says which)
+  kReseal,  // sealed with the previous key (a rotation): open it with that key, seal it with
+            // the current one and store it in place, keeping updated_at_ms
+  kNoKey,   // this scheduler has no current key: it cannot be read
+};
+
+// `current_key_id` and `previous_key_id` are SecretBox::key_id() of --secrets-key-file and
+// --previous-secrets-key-file, empty when there is no such key. The current key wins when both
+// have the same id.
+StoredSecretStep PlanStoredSecret(const StoredRegistryCredential& stored,
+                                  const std::string& current_key_id,
+                                  const std::string& previous_key_id);
+
 // The associated data a credential's secret is sealed with: "registry_credentials", the team
 // and the registry, NUL-separated (neither may hold a NUL).
 std::string SealingContext(const std::string& team, const std::string& registry);
