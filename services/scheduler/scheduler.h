@@ -66,7 +66,8 @@
 //         without it.
 //         Each also carries, when the job's team has one, the team's credential for its
 //         image's registry (registry_credentials_, written under registry_writes_ as volumes
-//         are, stored outside mu_; scheduler_registries.cc): only that registry's, never logged.
+//         are, stored outside mu_; scheduler_registries.cc): only that registry's, never logged;
+//         for one whose secret cannot be read, its problem instead of a secret (AuthForImage).
 //         The JobStore holds each secret sealed with SchedulerOptions::secrets; Start (as
 //         leader, under its epoch) opens them, seals the plaintext ones of an older schema,
 //         reseals with the current key those the previous key sealed (previous_secrets, a key
@@ -164,8 +165,9 @@ class WorkerLink {
     (void)mounts;
     SendAssignmentWithCheck(job, plan);
   }
-  // The same with the job's team's credential for its image's registry, if it has one; links
-  // that do not carry it send the launch without.
+  // The same with the job's team's credential for its image's registry, if it has one (with
+  // only its problem when it cannot be read: AuthForImage); links that do not carry it send the
+  // launch without.
   virtual void SendLaunchWithAuth(const Job& job, const CheckPlan& plan,
                                   const std::vector<ResolvedMount>& mounts,
                                   const std::optional<RegistryCredential>& registry_auth) {
@@ -573,8 +575,7 @@ class Scheduler {
   RegistryCredentials registry_credentials_ ABSL_GUARDED_BY(mu_);  // opened; by Start()
   // Stored credentials whose secret this scheduler cannot open, with the reason; sent to no
   // worker until set again. Start fills it; Set and Delete take theirs out.
-  std::map<std::pair<std::string, std::string>, RegistryCredentialView>
-      unreadable_registry_credentials_ ABSL_GUARDED_BY(mu_);
+  UnreadableRegistryCredentials unreadable_registry_credentials_ ABSL_GUARDED_BY(mu_);
   // Registry credential writes, one at a time (a team's count is checked before its write).
   // Taken before mu_, never while holding it.
   Mutex registry_writes_;

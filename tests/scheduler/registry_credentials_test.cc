@@ -166,6 +166,31 @@ TEST(StoredSecretPlanTest, AHeaderThatIsNotASealedValueIsOpenedNotResealed) {
   EXPECT_EQ(PlanStoredSecret(stored, current.key_id(), previous.key_id()), StoredSecretStep::kOpen);
 }
 
+TEST(RegistryCredentialsTest, AnUnreadableCredentialGoesWithItsProblemAndNoSecret) {
+  RegistryCredentials readable;
+  RegistryCredential quay = Good();
+  quay.registry = "quay.io";
+  readable[{quay.team, quay.registry}] = quay;
+  UnreadableRegistryCredentials unreadable;
+  unreadable[{"vision", "ghcr.io"}] = RegistryCredentialView{.team = "vision",
+                                                             .registry = "ghcr.io",
+                                                             .username = "robot",
+                                                             .updated_at_ms = 7,
+                                                             .problem = "cannot be read"};
+  EXPECT_EQ(AuthForImage(readable, unreadable, "vision", "ghcr.io/v/train:1"),
+            (RegistryCredential{.team = "vision",
+                                .registry = "ghcr.io",
+                                .username = "robot",
+                                .secret = "",
+                                .updated_at_ms = 7,
+                                .problem = "cannot be read"}));
+  EXPECT_EQ(AuthForImage(readable, unreadable, "vision", "quay.io/v/train:1"), quay);
+  // Only the team's, only for that registry.
+  EXPECT_EQ(AuthForImage(readable, unreadable, "audio", "ghcr.io/v/train:1"), std::nullopt);
+  EXPECT_EQ(AuthForImage(readable, unreadable, "vision", "docker.io/v/train:1"), std::nullopt);
+  EXPECT_EQ(AuthForImage(readable, unreadable, "vision", ""), std::nullopt);
+}
+
 TEST(RegistryCredentialsTest, AViewHasEverythingButTheSecret) {
   RegistryCredential c = Good();
   c.updated_at_ms = 7;

@@ -2331,7 +2331,8 @@ TEST_F(SchedulerTest, PlaintextRegistrySecretsOfAnOlderSchemaAreSealedAtStartAnd
   EXPECT_EQ(link->auths()[0]->secret, "old-plain");
 }
 
-TEST_F(SchedulerTest, ARegistrySecretSealedWithAnotherKeyIsListedWithItsProblemAndSentToNoWorker) {
+TEST_F(SchedulerTest,
+       ARegistrySecretSealedWithAnotherKeyIsListedWithItsProblemAndOnlyTheProblemIsSent) {
   RM_ASSERT_OK(scheduler_->SetRegistryCredential(
       {.team = "vision", .registry = "ghcr.io", .username = "v", .secret = "hunter2"}));
   RM_ASSERT_OK(scheduler_->SetRegistryCredential(
@@ -2356,8 +2357,13 @@ TEST_F(SchedulerTest, ARegistrySecretSealedWithAnotherKeyIsListedWithItsProblemA
   RM_ASSERT_OK(scheduler_->Submit(spec, "", "vision"));
   scheduler_->RunPass();
   RM_ASSERT_OK(scheduler_->Flush(5'000));
+  // The worker hears why its pull has no credential, and no secret.
   ASSERT_THAT(link->auths(), SizeIs(1));
-  EXPECT_EQ(link->auths()[0], std::nullopt);
+  ASSERT_TRUE(link->auths()[0].has_value());
+  EXPECT_EQ(link->auths()[0]->registry, "ghcr.io");
+  EXPECT_EQ(link->auths()[0]->username, "v");
+  EXPECT_EQ(link->auths()[0]->secret, "");
+  EXPECT_EQ(link->auths()[0]->problem, listed[1].problem);
 
   // It still counts, can be deleted, and setting it again under this key mends it.
   RM_ASSERT_OK(scheduler_->SetRegistryCredential(
@@ -2365,6 +2371,13 @@ TEST_F(SchedulerTest, ARegistrySecretSealedWithAnotherKeyIsListedWithItsProblemA
   RM_ASSERT_OK_AND_ASSIGN(listed, scheduler_->ListRegistryCredentials("vision"));
   ASSERT_THAT(listed, SizeIs(1));
   EXPECT_EQ(listed[0].problem, "");
+  RM_ASSERT_OK(scheduler_->Submit(spec, "", "vision"));
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_THAT(link->auths(), SizeIs(2));
+  ASSERT_TRUE(link->auths()[1].has_value());
+  EXPECT_EQ(link->auths()[1]->secret, "again");
+  EXPECT_EQ(link->auths()[1]->problem, "");
   RM_EXPECT_OK(scheduler_->DeleteRegistryCredential("audio", "ghcr.io"));
   RM_ASSERT_OK_AND_ASSIGN(listed, scheduler_->ListRegistryCredentials("audio"));
   EXPECT_THAT(listed, IsEmpty());

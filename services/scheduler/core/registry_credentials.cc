@@ -44,7 +44,8 @@ RegistryCredentialView ViewOf(const RegistryCredential& credential) {
   return {.team = credential.team,
           .registry = credential.registry,
           .username = credential.username,
-          .updated_at_ms = credential.updated_at_ms};
+          .updated_at_ms = credential.updated_at_ms,
+          .problem = credential.problem};
 }
 
 std::string SealingContext(const std::string& team, const std::string& registry) {
@@ -135,6 +136,22 @@ std::optional<RegistryCredential> CredentialForImage(const RegistryCredentials& 
   auto it = credentials.find({team, RegistryOfImage(image)});
   if (it == credentials.end()) return std::nullopt;
   return it->second;
+}
+
+std::optional<RegistryCredential> AuthForImage(const RegistryCredentials& readable,
+                                               const UnreadableRegistryCredentials& unreadable,
+                                               const std::string& team, const std::string& image) {
+  if (auto credential = CredentialForImage(readable, team, image)) return credential;
+  if (image.empty() || team.empty()) return std::nullopt;
+  auto it = unreadable.find({team, RegistryOfImage(image)});
+  if (it == unreadable.end()) return std::nullopt;
+  const RegistryCredentialView& view = it->second;
+  return RegistryCredential{.team = view.team,
+                            .registry = view.registry,
+                            .username = view.username,
+                            .secret = {},
+                            .updated_at_ms = view.updated_at_ms,
+                            .problem = view.problem};
 }
 
 StoredSecretStep PlanStoredSecret(const StoredRegistryCredential& stored,

@@ -32,6 +32,9 @@ struct RegistryCredential {
   std::string username;
   std::string secret;  // password or token: never logged, never returned by an API
   int64_t updated_at_ms = 0;
+  // Empty, but in what an assignment carries for a stored credential this scheduler cannot
+  // read (AuthForImage): why (RegistryCredentialView::problem); `secret` is empty then.
+  std::string problem{};
   bool operator==(const RegistryCredential&) const = default;
 };
 
@@ -103,12 +106,23 @@ std::string RegistryOfImage(const std::string& image);
 
 // Keyed by (team, registry).
 using RegistryCredentials = std::map<std::pair<std::string, std::string>, RegistryCredential>;
+// Stored credentials whose secret cannot be read, with the reason; keyed by (team, registry).
+using UnreadableRegistryCredentials =
+    std::map<std::pair<std::string, std::string>, RegistryCredentialView>;
 
 // The credential of `team` for the registry of `image`, if it has one; none for a job without
 // an image or a team. Only this one goes to the worker: never another registry's or team's.
 std::optional<RegistryCredential> CredentialForImage(const RegistryCredentials& credentials,
                                                      const std::string& team,
                                                      const std::string& image);
+
+// What an assignment carries for the registry of `image`: CredentialForImage's, else, when the
+// team's stored credential for that registry cannot be read, its registry and user with the
+// problem and no secret, so that the worker's failed pull can say why instead of "the team has
+// none" (docs/environments.md, "Secrets at rest").
+std::optional<RegistryCredential> AuthForImage(const RegistryCredentials& readable,
+                                               const UnreadableRegistryCredentials& unreadable,
+                                               const std::string& team, const std::string& image);
 
 // How many registries `team` has credentials for.
 size_t CountForTeam(const RegistryCredentials& credentials, const std::string& team);
