@@ -130,6 +130,13 @@ absl::StatusOr<std::string> SecretBox::Seal(absl::string_view plaintext,
   return out;
 }
 
+std::string SealedKeyId(absl::string_view sealed) {
+  if (sealed.size() < kSealedMinBytes || static_cast<uint8_t>(sealed[0]) != kSealedFormatVersion) {
+    return "";
+  }
+  return absl::BytesToHexString(sealed.substr(1, kSealedKeyIdBytes));
+}
+
 absl::StatusOr<std::string> SecretBox::Open(absl::string_view sealed,
                                             absl::string_view associated_data) const {
   if (sealed.empty()) return absl::DataLossError("the sealed value is empty");

@@ -68,6 +68,11 @@ class SecretBox {
   std::string key_id_hex_;  // the same, in hex
 };
 
+// The key id (8 hex digits, as SecretBox::key_id) in the header of a sealed value, read without
+// any key: which key sealed it. Empty when `sealed` is not a value of this build's format
+// version or is shorter than any sealed value. Says nothing of whether the value opens.
+std::string SealedKeyId(absl::string_view sealed);
+
 // The key file of --secrets-key-file. LoadSecretsKey: NOT_FOUND when `path` does not exist,
 // INVALID_ARGUMENT when it holds no key (as FromKeyFileContent), FAILED_PRECONDITION when it
 // cannot be read. LoadOrCreateSecretsKey also makes the file when it does not exist: 64 hex

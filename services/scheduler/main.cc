@@ -128,6 +128,11 @@ ringmaster::Flags MakeFlags() {
             "digits, which must exist. Empty: $XDG_STATE_HOME/ringmaster/secrets.key, else "
             "$HOME/.local/state/ringmaster/secrets.key, made (mode 0600) at the first start. "
             "Every replica needs the same key");
+  flags.Add("previous-secrets-key-file", "",
+            "during a key rotation, the key --secrets-key-file replaces (a file that must "
+            "exist): at start the leader reseals with the current key every registry secret "
+            "the previous one sealed, and logs how many. Drop it once every replica runs with "
+            "the new key (docs/environments.md, \"Secrets at rest\"). Empty: none");
   flags.AddSwitch("insecure-no-auth",
                   "with --insecure only (loopback): calls without a bearer token are served as "
                   "an admin of team 'anonymous'. For benchmark baselines; never in a shared "
@@ -363,6 +368,29 @@ int main(int argc, char** argv) {
     }
     RM_LOG(kInfo) << "secrets key id " << key->key_id();
     options.secrets = std::make_shared<const SecretBox>(*std::move(key));
+  }
+  if (const std::string path = flags.Get("previous-secrets-key-file"); !path.empty()) {
+    absl::StatusOr<SecretBox> previous = LoadSecretsKey(path);
+    if (absl::IsNotFound(previous.status())) {
+      previous = absl::FailedPreconditionError(absl::StrCat(
+          path,
+          " does not exist; give the key that --secrets-key-file replaces, or leave the "
+          "flag out"));
+    }
+    if (!previous.ok()) {
+      return Fail(
+          absl::Status(previous.status().code(),
+                       absl::StrCat("--previous-secrets-key-file: ", previous.status().message())));
+    }
+    if (previous->key_id() == options.secrets->key_id()) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+          "--previous-secrets-key-file holds the same key as --secrets-key-file (key id ",
+          previous->key_id(), "); give the old key, or leave the flag out")));
+    }
+    RM_LOG(kInfo) << "previous secrets key id " << previous->key_id()
+                  << ": registry secrets it sealed are resealed with key id "
+                  << options.secrets->key_id() << " when this scheduler leads";
+    options.previous_secrets = std::make_shared<const SecretBox>(*std::move(previous));
   }
   PostgresPoolOptions pool_options;
   pool_options.statement_timeout_ms = pg_timeout_ms;

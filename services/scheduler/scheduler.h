@@ -66,10 +66,13 @@
 //         without it.
 //         Each also carries, when the job's team has one, the team's credential for its
 //         image's registry (registry_credentials_, written under registry_writes_ as volumes
-//         are, stored outside mu_; scheduler_registries.cc): only that registry's, never logged.
-//         The JobStore holds each secret sealed with SchedulerOptions::secrets; Start opens
-//         them, seals the plaintext ones of an older schema, and keeps one that does not open
-//         (another key, altered) out of every assignment, logged and listed with its problem.
+//         are, stored outside mu_; scheduler_registries.cc): only that registry's, never logged;
+//         for one whose secret cannot be read, its problem instead of a secret (AuthForImage).
+//         The JobStore holds each secret sealed with SchedulerOptions::secrets; Start (as
+//         leader, under its epoch) opens them, seals the plaintext ones of an older schema,
+//         reseals with the current key those the previous key sealed (previous_secrets, a key
+//         rotation), and keeps one that does not open (another key, altered) out of every
+//         assignment, logged and listed with its problem.
 // After   (JobSpec.after; core/dependency.h) 1. a submit names only jobs its team may see: live
 //         ones are checked in memory, the others read from the JobStore (on `aside` when given:
 //         never on gRPC's thread), NOT_FOUND otherwise; their ends go to deps_; 2. every pass
@@ -162,8 +165,9 @@ class WorkerLink {
     (void)mounts;
     SendAssignmentWithCheck(job, plan);
   }
-  // The same with the job's team's credential for its image's registry, if it has one; links
-  // that do not carry it send the launch without.
+  // The same with the job's team's credential for its image's registry, if it has one (with
+  // only its problem when it cannot be read: AuthForImage); links that do not carry it send the
+  // launch without.
   virtual void SendLaunchWithAuth(const Job& job, const CheckPlan& plan,
                                   const std::vector<ResolvedMount>& mounts,
                                   const std::optional<RegistryCredential>& registry_auth) {
@@ -261,6 +265,10 @@ struct SchedulerOptions {
   // The key that seals teams' registry secrets in the JobStore (--secrets-key-file). Null: no
   // secret can be set (FAILED_PRECONDITION), and every stored one is listed as unreadable.
   std::shared_ptr<const SecretBox> secrets;
+  // The key of before a rotation (--previous-secrets-key-file), or null. Start opens what it
+  // sealed and reseals it with `secrets` in place (core/registry_credentials.h,
+  // PlanStoredSecret); nothing else uses it.
+  std::shared_ptr<const SecretBox> previous_secrets;
 };
 
 class Scheduler {
@@ -394,9 +402,9 @@ class Scheduler {
 
  private:
   // Start's part for registry credentials (scheduler_registries.cc): opens each stored secret,
-  // seals and stores again those an older schema kept in plaintext (an error only when that
-  // write fails), and sorts them into what registry_credentials_ and
-  // unreadable_registry_credentials_ receive.
+  // seals with the current key and stores again those an older schema kept in plaintext and
+  // those the previous key sealed (an error only when such a write fails), and sorts them into
+  // what registry_credentials_ and unreadable_registry_credentials_ receive.
   struct OpenedRegistryCredentials {
     std::vector<RegistryCredential> readable;
     std::vector<RegistryCredentialView> unreadable;
@@ -567,8 +575,7 @@ class Scheduler {
   RegistryCredentials registry_credentials_ ABSL_GUARDED_BY(mu_);  // opened; by Start()
   // Stored credentials whose secret this scheduler cannot open, with the reason; sent to no
   // worker until set again. Start fills it; Set and Delete take theirs out.
-  std::map<std::pair<std::string, std::string>, RegistryCredentialView>
-      unreadable_registry_credentials_ ABSL_GUARDED_BY(mu_);
+  UnreadableRegistryCredentials unreadable_registry_credentials_ ABSL_GUARDED_BY(mu_);
   // Registry credential writes, one at a time (a team's count is checked before its write).
   // Taken before mu_, never while holding it.
   Mutex registry_writes_;

@@ -232,8 +232,8 @@ void Scheduler::AfterCommit(std::vector<Write>& batch, const CommitResult& resul
               return b == baselines_.end() ? 0.0 : b->second.busbw_gbps;
             });
         if (plan.run) plan.token = NewToken();
-        std::optional<RegistryCredential> registry_auth =
-            CredentialForImage(registry_credentials_, job.team, job.spec.image);
+        std::optional<RegistryCredential> registry_auth = AuthForImage(
+            registry_credentials_, unreadable_registry_credentials_, job.team, job.spec.image);
         // The write is done with after this: its job moves to the sends.
         auto assigned = std::make_shared<const Job>(std::move(w.job_write.job));
         std::set<std::string> sent;

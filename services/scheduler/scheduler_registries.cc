@@ -1,13 +1,18 @@
 // Teams' registry credentials (see SetRegistryCredential in scheduler.h): validated, sealed
-// with SchedulerOptions::secrets, stored under registry_writes_ outside mu_, then applied to
-// registry_credentials_, from which each assignment takes its job's one (scheduler_commit.cc).
-// Log lines and errors name the team and registry, never the user's secret.
+// with SchedulerOptions::secrets (and, at Start, resealed from previous_secrets), stored under
+// registry_writes_ outside mu_, then applied to registry_credentials_, from which each
+// assignment takes its job's one (scheduler_commit.cc). Log lines and errors name the team and
+// registry, never the user's secret.
 #include <algorithm>
+#include <string>
 #include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/secret_box.h"
 #include "core/authz.h"
+#include "core/registry_credentials.h"
 #include "scheduler.h"
 
 namespace ringmaster::scheduler {
@@ -19,15 +24,21 @@ constexpr char kNoKey[] = "this scheduler has no secrets key (--secrets-key-file
 std::string UnreadableProblem(const absl::Status& opened) {
   return absl::StrCat("the stored secret cannot be read: ", opened.message(),
                       ". Start the scheduler with the key it was sealed with "
-                      "(--secrets-key-file), or set the credential again (ringctl registry set)");
+                      "(--secrets-key-file; during a key rotation, the old key as "
+                      "--previous-secrets-key-file beside the new one), or set the credential "
+                      "again (ringctl registry set)");
 }
 
 }  // namespace
 
 absl::StatusOr<Scheduler::OpenedRegistryCredentials> Scheduler::OpenRegistryCredentials(
     std::vector<StoredRegistryCredential> stored) {
+  const SecretBox* current = options_.secrets.get();
+  const SecretBox* previous = options_.previous_secrets.get();
   OpenedRegistryCredentials out;
   int sealed_now = 0;
+  int resealed = 0;
+  int left_with_previous = 0;
   for (StoredRegistryCredential& s : stored) {
     RegistryCredential c{.team = s.team,
                          .registry = s.registry,
@@ -35,10 +46,43 @@ absl::StatusOr<Scheduler::OpenedRegistryCredentials> Scheduler::OpenRegistryCred
                          .secret = {},
                          .updated_at_ms = s.updated_at_ms};
     const std::string context = SealingContext(s.team, s.registry);
-    if (s.sealed_secret.empty() && options_.secrets) {
-      // Stored in plaintext by a scheduler before migration 15: seal it in place, keeping
-      // updated_at_ms (the credential did not change).
-      auto sealed = options_.secrets->Seal(s.plaintext_secret, context);
+    const StoredSecretStep step =
+        PlanStoredSecret(s, current ? current->key_id() : "", previous ? previous->key_id() : "");
+    absl::StatusOr<std::string> opened = absl::FailedPreconditionError(kNoKey);
+    switch (step) {
+      case StoredSecretStep::kSeal:
+        opened = std::move(s.plaintext_secret);
+        break;
+      case StoredSecretStep::kReseal:
+        opened = previous->Open(s.sealed_secret, context);
+        break;
+      case StoredSecretStep::kOpen:
+        opened = current->Open(s.sealed_secret, context);
+        if (const std::string sealed_with = SealedKeyId(s.sealed_secret);
+            !opened.ok() && previous && !sealed_with.empty() && sealed_with != current->key_id()) {
+          opened = absl::Status(
+              opened.status().code(),
+              absl::StrCat(opened.status().message(), "; nor is it the previous key (key id ",
+                           previous->key_id(), ", --previous-secrets-key-file)"));
+        }
+        break;
+      case StoredSecretStep::kNoKey:
+        break;
+    }
+    if (!opened.ok()) {
+      if (step == StoredSecretStep::kReseal) ++left_with_previous;
+      RegistryCredentialView view = ViewOf(c);
+      view.problem = UnreadableProblem(opened.status());
+      RM_LOG(kError) << "registry credentials of team " << s.team << " for " << s.registry << ": "
+                     << view.problem;
+      out.unreadable.push_back(std::move(view));
+      continue;
+    }
+    if (step == StoredSecretStep::kSeal || step == StoredSecretStep::kReseal) {
+      // Plaintext of a scheduler before migration 15, or sealed with the previous key: sealed
+      // with the current key and stored in place, keeping updated_at_ms (the credential did not
+      // change). Fenced by our epoch: a newer leader's rows are never overwritten.
+      auto sealed = current->Seal(*opened, context);
       if (!sealed.ok()) return sealed.status();
       StoredRegistryCredential again = s;
       again.plaintext_secret.clear();
@@ -47,28 +91,27 @@ absl::StatusOr<Scheduler::OpenedRegistryCredentials> Scheduler::OpenRegistryCred
         return absl::Status(w.code(), absl::StrCat("sealing the registry credential of team ",
                                                    s.team, " for ", s.registry, ": ", w.message()));
       }
-      c.secret = std::move(s.plaintext_secret);
-      ++sealed_now;
-      out.readable.push_back(std::move(c));
-      continue;
+      ++(step == StoredSecretStep::kSeal ? sealed_now : resealed);
     }
-    absl::StatusOr<std::string> opened = absl::FailedPreconditionError(kNoKey);
-    if (options_.secrets) opened = options_.secrets->Open(s.sealed_secret, context);
-    if (opened.ok()) {
-      c.secret = *std::move(opened);
-      out.readable.push_back(std::move(c));
-      continue;
-    }
-    RegistryCredentialView view = ViewOf(c);
-    view.problem = UnreadableProblem(opened.status());
-    RM_LOG(kError) << "registry credentials of team " << s.team << " for " << s.registry << ": "
-                   << view.problem;
-    out.unreadable.push_back(std::move(view));
+    c.secret = *std::move(opened);
+    out.readable.push_back(std::move(c));
   }
   if (sealed_now > 0) {
     RM_LOG(kInfo) << "sealed " << sealed_now
                   << " registry secret(s) stored in plaintext by an older scheduler (key id "
-                  << options_.secrets->key_id() << ")";
+                  << current->key_id() << ")";
+  }
+  if (previous && current) {
+    RM_LOG(kInfo) << "resealed " << resealed
+                  << " registry secret(s) sealed with the previous secrets key (key id "
+                  << previous->key_id() << ") with the current one (key id " << current->key_id()
+                  << ")";
+    if (left_with_previous == 0) {
+      RM_LOG(kInfo) << "no stored registry secret is sealed with the previous secrets key any "
+                       "more; --previous-secrets-key-file can be dropped once every replica "
+                       "runs with key id "
+                    << current->key_id();
+    }
   }
   return out;
 }

@@ -78,6 +78,16 @@ bool IsAuthenticationFailure(const std::string& lower) {
          absl::StrContains(lower, "incorrect username or password");
 }
 
+// What a failed pull says when the job's team has a credential for `registry` that the
+// scheduler could not read (RegistryAuth.problem): that none was sent, why, and how to mend it.
+std::string UnreadableCredential(const std::string& registry, const RegistryAuth& auth) {
+  return absl::StrCat(
+      "the job's team has a credential for registry ", registry, " (user ", auth.username,
+      "), but the scheduler could not read it, so the pull went without "
+      "credentials (",
+      auth.problem, "); setting it again with `ringctl registry set ", registry, "` mends it");
+}
+
 }  // namespace
 
 std::string RegistryOfReference(const std::string& reference) {
@@ -158,8 +168,10 @@ absl::StatusOr<ImagePuller::Pulled> ImagePuller::Run(const std::string& referenc
   // A team's credential goes to the runtime in a file of its own for this pull, never on the
   // command line (which every user of the host can read in /proc), removed when the pull ends.
   const std::string registry = RegistryOfReference(reference);
-  const bool with_auth =
-      auth && !options_.auth_dir.empty() && absl::AsciiStrToLower(registry) == auth->registry;
+  const bool for_this_registry = auth && absl::AsciiStrToLower(registry) == auth->registry;
+  // A credential the scheduler could not read comes without its secret: nothing to pull with.
+  const bool unreadable = for_this_registry && !auth->problem.empty();
+  const bool with_auth = for_this_registry && !unreadable && !options_.auth_dir.empty();
   std::string auth_path;
   absl::Cleanup remove_auth = [&auth_path] {
     if (!auth_path.empty()) unlink(auth_path.c_str());
@@ -174,7 +186,7 @@ absl::StatusOr<ImagePuller::Pulled> ImagePuller::Run(const std::string& referenc
     }
     auth_path = *path;
     argv.insert(argv.end(), {"--authfile", auth_path});
-  } else if (auth) {
+  } else if (auth && !for_this_registry) {
     RM_LOG(kWarning) << "image " << reference << ": credentials for " << auth->registry
                      << " not used (the image is pulled from " << registry << ")";
   }
@@ -191,28 +203,39 @@ absl::StatusOr<ImagePuller::Pulled> ImagePuller::Run(const std::string& referenc
     const std::string lower = absl::AsciiStrToLower(why);
     const std::string message = absl::StrCat("cannot pull image ", reference, ": ", why);
     if (IsAuthenticationFailure(lower)) {
-      return absl::PermissionDeniedError(
-          with_auth ? absl::StrCat("cannot pull image ", reference,
-                                   ": authentication failed at registry ", registry, " as user ",
-                                   auth->username,
-                                   " (the job's team's registry credentials; set them again "
-                                   "with `ringctl registry set`): ",
-                                   why)
-                    : absl::StrCat("cannot pull image ", reference,
-                                   ": authentication failed: registry ", registry,
-                                   " wants credentials, and the job's team has none for it "
-                                   "(`ringctl registry set`): ",
-                                   why));
-    }
-    if (absl::StrContains(lower, "manifest unknown") || absl::StrContains(lower, "not found") ||
-        absl::StrContains(lower, "name unknown")) {
-      return absl::NotFoundError(message);
+      if (with_auth) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "cannot pull image ", reference, ": authentication failed at registry ", registry,
+            " as user ", auth->username,
+            " (the job's team's registry credentials; set them again with `ringctl registry "
+            "set`): ",
+            why));
+      }
+      if (unreadable) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "cannot pull image ", reference, ": authentication failed: registry ", registry,
+            " wants credentials; ", UnreadableCredential(registry, *auth), ": ", why));
+      }
+      return absl::PermissionDeniedError(absl::StrCat(
+          "cannot pull image ", reference, ": authentication failed: registry ", registry,
+          " wants credentials, and the job's team has none for it (`ringctl "
+          "registry set`): ",
+          why));
     }
     if (absl::StrContains(lower, "connection refused") || absl::StrContains(lower, "no such host") ||
         absl::StrContains(lower, "timeout")) {
       return absl::UnavailableError(message);
     }
-    return absl::FailedPreconditionError(message);
+    // Registries often answer a private image asked for without credentials as not found or
+    // denied: the unreadable credential may be the cause, and the message says so.
+    const std::string noted =
+        unreadable ? absl::StrCat(message, " (", UnreadableCredential(registry, *auth), ")")
+                   : message;
+    if (absl::StrContains(lower, "manifest unknown") || absl::StrContains(lower, "not found") ||
+        absl::StrContains(lower, "name unknown")) {
+      return absl::NotFoundError(noted);
+    }
+    return absl::FailedPreconditionError(noted);
   }
   absl::StatusOr<Pulled> pulled_image = inspect();
   if (!pulled_image.ok()) {

@@ -70,6 +70,18 @@ TEST(SecretBoxTest, AnotherKeyIsFailedPreconditionNamingBothKeyIds) {
   EXPECT_NE(Box('k').key_id(), other.key_id());
 }
 
+TEST(SecretBoxTest, TheKeyIdOfASealedValueIsReadWithoutAKey) {
+  RM_ASSERT_OK_AND_ASSIGN(std::string sealed, Box('k').Seal(kSecret, kAssociated));
+  EXPECT_EQ(SealedKeyId(sealed), Box('k').key_id());
+  EXPECT_NE(SealedKeyId(sealed), Box('o').key_id());
+  // Not a value of this build's format: no key id.
+  EXPECT_EQ(SealedKeyId(""), "");
+  EXPECT_EQ(SealedKeyId(sealed.substr(0, kSealedMinBytes - 1)), "");
+  EXPECT_EQ(SealedKeyId(kSecret), "");
+  sealed[0] = 2;
+  EXPECT_EQ(SealedKeyId(sealed), "");
+}
+
 TEST(SecretBoxTest, AnotherKeyWithTheSameKeyIdStillDoesNotOpen) {
   // The key id is only a diagnosis: a value whose id bytes were rewritten to the reader's is
   // refused by the tag.

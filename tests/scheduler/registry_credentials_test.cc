@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/secret_box.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "support/status_test_util.h"
@@ -121,6 +122,73 @@ TEST(RegistryCredentialsTest, AJobGetsOnlyItsTeamsCredentialForItsImagesRegistry
   EXPECT_EQ(CountForTeam(all, "vision"), 2u);
   EXPECT_EQ(CountForTeam(all, "audio"), 1u);
   EXPECT_EQ(CountForTeam(all, "speech"), 0u);
+}
+
+// A stored row of team vision for ghcr.io whose secret `box` sealed.
+StoredRegistryCredential SealedWith(const SecretBox& box) {
+  return {.team = "vision",
+          .registry = "ghcr.io",
+          .username = "v",
+          .sealed_secret = *box.Seal("s3cret", SealingContext("vision", "ghcr.io")),
+          .updated_at_ms = 7};
+}
+
+TEST(StoredSecretPlanTest, OnlyWhatThePreviousKeySealedIsResealed) {
+  const SecretBox current = *SecretBox::FromKey(std::string(kSecretKeyBytes, 'n'));
+  const SecretBox previous = *SecretBox::FromKey(std::string(kSecretKeyBytes, 'o'));
+  const SecretBox other = *SecretBox::FromKey(std::string(kSecretKeyBytes, 'x'));
+  const std::string now = current.key_id();
+  const std::string before = previous.key_id();
+  EXPECT_EQ(PlanStoredSecret(SealedWith(previous), now, before), StoredSecretStep::kReseal);
+  EXPECT_EQ(PlanStoredSecret(SealedWith(current), now, before), StoredSecretStep::kOpen);
+  // Neither key's: opened with the current key, which says what is wrong.
+  EXPECT_EQ(PlanStoredSecret(SealedWith(other), now, before), StoredSecretStep::kOpen);
+  // Without a previous key nothing is resealed.
+  EXPECT_EQ(PlanStoredSecret(SealedWith(previous), now, ""), StoredSecretStep::kOpen);
+  // Plaintext of an older schema is sealed; without a current key nothing is read.
+  const StoredRegistryCredential plaintext{
+      .team = "vision", .registry = "ghcr.io", .username = "v", .plaintext_secret = "p"};
+  EXPECT_EQ(PlanStoredSecret(plaintext, now, before), StoredSecretStep::kSeal);
+  EXPECT_EQ(PlanStoredSecret(plaintext, "", before), StoredSecretStep::kNoKey);
+  EXPECT_EQ(PlanStoredSecret(SealedWith(previous), "", before), StoredSecretStep::kNoKey);
+  // The same key given twice: it is the current one.
+  EXPECT_EQ(PlanStoredSecret(SealedWith(current), now, now), StoredSecretStep::kOpen);
+}
+
+TEST(StoredSecretPlanTest, AHeaderThatIsNotASealedValueIsOpenedNotResealed) {
+  const SecretBox current = *SecretBox::FromKey(std::string(kSecretKeyBytes, 'n'));
+  const SecretBox previous = *SecretBox::FromKey(std::string(kSecretKeyBytes, 'o'));
+  StoredRegistryCredential stored = SealedWith(previous);
+  stored.sealed_secret[0] = 2;  // a format version this build does not know
+  EXPECT_EQ(PlanStoredSecret(stored, current.key_id(), previous.key_id()), StoredSecretStep::kOpen);
+  stored = SealedWith(previous);
+  stored.sealed_secret.resize(kSealedHeaderBytes);  // truncated
+  EXPECT_EQ(PlanStoredSecret(stored, current.key_id(), previous.key_id()), StoredSecretStep::kOpen);
+}
+
+TEST(RegistryCredentialsTest, AnUnreadableCredentialGoesWithItsProblemAndNoSecret) {
+  RegistryCredentials readable;
+  RegistryCredential quay = Good();
+  quay.registry = "quay.io";
+  readable[{quay.team, quay.registry}] = quay;
+  UnreadableRegistryCredentials unreadable;
+  unreadable[{"vision", "ghcr.io"}] = RegistryCredentialView{.team = "vision",
+                                                             .registry = "ghcr.io",
+                                                             .username = "robot",
+                                                             .updated_at_ms = 7,
+                                                             .problem = "cannot be read"};
+  EXPECT_EQ(AuthForImage(readable, unreadable, "vision", "ghcr.io/v/train:1"),
+            (RegistryCredential{.team = "vision",
+                                .registry = "ghcr.io",
+                                .username = "robot",
+                                .secret = "",
+                                .updated_at_ms = 7,
+                                .problem = "cannot be read"}));
+  EXPECT_EQ(AuthForImage(readable, unreadable, "vision", "quay.io/v/train:1"), quay);
+  // Only the team's, only for that registry.
+  EXPECT_EQ(AuthForImage(readable, unreadable, "audio", "ghcr.io/v/train:1"), std::nullopt);
+  EXPECT_EQ(AuthForImage(readable, unreadable, "vision", "docker.io/v/train:1"), std::nullopt);
+  EXPECT_EQ(AuthForImage(readable, unreadable, "vision", ""), std::nullopt);
 }
 
 TEST(RegistryCredentialsTest, AViewHasEverythingButTheSecret) {

@@ -1,7 +1,7 @@
 // Registry secrets at rest with the scheduler as a real process on real PostgreSQL
 // (docs/environments.md, "Secrets at rest"): what the database holds of a secret set through
-// the API, and a scheduler restarted with another key or over an altered row, which keeps
-// serving and lists what it cannot read.
+// the API, a scheduler restarted with another key or over an altered row, which keeps serving
+// and lists what it cannot read, and a key rotation (--previous-secrets-key-file).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/secret_box.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ringmaster/v1/registry.grpc.pb.h"
 #include "scheduler/harness.h"
 #include "support/postgres_server.h"
+#include "support/test_tokens.h"
 
 namespace ringmaster::test {
 namespace {
@@ -23,6 +25,17 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr char kSecret[] = "hunter2-integration-secret";
+
+// A key file of 64 hex digits `fill` in the test's temporary directory; its path.
+std::string WriteKeyFile(const std::string& name, char fill) {
+  const std::string path = absl::StrCat(::testing::TempDir(), name, "-", getpid());
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  EXPECT_GE(fd, 0) << path;
+  const std::string key(64, fill);
+  EXPECT_EQ(write(fd, key.data(), key.size()), 64);
+  close(fd);
+  return path;
+}
 
 class RegistrySecretsTest : public ::testing::Test {
  protected:
@@ -107,14 +120,7 @@ TEST_F(RegistrySecretsTest, AnotherKeyOrAnAlteredRowLeavesTheSchedulerServingAnd
   ASSERT_TRUE(Set("audio", "quay.io", "audio-secret").ok());
 
   // Another key: both credentials stay listed, each with its problem, and the scheduler serves.
-  const std::string other = absl::StrCat(::testing::TempDir(), "other-secrets-key-", getpid());
-  {
-    int fd = open(other.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    ASSERT_GE(fd, 0);
-    const std::string key(64, 'e');
-    ASSERT_EQ(write(fd, key.data(), key.size()), 64);
-    close(fd);
-  }
+  const std::string other = WriteKeyFile("other-secrets-key", 'e');
   StartScheduler({"--secrets-key-file", other});
   std::vector<v1::RegistryCredential> listed = List();
   ASSERT_EQ(listed.size(), 2u);
@@ -142,6 +148,49 @@ TEST_F(RegistrySecretsTest, AnotherKeyOrAnAlteredRowLeavesTheSchedulerServingAnd
   ASSERT_EQ(listed.size(), 2u);
   EXPECT_THAT(listed[1].problem(), HasSubstr("does not authenticate"));
   EXPECT_THAT(scheduler_->LogTail(), Not(HasSubstr("hunter2")));
+}
+
+TEST_F(RegistrySecretsTest, ARotationResealsWithTheNewKeyAndTheOldKeyAloneNoLongerReads) {
+  ASSERT_TRUE(Set("vision", "ghcr.io", kSecret).ok());
+  const std::string old_key = SecretsKeyFile();  // every harness scheduler's key
+  const std::string new_key = WriteKeyFile("new-secrets-key", 'b');
+  auto old_box = LoadSecretsKey(old_key);
+  auto new_box = LoadSecretsKey(new_key);
+  ASSERT_TRUE(old_box.ok() && new_box.ok());
+  const std::string key_id_sql =
+      "SELECT encode(substring(sealed_secret from 2 for 4), 'hex') FROM registry_credentials";
+  ASSERT_EQ(Exec1(key_id_sql), old_box->key_id());
+  const std::string set_at = Exec1("SELECT updated_at_ms FROM registry_credentials");
+
+  // The new key, the old one as the previous: resealed in place, its time kept.
+  StartScheduler({"--secrets-key-file", new_key, "--previous-secrets-key-file", old_key});
+  std::vector<v1::RegistryCredential> listed = List();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].problem(), "");
+  EXPECT_EQ(Exec1(key_id_sql), new_box->key_id());
+  EXPECT_EQ(Exec1("SELECT updated_at_ms FROM registry_credentials"), set_at);
+  EXPECT_EQ(Exec1("SELECT plaintext_secret FROM registry_credentials"), "NULL");
+  EXPECT_THAT(scheduler_->LogTail(),
+              HasSubstr(absl::StrCat("resealed 1 registry secret(s) sealed with the previous "
+                                     "secrets key (key id ",
+                                     old_box->key_id(), ")")));
+  EXPECT_THAT(scheduler_->LogTail(), HasSubstr("--previous-secrets-key-file can be dropped"));
+  EXPECT_THAT(scheduler_->LogTail(), Not(HasSubstr("hunter2")));
+
+  // The previous key dropped: still read.
+  StartScheduler({"--secrets-key-file", new_key});
+  listed = List();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].problem(), "");
+
+  // A scheduler with only the old key (a replica left behind) lists the problem and writes
+  // nothing.
+  StartScheduler({});
+  listed = List();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_THAT(listed[0].problem(), HasSubstr("sealed with another secrets key"));
+  EXPECT_THAT(listed[0].problem(), HasSubstr(new_box->key_id()));
+  EXPECT_EQ(Exec1(key_id_sql), new_box->key_id());
 }
 
 }  // namespace

@@ -2396,7 +2396,8 @@ TEST_F(SchedulerTest, PlaintextRegistrySecretsOfAnOlderSchemaAreSealedAtStartAnd
   EXPECT_EQ(link->auths()[0]->secret, "old-plain");
 }
 
-TEST_F(SchedulerTest, ARegistrySecretSealedWithAnotherKeyIsListedWithItsProblemAndSentToNoWorker) {
+TEST_F(SchedulerTest,
+       ARegistrySecretSealedWithAnotherKeyIsListedWithItsProblemAndOnlyTheProblemIsSent) {
   RM_ASSERT_OK(scheduler_->SetRegistryCredential(
       {.team = "vision", .registry = "ghcr.io", .username = "v", .secret = "hunter2"}));
   RM_ASSERT_OK(scheduler_->SetRegistryCredential(
@@ -2421,8 +2422,13 @@ TEST_F(SchedulerTest, ARegistrySecretSealedWithAnotherKeyIsListedWithItsProblemA
   RM_ASSERT_OK(scheduler_->Submit(spec, "", "vision"));
   scheduler_->RunPass();
   RM_ASSERT_OK(scheduler_->Flush(5'000));
+  // The worker hears why its pull has no credential, and no secret.
   ASSERT_THAT(link->auths(), SizeIs(1));
-  EXPECT_EQ(link->auths()[0], std::nullopt);
+  ASSERT_TRUE(link->auths()[0].has_value());
+  EXPECT_EQ(link->auths()[0]->registry, "ghcr.io");
+  EXPECT_EQ(link->auths()[0]->username, "v");
+  EXPECT_EQ(link->auths()[0]->secret, "");
+  EXPECT_EQ(link->auths()[0]->problem, listed[1].problem);
 
   // It still counts, can be deleted, and setting it again under this key mends it.
   RM_ASSERT_OK(scheduler_->SetRegistryCredential(
@@ -2430,9 +2436,106 @@ TEST_F(SchedulerTest, ARegistrySecretSealedWithAnotherKeyIsListedWithItsProblemA
   RM_ASSERT_OK_AND_ASSIGN(listed, scheduler_->ListRegistryCredentials("vision"));
   ASSERT_THAT(listed, SizeIs(1));
   EXPECT_EQ(listed[0].problem, "");
+  RM_ASSERT_OK(scheduler_->Submit(spec, "", "vision"));
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_THAT(link->auths(), SizeIs(2));
+  ASSERT_TRUE(link->auths()[1].has_value());
+  EXPECT_EQ(link->auths()[1]->secret, "again");
+  EXPECT_EQ(link->auths()[1]->problem, "");
   RM_EXPECT_OK(scheduler_->DeleteRegistryCredential("audio", "ghcr.io"));
   RM_ASSERT_OK_AND_ASSIGN(listed, scheduler_->ListRegistryCredentials("audio"));
   EXPECT_THAT(listed, IsEmpty());
+}
+
+TEST_F(SchedulerTest, ARestartWithANewKeyAndThePreviousOneResealsInPlaceAndStillSends) {
+  RM_ASSERT_OK_AND_ASSIGN(
+      RegistryCredentialView set,
+      scheduler_->SetRegistryCredential(
+          {.team = "vision", .registry = "ghcr.io", .username = "v", .secret = "hunter2"}));
+  scheduler_.reset();
+  clock_.Advance(60'000);
+  SchedulerOptions options;
+  options.secrets = TestSecrets('n');
+  options.previous_secrets = TestSecrets('k');
+  Start(options);
+
+  RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListRegistryCredentials());
+  ASSERT_THAT(stored, SizeIs(1));
+  EXPECT_EQ(SealedKeyId(stored[0].sealed_secret), TestSecrets('n')->key_id());
+  EXPECT_EQ(stored[0].updated_at_ms, set.updated_at_ms);  // the credential did not change
+  EXPECT_THAT(TestSecrets('n')->Open(stored[0].sealed_secret, SealingContext("vision", "ghcr.io")),
+              test::IsOkAndHolds(std::string("hunter2")));
+  RM_ASSERT_OK_AND_ASSIGN(auto listed, scheduler_->ListRegistryCredentials("vision"));
+  ASSERT_THAT(listed, SizeIs(1));
+  EXPECT_EQ(listed[0].problem, "");
+  EXPECT_EQ(listed[0].updated_at_ms, set.updated_at_ms);
+
+  auto link = Register(CpuWorker("w1", 8));
+  JobSpec spec = CommandSpec(1);
+  spec.image = "ghcr.io/vision/train:v1";
+  RM_ASSERT_OK(scheduler_->Submit(spec, "", "vision"));
+  scheduler_->RunPass();
+  RM_ASSERT_OK(scheduler_->Flush(5'000));
+  ASSERT_THAT(link->auths(), SizeIs(1));
+  ASSERT_TRUE(link->auths()[0].has_value());
+  EXPECT_EQ(link->auths()[0]->secret, "hunter2");
+
+  // The new key alone reads it now; the old key alone no longer does.
+  scheduler_.reset();
+  options.previous_secrets = nullptr;
+  Start(options);
+  RM_ASSERT_OK_AND_ASSIGN(listed, scheduler_->ListRegistryCredentials("vision"));
+  ASSERT_THAT(listed, SizeIs(1));
+  EXPECT_EQ(listed[0].problem, "");
+  scheduler_.reset();
+  Start();
+  RM_ASSERT_OK_AND_ASSIGN(listed, scheduler_->ListRegistryCredentials("vision"));
+  ASSERT_THAT(listed, SizeIs(1));
+  EXPECT_THAT(listed[0].problem, HasSubstr("sealed with another secrets key"));
+  // It wrote nothing: the row is still the new key's.
+  RM_ASSERT_OK_AND_ASSIGN(auto after, memory_.ListRegistryCredentials());
+  EXPECT_EQ(after, stored);
+}
+
+TEST_F(SchedulerTest, ASecretOfNeitherKeyIsLeftAsItIsAndListedNamingBothKeys) {
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "vision", .registry = "ghcr.io", .username = "v", .secret = "hunter2"}));
+  RM_ASSERT_OK_AND_ASSIGN(auto before, memory_.ListRegistryCredentials());
+  scheduler_.reset();
+  SchedulerOptions options;
+  options.secrets = TestSecrets('n');
+  options.previous_secrets = TestSecrets('o');
+  Start(options);
+  RM_ASSERT_OK_AND_ASSIGN(auto listed, scheduler_->ListRegistryCredentials("vision"));
+  ASSERT_THAT(listed, SizeIs(1));
+  EXPECT_THAT(listed[0].problem, HasSubstr("sealed with another secrets key"));
+  EXPECT_THAT(listed[0].problem, HasSubstr(TestSecrets('k')->key_id()));
+  EXPECT_THAT(listed[0].problem, HasSubstr(TestSecrets('n')->key_id()));
+  EXPECT_THAT(listed[0].problem, HasSubstr(TestSecrets('o')->key_id()));
+  EXPECT_THAT(listed[0].problem, Not(HasSubstr("hunter2")));
+  RM_ASSERT_OK_AND_ASSIGN(auto after, memory_.ListRegistryCredentials());
+  EXPECT_EQ(after, before);
+}
+
+TEST_F(SchedulerTest, APreviousKeysValueThatIsAlteredIsListedAndNotResealed) {
+  RM_ASSERT_OK(scheduler_->SetRegistryCredential(
+      {.team = "vision", .registry = "ghcr.io", .username = "v", .secret = "hunter2"}));
+  scheduler_.reset();
+  RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListRegistryCredentials());
+  ASSERT_THAT(stored, SizeIs(1));
+  RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, memory_.TakeLeadership());
+  stored[0].sealed_secret[kSealedHeaderBytes] ^= 0x20;
+  RM_ASSERT_OK(memory_.SetRegistryCredential(stored[0], epoch));
+  SchedulerOptions options;
+  options.secrets = TestSecrets('n');
+  options.previous_secrets = TestSecrets('k');
+  Start(options);
+  RM_ASSERT_OK_AND_ASSIGN(auto listed, scheduler_->ListRegistryCredentials("vision"));
+  ASSERT_THAT(listed, SizeIs(1));
+  EXPECT_THAT(listed[0].problem, HasSubstr("does not authenticate"));
+  RM_ASSERT_OK_AND_ASSIGN(auto after, memory_.ListRegistryCredentials());
+  EXPECT_EQ(after, stored);
 }
 
 TEST_F(SchedulerTest, AnAlteredStoredRegistrySecretIsListedAsNotAuthenticating) {

@@ -40,5 +40,21 @@ TEST(ConvertTest, AWholeGpuJobHasNoShare) {
   EXPECT_EQ(a.gpu_memory, 0);
 }
 
+TEST(ConvertTest, AnUnreadableCredentialReachesTheWorkerAsItsProblemWithoutASecret) {
+  v1::Assignment proto = OneRank();
+  proto.mutable_spec()->set_image("ghcr.io/vision/train:1");
+  proto.mutable_registry_auth()->set_registry("ghcr.io");
+  proto.mutable_registry_auth()->set_username("robot");
+  proto.mutable_registry_auth()->set_problem("the stored secret cannot be read: altered");
+  const Assignment a = FromProto(proto);
+  ASSERT_TRUE(a.image.has_value());
+  ASSERT_TRUE(a.image->registry_auth.has_value());
+  EXPECT_EQ(*a.image->registry_auth,
+            (RegistryAuth{.registry = "ghcr.io",
+                          .username = "robot",
+                          .secret = "",
+                          .problem = "the stored secret cannot be read: altered"}));
+}
+
 }  // namespace
 }  // namespace ringmaster::worker

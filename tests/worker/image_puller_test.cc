@@ -143,6 +143,32 @@ TEST_F(ImagePullerAuthTest, ACredentialForAnotherRegistryIsNotUsed) {
   EXPECT_THAT(Read((dir_ / "argv").string()), Not(HasSubstr("--authfile")));
 }
 
+// The scheduler could not read the team's credential (another secrets key, an altered value):
+// the pull goes without one, and its failure says so, how to mend it, and never "has none".
+TEST_F(ImagePullerAuthTest, ACredentialTheSchedulerCannotReadIsNamedInTheFailureNotUsed) {
+  ImagePuller puller(Options());
+  const std::string image = "registry.example.com/team/train:1";
+  const std::string problem =
+      "the stored secret cannot be read: the value was sealed with another secrets key (key id "
+      "0badc0de; this scheduler's key id is 12345678)";
+  auto refused = puller.Wait(image, "j-5", std::chrono::seconds(30),
+                             RegistryAuth{.registry = "registry.example.com",
+                                          .username = "robot",
+                                          .secret = "",
+                                          .problem = problem});
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied) << refused.status();
+  const std::string message(refused.status().message());
+  EXPECT_THAT(message, HasSubstr(image));
+  EXPECT_THAT(message, HasSubstr("the job's team has a credential for registry "
+                                 "registry.example.com (user robot), but the scheduler could not "
+                                 "read it"));
+  EXPECT_THAT(message, HasSubstr(problem));
+  EXPECT_THAT(message, HasSubstr("setting it again with `ringctl registry set "
+                                 "registry.example.com` mends it"));
+  EXPECT_THAT(message, Not(HasSubstr("has none")));
+  EXPECT_THAT(Read((dir_ / "argv").string()), Not(HasSubstr("--authfile")));
+}
+
 TEST(ImagePullerTest, TheRegistryOfAReferenceIsSpelledAsInIt) {
   EXPECT_EQ(RegistryOfReference("Registry.Example.com:5000/a/b:1"), "Registry.Example.com:5000");
   EXPECT_EQ(RegistryOfReference("localhost/a"), "localhost");

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/secret_box.h"
 #include "scheduler/core/authz.h"
 
 namespace ringmaster::scheduler {
@@ -43,7 +44,8 @@ RegistryCredentialView ViewOf(const RegistryCredential& credential) {
   return {.team = credential.team,
           .registry = credential.registry,
           .username = credential.username,
-          .updated_at_ms = credential.updated_at_ms};
+          .updated_at_ms = credential.updated_at_ms,
+          .problem = credential.problem};
 }
 
 std::string SealingContext(const std::string& team, const std::string& registry) {
@@ -134,6 +136,34 @@ std::optional<RegistryCredential> CredentialForImage(const RegistryCredentials& 
   auto it = credentials.find({team, RegistryOfImage(image)});
   if (it == credentials.end()) return std::nullopt;
   return it->second;
+}
+
+std::optional<RegistryCredential> AuthForImage(const RegistryCredentials& readable,
+                                               const UnreadableRegistryCredentials& unreadable,
+                                               const std::string& team, const std::string& image) {
+  if (auto credential = CredentialForImage(readable, team, image)) return credential;
+  if (image.empty() || team.empty()) return std::nullopt;
+  auto it = unreadable.find({team, RegistryOfImage(image)});
+  if (it == unreadable.end()) return std::nullopt;
+  const RegistryCredentialView& view = it->second;
+  return RegistryCredential{.team = view.team,
+                            .registry = view.registry,
+                            .username = view.username,
+                            .secret = {},
+                            .updated_at_ms = view.updated_at_ms,
+                            .problem = view.problem};
+}
+
+StoredSecretStep PlanStoredSecret(const StoredRegistryCredential& stored,
+                                  const std::string& current_key_id,
+                                  const std::string& previous_key_id) {
+  if (current_key_id.empty()) return StoredSecretStep::kNoKey;
+  if (stored.sealed_secret.empty()) return StoredSecretStep::kSeal;
+  const std::string sealed_with = SealedKeyId(stored.sealed_secret);
+  if (!previous_key_id.empty() && sealed_with == previous_key_id && sealed_with != current_key_id) {
+    return StoredSecretStep::kReseal;
+  }
+  return StoredSecretStep::kOpen;
 }
 
 size_t CountForTeam(const RegistryCredentials& credentials, const std::string& team) {

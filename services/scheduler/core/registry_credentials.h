@@ -32,6 +32,9 @@ struct RegistryCredential {
   std::string username;
   std::string secret;  // password or token: never logged, never returned by an API
   int64_t updated_at_ms = 0;
+  // Empty, but in what an assignment carries for a stored credential this scheduler cannot
+  // read (AuthForImage): why (RegistryCredentialView::problem); `secret` is empty then.
+  std::string problem{};
   bool operator==(const RegistryCredential&) const = default;
 };
 
@@ -61,6 +64,24 @@ struct StoredRegistryCredential {
   bool operator==(const StoredRegistryCredential&) const = default;
 };
 
+// What Scheduler::Start does with one stored secret, decided from the key id in its header
+// (common/secret_box.h, SealedKeyId) and the ids of this scheduler's keys, before any is opened.
+enum class StoredSecretStep {
+  kSeal,    // plaintext, from before migration 15: seal it with the current key and store it
+  kOpen,    // open it with the current key: sealed with it, or with a key this scheduler does
+            // not hold, or not a sealed value at all (Open then says which)
+  kReseal,  // sealed with the previous key (a rotation): open it with that key, seal it with
+            // the current one and store it in place, keeping updated_at_ms
+  kNoKey,   // this scheduler has no current key: it cannot be read
+};
+
+// `current_key_id` and `previous_key_id` are SecretBox::key_id() of --secrets-key-file and
+// --previous-secrets-key-file, empty when there is no such key. The current key wins when both
+// have the same id.
+StoredSecretStep PlanStoredSecret(const StoredRegistryCredential& stored,
+                                  const std::string& current_key_id,
+                                  const std::string& previous_key_id);
+
 // The associated data a credential's secret is sealed with: "registry_credentials", the team
 // and the registry, NUL-separated (neither may hold a NUL).
 std::string SealingContext(const std::string& team, const std::string& registry);
@@ -85,12 +106,23 @@ std::string RegistryOfImage(const std::string& image);
 
 // Keyed by (team, registry).
 using RegistryCredentials = std::map<std::pair<std::string, std::string>, RegistryCredential>;
+// Stored credentials whose secret cannot be read, with the reason; keyed by (team, registry).
+using UnreadableRegistryCredentials =
+    std::map<std::pair<std::string, std::string>, RegistryCredentialView>;
 
 // The credential of `team` for the registry of `image`, if it has one; none for a job without
 // an image or a team. Only this one goes to the worker: never another registry's or team's.
 std::optional<RegistryCredential> CredentialForImage(const RegistryCredentials& credentials,
                                                      const std::string& team,
                                                      const std::string& image);
+
+// What an assignment carries for the registry of `image`: CredentialForImage's, else, when the
+// team's stored credential for that registry cannot be read, its registry and user with the
+// problem and no secret, so that the worker's failed pull can say why instead of "the team has
+// none" (docs/environments.md, "Secrets at rest").
+std::optional<RegistryCredential> AuthForImage(const RegistryCredentials& readable,
+                                               const UnreadableRegistryCredentials& unreadable,
+                                               const std::string& team, const std::string& image);
 
 // How many registries `team` has credentials for.
 size_t CountForTeam(const RegistryCredentials& credentials, const std::string& team);

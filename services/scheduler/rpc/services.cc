@@ -687,6 +687,7 @@ class WorkerStream final
       auth->set_registry(registry_auth->registry);
       auth->set_username(registry_auth->username);
       auth->set_secret(registry_auth->secret);
+      auth->set_problem(registry_auth->problem);
     }
     Enqueue(std::move(msg));
   }

@@ -54,6 +54,9 @@ struct RegistryAuth {
   std::string registry;  // HOST[:PORT], lower-case
   std::string username;
   std::string secret;
+  // Empty, or why the scheduler cannot read the team's stored credential: `secret` is empty
+  // then, the pull goes without credentials, and its failure says so (RegistryAuth.problem).
+  std::string problem{};
   bool operator==(const RegistryAuth&) const = default;
 };
 

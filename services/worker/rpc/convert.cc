@@ -54,7 +54,7 @@ Assignment FromProto(const v1::Assignment& proto) {
     if (proto.has_registry_auth()) {
       image.registry_auth =
           RegistryAuth{proto.registry_auth().registry(), proto.registry_auth().username(),
-                       proto.registry_auth().secret()};
+                       proto.registry_auth().secret(), proto.registry_auth().problem()};
     }
     a.image = std::move(image);
   }
