@@ -176,6 +176,16 @@ class SchedulerTest : public ::testing::Test {
 
   void SetUp() override { Start(); }
 
+  // Stops the scheduler (if it runs) and starts it with the test keys `current` and, unless 0,
+  // `previous` (--previous-secrets-key-file).
+  void RestartWithKeys(char current, char previous = 0) {
+    scheduler_.reset();
+    SchedulerOptions options;
+    options.secrets = TestSecrets(current);
+    if (previous != 0) options.previous_secrets = TestSecrets(previous);
+    Start(options);
+  }
+
   void Start(SchedulerOptions options = {}, prometheus::Registry* registry = nullptr) {
     if (!options.secrets) options.secrets = TestSecrets('k');
     options.heartbeat_timeout_ms = kHeartbeatTimeoutMs;
@@ -2455,10 +2465,7 @@ TEST_F(SchedulerTest, ARestartWithANewKeyAndThePreviousOneResealsInPlaceAndStill
           {.team = "vision", .registry = "ghcr.io", .username = "v", .secret = "hunter2"}));
   scheduler_.reset();
   clock_.Advance(60'000);
-  SchedulerOptions options;
-  options.secrets = TestSecrets('n');
-  options.previous_secrets = TestSecrets('k');
-  Start(options);
+  RestartWithKeys('n', 'k');
 
   RM_ASSERT_OK_AND_ASSIGN(auto stored, memory_.ListRegistryCredentials());
   ASSERT_THAT(stored, SizeIs(1));
@@ -2482,9 +2489,7 @@ TEST_F(SchedulerTest, ARestartWithANewKeyAndThePreviousOneResealsInPlaceAndStill
   EXPECT_EQ(link->auths()[0]->secret, "hunter2");
 
   // The new key alone reads it now; the old key alone no longer does.
-  scheduler_.reset();
-  options.previous_secrets = nullptr;
-  Start(options);
+  RestartWithKeys('n');
   RM_ASSERT_OK_AND_ASSIGN(listed, scheduler_->ListRegistryCredentials("vision"));
   ASSERT_THAT(listed, SizeIs(1));
   EXPECT_EQ(listed[0].problem, "");
@@ -2502,11 +2507,7 @@ TEST_F(SchedulerTest, ASecretOfNeitherKeyIsLeftAsItIsAndListedNamingBothKeys) {
   RM_ASSERT_OK(scheduler_->SetRegistryCredential(
       {.team = "vision", .registry = "ghcr.io", .username = "v", .secret = "hunter2"}));
   RM_ASSERT_OK_AND_ASSIGN(auto before, memory_.ListRegistryCredentials());
-  scheduler_.reset();
-  SchedulerOptions options;
-  options.secrets = TestSecrets('n');
-  options.previous_secrets = TestSecrets('o');
-  Start(options);
+  RestartWithKeys('n', 'o');
   RM_ASSERT_OK_AND_ASSIGN(auto listed, scheduler_->ListRegistryCredentials("vision"));
   ASSERT_THAT(listed, SizeIs(1));
   EXPECT_THAT(listed[0].problem, HasSubstr("sealed with another secrets key"));
@@ -2527,10 +2528,7 @@ TEST_F(SchedulerTest, APreviousKeysValueThatIsAlteredIsListedAndNotResealed) {
   RM_ASSERT_OK_AND_ASSIGN(int64_t epoch, memory_.TakeLeadership());
   stored[0].sealed_secret[kSealedHeaderBytes] ^= 0x20;
   RM_ASSERT_OK(memory_.SetRegistryCredential(stored[0], epoch));
-  SchedulerOptions options;
-  options.secrets = TestSecrets('n');
-  options.previous_secrets = TestSecrets('k');
-  Start(options);
+  RestartWithKeys('n', 'k');
   RM_ASSERT_OK_AND_ASSIGN(auto listed, scheduler_->ListRegistryCredentials("vision"));
   ASSERT_THAT(listed, SizeIs(1));
   EXPECT_THAT(listed[0].problem, HasSubstr("does not authenticate"));
