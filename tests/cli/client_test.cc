@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -14,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "app.h"
+#include "loopback_server.h"
 
 namespace ringmaster::cli {
 namespace {
@@ -101,20 +100,8 @@ class FakeClusterService final : public v1::ClusterService::Service {
 class GrpcClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    // gRPC honours proxy variables; a loopback test server must be reached directly.
-    for (const char* name :
-         {"http_proxy", "https_proxy", "grpc_proxy", "HTTP_PROXY", "HTTPS_PROXY"}) {
-      unsetenv(name);
-    }
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&jobs_);
-    builder.RegisterService(&cluster_);
-    server_ = builder.BuildAndStart();
+    server_ = StartLoopbackServer({&jobs_, &cluster_}, &address_);
     ASSERT_NE(server_, nullptr);
-    ASSERT_GT(port, 0);
-    address_ = absl::StrCat("127.0.0.1:", port);
   }
   void TearDown() override {
     if (server_) server_->Shutdown();

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +17,7 @@
 #include "args.h"
 #include "errors.h"
 #include "format.h"
+#include "loopback_server.h"
 #include "registry_command.h"
 #include "ringmaster/v1/registry.grpc.pb.h"
 
@@ -141,20 +141,9 @@ constexpr char kProblem[] =
 class RegistryListTest : public ::testing::Test {
  protected:
   void Serve(std::vector<v1::RegistryCredential> credentials) {
-    // gRPC honours proxy variables; a loopback test server must be reached directly.
-    for (const char* name :
-         {"http_proxy", "https_proxy", "grpc_proxy", "HTTP_PROXY", "HTTPS_PROXY"}) {
-      unsetenv(name);
-    }
     service_ = std::make_unique<FakeRegistryService>(std::move(credentials));
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service_.get());
-    server_ = builder.BuildAndStart();
+    server_ = StartLoopbackServer({service_.get()}, &address_);
     ASSERT_NE(server_, nullptr);
-    ASSERT_GT(port, 0);
-    address_ = absl::StrCat("127.0.0.1:", port);
   }
   void TearDown() override {
     if (server_) server_->Shutdown();
